@@ -1,0 +1,19 @@
+"""failclosed.model: the agent-run queue as pure transitions (one semantics for everything).
+
+``enabled(world)`` lists every enabled transition; ``apply(world, t)`` returns the next world.
+Both are pure: no clock, no randomness, no I/O.
+"""
+
+from .config import ConfigError, initial_world, load_spec, load_world, read_toml
+from .constants import Constants
+from .policy import PRESET_ORDER, PRESETS, SWITCHES, Policy, UnknownPolicy, parse_policy, preset
+from .runtime import FAULT_KINDS, GuardFailed, apply, enabled, fire, successors
+from .state import Application, Event, Message, Proc, Row, RunSpec, Spec, Tool, World
+from .transition import Transition
+
+__all__ = [
+    "Application", "ConfigError", "Constants", "Event", "FAULT_KINDS", "GuardFailed", "Message",
+    "PRESETS", "PRESET_ORDER", "Policy", "Proc", "Row", "RunSpec", "SWITCHES", "Spec", "Tool",
+    "Transition", "UnknownPolicy", "World", "apply", "enabled", "fire", "initial_world",
+    "load_spec", "load_world", "parse_policy", "preset", "read_toml", "successors",
+]

@@ -1,0 +1,294 @@
+"""Model configurations: policy, constants, tools, runs with their plans, workers, faults.
+
+One TOML shape serves the checker's bounded configurations and the scenario files (which
+add ``[[steps]]``). Every key is validated: a typo, a wrong type or a negative lease is one
+``ConfigError`` line naming the field and the fix.
+
+    policy = "adr-141"                 # a preset, optionally "+switch" / "-switch"
+    [switches]                         # overrides, one bool per switch
+    write_fence = false
+    [constants]                        # LEASE_SECONDS, MAX_REQUEUES, ...
+    LEASE_SECONDS = 900
+    [model]
+    workers = 2                        # or a list of names
+    faults = ["crash", "store_error"]  # fault kinds that may be injected
+    fault_budget = 1                   # faults injected along any one history
+    provider_faults = ["rateLimit"]    # classes a provider call may fail with
+    fault_ops = ["renew_lease"]        # statements a store_error may hit (default: all)
+    reaper_limit = 50
+    horizon = 5000                     # the clock never moves past it
+    [[tools]]
+    name = "create_page_draft"
+    effect = "non_idempotent_write"    # read_only | idempotent_write | non_idempotent_write
+    remote = false
+    approval = false                   # explicit approval marker
+    server_flag = 0                    # remote only: operator approval declaration
+    needs_input = false
+    removable = false
+    [[runs]]
+    id = "r1"
+    entry = "queued"                   # queued (enqueue) | interactive (start_run)
+    plan = [{tools = ["create_page_draft"]}, {final = "completed"}]
+    cap = 5                            # explicit round cap (clamped to MAX_ITERATIONS)
+    observer = false
+    cancels = 0                        # cancel commands a caller may issue
+    decisions = ["approve"]            # approve | deny | input, in order
+    [runs.row]                         # optional: the row exists at the start
+    status = "running"
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from typing import Any
+
+from .constants import CONSTANT_NAMES, Constants
+from .policy import SWITCHES, UnknownPolicy, parse_policy
+from .state import (
+    EFFECTS,
+    FAILURE_CLASSES,
+    STATUSES,
+    Answer,
+    Row,
+    RunSpec,
+    Spec,
+    Tool,
+    World,
+)
+
+
+class ConfigError(ValueError):
+    """A malformed configuration: the message names the field and the fix."""
+
+
+def _expect(value: Any, typ: type | tuple[type, ...], field: str, fix: str) -> Any:
+    ok = isinstance(value, typ) and not (typ in (int, (int,)) and isinstance(value, bool))
+    if not ok:
+        raise ConfigError(f"{field}: expected {fix}, got {value!r}")
+    return value
+
+
+def _keys(d: dict, allowed: set[str], where: str) -> None:
+    for k in d:
+        if k not in allowed:
+            import difflib
+
+            near = difflib.get_close_matches(k, sorted(allowed), n=1)
+            hint = f"did you mean {near[0]!r}?" if near else f"allowed: {', '.join(sorted(allowed))}"
+            raise ConfigError(f"{where}{k}: unknown key; {hint}")
+
+
+def _nonneg(v: Any, field: str) -> int:
+    _expect(v, int, field, "an integer")
+    if v < 0:
+        raise ConfigError(f"{field}: must be >= 0, got {v}")
+    return v
+
+
+TOP_KEYS = {"policy", "switches", "constants", "model", "tools", "runs", "steps", "description", "expect"}
+MODEL_KEYS = {"workers", "faults", "fault_budget", "provider_faults", "fault_ops", "reaper_limit", "horizon"}
+TOOL_KEYS = {"name", "effect", "remote", "approval", "server_flag", "needs_input", "removable"}
+RUN_KEYS = {"id", "entry", "plan", "cap", "observer", "cancels", "decisions", "row"}
+ROW_KEYS = {f.name for f in fields(Row)}
+
+
+def load_spec(data: dict[str, Any], policy_override: str | None = None) -> tuple[Spec, int]:
+    """Build the static ``Spec`` and the fault budget from a parsed TOML table."""
+    from .runtime import FAULT_KINDS
+
+    _keys(data, TOP_KEYS, "")
+    pname = policy_override or data.get("policy", "current")
+    _expect(pname, str, "policy", "a preset name such as \"adr-141\"")
+    try:
+        policy = parse_policy(pname)
+    except UnknownPolicy as e:
+        raise ConfigError(f"policy: {e}") from None
+    sw = data.get("switches", {})
+    _expect(sw, dict, "switches", "a table of switch = true|false")
+    _keys(sw, set(SWITCHES), "switches.")
+    for k, v in sw.items():
+        _expect(v, bool, f"switches.{k}", "true or false")
+    if sw:
+        policy = policy.with_(name=policy.name + "".join(f"{'+' if v else '-'}{k}" for k, v in sw.items()), **sw)
+
+    cons = data.get("constants", {})
+    _expect(cons, dict, "constants", "a table")
+    _keys(cons, set(CONSTANT_NAMES), "constants.")
+    for k, v in cons.items():
+        _nonneg(v, f"constants.{k}")
+    if cons.get("LEASE_SECONDS", 1) == 0:
+        raise ConfigError("constants.LEASE_SECONDS: must be >= 1")
+    constants = Constants(**cons)
+
+    m = data.get("model", {})
+    _expect(m, dict, "model", "a table")
+    _keys(m, MODEL_KEYS, "model.")
+    workers = m.get("workers", 1)
+    if isinstance(workers, int) and not isinstance(workers, bool):
+        if workers < 1:
+            raise ConfigError(f"model.workers: must be >= 1, got {workers}")
+        workers = tuple(f"w{k + 1}" for k in range(workers))
+    else:
+        _expect(workers, list, "model.workers", "a count or a list of names")
+        workers = tuple(_expect(x, str, "model.workers[]", "a name") for x in workers)
+    faults = m.get("faults", [])
+    _expect(faults, list, "model.faults", f"a list of {', '.join(FAULT_KINDS)}")
+    for f in faults:
+        if f not in FAULT_KINDS:
+            raise ConfigError(f"model.faults: unknown fault {f!r}; use {', '.join(FAULT_KINDS)}")
+    pf = m.get("provider_faults", [])
+    _expect(pf, list, "model.provider_faults", "a list of failure classes")
+    for c in pf:
+        if c not in FAILURE_CLASSES:
+            raise ConfigError(f"model.provider_faults: unknown class {c!r}; use {', '.join(FAILURE_CLASSES)}")
+    if pf and "provider_error" not in faults:
+        faults = [*faults, "provider_error"]
+    fault_ops = m.get("fault_ops")
+    if fault_ops is not None:
+        _expect(fault_ops, list, "model.fault_ops", "a list of statement names")
+    budget = _nonneg(m.get("fault_budget", 0), "model.fault_budget")
+    limit = m.get("reaper_limit", constants.REAPER_DEFAULT_LIMIT)
+    _expect(limit, int, "model.reaper_limit", "an integer >= 1")
+    if limit < 1:
+        raise ConfigError(f"model.reaper_limit: must be >= 1, got {limit}")
+    horizon = m.get("horizon")
+    if horizon is not None:
+        _nonneg(horizon, "model.horizon")
+
+    tools = []
+    raw_tools = data.get("tools", [])
+    _expect(raw_tools, list, "tools", "an array of [[tools]] tables")
+    for n, t in enumerate(raw_tools):
+        where = f"tools[{n}]."
+        _expect(t, dict, f"tools[{n}]", "a table")
+        _keys(t, TOOL_KEYS, where)
+        if "name" not in t:
+            raise ConfigError(f"{where}name: missing; every tool needs a name")
+        eff = t.get("effect", "read_only")
+        if eff not in EFFECTS:
+            raise ConfigError(f"{where}effect: unknown effect {eff!r}; use {', '.join(EFFECTS)}")
+        for b in ("remote", "approval", "needs_input", "removable"):
+            if b in t:
+                _expect(t[b], bool, where + b, "true or false")
+        sf = t.get("server_flag")
+        if sf is not None:
+            _expect(sf, int, where + "server_flag", "0 or 1")
+        tools.append(
+            Tool(
+                name=_expect(t["name"], str, where + "name", "a string"), effect=eff,
+                remote=t.get("remote", False), approval=t.get("approval", False), server_flag=sf,
+                needs_input=t.get("needs_input", False), removable=t.get("removable", False),
+            )
+        )
+
+    runs = []
+    raw_runs = data.get("runs", [])
+    _expect(raw_runs, list, "runs", "an array of [[runs]] tables")
+    if not raw_runs:
+        raise ConfigError("runs: at least one [[runs]] table is needed")
+    ids = set()
+    for n, r in enumerate(raw_runs):
+        where = f"runs[{n}]."
+        _expect(r, dict, f"runs[{n}]", "a table")
+        _keys(r, RUN_KEYS, where)
+        rid = r.get("id", f"r{n + 1}")
+        _expect(rid, str, where + "id", "a string")
+        if rid in ids:
+            raise ConfigError(f"{where}id: duplicate run id {rid!r}; give each run its own id")
+        ids.add(rid)
+        entry = r.get("entry", "queued")
+        if entry not in ("queued", "interactive"):
+            raise ConfigError(f"{where}entry: {entry!r}; use queued or interactive")
+        plan = tuple(_answer(a, f"{where}plan[{k}]") for k, a in enumerate(r.get("plan", [{"final": "completed"}])))
+        cap = r.get("cap")
+        if cap is not None:
+            _nonneg(cap, where + "cap")
+        decisions = r.get("decisions", [])
+        _expect(decisions, list, where + "decisions", "a list of approve | deny | input")
+        for d in decisions:
+            if d not in ("approve", "deny", "input"):
+                raise ConfigError(f"{where}decisions: {d!r}; use approve, deny or input")
+        row = None
+        if "row" in r:
+            row = _row(r["row"], where + "row.")
+        runs.append(
+            RunSpec(
+                id=rid, entry=entry, plan=plan, cap=cap,
+                observer=_expect(r.get("observer", False), bool, where + "observer", "true or false"),
+                cancels=_nonneg(r.get("cancels", 0), where + "cancels"),
+                decisions=tuple(decisions), initial=row,
+            )
+        )
+    spec = Spec(
+        policy=policy, constants=constants, tools=tuple(tools), runs=tuple(runs), workers=workers,
+        faults=frozenset(faults), provider_faults=tuple(pf),
+        fault_ops=frozenset(fault_ops) if fault_ops is not None else None,
+        reaper_limit=limit, horizon=horizon,
+    )
+    return spec, budget
+
+
+def _answer(a: Any, where: str) -> Answer:
+    _expect(a, dict, where, "a table with one of tools, final, fail, guardrail")
+    if len(a) != 1:
+        raise ConfigError(f"{where}: give exactly one of tools, final, fail, guardrail")
+    (k, v), = a.items()
+    if k == "tools":
+        _expect(v, list, where + ".tools", "a list of tool names")
+        return Answer("tools", tuple(_expect(x, str, where + ".tools[]", "a tool name") for x in v))
+    if k == "final":
+        if v not in ("completed", "budget_exhausted", "context_truncated"):
+            raise ConfigError(f"{where}.final: {v!r}; use completed, budget_exhausted or context_truncated")
+        return Answer("final", (), v)
+    if k == "fail":
+        if v not in FAILURE_CLASSES:
+            raise ConfigError(f"{where}.fail: {v!r}; use one of {', '.join(FAILURE_CLASSES)}")
+        return Answer("fail", (), v)
+    if k == "guardrail":
+        if v not in ("violation", "approval_required"):
+            raise ConfigError(f"{where}.guardrail: {v!r}; use violation or approval_required")
+        return Answer("guardrail", (), v)
+    raise ConfigError(f"{where}.{k}: unknown answer; use tools, final, fail or guardrail")
+
+
+def _row(d: Any, where: str) -> Row:
+    _expect(d, dict, where.rstrip("."), "a table of row fields")
+    _keys(d, ROW_KEYS, where)
+    if "status" in d and d["status"] not in STATUSES:
+        raise ConfigError(f"{where}status: {d['status']!r}; use one of {', '.join(STATUSES)}")
+    for k, v in d.items():
+        typ = type(getattr(Row(), k))
+        _expect(v, typ, where + k, typ.__name__)
+    return replace(Row(), **d)
+
+
+def initial_world(spec: Spec, fault_budget: int) -> World:
+    n = len(spec.runs)
+    rows = tuple(r.initial for r in spec.runs)
+    return World(
+        clock=0,
+        rows=rows,
+        started=tuple(r.initial is not None for r in spec.runs),
+        cancels=(0,) * n,
+        decisions=(0,) * n,
+        resumes=(0,) * n,
+        faults=fault_budget,
+        spec=spec,
+    )
+
+
+def load_world(data: dict[str, Any], policy_override: str | None = None) -> World:
+    spec, budget = load_spec(data, policy_override)
+    return initial_world(spec, budget)
+
+
+def read_toml(path: str) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file; give the path of a TOML file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML ({e}); fix the syntax") from None

@@ -1,0 +1,167 @@
+"""Policy values: which mechanisms of the runtime are on.
+
+A policy is data, not a subclass: every transition reads the switches it depends on.
+The presets follow REFERENCE.md 15.1 in order; each adds the switches of its row of the
+history table (REFERENCE.md 15) to the previous one. ``preset("adr-141").without("write_fence")``
+is "adr-141 without the write fence", one line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """One bool per switch of REFERENCE.md 15 (names as the history table spells them)."""
+
+    name: str = "custom"
+    # ADR-092: T8 requires a non-terminal status; T13 exists; a failed suspend is settled failed.
+    terminal_guard: bool = True
+    # ADR-101: T6 guard becomes status='running' (before: id only).
+    suspend_requires_running: bool = False
+    # ADR-102: T2 plus a uuid message, worker pick-up (the lease is diagnostic only).
+    queue: bool = False
+    # ADR-103: the cancellation probe at every boundary.
+    cancel_probe: bool = False
+    # ADR-104: worker segments renew at every boundary (lease_owner = worker id).
+    heartbeat: bool = False
+    # ADR-104: renewal before persist at a boundary (counterfactual off swaps 7.2 steps 4 and 5).
+    renew_before_persist: bool = True
+    # ADR-104: the reaper (T10, branches 3, 4, 5 of section 10).
+    reaper: bool = False
+    # ADR-104: queued-run recovery (section 9) as the worker's recovery hook.
+    retry: bool = False
+    # commit a7e1a954: reaper branch 5 settles after a failed dispatch.
+    reaper_dispatch_failclosed: bool = False
+    # ADR-105: waiting_for_input, suspend_for_input, claim_for_resume_from_input.
+    input_suspend: bool = False
+    # commit 2029c781: a renewal that changes no row is re-checked by a count.
+    noop_renew_recheck: bool = False
+    # commit 3c1f5699: worker segments pass owner_guard = worker id.
+    owner_guarded_settle_workers: bool = False
+    # ADR-111: tool effects are resolved (before: no resolver, every step read_only).
+    tool_effect: bool = False
+    # ADR-111: a failed persist of a write tool step raises AuditPersistenceFailed.
+    audit_failclosed_writes: bool = False
+    # ADR-111: AuditPersistenceFailed is classified unknown (off: counterfactual serverError).
+    audit_fail_unknown: bool = False
+    # ADR-112: before-tool hook on segments with a handle and a lease owner; fence checks.
+    write_fence: bool = False
+    # ADR-122 / commit e3649bce: T9 and T11 also clear pending_effect.
+    clear_fence_on_requeue: bool = False
+    # ADR-132: gate 3 (record_approval fail-closed for approved write turns), fresh decode.
+    approval_audit_failclosed: bool = False
+    # ADR-134: approval rule 5 (a builtin write suspends first).
+    write_implies_approval: bool = False
+    # ADR-141: T1 and T7 write identity and lease; sync and resume segments are leased.
+    lease_all_segments: bool = False
+    # ADR-141: hook always installed; a write without handle or owner is refused.
+    unleased_write_refused: bool = False
+    # ADR-141: owner-guarded settles for synchronous and resume segments too.
+    owner_guarded_settle_all: bool = False
+    # ADR-141: reaper branch 2 (no stored request -> dead-letter not_retryable).
+    reaper_no_request_branch: bool = False
+    # Proposed fix (not part of the runtime's history); see spec/SPEC.md. Off in every preset.
+    fallback_dead_letter_unguarded: bool = False
+
+    def with_(self, name: str | None = None, **switches: bool) -> Policy:
+        for k in switches:
+            if k not in SWITCHES:
+                raise KeyError(k)
+        p = replace(self, **switches)
+        return replace(p, name=name) if name else p
+
+    def without(self, *switches: str) -> Policy:
+        suffix = " without " + ", ".join(switches)
+        return self.with_(name=self.name + suffix, **{s: False for s in switches})
+
+    def switches(self) -> dict[str, bool]:
+        return {s: getattr(self, s) for s in SWITCHES}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, **self.switches()}
+
+
+SWITCHES: tuple[str, ...] = tuple(f.name for f in fields(Policy) if f.name != "name")
+
+_BASE = Policy(name="adr-092")
+
+# Each preset adds to the previous one (REFERENCE.md 15.1).
+_STEPS: list[tuple[str, dict[str, bool]]] = [
+    ("adr-092", {}),
+    ("adr-101", {"suspend_requires_running": True}),
+    ("adr-102", {"queue": True, "cancel_probe": True}),
+    ("adr-104", {"heartbeat": True, "renew_before_persist": True, "reaper": True, "retry": True}),
+    (
+        "owner-guard",
+        {
+            "reaper_dispatch_failclosed": True,
+            "input_suspend": True,
+            "noop_renew_recheck": True,
+            "owner_guarded_settle_workers": True,
+        },
+    ),
+    ("adr-111", {"tool_effect": True, "audit_failclosed_writes": True, "audit_fail_unknown": True}),
+    ("adr-112", {"write_fence": True}),
+    ("adr-122", {"clear_fence_on_requeue": True}),
+    ("adr-134", {"approval_audit_failclosed": True, "write_implies_approval": True}),
+    (
+        "adr-141",
+        {
+            "lease_all_segments": True,
+            "unleased_write_refused": True,
+            "owner_guarded_settle_all": True,
+            "reaper_no_request_branch": True,
+        },
+    ),
+]
+
+
+def _build() -> dict[str, Policy]:
+    out: dict[str, Policy] = {}
+    p = _BASE
+    for name, adds in _STEPS:
+        p = p.with_(name=name, **adds)
+        out[name] = p
+    out["current"] = replace(out["adr-141"], name="current")
+    return out
+
+
+PRESETS: dict[str, Policy] = _build()
+PRESET_ORDER: tuple[str, ...] = tuple(name for name, _ in _STEPS)
+
+
+class UnknownPolicy(ValueError):
+    pass
+
+
+def preset(name: str) -> Policy:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise UnknownPolicy(
+            f"unknown policy {name!r}: use one of {', '.join(PRESETS)}"
+        ) from None
+
+
+def parse_policy(spec: str) -> Policy:
+    """``"adr-141"``, ``"adr-141-write_fence"`` (without), ``"adr-111+write_fence"`` (with)."""
+    import re
+
+    parts = re.split(r"([+-](?=[a-z_]+(?:[+-]|$)))", spec)
+    base = parts[0]
+    # preset names contain '-', so find the longest preset prefix instead.
+    for name in sorted(PRESETS, key=len, reverse=True):
+        if spec == name or spec.startswith(name + "+") or spec.startswith(name + "-"):
+            base, rest = name, spec[len(name):]
+            break
+    else:
+        raise UnknownPolicy(f"unknown policy {spec!r}: use one of {', '.join(PRESETS)}")
+    p = PRESETS[base]
+    for sign, sw in re.findall(r"([+-])([a-z_]+)", rest):
+        if sw not in SWITCHES:
+            raise UnknownPolicy(f"unknown switch {sw!r} in policy {spec!r}: use one of {', '.join(SWITCHES)}")
+        p = p.with_(**{sw: sign == "+"})
+    return replace(p, name=spec)

@@ -1,0 +1,92 @@
+"""Pure decision rules of the runtime: classification, effects, approval, the fence check.
+
+REFERENCE.md sections 13 and 14, and the by-name rules of 7.2 and 12.2.
+"""
+
+from __future__ import annotations
+
+from .policy import Policy
+from .state import (
+    NON_IDEMPOTENT_WRITE,
+    READ_ONLY,
+    RETRYABLE_CLASSES,
+    Spec,
+)
+
+# Error kinds the runtime raises (REFERENCE.md 2) that reach the ladder's generic arm.
+AUDIT_PERSISTENCE_FAILED = "AuditPersistenceFailed"
+WRITE_WITHOUT_DURABLE_EXECUTION = "WriteWithoutDurableExecution"
+OBSERVER_ERROR = "ObserverError"
+PROVIDER_ERROR = "ProviderError"
+# Internal signals.
+LEASE_LOST = "LeaseLost"
+CANCELLATION_REQUESTED = "CancellationRequested"
+APPROVAL_REQUIRED = "ApprovalRequired"
+INPUT_REQUIRED = "InputRequired"
+GUARDRAIL_VIOLATION = "GuardrailViolation"
+GUARDRAIL_APPROVAL_REQUIRED = "GuardrailApprovalRequired"
+
+
+def is_write(effect: str) -> bool:
+    return effect in ("idempotent_write", NON_IDEMPOTENT_WRITE)
+
+
+def is_retryable(eclass: str) -> bool:
+    return eclass in RETRYABLE_CLASSES
+
+
+def classify(error: str, provider_class: str, policy: Policy) -> str:
+    """``classify(error)`` (13): a provider error carries its class; everything else is
+    ``unknown``. ``audit_fail_unknown`` off is a counterfactual that makes an audit failure
+    look transient (``serverError``), the mistake ADR-111 avoided on purpose."""
+    if error == PROVIDER_ERROR:
+        return provider_class
+    if error == AUDIT_PERSISTENCE_FAILED and not policy.audit_fail_unknown:
+        return "serverError"
+    return "unknown"
+
+
+def resolve_by_name(spec: Spec, removed: frozenset[str], name: str) -> str:
+    """14.2: a registered name resolves by its object; an unknown or removed name gives
+    ``non_idempotent_write``. Without a resolver (before ADR-111) every tool is read-only."""
+    if not spec.policy.tool_effect:
+        return READ_ONLY
+    tool = spec.tool(name)
+    if tool is None or name in removed:
+        return NON_IDEMPOTENT_WRITE
+    return tool.declared_effect
+
+
+def step_effect(spec: Spec, removed: frozenset[str], step: tuple) -> str:
+    """7.2: a non-tool step is read-only; a tool step resolves by NAME (not by whether it ran)."""
+    if not step or step[0] != "tool":
+        return READ_ONLY
+    return resolve_by_name(spec, removed, step[3])
+
+
+def may_retry_after_fence(pending_effect: str) -> bool:
+    """14.3: false only for the stored string ``non_idempotent_write``."""
+    return pending_effect != NON_IDEMPOTENT_WRITE
+
+
+def approval_bound(spec: Spec, removed: frozenset[str], name: str) -> bool:
+    """14.4: does calling this tool suspend the run? First matching rule decides."""
+    tool = spec.tool(name)
+    if tool is None or name in removed:
+        return False  # rule 1: an unknown tool
+    if tool.approval:
+        return True  # rule 2: explicit marker
+    if tool.remote:
+        # rules 3 and 4: the operator declaration decides (default 1; only 0 turns it off)
+        return tool.server_flag is not None and tool.server_flag != 0
+    if spec.policy.write_implies_approval:
+        return is_write(tool.effect)  # rule 5 (ADR-134)
+    return False
+
+
+def write_turn(spec: Spec, removed: frozenset[str], calls: tuple[str, ...]) -> bool:
+    """12.2: a turn declares a write if any call resolves by name to a write. With no
+    resolver, every call counts as a write."""
+    if not spec.policy.tool_effect:
+        return True
+    return any(is_write(resolve_by_name(spec, removed, c)) for c in calls)

@@ -1,0 +1,978 @@
+"""The runtime's transitions: ``enabled(world)`` and ``apply(world, t)``, both pure.
+
+One semantics for the whole project (DESIGN.md): the checker enumerates these, the
+simulator samples them, scenarios replay them. Granularity follows REFERENCE.md: every
+store statement is its own transition, and so is every point a segment can stop or time
+can pass in between (a step boundary is on_step -> find_run (probe) -> renew_lease or
+mark_pending_effect (clear) -> record_step; the before-tool hook is resolve -> refuse or
+mark_pending_effect (stamp); then invoke; the provider call). Local computation (the
+ladder's arm choice, the approval scan, classify, the reaper's branch choice on its
+snapshot) is folded into the transition that precedes it.
+
+A slow operation is time passing (``advance_time``) while a segment waits at ``invoke`` or
+``provider_call``; a tool's effect lands when ``invoke`` fires, so a ``crash`` before it
+models death before the effect landed and a ``crash`` after it death after it landed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from . import rules, store
+from .rules import (
+    APPROVAL_REQUIRED,
+    AUDIT_PERSISTENCE_FAILED,
+    CANCELLATION_REQUESTED,
+    GUARDRAIL_APPROVAL_REQUIRED,
+    GUARDRAIL_VIOLATION,
+    INPUT_REQUIRED,
+    LEASE_LOST,
+    OBSERVER_ERROR,
+    PROVIDER_ERROR,
+    WRITE_WITHOUT_DURABLE_EXECUTION,
+)
+from .state import (
+    AWAITING,
+    CANCELLED,
+    ENQUEUE,
+    FAILED,
+    QUEUED,
+    RESUME,
+    RUNNING,
+    SYNCHRONOUS,
+    TERMINAL,
+    WAITING_FOR_APPROVAL,
+    WAITING_FOR_INPUT,
+    WORKER,
+    Application,
+    Event,
+    Message,
+    Proc,
+    ReaperState,
+    World,
+)
+from .transition import Transition
+
+T = Transition.make
+
+# Fault kinds a configuration may enable (Spec.faults).
+FAULT_KINDS = (
+    "store_error",  # any store statement errors: the caller gets false / null / [] (4.4)
+    "audit_insert_fails",  # record_step / record_approval / record_input stores nothing
+    "ambiguous_commit",  # the audit insert stores the event but reports failure
+    "dispatch_fails",
+    "crash",  # a process dies at any point
+    "provider_error",  # a provider call fails with a failure class (Spec.provider_faults)
+    "observer_error",
+    "decode_error",  # a stored payload fails to decode
+    "tool_error",
+    "duplicate_message",
+)
+
+
+class GuardFailed(ValueError):
+    """``apply`` was given a transition that is not enabled."""
+
+    def __init__(self, t: Transition, guard: str, enabled: list[Transition]):
+        self.transition = t
+        self.guard = guard
+        self.enabled = enabled
+        super().__init__(f"{t}: guard does not hold: {guard}")
+
+
+# =========================================================================================
+# enabled
+# =========================================================================================
+def _can(w: World, kind: str, op: str = "") -> bool:
+    spec = w.spec
+    if w.faults <= 0 or kind not in spec.faults:
+        return False
+    if kind == "store_error" and spec.fault_ops is not None and op not in spec.fault_ops:
+        return False
+    return True
+
+
+def _with_faults(w: World, t: Transition, kinds: tuple[str, ...]) -> list[Transition]:
+    out = [t]
+    for k in kinds:
+        if _can(w, k, t.name):
+            out.append(Transition(t.name, t.actor, tuple(sorted(t.args + (("fault", k),)))))
+    return out
+
+
+def _proc_moves(w: World, p: Proc) -> list[Transition]:
+    spec = w.spec
+    rid = w.run_id(p.run)
+    a = p.name
+    pc = p.pc
+    S = ("store_error",)
+    if pc == "claim_queued":
+        return _with_faults(w, T("claim_queued", a, run=rid), S)
+    if pc in ("pickup_position", "resume_position"):
+        return _with_faults(w, T("max_sequence", a, run=rid), ("store_error", "decode_error"))
+    if pc == "resume_probe":
+        return _with_faults(w, T("max_sequence", a, run=rid), S)
+    if pc == "on_step":
+        return _with_faults(w, T("on_step", a, run=rid, step=p.step[0]), ("observer_error",))
+    if pc in ("probe", "recovery_read", "resume_read"):
+        return _with_faults(w, T("find_run", a, run=rid), S)
+    if pc == "renew":
+        if _clears_fence(w, p):
+            return _with_faults(w, T("mark_pending_effect", a, run=rid, effect=""), S)
+        return _with_faults(w, T("renew_lease", a, run=rid), S)
+    if pc == "persist":
+        step = p.step
+        t = T("record_step", a, run=rid, step=step[0], tool=step[3] or None)
+        return _with_faults(w, t, ("audit_insert_fails", "ambiguous_commit"))
+    if pc == "provider":
+        t = T("provider_call", a, run=rid)
+        out = [t]
+        if _can(w, "provider_error"):
+            for c in spec.provider_faults:
+                out.append(T("provider_call", a, run=rid, fault=c))
+        return out
+    if pc == "stamp":
+        effect = rules.resolve_by_name(spec, w.removed, _call_name(w, p))
+        return _with_faults(w, T("mark_pending_effect", a, run=rid, effect=effect), S)
+    if pc == "invoke":
+        return _with_faults(w, T("invoke", a, run=rid, tool=_call_name(w, p)), ("tool_error",))
+    if pc == "settle":
+        wrapper, _status, reason = p.settle[0], p.settle[1], p.settle[2]
+        owner = p.guard if p.settle[4] else None
+        return _with_faults(w, T(wrapper, a, run=rid, reason=reason, owner=owner or None), S)
+    if pc in ("suspend", "release"):
+        name = "suspend_for_input" if _input_side(p) else "suspend"
+        return _with_faults(w, T(name, a, run=rid), S)
+    if pc == "requeue":
+        return _with_faults(w, T("requeue", a, run=rid), S)
+    if pc == "dispatch":
+        delay = spec.constants.retry_delay_s(p.count) if p.kind == WORKER else None
+        return _with_faults(w, T("dispatch", a, run=rid, delay=delay), ("dispatch_fails",))
+    if pc == "resume_claim":
+        name = "claim_for_resume_from_input" if _input_side(p) else "claim_for_resume"
+        return _with_faults(w, T(name, a, run=rid), S)
+    if pc == "record_decision":
+        name = "record_input" if _input_side(p) else "record_approval"
+        return _with_faults(w, T(name, a, run=rid), ("audit_insert_fails",))
+    raise AssertionError(f"unknown pc {pc!r}")  # pragma: no cover
+
+
+def _input_side(p: Proc) -> bool:
+    """Which suspend/claim statement a suspend or resume uses."""
+    return p.error == INPUT_REQUIRED or p.decision == "input"
+
+
+def _call_name(w: World, p: Proc) -> str:
+    return w.spec.runs[p.run].answer(p.turn).calls[p.call]
+
+
+def _workers_free(w: World) -> list[str]:
+    busy = {p.worker for p in w.procs if p.kind == WORKER}
+    return [x for x in w.spec.workers if x not in busy]
+
+
+def enabled(w: World) -> list[Transition]:
+    """Every transition enabled in ``w``, faults included, in a deterministic order."""
+    spec = w.spec
+    pol = spec.policy
+    out: list[Transition] = []
+    # -- callers ------------------------------------------------------------------------
+    for i, r in enumerate(spec.runs):
+        rid = r.id
+        row = w.rows[i]
+        if not w.started[i]:
+            if r.entry == "interactive":
+                out.extend(_with_faults(w, T("start_run", "caller", run=rid), ("store_error",)))
+            elif pol.queue:
+                out.extend(_with_faults(w, T("enqueue_run", "caller", run=rid), ("store_error",)))
+            continue
+        if w.cancels[i] < r.cancels:
+            out.extend(_with_faults(w, T("cancel", "caller", run=rid), ("store_error",)))
+        if w.decisions[i] < len(r.decisions) and row is not None and row.status in AWAITING:
+            d = r.decisions[w.decisions[i]]
+            want = WAITING_FOR_INPUT if d == "input" else WAITING_FOR_APPROVAL
+            if row.status == want:
+                name = {"approve": "approve", "deny": "deny", "input": "submit_input"}[d]
+                out.append(T(name, "caller", run=rid))
+    # -- processes ----------------------------------------------------------------------
+    for p in w.procs:
+        out.extend(_proc_moves(w, p))
+        if _can(w, "crash"):
+            out.append(T("crash", p.name, run=w.run_id(p.run)))
+    # -- workers pick up deliverable messages ---------------------------------------------
+    if w.messages:
+        free = _workers_free(w)
+        if free:
+            seen: set[Message] = set()
+            for m in w.messages:
+                if m.not_before <= w.clock and m not in seen:
+                    seen.add(m)
+                    for wk in free:
+                        out.extend(
+                            _with_faults(
+                                w,
+                                T("run_queued", wk, run=w.run_id(m.run), not_before=m.not_before),
+                                ("store_error",),
+                            )
+                        )
+        if _can(w, "duplicate_message"):
+            for m in sorted(set(w.messages), key=lambda m: (m.run, m.not_before)):
+                out.append(T("duplicate_message", "bus", run=w.run_id(m.run), not_before=m.not_before))
+    # -- the reaper ---------------------------------------------------------------------
+    if pol.reaper and pol.queue:
+        out.extend(_reaper_moves(w))
+    # -- operator -----------------------------------------------------------------------
+    for tool in spec.tools:
+        if tool.removable and tool.name not in w.removed:
+            out.append(T("remove_tool", "operator", tool=tool.name))
+    # -- time ---------------------------------------------------------------------------
+    for to in _time_targets(w):
+        out.append(T("advance_time", "clock", to=to))
+    return out
+
+
+def _reaper_moves(w: World) -> list[Transition]:
+    r = w.reaper
+    S = ("store_error",)
+    if r is None:
+        return _with_faults(w, T("find_stale_running", "reaper"), ("store_error", "decode_error"))
+    out = []
+    run, pending, has_request, count = r.rows[r.idx]
+    rid = w.run_id(run)
+    if r.pc == "row":
+        name, reason = _reaper_branch(w, pending, has_request, count)
+        out = _with_faults(w, T(name, "reaper", run=rid, reason=reason), S)
+    elif r.pc == "dispatch":
+        out = _with_faults(w, T("dispatch", "reaper", run=rid), ("dispatch_fails",))
+    elif r.pc == "max_sequence":
+        out = _with_faults(w, T("max_sequence", "reaper", run=rid), S)
+    elif r.pc == "settle":
+        out = _with_faults(w, T("settle_failed", "reaper", run=rid, reason="provider_failed"), S)
+    if _can(w, "crash"):
+        out.append(T("crash", "reaper"))
+    return out
+
+
+def _reaper_branch(w: World, pending: str, has_request: bool, count: int) -> tuple[str, str | None]:
+    """Section 10 branches 1-4, decided on the SELECT snapshot."""
+    pol = w.spec.policy
+    if pol.write_fence and not rules.may_retry_after_fence(pending):
+        return "dead_letter_stale", "not_retryable"
+    if pol.reaper_no_request_branch and not has_request:
+        return "dead_letter_stale", "not_retryable"
+    if count >= w.spec.constants.MAX_REQUEUES:
+        return "dead_letter_stale", "retries_exhausted"
+    return "requeue_stale", None
+
+
+def _time_targets(w: World) -> list[int]:
+    """Time moves to the instants where something can change: one second on (a renewal in
+    a new second), the first instant a lease is stale, a delayed message's not_before.
+    Time does not move when nothing waits on it."""
+    now = w.clock
+    deadlines: set[int] = set()
+    for row in w.rows:
+        if row is not None and row.status == RUNNING and row.lease_expires >= now:
+            deadlines.add(row.lease_expires + 1)
+    for m in w.messages:
+        if m.not_before > now:
+            deadlines.add(m.not_before)
+    if not deadlines:
+        return []
+    targets = sorted(deadlines | {now + 1})
+    h = w.spec.horizon
+    return [t for t in targets if h is None or t <= h]
+
+
+# =========================================================================================
+# apply
+# =========================================================================================
+def apply(w: World, t: Transition) -> World:
+    """The next world. Raises ``GuardFailed`` (naming the guard) if ``t`` is not enabled."""
+    en = enabled(w)
+    if t not in en:
+        raise GuardFailed(t, _why_not(w, t, en), en)
+    return fire(w, t)
+
+
+def successors(w: World) -> list[tuple[Transition, World]]:
+    return [(t, fire(w, t)) for t in enabled(w)]
+
+
+def _why_not(w: World, t: Transition, en: list[Transition]) -> str:
+    same_actor = [e for e in en if e.actor == t.actor]
+    if t.fault and t.fault not in FAULT_KINDS and t.fault not in w.spec.provider_faults:
+        return f"unknown fault {t.fault!r}"
+    if t.fault and (w.faults <= 0 or (t.fault not in w.spec.faults and t.fault not in w.spec.provider_faults)):
+        return f"fault budget: {w.faults} left, faults allowed {sorted(w.spec.faults)}"
+    p = w.proc(t.actor)
+    if p is not None:
+        nxt = sorted({e.name for e in same_actor})
+        return f"{t.actor} is at {p.pc!r}; its next step is {' or '.join(nxt)}"
+    if t.name == "advance_time":
+        return f"time can move to {[e.arg('to') for e in same_actor]} only"
+    if t.name == "run_queued":
+        return "a free worker and a deliverable message (not_before <= now) for that run"
+    if same_actor:
+        return f"{t.actor} can only do {', '.join(sorted({e.name for e in same_actor}))} now"
+    return f"no actor {t.actor!r} can act now"
+
+
+def _spend(w: World, t: Transition) -> World:
+    f = t.fault
+    if f is None:
+        return w
+    return replace(w, faults=w.faults - 1)
+
+
+def fire(w: World, t: Transition) -> World:
+    """Apply an enabled transition (no re-check: use ``apply`` for untrusted input)."""
+    w = _spend(w, t)
+    actor = t.actor
+    name = t.name
+    if actor == "caller":
+        return _caller(w, t)
+    if actor == "clock":
+        return replace(w, clock=t.arg("to"))
+    if actor == "bus":
+        i = w.spec.run_index(t.arg("run"))
+        return _add_message(w, Message(i, t.arg("not_before")))
+    if actor == "operator":
+        return replace(w, removed=w.removed | {t.arg("tool")})
+    if actor == "reaper":
+        return _reaper(w, t)
+    if name == "run_queued":
+        return _run_queued(w, t)
+    p = w.proc(actor)
+    assert p is not None, t
+    if name == "crash":
+        return _end(w, p, "DIED")
+    return _step(w, p, t)
+
+
+def _add_message(w: World, m: Message) -> World:
+    return replace(w, messages=tuple(sorted(w.messages + (m,), key=lambda m: (m.run, m.not_before))))
+
+
+def _remove_message(w: World, m: Message) -> World:
+    msgs = list(w.messages)
+    msgs.remove(m)
+    return replace(w, messages=tuple(msgs))
+
+
+def _set_tuple(tup: tuple, i: int, v) -> tuple:
+    lst = list(tup)
+    lst[i] = v
+    return tuple(lst)
+
+
+def _end(w: World, p: Proc, outcome: str | None) -> World:
+    procs = tuple(q for q in w.procs if q.name != p.name)
+    w = replace(w, procs=procs)
+    if outcome is not None and p.kind != ENQUEUE:
+        w = replace(w, outcomes=w.outcomes + ((p.seg or p.name, p.run, p.kind, outcome),))
+    return w
+
+
+def _put(w: World, p: Proc) -> World:
+    return w.set_proc(p)
+
+
+# -- callers ------------------------------------------------------------------------------
+def _caller(w: World, t: Transition) -> World:
+    spec = w.spec
+    pol = spec.policy
+    i = spec.run_index(t.arg("run"))
+    r = spec.runs[i]
+    rid = r.id
+    name = t.name
+    if name == "start_run":
+        w = replace(w, started=_set_tuple(w.started, i, True))
+        identity = f"interactive:{rid}"
+        leased = pol.lease_all_segments
+        p = Proc(
+            name=f"caller:{rid}", kind=SYNCHRONOUS, run=i, pc="", seg=f"sync:{rid}",
+            identity=identity, observer=r.observer, cap=_cap(w, i),
+        )
+        if t.fault:  # T1 failed: the segment runs with no handle (fail-soft)
+            p = replace(p, handle=-1)
+        else:
+            w, _ = store.start_run(w, i, identity, leased)
+            owner = identity if leased else ""
+            p = replace(
+                p, handle=0, owner=owner, guard=identity if pol.owner_guarded_settle_all else "",
+                epoch=1,
+            )
+        w = replace(w, procs=w.procs + (p,))
+        return _enter_round(w, p)
+    if name == "enqueue_run":
+        w = replace(w, started=_set_tuple(w.started, i, True))
+        if t.fault:
+            return w  # EnqueueFailed, no message
+        w, _ = store.enqueue_run(w, i)
+        p = Proc(name=f"enqueue:{rid}", kind=ENQUEUE, run=i, pc="dispatch", seg=f"enqueue:{rid}")
+        return replace(w, procs=w.procs + (p,))
+    if name == "cancel":
+        w = replace(w, cancels=_set_tuple(w.cancels, i, w.cancels[i] + 1))
+        if t.fault:
+            return w
+        w, ok = store.cancel(w, i)
+        return w
+    if name in ("approve", "deny", "submit_input"):
+        k = w.resumes[i] + 1
+        w = replace(
+            w,
+            decisions=_set_tuple(w.decisions, i, w.decisions[i] + 1),
+            resumes=_set_tuple(w.resumes, i, k),
+        )
+        row = w.rows[i]
+        decision = {"approve": "approve", "deny": "deny", "submit_input": "input"}[name]
+        label = f"resume:{rid}#{k}"
+        p = Proc(
+            name=label, kind=RESUME, run=i, pc="resume_read", seg=label, identity=label,
+            observer=r.observer, decision=decision,
+            seen_turn=row.suspended_state if row is not None else -1,
+        )
+        return replace(w, procs=w.procs + (p,))
+    raise AssertionError(t)  # pragma: no cover
+
+
+def _cap(w: World, i: int) -> int:
+    c = w.spec.runs[i].cap
+    k = w.spec.constants
+    return k.DEFAULT_ROUND_CAP if c is None else min(c, k.MAX_ITERATIONS)
+
+
+# -- worker pick-up (6.2) -----------------------------------------------------------------
+def _run_queued(w: World, t: Transition) -> World:
+    spec = w.spec
+    i = spec.run_index(t.arg("run"))
+    w = _remove_message(w, Message(i, t.arg("not_before")))
+    if t.fault:
+        return w  # find_run failed: NONE
+    row = w.rows[i]
+    if row is None or row.status != QUEUED or not row.queued_request:
+        return w  # NONE: duplicate or stale message
+    wk = t.actor
+    identity = f"worker:{wk}"
+    pol = spec.policy
+    p = Proc(
+        name=wk, kind=WORKER, run=i, pc="claim_queued", worker=wk, seg=wk, identity=identity,
+        owner=identity if pol.heartbeat else "",
+        guard=identity if pol.owner_guarded_settle_workers else "",
+        hook=pol.retry, cap=_cap(w, i),
+    )
+    return replace(w, procs=w.procs + (p,))
+
+
+# -- reaper (section 10) ------------------------------------------------------------------
+def _reaper(w: World, t: Transition) -> World:
+    spec = w.spec
+    r = w.reaper
+    name = t.name
+    if name == "crash":
+        return replace(w, reaper=None)
+    if r is None:  # find_stale_running
+        if t.fault:
+            return w  # [] : the tick does nothing
+        rows = store.find_stale_running(w, w.clock, spec.reaper_limit)
+        if not rows:
+            return w
+        return replace(w, reaper=ReaperState(pc="row", now=w.clock, rows=rows))
+    run = r.rows[r.idx][0]
+    if r.pc == "row":
+        if t.fault:
+            return _reaper_next(w)
+        if name == "requeue_stale":
+            w, ok = store.requeue_stale(w, run, r.now)
+            if ok:
+                return replace(w, reaper=replace(r, pc="dispatch"))
+            return _reaper_next(w)
+        w, ok = store.dead_letter_stale(w, run, r.now, t.arg("reason"))
+        return _reaper_next(w)
+    if r.pc == "dispatch":
+        if t.fault:
+            if spec.policy.reaper_dispatch_failclosed:
+                return replace(w, reaper=replace(r, pc="max_sequence"))
+            return _reaper_next(w)
+        return _reaper_next(_add_message(w, Message(run, w.clock)))
+    if r.pc == "max_sequence":
+        if t.fault:
+            return _reaper_next(w)
+        return replace(w, reaper=replace(r, pc="settle"))
+    if r.pc == "settle":
+        if not t.fault:
+            w, _ = store.finish_run(w, run, FAILED, "provider_failed", "DispatchFailed")
+        return _reaper_next(w)
+    raise AssertionError(r)  # pragma: no cover
+
+
+def _reaper_next(w: World) -> World:
+    r = w.reaper
+    assert r is not None
+    if r.idx + 1 >= len(r.rows):
+        return replace(w, reaper=None)
+    return replace(w, reaper=replace(r, pc="row", idx=r.idx + 1))
+
+
+# -- segments -----------------------------------------------------------------------------
+def _clears_fence(w: World, p: Proc) -> bool:
+    """The renewal slot of a write's boundary is the T5 clear where the fence is installed."""
+    pol = w.spec.policy
+    if not (pol.write_fence or pol.unleased_write_refused):
+        return False
+    return rules.is_write(rules.step_effect(w.spec, w.removed, p.step))
+
+
+def _hook_installed(w: World, p: Proc) -> bool:
+    pol = w.spec.policy
+    if pol.unleased_write_refused:
+        return True
+    return pol.write_fence and p.handle >= 0 and bool(p.owner)
+
+
+def _step(w: World, p: Proc, t: Transition) -> World:
+    pc = p.pc
+    handler = _HANDLERS[pc]
+    return handler(w, p, t)
+
+
+def _enter_round(w: World, p: Proc) -> World:
+    """7.1: a round starts with its ``request`` boundary; after ``cap`` rounds, synthesis."""
+    p = replace(p, synthesis=p.rounds >= p.cap, call=0)
+    return _boundary(w, p, ("request", p.turn, -1, ""), "provider")
+
+
+def _boundary(w: World, p: Proc, step: tuple, then: str) -> World:
+    """7.2: installed when the segment has a handle or an observer."""
+    p = replace(p, step=step, then=then, cancelled=False)
+    if p.observer:
+        return _put(w, replace(p, pc="on_step"))
+    if p.handle < 0:
+        return _continue(w, p)
+    return _after_observer(w, p)
+
+
+def _after_observer(w: World, p: Proc) -> World:
+    if p.handle < 0:
+        return _continue(w, p)  # no handle: nothing is persisted
+    if w.spec.policy.cancel_probe:
+        return _put(w, replace(p, pc="probe"))
+    return _after_probe(w, p)
+
+
+def _after_probe(w: World, p: Proc) -> World:
+    if not p.owner:
+        return _put(w, replace(p, pc="persist"))
+    if w.spec.policy.renew_before_persist:
+        return _put(w, replace(p, pc="renew"))
+    return _put(w, replace(p, pc="persist"))
+
+
+def _h_on_step(w: World, p: Proc, t: Transition) -> World:
+    if t.fault:
+        return _ladder(w, p, OBSERVER_ERROR, "unknown")
+    return _after_observer(w, p)
+
+
+def _h_probe(w: World, p: Proc, t: Transition) -> World:
+    row = w.rows[p.run]
+    if not t.fault and row is not None and row.status == CANCELLED:
+        # persist this step, then CancellationRequested: no renewal and no fence clear
+        return _put(w, replace(p, pc="persist", cancelled=True))
+    return _after_probe(w, p)
+
+
+def _h_renew(w: World, p: Proc, t: Transition) -> World:
+    if t.fault:
+        ok = False
+    elif t.name == "mark_pending_effect":
+        w, ok = store.mark_pending_effect(w, p.run, p.owner, "", p)
+    else:
+        w, ok = store.renew_lease(w, p.run, p.owner, p)
+    if not ok:
+        return _ladder(w, p, LEASE_LOST, "")  # the step is not persisted
+    if w.spec.policy.renew_before_persist:
+        return _put(w, replace(p, pc="persist"))
+    return _continue(w, p)
+
+
+def _h_persist(w: World, p: Proc, t: Transition) -> World:
+    stored = t.fault != "audit_insert_fails"
+    reported = t.fault is None
+    if stored:
+        step = p.step
+        row = w.rows[p.run]
+        if row is not None and p.epoch and row.epoch != p.epoch:
+            w = w.mark(f"zombie_append:{w.run_id(p.run)}")
+        w = replace(
+            w,
+            events=w.events
+            + (Event(p.run, p.handle, step[0], step[1], step[2], step[3], p.seg),),
+        )
+    if reported:
+        p = replace(p, handle=p.handle + 1)
+    else:
+        pol = w.spec.policy
+        if pol.audit_failclosed_writes and rules.is_write(
+            rules.step_effect(w.spec, w.removed, p.step)
+        ):
+            err = AUDIT_PERSISTENCE_FAILED
+            return _ladder(w, p, err, rules.classify(err, "", pol))
+    if p.cancelled:
+        return _ladder(w, p, CANCELLATION_REQUESTED, "")
+    if p.owner and not w.spec.policy.renew_before_persist:
+        return _put(w, replace(p, pc="renew"))
+    return _continue(w, p)
+
+
+def _continue(w: World, p: Proc) -> World:
+    """What follows a boundary."""
+    then = p.then
+    if then == "provider":
+        return _put(w, replace(p, pc="provider"))
+    if then == "after_llm":
+        return _after_llm(w, p)
+    if then == "after_tool":
+        return _next_call(w, replace(p, call=p.call + 1))
+    raise AssertionError(then)  # pragma: no cover
+
+
+def _h_provider(w: World, p: Proc, t: Transition) -> World:
+    if t.fault:
+        return _ladder(w, p, PROVIDER_ERROR, t.fault)
+    if p.synthesis:
+        return _boundary(w, p, ("llm", p.turn, -1, ""), "after_llm")
+    ans = w.spec.runs[p.run].answer(p.turn)
+    if ans.kind == "fail":
+        return _ladder(w, p, PROVIDER_ERROR, ans.value)
+    if ans.kind == "guardrail":
+        sig = GUARDRAIL_VIOLATION if ans.value == "violation" else GUARDRAIL_APPROVAL_REQUIRED
+        return _ladder(w, p, sig, "")
+    if ans.kind == "final" and ans.value in ("budget_exhausted", "context_truncated"):
+        return _try_arm(w, p, ans.value)
+    return _boundary(w, p, ("llm", p.turn, -1, ""), "after_llm")
+
+
+def _after_llm(w: World, p: Proc) -> World:
+    spec = w.spec
+    if p.synthesis:
+        return _try_arm(w, p, "max_iterations")
+    ans = spec.runs[p.run].answer(p.turn)
+    if ans.kind != "tools" or not ans.calls:
+        return _try_arm(w, p, "completed")
+    # 7.1 step 6: the approval scan covers all calls, before any call executes
+    if any(rules.approval_bound(spec, w.removed, c) for c in ans.calls):
+        return _ladder(w, p, APPROVAL_REQUIRED, "")
+    if spec.policy.input_suspend and any(
+        (tl := spec.tool(c)) is not None and tl.needs_input and c not in w.removed
+        for c in ans.calls
+    ):
+        return _ladder(w, p, INPUT_REQUIRED, "")
+    return _next_call(w, replace(p, call=0, decision=""))
+
+
+def _next_call(w: World, p: Proc) -> World:
+    spec = w.spec
+    calls = spec.runs[p.run].answer(p.turn).calls
+    if p.call >= len(calls):
+        # the next round
+        p = replace(p, turn=p.turn + 1, rounds=p.rounds + 1, decision="")
+        return _enter_round(w, p)
+    name = calls[p.call]
+    if p.decision in ("approve", "deny", "input") and _refused_in_resume(w, p, name):
+        # 12.2 step 11.1: an error tool step, without the hook, through a normal boundary
+        return _boundary(w, p, ("tool", p.turn, p.call, name), "after_tool")
+    return _hook(w, p, name)
+
+
+def _refused_in_resume(w: World, p: Proc, name: str) -> bool:
+    spec = w.spec
+    tool = spec.tool(name)
+    if tool is None or name in w.removed:
+        return True  # no longer offered
+    bound = rules.approval_bound(spec, w.removed, name)
+    if p.decision == "deny" and bound:
+        return True
+    if p.decision == "approve" and tool.needs_input and spec.policy.input_suspend:
+        return True
+    if p.decision == "input" and bound:
+        return True  # became approval-bound while the run waited
+    return False
+
+
+def _hook(w: World, p: Proc, name: str) -> World:
+    """7.3: resolve -> (not a write: return) -> refuse unleased -> stamp."""
+    if not _hook_installed(w, p):
+        return _put(w, replace(p, pc="invoke"))
+    effect = rules.resolve_by_name(w.spec, w.removed, name)
+    if not rules.is_write(effect):
+        return _put(w, replace(p, pc="invoke"))
+    if p.handle < 0 or not p.owner:
+        err = WRITE_WITHOUT_DURABLE_EXECUTION
+        return _ladder(w, p, err, "unknown")
+    return _put(w, replace(p, pc="stamp"))
+
+
+def _h_stamp(w: World, p: Proc, t: Transition) -> World:
+    if t.fault:
+        return _ladder(w, p, LEASE_LOST, "")
+    w, ok = store.mark_pending_effect(w, p.run, p.owner, t.arg("effect"), p)
+    if not ok:
+        return _ladder(w, p, LEASE_LOST, "")  # the tool never runs
+    return _put(w, replace(p, pc="invoke"))
+
+
+def _h_invoke(w: World, p: Proc, t: Transition) -> World:
+    spec = w.spec
+    name = _call_name(w, p)
+    tool = spec.tool(name)
+    if tool is not None and name not in w.removed and not t.fault:
+        effect = tool.declared_effect
+        if rules.is_write(effect):
+            w = replace(
+                w, ledger=w.ledger + (Application(p.run, p.turn, p.call, name, effect, p.seg),)
+            )
+    return _boundary(w, p, ("tool", p.turn, p.call, name), "after_tool")
+
+
+# -- the ladder (section 8) ---------------------------------------------------------------
+def _settle(w: World, p: Proc, wrapper: str, status: str, reason: str, eclass: str,
+            guarded: bool, on_ok: str, on_miss: str) -> World:
+    if p.handle < 0 and p.kind != ENQUEUE:
+        return _end(w, p, on_ok)  # no handle: every settle is skipped
+    p = replace(p, pc="settle", settle=(wrapper, status, reason, eclass, guarded, on_ok, on_miss))
+    return _put(w, p)
+
+
+def _try_arm(w: World, p: Proc, reason: str) -> World:
+    guarded = bool(p.guard)
+    return _settle(
+        w, p, "settle_completed", "completed", reason, "", guarded,
+        "COMPLETED", "LEASE_LOST" if guarded else "COMPLETED",
+    )
+
+
+def _ladder(w: World, p: Proc, error: str, eclass: str) -> World:
+    p = replace(p, error=error, eclass=eclass)
+    guarded = bool(p.guard)
+    if error == CANCELLATION_REQUESTED:
+        return _end(w, p, "CANCELLED")
+    if error in (APPROVAL_REQUIRED, INPUT_REQUIRED):
+        if p.handle < 0:
+            return _end(w, p, "SUSPEND_FAILED")  # modelling choice (section 8 notes)
+        return _put(w, replace(p, pc="suspend"))
+    if error in (GUARDRAIL_VIOLATION, GUARDRAIL_APPROVAL_REQUIRED):
+        v = error == GUARDRAIL_VIOLATION
+        out = "GUARDRAIL_BLOCKED" if v else "GUARDRAIL_APPROVAL_REQUIRED"
+        return _settle(
+            w, p, "settle_policy_stopped", FAILED, "policy_denied" if v else "approval_denied",
+            error, guarded, out, "LEASE_LOST" if guarded else out,
+        )
+    if error == LEASE_LOST:
+        return _end(w, p, "LEASE_LOST")
+    # arm 6: any other error
+    if p.hook and p.handle >= 0:
+        return _recovery(w, p)
+    return _settle(
+        w, p, "settle_failed", FAILED, "provider_failed", error, guarded,
+        "FAILED", "LEASE_LOST" if guarded else "FAILED",
+    )
+
+
+def _h_suspend(w: World, p: Proc, t: Transition) -> World:
+    status = WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL
+    ok = False
+    if not t.fault:
+        w, ok = store.suspend(w, p.run, status, p.turn, p)
+    if ok:
+        return _end(w, p, "AWAITING_INPUT" if status == WAITING_FOR_INPUT else "AWAITING_APPROVAL")
+    # settle_failed(owner_guard), result ignored: SUSPEND_FAILED either way
+    if not w.spec.policy.terminal_guard:
+        return _end(w, p, "SUSPEND_FAILED")  # before ADR-092 a failed suspend was swallowed
+    return _settle(w, p, "settle_failed", FAILED, "provider_failed", p.error, bool(p.guard),
+                   "SUSPEND_FAILED", "SUSPEND_FAILED")
+
+
+def _h_settle(w: World, p: Proc, t: Transition) -> World:
+    wrapper, status, reason, eclass, guarded, on_ok, on_miss = p.settle
+    ok = False
+    if not t.fault:
+        w, ok = store.finish_run(w, p.run, status, reason, eclass, p.guard if guarded else "", p)
+    if p.kind == ENQUEUE:
+        return _end(w, p, None)
+    return _end(w, p, on_ok if ok else on_miss)
+
+
+# -- queued-run recovery (section 9) ------------------------------------------------------
+def _dead_letter(w: World, p: Proc, reason: str, on_miss: str = "LEASE_LOST") -> World:
+    guarded = w.spec.policy.owner_guarded_settle_workers and not (
+        on_miss == "FAILED" and w.spec.policy.fallback_dead_letter_unguarded
+    )
+    p = replace(p, guard=p.identity if guarded else "")
+    return _settle(w, p, "settle_dead_lettered", FAILED, reason, p.error, guarded, "FAILED", on_miss)
+
+
+def _recovery(w: World, p: Proc) -> World:
+    if not rules.is_retryable(p.eclass):
+        return _dead_letter(w, p, "not_retryable")  # branch 2
+    return _put(w, replace(p, pc="recovery_read"))  # branch 3
+
+
+def _h_recovery_read(w: World, p: Proc, t: Transition) -> World:
+    row = None if t.fault else w.rows[p.run]
+    pol = w.spec.policy
+    if pol.write_fence and row is not None and not rules.may_retry_after_fence(row.pending_effect):
+        return _dead_letter(w, p, "not_retryable")  # branch 4
+    count = row.requeue_count if row is not None else -1
+    if count < 0 or count >= w.spec.constants.MAX_REQUEUES:
+        return _dead_letter(w, p, "retries_exhausted")  # branch 5
+    return _put(w, replace(p, pc="requeue", count=count))  # branch 6
+
+
+def _h_requeue(w: World, p: Proc, t: Transition) -> World:
+    ok = False
+    if not t.fault:
+        if not rules.is_retryable(p.eclass):
+            w = w.mark(f"retry_of_non_retryable:{w.run_id(p.run)}")
+        w, ok = store.requeue(w, p.run, p.identity, p)
+    if not ok:
+        return _end(w, p, "LEASE_LOST")
+    return _put(w, replace(p, pc="dispatch"))
+
+
+def _h_dispatch(w: World, p: Proc, t: Transition) -> World:
+    if p.kind == ENQUEUE:
+        if t.fault:  # settle_failed without an owner, then EnqueueFailed
+            p = replace(p, pc="settle", settle=("settle_failed", FAILED, "provider_failed",
+                                                 "EnqueueFailed", False, "", ""))
+            return _put(w, p)
+        return _end(_add_message(w, Message(p.run, w.clock)), p, None)
+    if t.fault:  # branch 8: the fallback dead-letter, owner-guarded on the worker identity
+        return _dead_letter(w, p, "retries_exhausted", on_miss="FAILED")
+    delay = w.spec.constants.retry_delay_s(p.count)
+    return _end(_add_message(w, Message(p.run, w.clock + delay)), p, "REQUEUED")
+
+
+# -- pick-up after the claim (6.2 steps 2-5) ----------------------------------------------
+def _h_claim_queued(w: World, p: Proc, t: Transition) -> World:
+    ok = False
+    if not t.fault:
+        w, ok = store.claim_queued(w, p.run, p.identity)
+    if not ok:
+        return _end(w, p, None)  # NONE
+    row = w.rows[p.run]
+    p = replace(p, pc="pickup_position", epoch=row.epoch, seg=f"{p.worker}/{w.run_id(p.run)}#{row.attempts}")
+    return _put(w, p)
+
+
+def _h_pickup_position(w: World, p: Proc, t: Transition) -> World:
+    if t.fault:  # settle_failed without an owner
+        p = replace(p, handle=0)
+        err = "StateUnavailable" if t.fault == "store_error" else "ConfigurationGone"
+        return _settle(w, p, "settle_failed", FAILED, "provider_failed", err, False, "FAILED", "FAILED")
+    p = replace(p, handle=store.max_sequence(w, p.run) + 1, turn=0, rounds=0)
+    return _enter_round(w, p)
+
+
+# -- resume (12.2, 12.3) ------------------------------------------------------------------
+def _refuse(w: World, p: Proc, refusal: str) -> World:
+    return _end(w, p, refusal)
+
+
+def _h_resume_read(w: World, p: Proc, t: Transition) -> World:
+    row = None if t.fault else w.rows[p.run]
+    want = WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL
+    if row is None or row.status != want:
+        return _refuse(w, p, "NotAwaitingInput" if _input_side(p) else "NotAwaitingApproval")
+    return _put(w, replace(p, pc="resume_probe", turn=row.suspended_state))
+
+
+def _h_resume_probe(w: World, p: Proc, t: Transition) -> World:
+    if t.fault:
+        return _refuse(w, p, "StateUnavailable")
+    return _put(w, replace(p, pc="resume_claim"))
+
+
+def _h_resume_claim(w: World, p: Proc, t: Transition) -> World:
+    pol = w.spec.policy
+    ok = False
+    if not t.fault:
+        frm = WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL
+        w, ok = store.claim_for_resume(w, p.run, frm, p.identity, pol.lease_all_segments)
+    if not ok:
+        return _refuse(w, p, "AlreadyResuming")
+    row = w.rows[p.run]
+    owner = p.identity if pol.lease_all_segments else ""
+    p = replace(
+        p, pc="resume_position", epoch=row.epoch, owner=owner,
+        guard=p.identity if pol.owner_guarded_settle_all else "", cap=w.spec.constants.DEFAULT_ROUND_CAP,
+    )
+    return _put(w, p)
+
+
+def _h_resume_position(w: World, p: Proc, t: Transition) -> World:
+    pol = w.spec.policy
+    if t.fault:  # settle_failed without an owner
+        p = replace(p, handle=0, guard="")
+        err = "StateUnavailable" if t.fault == "store_error" else "CorruptSuspendedState"
+        return _settle(w, p, "settle_failed", FAILED, "provider_failed", err, False, err, err)
+    row = w.rows[p.run]
+    turn = row.suspended_state if pol.approval_audit_failclosed else p.turn
+    p = replace(p, handle=store.max_sequence(w, p.run) + 1, turn=turn)
+    # gate 1: the approval refers to the pending turn; gate 2 (approver permitted) holds
+    if turn != p.seen_turn or turn < 0:
+        return _put(w, replace(p, pc="release", error="StaleInputTurn" if _input_side(p) else "StaleApprovalTurn"))
+    return _put(w, replace(p, pc="record_decision"))
+
+
+def _h_record_decision(w: World, p: Proc, t: Transition) -> World:
+    spec = w.spec
+    if not t.fault:
+        kind = "input" if _input_side(p) else "approval"
+        w = replace(w, events=w.events + (Event(p.run, p.handle, kind, p.turn, -1, "", p.seg),))
+        p = replace(p, handle=p.handle + 1)
+    elif (
+        p.decision == "approve"
+        and spec.policy.approval_audit_failclosed
+        and rules.write_turn(spec, w.removed, spec.runs[p.run].answer(p.turn).calls)
+    ):
+        return _put(w, replace(p, pc="release", error="ApprovalNotAuditable"))  # gate 3
+    return _next_call(w, replace(p, call=0))
+
+
+def _h_release(w: World, p: Proc, t: Transition) -> World:
+    status = WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL
+    ok = False
+    if not t.fault:
+        w, ok = store.suspend(w, p.run, status, p.turn, p)
+    if ok:
+        return _end(w, p, p.error)
+    p = replace(p, guard="")
+    return _settle(w, p, "settle_failed", FAILED, "provider_failed", p.error, False, p.error, p.error)
+
+
+_HANDLERS = {
+    "claim_queued": _h_claim_queued,
+    "pickup_position": _h_pickup_position,
+    "on_step": _h_on_step,
+    "probe": _h_probe,
+    "renew": _h_renew,
+    "persist": _h_persist,
+    "provider": _h_provider,
+    "stamp": _h_stamp,
+    "invoke": _h_invoke,
+    "settle": _h_settle,
+    "suspend": _h_suspend,
+    "recovery_read": _h_recovery_read,
+    "requeue": _h_requeue,
+    "dispatch": _h_dispatch,
+    "resume_read": _h_resume_read,
+    "resume_probe": _h_resume_probe,
+    "resume_claim": _h_resume_claim,
+    "resume_position": _h_resume_position,
+    "record_decision": _h_record_decision,
+    "release": _h_release,
+}
+
+__all__ = ["FAULT_KINDS", "GuardFailed", "apply", "enabled", "fire", "successors"]

@@ -1,0 +1,260 @@
+"""The world: immutable, hashable values (REFERENCE.md sections 1, 3 and 5).
+
+Runs are referred to by index into ``Spec.runs`` inside the state and by their ids in
+transitions, scenarios and tables. ``Spec`` is the static part of a configuration (policy,
+constants, tool catalogue, plans, workers, fault menu); it is shared by every world of one
+exploration and takes no part in equality or hashing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from .constants import Constants
+from .policy import Policy
+
+# -- vocabulary (REFERENCE.md section 2), spelled as stored ---------------------------------
+QUEUED = "queued"
+RUNNING = "running"
+WAITING_FOR_APPROVAL = "waiting_for_approval"
+WAITING_FOR_INPUT = "waiting_for_input"
+COMPLETED = "completed"
+FAILED = "failed"
+CANCELLED = "cancelled"
+STATUSES = (QUEUED, RUNNING, WAITING_FOR_APPROVAL, WAITING_FOR_INPUT, COMPLETED, FAILED, CANCELLED)
+TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED})
+AWAITING = frozenset({WAITING_FOR_APPROVAL, WAITING_FOR_INPUT})
+
+OUTCOMES = (
+    "COMPLETED", "AWAITING_APPROVAL", "AWAITING_INPUT", "SUSPEND_FAILED", "GUARDRAIL_BLOCKED",
+    "GUARDRAIL_APPROVAL_REQUIRED", "FAILED", "CANCELLED", "REQUEUED", "LEASE_LOST",
+)
+REASONS = (
+    "completed", "max_iterations", "budget_exhausted", "context_truncated", "provider_failed",
+    "policy_denied", "approval_denied", "not_retryable", "retries_exhausted", "cancelled",
+)
+READ_ONLY = "read_only"
+IDEMPOTENT_WRITE = "idempotent_write"
+NON_IDEMPOTENT_WRITE = "non_idempotent_write"
+EFFECTS = (READ_ONLY, IDEMPOTENT_WRITE, NON_IDEMPOTENT_WRITE)
+FAILURE_CLASSES = (
+    "connection", "rateLimit", "serverError", "circuitOpen", "auth", "configuration",
+    "clientError", "unknown",
+)
+RETRYABLE_CLASSES = frozenset({"connection", "rateLimit", "serverError", "circuitOpen"})
+
+# Segment kinds (REFERENCE.md 5) plus the two caller processes that precede a segment.
+WORKER = "worker"
+SYNCHRONOUS = "synchronous"
+RESUME = "resume"
+ENQUEUE = "enqueue"
+
+
+# -- static configuration -----------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A catalogue entry (REFERENCE.md 14). ``effect`` is what the tool declares in code."""
+
+    name: str
+    effect: str = READ_ONLY
+    remote: bool = False
+    approval: bool = False  # explicit approval marker (14.4 rule 2)
+    server_flag: int | None = None  # remote operator approval declaration (14.4 rule 3)
+    needs_input: bool = False  # the input scan (7.1 step 7) raises InputRequired
+    removable: bool = False  # an operator may remove it between attempts
+
+    @property
+    def declared_effect(self) -> str:
+        return NON_IDEMPOTENT_WRITE if self.remote else self.effect
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the provider answers in one round of a run's plan.
+
+    kind: ``tools`` (calls), ``final`` (value = completed | budget_exhausted |
+    context_truncated), ``fail`` (value = a failure class), ``guardrail`` (value =
+    violation | approval_required).
+    """
+
+    kind: str
+    calls: tuple[str, ...] = ()
+    value: str = ""
+
+
+FINAL_ANSWER = Answer("final", (), "completed")
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpec:
+    id: str
+    entry: str  # "queued" (enqueue) or "interactive" (start_run)
+    plan: tuple[Answer, ...] = (FINAL_ANSWER,)
+    cap: int | None = None
+    observer: bool = False
+    cancels: int = 0  # how many cancel commands a caller may issue
+    decisions: tuple[str, ...] = ()  # approver decisions, in order: approve | deny | input
+    initial: Row | None = None  # a row that exists before anything happens
+
+    def answer(self, turn: int) -> Answer:
+        return self.plan[turn] if turn < len(self.plan) else FINAL_ANSWER
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    policy: Policy
+    constants: Constants
+    tools: tuple[Tool, ...]
+    runs: tuple[RunSpec, ...]
+    workers: tuple[str, ...] = ("w1",)
+    faults: frozenset[str] = frozenset()  # the fault kinds this configuration may inject
+    fault_ops: frozenset[str] | None = None  # statements a store_error may hit (None: all)
+    provider_faults: tuple[str, ...] = ()  # failure classes a provider call may fail with
+    reaper_limit: int = 50
+    horizon: int | None = None  # the clock never advances past it (None: unbounded)
+
+    def tool(self, name: str) -> Tool | None:
+        for t in self.tools:
+            if t.name == name:
+                return t
+        return None
+
+    def run_index(self, run_id: str) -> int:
+        for i, r in enumerate(self.runs):
+            if r.id == run_id:
+                return i
+        raise KeyError(run_id)
+
+
+# -- dynamic state ------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Row:
+    """The run row (REFERENCE.md 3.1). ``epoch`` and ``attempts`` are ghost fields: they
+    count successful claims and executions of the stored request for the spec; no guard
+    reads them."""
+
+    status: str = QUEUED
+    claimed_by: str = ""
+    lease_expires: int = 0
+    pending_effect: str = ""
+    requeue_count: int = 0
+    queued_request: bool = False
+    suspended_state: int = -1  # the suspended turn (plan index) or -1 = empty
+    termination_reason: str = ""
+    error_class: str = ""
+    epoch: int = 0  # ghost: claims so far (T1, T3, T7)
+    attempts: int = 0  # ghost: executions of the stored request (T3)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A stored audit event (REFERENCE.md 3.2). ``pid`` is the writing segment (ghost)."""
+
+    run: int
+    seq: int
+    kind: str  # request | llm | tool | approval | input
+    turn: int
+    call: int
+    tool: str
+    seg: str  # ghost: the segment that wrote it
+
+
+@dataclass(frozen=True, slots=True)
+class Application:
+    """An effect that landed in the outside world: the LEDGER (neither store sees it)."""
+
+    run: int
+    turn: int
+    call: int
+    tool: str
+    effect: str
+    seg: str  # the segment whose invoke landed it
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    run: int
+    not_before: int
+
+
+@dataclass(frozen=True, slots=True)
+class Proc:
+    """A process with a program counter: an enqueue caller, or a segment (queued worker,
+    synchronous, resume) from pick-up or entry to its outcome."""
+
+    name: str  # the actor: a worker name, caller:<run>, resume:<run>#<k>, enqueue:<run>
+    kind: str
+    run: int
+    pc: str
+    seg: str = ""  # segment label written into events, ledger and outcomes
+    worker: str = ""  # the worker process a queued-worker segment runs in
+    identity: str = ""
+    owner: str = ""  # lease_owner ('' = none)
+    guard: str = ""  # owner_guard ('' = none)
+    handle: int = -1  # next event sequence; -1 = no handle
+    hook: bool = False  # recovery hook
+    observer: bool = False
+    turn: int = 0  # plan index of the current round
+    rounds: int = 0  # loop counter of this segment
+    cap: int = 5
+    call: int = 0
+    step: tuple = ()  # the step at the boundary: (kind, turn, call, tool)
+    then: str = ""  # continuation after the boundary
+    error: str = ""  # the error the ladder handles
+    eclass: str = ""  # classify(error)
+    settle: tuple = ()  # pending T8: (wrapper, status, reason, error_class, guarded, on_ok, on_miss)
+    count: int = 0  # recovery: requeue_count read in branch 5
+    decision: str = ""  # resume: approve | deny | input
+    seen_turn: int = -1  # resume: the turn the approval refers to (turn digest)
+    epoch: int = 0  # ghost: the row epoch this segment claimed
+    cancelled: bool = False  # the probe saw cancelled: persist, then CancellationRequested
+    synthesis: bool = False  # the round after the cap (7.1 step 9)
+
+
+@dataclass(frozen=True, slots=True)
+class ReaperState:
+    pc: str  # "dispatch" | "max_sequence" | "settle" | "row"
+    now: int  # read once per tick
+    rows: tuple[tuple[int, str, bool, int], ...]  # snapshot: (run, pending_effect, queued_request, requeue_count)
+    idx: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class World:
+    clock: int
+    rows: tuple[Row | None, ...]
+    events: tuple[Event, ...] = ()
+    ledger: tuple[Application, ...] = ()
+    messages: tuple[Message, ...] = ()  # a sorted multiset
+    procs: tuple[Proc, ...] = ()
+    reaper: ReaperState | None = None
+    outcomes: tuple[tuple[str, int, str, str], ...] = ()  # (segment, run, kind, OUTCOME)
+    started: tuple[bool, ...] = ()  # per run: the caller has started or enqueued it
+    cancels: tuple[int, ...] = ()  # per run: cancel commands issued
+    decisions: tuple[int, ...] = ()  # per run: approver decisions consumed
+    resumes: tuple[int, ...] = ()  # per run: resume processes started (identity suffix)
+    removed: frozenset[str] = frozenset()  # tools removed from the catalogue
+    faults: int = 0  # remaining fault budget
+    marks: frozenset[str] = frozenset()  # ghost: history facts the spec reads
+    spec: Spec = field(default=None, compare=False, hash=False, repr=False)  # type: ignore[assignment]
+
+    # small helpers -------------------------------------------------------------------
+    def run_id(self, i: int) -> str:
+        return self.spec.runs[i].id
+
+    def proc(self, name: str) -> Proc | None:
+        for p in self.procs:
+            if p.name == name:
+                return p
+        return None
+
+    def set_row(self, i: int, row: Row | None) -> World:
+        rows = list(self.rows)
+        rows[i] = row
+        return replace(self, rows=tuple(rows))
+
+    def set_proc(self, p: Proc) -> World:
+        return replace(self, procs=tuple(p if q.name == p.name else q for q in self.procs))
+
+    def mark(self, fact: str) -> World:
+        return self if fact in self.marks else replace(self, marks=self.marks | {fact})

@@ -1,0 +1,263 @@
+"""The store statements T1..T13 (REFERENCE.md section 4), as pure functions on the world.
+
+Each is one atomic conditional statement: if the guard holds every listed field is written
+at once; if the guard fails nothing changes. A store error is decided by the caller (the
+transition's fault branch) and never reaches these functions: the caller then gets the
+same ``False`` a failed guard gives (4.4).
+
+Every function returns ``(world, matched)``. The ghost fields (``Row.epoch``,
+``Row.attempts``, ``World.marks``) record what the spec needs and are read by no guard.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .state import (
+    CANCELLED,
+    QUEUED,
+    RUNNING,
+    TERMINAL,
+    Proc,
+    Row,
+    World,
+)
+
+
+def _lease(w: World) -> int:
+    return w.clock + w.spec.constants.LEASE_SECONDS
+
+
+def owner_guard(row: Row | None, me: str) -> bool:
+    """``status = 'running' AND claimed_by = <me>``."""
+    return row is not None and row.status == RUNNING and row.claimed_by == me
+
+
+def stale(row: Row | None, now: int) -> bool:
+    """``status = 'running' AND lease_expires > 0 AND lease_expires < now`` (strict)."""
+    return row is not None and row.status == RUNNING and 0 < row.lease_expires < now
+
+
+def _ghost_owner(w: World, i: int, p: Proc | None, what: str) -> World:
+    """Record a mutation by a segment that no longer holds the row's current claim."""
+    row = w.rows[i]
+    if p is not None and p.epoch and row is not None and row.epoch != p.epoch:
+        return w.mark(f"{what}:{w.run_id(i)}")
+    return w
+
+
+# T1
+def start_run(w: World, i: int, identity: str, leased: bool) -> tuple[World, bool]:
+    row = Row(
+        status=RUNNING,
+        claimed_by=identity if leased else "",
+        lease_expires=_lease(w) if leased else 0,
+        epoch=1,
+    )
+    return w.set_row(i, row), True
+
+
+# T2
+def enqueue_run(w: World, i: int) -> tuple[World, bool]:
+    return w.set_row(i, Row(status=QUEUED, queued_request=True)), True
+
+
+# T3
+def claim_queued(w: World, i: int, worker: str) -> tuple[World, bool]:
+    row = w.rows[i]
+    if row is None or row.status != QUEUED:
+        return w, False
+    return w.set_row(
+        i,
+        replace(
+            row,
+            status=RUNNING,
+            claimed_by=worker,
+            lease_expires=_lease(w),
+            epoch=row.epoch + 1,
+            attempts=row.attempts + 1,
+        ),
+    ), True
+
+
+def _renewal(w: World, i: int, me: str, p: Proc | None, **writes) -> tuple[World, bool]:
+    """T4 and T5 share this: owner guard, then the rows-changed rule of 4.1."""
+    row = w.rows[i]
+    if not owner_guard(row, me):
+        return w, False
+    new = replace(row, lease_expires=_lease(w), **writes)
+    if new == row and not w.spec.policy.noop_renew_recheck:
+        return w, False  # a same-second renewal changes no row and reports 0 (before 2029c781)
+    w = _ghost_owner(w, i, p, "foreign_owner_mutation")
+    return w.set_row(i, new), True
+
+
+# T4
+def renew_lease(w: World, i: int, me: str, p: Proc | None = None) -> tuple[World, bool]:
+    return _renewal(w, i, me, p)
+
+
+# T5
+def mark_pending_effect(
+    w: World, i: int, me: str, effect: str, p: Proc | None = None
+) -> tuple[World, bool]:
+    return _renewal(w, i, me, p, pending_effect=effect)
+
+
+# T6
+def suspend(
+    w: World, i: int, status: str, turn: int, p: Proc | None = None
+) -> tuple[World, bool]:
+    row = w.rows[i]
+    if row is None:
+        return w, False
+    if w.spec.policy.suspend_requires_running and row.status != RUNNING:
+        return w, False
+    if row.status in TERMINAL:
+        w = w.mark(f"resurrection:{w.run_id(i)}")
+    w = _ghost_owner(w, i, p, "zombie_settle")
+    return w.set_row(
+        i, replace(row, status=status, suspended_state=turn, claimed_by="", lease_expires=0)
+    ), True
+
+
+# T7
+def claim_for_resume(
+    w: World, i: int, from_status: str, me: str, leased: bool
+) -> tuple[World, bool]:
+    row = w.rows[i]
+    if row is None or row.status != from_status:
+        return w, False
+    return w.set_row(
+        i,
+        replace(
+            row,
+            status=RUNNING,
+            claimed_by=me if leased else "",
+            lease_expires=_lease(w) if leased else 0,
+            epoch=row.epoch + 1,
+        ),
+    ), True
+
+
+# T8
+def finish_run(
+    w: World,
+    i: int,
+    status: str,
+    reason: str,
+    error_class: str,
+    owner: str = "",
+    p: Proc | None = None,
+) -> tuple[World, bool]:
+    row = w.rows[i]
+    if row is None:
+        return w, False
+    if w.spec.policy.terminal_guard and row.status in TERMINAL:
+        return w, False
+    if owner and row.claimed_by != owner:
+        return w, False
+    if row.status in TERMINAL:
+        w = w.mark(f"terminal_overwritten:{w.run_id(i)}")
+    w = _ghost_owner(w, i, p, "zombie_settle")
+    return w.set_row(
+        i,
+        replace(
+            row,
+            status=status,
+            termination_reason=reason,
+            error_class=error_class,
+            suspended_state=-1,
+            queued_request=False,
+            claimed_by="",
+            lease_expires=0,
+        ),
+    ), True
+
+
+def _requeued(w: World, row: Row) -> Row:
+    return replace(
+        row,
+        status=QUEUED,
+        requeue_count=row.requeue_count + 1,
+        claimed_by="",
+        lease_expires=0,
+        pending_effect="" if w.spec.policy.clear_fence_on_requeue else row.pending_effect,
+    )
+
+
+# T9
+def requeue(w: World, i: int, me: str, p: Proc | None = None) -> tuple[World, bool]:
+    row = w.rows[i]
+    if not owner_guard(row, me):
+        return w, False
+    w = _ghost_owner(w, i, p, "zombie_settle")
+    return w.set_row(i, _requeued(w, row)), True
+
+
+# T10 (a read): the reaper's SELECT, oldest lease first, at most ``limit`` rows.
+def find_stale_running(w: World, now: int, limit: int) -> tuple[tuple[int, str, bool, int], ...]:
+    rows = [(r.lease_expires, i, r) for i, r in enumerate(w.rows) if stale(r, now)]
+    rows.sort(key=lambda t: (t[0], t[1]))
+    return tuple((i, r.pending_effect, r.queued_request, r.requeue_count) for _, i, r in rows[:limit])
+
+
+# T11
+def requeue_stale(w: World, i: int, now: int) -> tuple[World, bool]:
+    row = w.rows[i]
+    if not stale(row, now):
+        return w, False
+    return w.set_row(i, _requeued(w, row)), True
+
+
+# T12
+def dead_letter_stale(w: World, i: int, now: int, reason: str) -> tuple[World, bool]:
+    row = w.rows[i]
+    if not stale(row, now):
+        return w, False
+    return w.set_row(
+        i,
+        replace(
+            row,
+            status="failed",
+            termination_reason=reason,
+            error_class="",
+            suspended_state=-1,
+            queued_request=False,
+            claimed_by="",
+            lease_expires=0,
+        ),
+    ), True
+
+
+# T13
+def cancel(w: World, i: int) -> tuple[World, bool]:
+    row = w.rows[i]
+    if row is None:
+        return w, False
+    if row.status in TERMINAL:
+        if w.spec.policy.terminal_guard:
+            return w, False
+        w = w.mark(f"terminal_overwritten:{w.run_id(i)}")
+    return w.set_row(
+        i,
+        replace(
+            row,
+            status=CANCELLED,
+            termination_reason="cancelled",
+            error_class="",
+            suspended_state=-1,
+            queued_request=False,
+            claimed_by="",
+            lease_expires=0,
+        ),
+    ), True
+
+
+def max_sequence(w: World, i: int) -> int:
+    """``max(stored sequence)``, or -1 with no events (the handle is at ``max + 1``)."""
+    m = -1
+    for e in w.events:
+        if e.run == i and e.seq > m:
+            m = e.seq
+    return m

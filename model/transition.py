@@ -1,0 +1,52 @@
+"""The transition value: what the checker enumerates, the simulator fires and a scenario lists.
+
+A transition is data: a name spelled as REFERENCE.md spells the operation, the actor that
+performs it, and its parameters as sorted ``(key, value)`` pairs (values are str, int, bool
+or None), so a transition is hashable, printable and writable to a scenario file.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+
+class Transition(NamedTuple):
+    name: str
+    actor: str
+    args: tuple[tuple[str, Any], ...] = ()
+
+    @staticmethod
+    def make(name: str, actor: str, **args: Any) -> Transition:
+        return Transition(name, actor, tuple(sorted((k, v) for k, v in args.items() if v is not None)))
+
+    def arg(self, key: str, default: Any = None) -> Any:
+        for k, v in self.args:
+            if k == key:
+                return v
+        return default
+
+    @property
+    def fault(self) -> str | None:
+        """The fault branch this transition takes (``None`` for the normal branch)."""
+        return self.arg("fault")
+
+    def label(self) -> str:
+        """``name[fault]``: the unit the coverage report counts."""
+        f = self.fault
+        return f"{self.name}[{f}]" if f else self.name
+
+    def __str__(self) -> str:
+        inner = ", ".join(f"{k}={v}" for k, v in self.args)
+        return f"{self.actor}: {self.name}({inner})"
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.name, "actor": self.actor}
+        d.update(dict(self.args))
+        return d
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> Transition:
+        d = dict(d)
+        name = d.pop("name")
+        actor = d.pop("actor")
+        return Transition.make(name, actor, **d)
