@@ -27,7 +27,7 @@ import sys
 import time
 from array import array
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
@@ -45,6 +45,7 @@ __all__ = [
     "Stats",
     "bench_toy",
     "check_liveness",
+    "count_switches",
     "coverage",
     "explore",
     "trace_table",
@@ -74,7 +75,9 @@ class Stats:
     stopped_early: bool  # stop_at_first_violation ended the search
 
     def __str__(self) -> str:
-        flag = " TRUNCATED" if self.truncated else (" (stopped early)" if self.stopped_early else "")
+        flag = (
+            " TRUNCATED" if self.truncated else (" (stopped early)" if self.stopped_early else "")
+        )
         return (
             f"{self.states} states, {self.transitions} transitions, depth {self.max_depth}, "
             f"{self.seconds:.2f}s ({self.states_per_second:,.0f} states/s), "
@@ -89,7 +92,7 @@ class Finding(Generic[W]):
     name: str
     state: int  # state id
     depth: int  # = len(trace)
-    switches: int  # actor switches along the trace
+    switches: int  # actor switches along the (concrete) trace
     initial: W  # concrete initial world the trace starts from
     trace: list[tuple[Transition, W]]  # (transition, world after it), replayable
 
@@ -184,40 +187,76 @@ class Exploration(Generic[W]):
         return s, steps
 
     def replay(
-        self, root: int, steps: Sequence[tuple[int, int]], start: W | None = None
+        self,
+        root: int,
+        steps: Sequence[tuple[int, int]],
+        start: W | None = None,
+        last_actor: str | None = None,
+        beam: int = 512,
     ) -> tuple[W, list[tuple[Transition, W]]]:
         """Turn an abstract path into a concrete one by re-walking ``successors``.
 
-        At each step, among the successors of the current concrete world, pick one whose key
-        equals the key of the next abstract state, preferring the recorded transition, then
-        one with the same name and actor; continue from the world actually produced.
-        ``start`` overrides the concrete world of ``root`` (used to continue a lasso).
+        Starting from the concrete world of ``root`` (or ``start``), every step must produce a
+        successor whose key equals the key of the next abstract state; the world actually
+        produced is what the next step continues from, so the result always replays. Among
+        the concrete candidates the choice is exact: a small dynamic programme over
+        (concrete world, last actor) minimises (actor switches, preference), where the
+        preference ranks the recorded transition first, then one with the same name and actor.
+        With a symmetry ``canonical`` the recorded actors belong to representatives and may be
+        renamed along the concrete path, which is why this is not a plain greedy walk. Each
+        layer keeps at most ``beam`` candidates (orbits are small; the bound only guards
+        against huge symmetry groups). ``last_actor`` continues the switch count of a prefix.
         """
         canon, worlds, succ, trs = self.canonical, self.worlds, self.successors, self.transitions
-        cur = worlds[root] if start is None else start
-        first = cur
-        out: list[tuple[Transition, W]] = []
-        for tid, sid in steps:
+        first = worlds[root] if start is None else start
+        # entry: (world, last actor, switches, penalty, index of predecessor entry, transition)
+        layer: list[tuple[Any, str | None, int, int, int, Any]] = [
+            (first, last_actor, 0, 0, -1, None)
+        ]
+        history = [layer]
+        for n_step, (tid, sid) in enumerate(steps, 1):
             rec = trs[tid]
             target = worlds[sid] if canon is None else canon(worlds[sid])
-            best: tuple[Transition, W] | None = None
-            rank = 3
-            for t, w in succ(cur):
-                if (w if canon is None else canon(w)) != target:
-                    continue
-                r = 0 if t == rec else (1 if (t.name, t.actor) == (rec.name, rec.actor) else 2)
-                if r < rank:
-                    best, rank = (t, w), r
-                    if r == 0:
-                        break
-            if best is None:
+            by_world: dict[Any, list[int]] = {}
+            for ix, e in enumerate(layer):
+                by_world.setdefault(e[0], []).append(ix)
+            new: list[tuple[Any, str | None, int, int, int, Any]] = []
+            pos: dict[tuple[Any, str], int] = {}
+            for w, ixs in by_world.items():
+                for t, w2 in succ(w):
+                    if (w2 if canon is None else canon(w2)) != target:
+                        continue
+                    pen = (
+                        0 if t == rec else (1 if (t.name, t.actor) == (rec.name, rec.actor) else 2)
+                    )
+                    for ix in ixs:
+                        _, a, s0, p0, _, _ = layer[ix]
+                        c = s0 + (a is not None and a != t.actor)
+                        cand = (w2, t.actor, c, p0 + pen, ix, t)
+                        j = pos.get((w2, t.actor))
+                        if j is None:
+                            pos[(w2, t.actor)] = len(new)
+                            new.append(cand)
+                        elif (c, p0 + pen) < (new[j][2], new[j][3]):
+                            new[j] = cand
+            if not new:
                 raise RuntimeError(
-                    f"trace replay failed at step {len(out) + 1} ({rec}): no successor of the "
+                    f"trace replay failed at step {n_step} ({rec}): no successor of the "
                     "current world has the recorded key; successors() is not deterministic "
                     "or canonical() is not a bisimulation"
                 )
-            out.append(best)
-            cur = best[1]
+            if len(new) > beam:
+                new.sort(key=lambda e: (e[2], e[3]))
+                del new[beam:]
+            history.append(new)
+            layer = new
+        j = min(range(len(layer)), key=lambda k: (layer[k][2], layer[k][3]))
+        out: list[tuple[Transition, W]] = []
+        for lay in reversed(history[1:]):
+            e = lay[j]
+            out.append((e[5], e[0]))
+            j = e[4]
+        out.reverse()
         return first, out
 
     def trace(self, sid: int) -> list[tuple[Transition, W]]:
@@ -230,12 +269,17 @@ class Exploration(Generic[W]):
     def finding(self, name: str, sid: int) -> Finding[W]:
         root, steps = self.abstract_path(sid)
         initial, tr = self.replay(root, steps)
-        return Finding(name, sid, self.depth[sid], self.switches[sid], initial, tr)
+        return Finding(name, sid, self.depth[sid], count_switches(tr), initial, tr)
 
 
 # --------------------------------------------------------------------------------------------
 # Exploration
 # --------------------------------------------------------------------------------------------
+
+
+def count_switches(trace: Sequence[tuple[Transition, Any]]) -> int:
+    """Number of consecutive steps of a trace performed by different actors."""
+    return sum(a[0].actor != b[0].actor for a, b in zip(trace, trace[1:], strict=False))
 
 
 def _maxrss_mib() -> float:
@@ -282,6 +326,13 @@ def explore(
     (state, last actor) among the optimal last actors is exact, and all parents at depth d are
     processed before any state at depth d+1 is expanded. The guarantee does not hold for
     traces to states whose layer was cut by ``max_states`` (they are still shortest).
+
+    With a ``canonical`` that permutes actors (symmetry), the recorded transitions are those of
+    the stored representatives, whose actor names a permutation may change along a concrete
+    path; the BFS tie-break is then only a heuristic for choosing the sequence of abstract
+    states, and :meth:`Exploration.replay` minimises switches exactly over the concrete paths
+    along that sequence. Traces are shortest in every case; ``Finding.switches`` is counted on
+    the concrete trace.
     """
     t0 = time.perf_counter()
     rss0 = _maxrss_mib()
@@ -516,9 +567,7 @@ def explore(
             ex.violations[name] = ex.finding(name, best)
     for name, _ in wit_items:
         hits = wit_hits.get(name)
-        ex.witnesses[name] = (
-            ex.finding(name, min(hits, key=lambda s: (sw[s], s))) if hits else None
-        )
+        ex.witnesses[name] = ex.finding(name, min(hits, key=lambda s: (sw[s], s))) if hits else None
     return ex
 
 
@@ -613,8 +662,12 @@ def check_liveness(
     if scope not in ("always", "initial"):
         raise ValueError(f"unknown scope {scope!r}")
     n = len(ex.worlds)
-    src = np.frombuffer(ex.edges_src, dtype=np.int32) if len(ex.edges_src) else np.zeros(0, np.int32)
-    dst = np.frombuffer(ex.edges_dst, dtype=np.int32) if len(ex.edges_dst) else np.zeros(0, np.int32)
+    src = (
+        np.frombuffer(ex.edges_src, dtype=np.int32) if len(ex.edges_src) else np.zeros(0, np.int32)
+    )
+    dst = (
+        np.frombuffer(ex.edges_dst, dtype=np.int32) if len(ex.edges_dst) else np.zeros(0, np.int32)
+    )
     etr = np.frombuffer(ex.edges_tr, dtype=np.int32) if len(ex.edges_tr) else np.zeros(0, np.int32)
     offsets = np.searchsorted(src, np.arange(n + 1))  # src is sorted: CSR for edge look-ups
 
@@ -706,7 +759,13 @@ def check_liveness(
             best_entry, best_scc = e, k
     if best_dead is None and best_entry is None:
         return LivenessResult(
-            holds=True, kind=None, initial=None, prefix=[], cycle=[], entry=None, scc_size=0,
+            holds=True,
+            kind=None,
+            initial=None,
+            prefix=[],
+            cycle=[],
+            entry=None,
+            scc_size=0,
             **base,
         )
 
@@ -728,8 +787,14 @@ def check_liveness(
         root, steps = prefix_to(best_dead)
         initial, prefix = ex.replay(root, steps)
         return LivenessResult(
-            holds=False, kind="deadlock", initial=initial, prefix=prefix, cycle=[],
-            entry=best_dead, scc_size=1, **base,
+            holds=False,
+            kind="deadlock",
+            initial=initial,
+            prefix=prefix,
+            cycle=[],
+            entry=best_dead,
+            scc_size=1,
+            **base,
         )
 
     assert best_entry is not None
@@ -795,10 +860,18 @@ def check_liveness(
     root, steps = prefix_to(best_entry)
     initial, prefix = ex.replay(root, steps)
     start = prefix[-1][1] if prefix else initial
-    _, cycle = ex.replay(best_entry, cyc, start=start)
+    _, cycle = ex.replay(
+        best_entry, cyc, start=start, last_actor=prefix[-1][0].actor if prefix else None
+    )
     return LivenessResult(
-        holds=False, kind="fair_cycle", initial=initial, prefix=prefix, cycle=cycle,
-        entry=best_entry, scc_size=len(members), **base,
+        holds=False,
+        kind="fair_cycle",
+        initial=initial,
+        prefix=prefix,
+        cycle=cycle,
+        entry=best_entry,
+        scc_size=len(members),
+        **base,
     )
 
 

@@ -101,7 +101,9 @@ def canon_mutex(w):
 
 
 def mutex_diff(a, b) -> list[str]:
-    out = [f"pc[{i}]: {x} -> {y}" for i, (x, y) in enumerate(zip(a[0], b[0], strict=True)) if x != y]
+    out = [
+        f"pc[{i}]: {x} -> {y}" for i, (x, y) in enumerate(zip(a[0], b[0], strict=True)) if x != y
+    ]
     if a[1] != b[1]:
         out.append(f"flag: {a[1]} -> {b[1]}")
     return out
@@ -141,7 +143,7 @@ def test_mutex_violation_is_shortest_with_fewest_switches_and_replays():
     # check, check, enter, enter is the only way in: 4 steps; at best 2 actor switches.
     assert v.depth == len(v.trace) == 4
     assert [t.name for t, _ in v.trace] == ["check", "check", "enter", "enter"]
-    assert switches(v.trace) == v.switches == 2
+    assert switches(v.trace) == v.switches == ex.switches[v.state] == 2
     assert v.initial == init
     assert_replays(init, v.trace, succ)
     assert not mutual_exclusion(v.world)
@@ -213,8 +215,7 @@ def test_switch_counts_exact_on_random_graphs():
         nodes = [f"n{k}" for k in range(9)]
         edges = {
             u: [
-                (f"e{u}{j}", rng.choice("ABC"), rng.choice(nodes))
-                for j in range(rng.randint(0, 3))
+                (f"e{u}{j}", rng.choice("ABC"), rng.choice(nodes)) for j in range(rng.randint(0, 3))
             ]
             for u in nodes
         }
@@ -255,7 +256,9 @@ def test_stop_at_first_violation_same_trace_fewer_states():
     succ = mutex(3)
     init = (("idle",) * 3, False)
     full = explore([init], succ, invariants={"mutex": mutual_exclusion})
-    stop = explore([init], succ, invariants={"mutex": mutual_exclusion}, stop_at_first_violation=True)
+    stop = explore(
+        [init], succ, invariants={"mutex": mutual_exclusion}, stop_at_first_violation=True
+    )
     assert stop.stats.stopped_early and not full.stats.stopped_early
     assert stop.stats.states < full.stats.states
     assert stop.violations["mutex"].trace == full.violations["mutex"].trace
@@ -295,27 +298,40 @@ def test_symmetry_reduces_states_and_traces_still_replay():
 
 
 def test_symmetric_replay_follows_concrete_worlds_not_stored_representatives():
-    # Swapping the two slots is a symmetry; the stored world for the key of (1, 0) is (0, 1)
-    # (seen first), but the concrete trace must continue from what successors really produced.
-    def succ(w):
-        a, b = w
-        out = []
-        if a < 2:
-            out.append((Transition("inc", "L"), (a + 1, b)))
-        if b < 2:
-            out.append((Transition("inc", "R"), (a, b + 1)))
-        return out
+    # Y1 ~ Y2 and T1 ~ T2 under `canonical`. Y1 is seen first (stored), but the tie-break picks
+    # the path through Z (0 switches), which concretely produces Y2 and then T2, not the
+    # stored T1: the trace must follow the worlds successors() really produced.
+    succ = graph_ts(
+        {
+            "S": [("a", "A", "X"), ("b", "B", "Z")],
+            "X": [("c", "B", "Y1")],
+            "Z": [("d", "B", "Y2")],
+            "Y1": [("e", "B", "T1")],
+            "Y2": [("e", "B", "T2")],
+        }
+    )
 
-    def canon(w):
-        return tuple(sorted(w))
+    def canon(s):
+        return s.rstrip("12")
 
-    init = (0, 0)
-    ex = explore([init], lambda w: list(reversed(succ(w))), invariants={"x": lambda w: w != (2, 1)},
-                 canonical=canon)
-    v = ex.violations["x"]
-    assert ex.stats.states == 6
-    assert_replays(init, v.trace, lambda w: list(reversed(succ(w))))
-    assert canon(v.world) == (1, 2)
+    ex = explore(["S"], succ, invariants={"no_T": lambda s: canon(s) != "T"}, canonical=canon)
+    assert ex.stats.states == 5
+    v = ex.violations["no_T"]
+    assert ex.worlds[v.state] == "T1"
+    assert [w for _, w in v.trace] == ["Z", "Y2", "T2"]
+    assert v.switches == 0
+    assert_replays("S", v.trace, succ)
+
+
+def test_replay_raises_if_canonical_is_not_a_bisimulation():
+    # P1 ~ P2 but only P1 has a successor: the key path S, P, Q cannot be walked from P2.
+    succ = graph_ts({"S": [("a", "A", "P1"), ("b", "B", "P2")], "P1": [("c", "A", "Q")]})
+    ex = explore(["S"], succ, invariants={}, canonical=lambda s: s.rstrip("12"))
+    q = ex.state_id("Q")
+    assert len(ex.trace(q)) == 2
+    with pytest.raises(RuntimeError, match="bisimulation"):
+        # force the walk through P2's concrete world
+        ex.replay(ex.state_id("P2"), ex.abstract_path(q)[1][1:], start="P2")
 
 
 # --------------------------------------------------------------------------------------------
@@ -456,22 +472,23 @@ def test_liveness_lasso_prefix_is_shortest_and_concrete():
 
 
 def test_liveness_deadlock_and_ignore_deadlock():
-    succ = graph_ts(
-        {"s": [("ok", "A", "done"), ("bad", "A", "t")], "t": [("stuck", "A", "stuck")]}
-    )
+    succ = graph_ts({"s": [("ok", "A", "done"), ("bad", "A", "t")], "t": [("stuck", "A", "stuck")]})
     ex = explore(["s"], succ, invariants={}, keep_graph=True)
     assert sorted(ex.worlds[s] for s in ex.deadlocks) == ["done", "stuck"]
     res = check_liveness(ex, lambda s: s == "done", [], name="d")
     assert not res.holds and res.kind == "deadlock"
     assert [w for _, w in res.prefix] == ["t", "stuck"] and res.cycle == []
     assert res.deadlocks == 1  # "done" is a goal: not a deadlock
-    ign = check_liveness(ex, lambda s: s == "done", [], name="d", ignore_deadlock=lambda s: s == "stuck")
+    ign = check_liveness(
+        ex, lambda s: s == "done", [], name="d", ignore_deadlock=lambda s: s == "stuck"
+    )
     assert ign.holds
 
 
 def test_liveness_scope_initial_ignores_cycles_after_goal():
-    succ = graph_ts({"s": [("go", "A", "goal")], "goal": [("leave", "A", "l")],
-                     "l": [("spin", "A", "l")]})
+    succ = graph_ts(
+        {"s": [("go", "A", "goal")], "goal": [("leave", "A", "l")], "l": [("spin", "A", "l")]}
+    )
     ex = explore(["s"], succ, invariants={}, keep_graph=True)
     always = check_liveness(ex, lambda s: s == "goal", [], name="x")
     assert not always.holds and [t.name for t, _ in always.prefix] == ["go", "leave"]
@@ -525,7 +542,7 @@ def test_trace_table():
     tr = v.trace + [(Transition.make("noop", "p0", run=7), v.world)]
     out = trace_table(tr, v.initial, mutex_diff)
     lines = out.splitlines()
-    assert lines[0].split(" | ") == ["step", "actor", "transition", "changed"]
+    assert [c.strip() for c in lines[0].split("|")] == ["step", "actor", "transition", "changed"]
     assert set(lines[1]) <= {"-", "+"}
     assert "enter()" in out and "noop(run=7)" in out and "(no change)" in out
     # an `enter` changes two fields: second one on its own continuation line
