@@ -135,6 +135,11 @@ class Exploration(Generic[W]):
         return self.stats.truncated
 
     @property
+    def complete(self) -> bool:
+        """Every reachable state was stored and expanded (neither truncated nor stopped)."""
+        return not (self.stats.truncated or self.stats.stopped_early)
+
+    @property
     def ok(self) -> bool:
         """No invariant violated (does not imply exhaustiveness: check ``truncated``)."""
         return not self.violations
@@ -624,7 +629,7 @@ class LivenessResult(Generic[W]):
     deadlocks: int  # non-goal deadlocks in scope (not ignored)
     fair_sccs: int  # fair non-trivial SCCs of non-goal states in scope
     checked_states: int  # non-goal expanded states in scope
-    complete: bool  # False if the exploration was truncated: a pass proves nothing then
+    complete: bool  # False if the exploration was truncated/stopped: a pass proves nothing
     scope: str
 
 
@@ -747,7 +752,7 @@ def check_liveness(
         deadlocks=len(dead),
         fair_sccs=len(fair_ids),
         checked_states=checked,
-        complete=not ex.stats.truncated,
+        complete=ex.complete,
         scope=scope,
     )
     best_dead = min(dead, key=lambda s: (dist[s], s)) if dead else None

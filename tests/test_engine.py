@@ -260,6 +260,7 @@ def test_stop_at_first_violation_same_trace_fewer_states():
         [init], succ, invariants={"mutex": mutual_exclusion}, stop_at_first_violation=True
     )
     assert stop.stats.stopped_early and not full.stats.stopped_early
+    assert full.complete and not stop.complete
     assert stop.stats.states < full.stats.states
     assert stop.violations["mutex"].trace == full.violations["mutex"].trace
 
@@ -377,7 +378,7 @@ def test_max_states_truncation():
     assert not exact.truncated and exact.stats.states == 16
     cut = explore([(0, 0)], succ, invariants={}, max_states=5)
     assert cut.truncated and cut.stats.truncated
-    assert cut.stats.states == 5 and cut.stats.expanded < 5
+    assert cut.stats.states == 5 and cut.stats.expanded < 5 and not cut.complete
 
 
 def test_stats_and_graph_arrays():
