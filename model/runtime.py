@@ -40,7 +40,6 @@ from .state import (
     RESUME,
     RUNNING,
     SYNCHRONOUS,
-    TERMINAL,
     WAITING_FOR_APPROVAL,
     WAITING_FOR_INPUT,
     WORKER,

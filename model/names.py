@@ -1,0 +1,112 @@
+"""The transition vocabulary in one place: every name the model can fire, where REFERENCE.md
+names it, and which fault branches it has. The coverage reports and the name-list test read
+this; ``model.runtime`` is what actually enables them."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass
+
+# name -> (REFERENCE.md place, fault kinds the transition can take)
+TRANSITIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    # store statements (section 4)
+    "start_run": ("T1", ("store_error",)),
+    "enqueue_run": ("T2", ("store_error",)),
+    "claim_queued": ("T3", ("store_error",)),
+    "renew_lease": ("T4", ("store_error",)),
+    "mark_pending_effect": ("T5 stamp and clear", ("store_error",)),
+    "suspend": ("T6", ("store_error",)),
+    "suspend_for_input": ("T6", ("store_error",)),
+    "claim_for_resume": ("T7", ("store_error",)),
+    "claim_for_resume_from_input": ("T7", ("store_error",)),
+    "settle_completed": ("T8 via 4.3", ("store_error",)),
+    "settle_failed": ("T8 via 4.3", ("store_error",)),
+    "settle_policy_stopped": ("T8 via 4.3", ("store_error",)),
+    "settle_dead_lettered": ("T8 via 4.3", ("store_error",)),
+    "requeue": ("T9", ("store_error",)),
+    "find_stale_running": ("T10", ("store_error", "decode_error")),
+    "requeue_stale": ("T11", ("store_error",)),
+    "dead_letter_stale": ("T12", ("store_error",)),
+    "cancel": ("T13", ("store_error",)),
+    "find_run": ("4.2", ("store_error",)),
+    "max_sequence": ("4.2", ("store_error", "decode_error")),
+    "record_step": ("4.2, 7.2 step 5", ("audit_insert_fails", "ambiguous_commit")),
+    "record_approval": ("4.2, 12.2 step 9", ("audit_insert_fails",)),
+    "record_input": ("4.2, 12.3", ("audit_insert_fails",)),
+    # segment steps (7.1-7.4) and the bus (6)
+    "run_queued": ("6.2 step 1", ("store_error",)),
+    "dispatch": ("6.1 step 4, 9 step 7, 10 branch 5", ("dispatch_fails",)),
+    "on_step": ("7.2 step 1", ("observer_error",)),
+    "provider_call": ("7.1 step 3", ("provider_error",)),
+    "invoke": ("7.1 step 8.2", ("tool_error",)),
+    # callers (11, 12)
+    "approve": ("12.2", ()),
+    "deny": ("12.2", ()),
+    "submit_input": ("12.3", ()),
+    # environment and faults (1.3)
+    "advance_time": ("conventions: one clock", ()),
+    "crash": ("1.3 process death", ()),
+    "duplicate_message": ("1.3, 6.3", ()),
+    "remove_tool": ("14.2 a tool removed between attempts", ()),
+}
+
+
+def labels(provider_classes: tuple[str, ...] = ()) -> list[str]:
+    """Every ``name[fault]`` label the model can produce (provider faults by class)."""
+    out = []
+    for name, (_, faults) in TRANSITIONS.items():
+        out.append(name)
+        for f in faults:
+            if f == "provider_error":
+                out.extend(f"{name}[{c}]" for c in provider_classes)
+            else:
+                out.append(f"{name}[{f}]")
+    return out
+
+
+@dataclass(frozen=True)
+class WalkCoverage:
+    steps: int
+    enabled: Counter
+    never_enabled: tuple[str, ...]  # transition names never enabled in the walk
+
+
+def random_walk_coverage(world, steps: int, seed: int = 0, restart_after: int = 200) -> WalkCoverage:
+    """Random enabled-transition walks from ``world`` (restarting after ``restart_after``
+    steps or at a dead end); reports the transition names never enabled. The RNG is a local
+    ``random.Random(seed)``: deterministic."""
+    from .runtime import enabled, fire
+
+    rng = random.Random(seed)
+    seen: Counter = Counter()
+    w = world
+    k = 0
+    idle = 0
+    for _ in range(steps):
+        en = enabled(w)
+        if not en or k >= restart_after or idle >= 20:
+            w, k, idle = world, 0, 0
+            en = enabled(w)
+        for t in en:
+            seen[t.name] += 1
+        w2 = fire(w, _pick(rng, en))
+        idle = idle + 1 if w2 == w else 0  # only idle ticks left: start a new history
+        w = w2
+        k += 1
+    never = tuple(n for n in TRANSITIONS if n not in seen)
+    return WalkCoverage(steps, seen, never)
+
+
+def _pick(rng: random.Random, en: list):
+    """An actor uniformly, then its normal step more often than a fault branch: a uniform
+    choice over transitions would spend most steps on the reaper's idle ticks and faults."""
+    actors = sorted({t.actor for t in en})
+    a = rng.choice(actors)
+    if a in ("clock", "reaper") and len(actors) > 2 and rng.random() < 0.8:
+        a = rng.choice([x for x in actors if x not in ("clock", "reaper")])  # slow time down
+    mine = [t for t in en if t.actor == a]
+    normal = [t for t in mine if t.fault is None]
+    if normal and rng.random() < 0.9:
+        return rng.choice(normal)
+    return rng.choice(mine)
