@@ -1,0 +1,571 @@
+"""The simulator's configuration: a TOML file, every field validated.
+
+A simulator configuration describes *when* things happen and *how often* faults strike;
+``model/`` still decides what every transition does. Errors are one ``ConfigError`` line,
+``field: problem; fix`` (the CLI prints it and exits 2). Every table and key is optional
+except ``[[tools]]`` and ``[workload] tool_mix`` (a workload needs tools). Durations are in
+seconds (floats allowed); probabilities are in [0, 1].
+
+Distributions (durations, and the integer counts ``rounds`` / ``calls_per_round``, which are
+rounded to the nearest integer >= 1)::
+
+    x = 2.5                                        # fixed (a bare number)
+    x = {dist = "fixed", value = 2.5}
+    x = {dist = "exponential", mean = 2.5}
+    x = {dist = "lognormal", median = 2.0, p99 = 1200.0}   # or {mu = .., sigma = ..} (of ln x)
+    x = {dist = "empirical", values = [1, 2, 2, 3]}        # uniform over the listed values
+
+Schema (defaults in brackets)::
+
+    policy = "current"                   # a preset, "adr-111+write_fence", ... (model.policy)
+    seed = 1                             # overridden by --seed
+    [constants]                          # LEASE_SECONDS, MAX_REQUEUES, ... (model.constants)
+    [runs]
+    count = 500                          # logical runs that arrive                     [500]
+    slots = 64                           # run slots of the bounded world (windowing)    [64]
+    drain_seconds = 14400                # simulated time allowed after the last arrival [14400]
+    [arrivals]
+    kind = "poisson"                     # poisson (rate_per_hour) | batch (size at every_seconds)
+    rate_per_hour = 600.0
+    size = 100                           # batch only
+    every_seconds = 0                    # batch only: 0 = one batch at t=0, else a batch per period
+    [workers]
+    count = 8
+    [transport]
+    kind = "async"                       # only the async transport is modelled (see below)
+    [bus]
+    delivery_delay = 0.2                 # from dispatch (or not_before) to delivery to a worker
+    duplicate_probability = 0.01         # per delivered message: the bus delivers it twice
+    dispatch_failure_probability = 0.001
+    dispatch_latency = 0.002
+    [reaper]
+    enabled = true                       # false: nobody schedules the reaper (its default upstream)
+    period_seconds = 60.0
+    limit = 50
+    [audit_store]
+    insert_failure_probability = 0.001   # per insert (record_step, record_approval, record_input)
+    ambiguous_commit_probability = 0.0   # stored, but reported as failed
+    latency = 0.003
+    outages = [{start = 3600.0, duration = 120.0}]   # scheduled windows: every insert fails
+    [audit_store.flapping]               # optional on/off process (exponential up/down times)
+    mean_up_seconds = 7200.0
+    mean_down_seconds = 30.0
+    [run_store]
+    error_probability = 0.0005           # per statement (T1..T13, find_run, max_sequence, T10)
+    latency = 0.002
+    [crashes]
+    worker_rate_per_hour = 0.2           # per worker process
+    web_rate_per_hour = 0.0              # per interactive / resume segment (web processes)
+    restart_delay = 30.0
+    [pauses]
+    probability = 0.0005                 # per segment step: a stall (GC, VM freeze) before it
+    duration = {dist = "exponential", mean = 600.0}
+    [provider]
+    latency = {dist = "lognormal", median = 4.0, p99 = 60.0}
+    failure_probability = 0.02
+    failure_mix = {serverError = 0.5, rateLimit = 0.3, connection = 0.1, auth = 0.1}
+    [[tools]]                            # model.config [[tools]] keys, plus:
+    name = "create_ticket"
+    effect = "non_idempotent_write"
+    remote = true
+    server_flag = 0
+    latency = {dist = "lognormal", median = 30.0, p99 = 1500.0}
+    error_probability = 0.01             # the tool raises (an error result; no effect lands)
+    [workload]
+    queued_fraction = 0.9                # the rest start interactively (start_run)
+    rounds = {dist = "empirical", values = [1, 2, 3]}   # tool rounds before the final answer
+    calls_per_round = 1
+    tool_mix = {search_pages = 5, create_ticket = 1}     # weights
+    cap = 20                             # optional explicit round cap
+    [workload.approvals]
+    delay = {dist = "exponential", mean = 300.0}
+    deny_probability = 0.1
+    [workload.cancels]
+    probability = 0.0                    # a caller cancels the run ...
+    delay = 60.0                         # ... this long after it arrived
+
+The sync transport (``dispatch`` running the handler inline) is not modelled by the
+simulator: every message goes through the bus with a sampled delivery delay.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from model.config import ConfigError
+from model.constants import CONSTANT_NAMES, Constants
+from model.policy import UnknownPolicy, parse_policy
+from model.state import EFFECTS, FAILURE_CLASSES
+
+Z99 = 2.3263478740408408  # the standard normal's 0.99 quantile
+
+
+# -- distributions --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Dist:
+    """A sampled duration (seconds) or count. ``kind``: fixed, exponential, lognormal, empirical."""
+
+    kind: str
+    a: float = 0.0  # fixed: value; exponential: mean; lognormal: mu
+    b: float = 0.0  # lognormal: sigma
+    values: tuple[float, ...] = ()
+
+    def sample(self, rng) -> float:
+        k = self.kind
+        if k == "fixed":
+            return self.a
+        if k == "exponential":
+            return rng.expovariate(1.0 / self.a) if self.a > 0 else 0.0
+        if k == "lognormal":
+            return rng.lognormvariate(self.a, self.b)
+        return self.values[int(rng.random() * len(self.values))]
+
+    def sample_count(self, rng) -> int:
+        return max(1, int(round(self.sample(rng))))
+
+    def quantile(self, q: float) -> float:
+        """For documentation and plots (e.g. does a tool's tail cross the lease?)."""
+        if self.kind == "fixed":
+            return self.a
+        if self.kind == "exponential":
+            return -self.a * math.log(1 - q)
+        if self.kind == "lognormal":
+            from statistics import NormalDist
+
+            return math.exp(self.a + self.b * NormalDist().inv_cdf(q))
+        vs = sorted(self.values)
+        return vs[min(len(vs) - 1, int(q * len(vs)))]
+
+    def mean(self) -> float:
+        if self.kind == "fixed":
+            return self.a
+        if self.kind == "exponential":
+            return self.a
+        if self.kind == "lognormal":
+            return math.exp(self.a + self.b * self.b / 2)
+        return sum(self.values) / len(self.values)
+
+
+ZERO = Dist("fixed", 0.0)
+
+
+# -- the validated configuration -------------------------------------------------------------
+@dataclass(frozen=True)
+class ToolConf:
+    name: str
+    model: dict[str, Any]  # the model.config [[tools]] table (name, effect, remote, ...)
+    latency: Dist
+    error_probability: float
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    raw: dict[str, Any]
+    policy: str = "current"
+    seed: int = 1
+    constants: dict[str, int] = field(default_factory=dict)
+    runs: int = 500
+    slots: int = 64
+    drain_seconds: float = 14400.0
+    arrival_kind: str = "poisson"
+    rate_per_hour: float = 600.0
+    batch_size: int = 100
+    batch_every: float = 0.0
+    workers: int = 8
+    transport: str = "async"
+    delivery_delay: Dist = ZERO
+    duplicate_probability: float = 0.0
+    dispatch_failure_probability: float = 0.0
+    dispatch_latency: Dist = ZERO
+    reaper_enabled: bool = True
+    reaper_period: float = 60.0
+    reaper_limit: int = 50
+    audit_failure_probability: float = 0.0
+    ambiguous_commit_probability: float = 0.0
+    audit_latency: Dist = ZERO
+    audit_outages: tuple[tuple[float, float], ...] = ()
+    audit_mean_up: float = 0.0  # 0: no on/off process
+    audit_mean_down: float = 0.0
+    store_error_probability: float = 0.0
+    store_latency: Dist = ZERO
+    worker_crash_rate: float = 0.0  # per hour
+    web_crash_rate: float = 0.0
+    restart_delay: Dist = ZERO
+    pause_probability: float = 0.0
+    pause_duration: Dist = ZERO
+    provider_latency: Dist = ZERO
+    provider_failure_probability: float = 0.0
+    failure_mix: tuple[tuple[str, float], ...] = ()
+    tools: tuple[ToolConf, ...] = ()
+    queued_fraction: float = 1.0
+    rounds: Dist = Dist("fixed", 1.0)
+    calls_per_round: Dist = Dist("fixed", 1.0)
+    tool_mix: tuple[tuple[str, float], ...] = ()
+    cap: int | None = None
+    approval_delay: Dist = ZERO
+    deny_probability: float = 0.0
+    cancel_probability: float = 0.0
+    cancel_delay: Dist = ZERO
+
+    def lease_seconds(self) -> int:
+        return int(self.constants.get("LEASE_SECONDS", Constants().LEASE_SECONDS))
+
+    def tool(self, name: str) -> ToolConf:
+        for t in self.tools:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+
+# -- validation helpers ----------------------------------------------------------------------
+def _unknown(d: dict, allowed: set[str], where: str) -> None:
+    for k in d:
+        if k not in allowed:
+            near = difflib.get_close_matches(k, sorted(allowed), n=1)
+            hint = f"did you mean {near[0]!r}?" if near else f"allowed keys: {', '.join(sorted(allowed))}"
+            raise ConfigError(f"{where}{k}: unknown key; {hint}")
+
+
+def _table(d: dict, key: str, where: str = "") -> dict:
+    v = d.get(key, {})
+    if not isinstance(v, dict):
+        raise ConfigError(f"{where}{key}: expected a table, got {v!r}; write [{where}{key}]")
+    return v
+
+
+def _num(v: Any, f: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise ConfigError(f"{f}: expected a number, got {v!r}; write e.g. {f.split('.')[-1]} = 1.5")
+    if math.isnan(v) or math.isinf(v):
+        raise ConfigError(f"{f}: {v!r} is not finite; give a finite number")
+    return float(v)
+
+
+def _dur(v: Any, f: str) -> float:
+    x = _num(v, f)
+    if x < 0:
+        raise ConfigError(f"{f}: negative duration {v!r}; durations are seconds >= 0")
+    return x
+
+
+def _pos(v: Any, f: str) -> float:
+    x = _num(v, f)
+    if x <= 0:
+        raise ConfigError(f"{f}: must be > 0, got {v!r}; give a positive number")
+    return x
+
+
+def _prob(v: Any, f: str) -> float:
+    x = _num(v, f)
+    if not 0.0 <= x <= 1.0:
+        raise ConfigError(f"{f}: probability {v!r} outside [0, 1]; give a value between 0 and 1")
+    return x
+
+
+def _int(v: Any, f: str, lo: int = 0) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ConfigError(f"{f}: expected an integer, got {v!r}; write e.g. {f.split('.')[-1]} = {max(lo, 1)}")
+    if v < lo:
+        raise ConfigError(f"{f}: must be >= {lo}, got {v}; give an integer >= {lo}")
+    return v
+
+
+def _bool(v: Any, f: str) -> bool:
+    if not isinstance(v, bool):
+        raise ConfigError(f"{f}: expected true or false, got {v!r}; write {f.split('.')[-1]} = true")
+    return v
+
+
+def _str(v: Any, f: str, choices: tuple[str, ...] | None = None) -> str:
+    if not isinstance(v, str):
+        raise ConfigError(f"{f}: expected a string, got {v!r}; write {f.split('.')[-1]} = \"...\"")
+    if choices is not None and v not in choices:
+        raise ConfigError(f"{f}: {v!r} is not allowed; use one of {', '.join(choices)}")
+    return v
+
+
+DIST_KEYS = {
+    "fixed": {"dist", "value"},
+    "exponential": {"dist", "mean"},
+    "lognormal": {"dist", "median", "p99", "mu", "sigma"},
+    "empirical": {"dist", "values"},
+}
+
+
+def parse_dist(v: Any, f: str) -> Dist:
+    """A distribution of non-negative values (see the module docstring)."""
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return Dist("fixed", _dur(v, f))
+    if not isinstance(v, dict):
+        raise ConfigError(f"{f}: expected a number or a table such as {{dist = \"exponential\", mean = 1.0}}, got {v!r}; see sim/config.py")
+    kind = v.get("dist")
+    if kind is None:
+        raise ConfigError(f"{f}.dist: missing; give dist = fixed | exponential | lognormal | empirical")
+    _str(kind, f + ".dist", tuple(DIST_KEYS))
+    _unknown(v, DIST_KEYS[kind], f + ".")
+    if kind == "fixed":
+        return Dist("fixed", _dur(v.get("value", 0.0), f + ".value"))
+    if kind == "exponential":
+        if "mean" not in v:
+            raise ConfigError(f"{f}.mean: missing; give the mean in seconds")
+        return Dist("exponential", _dur(v["mean"], f + ".mean"))
+    if kind == "lognormal":
+        if "median" in v or "p99" in v:
+            if "mu" in v or "sigma" in v:
+                raise ConfigError(f"{f}: give either median and p99, or mu and sigma; not both")
+            if "median" not in v or "p99" not in v:
+                raise ConfigError(f"{f}: lognormal needs both median and p99; add the missing one")
+            med = _pos(v["median"], f + ".median")
+            p99 = _pos(v["p99"], f + ".p99")
+            if p99 < med:
+                raise ConfigError(f"{f}.p99: {p99} is below the median {med}; the p99 must be >= the median")
+            mu = math.log(med)
+            return Dist("lognormal", mu, (math.log(p99) - mu) / Z99)
+        if "mu" not in v or "sigma" not in v:
+            raise ConfigError(f"{f}: lognormal needs median and p99 (or mu and sigma); add them")
+        return Dist("lognormal", _num(v["mu"], f + ".mu"), _dur(v["sigma"], f + ".sigma"))
+    vals = v.get("values")
+    if not isinstance(vals, list) or not vals:
+        raise ConfigError(f"{f}.values: expected a non-empty list of numbers, got {vals!r}; write values = [1.0, 2.0]")
+    return Dist("empirical", values=tuple(_dur(x, f"{f}.values[{k}]") for k, x in enumerate(vals)))
+
+
+def _weights(v: Any, f: str, allowed: tuple[str, ...] | None) -> tuple[tuple[str, float], ...]:
+    if not isinstance(v, dict):
+        raise ConfigError(f"{f}: expected a table of name = weight, got {v!r}; write {f.split('.')[-1]} = {{name = 1.0}}")
+    out = []
+    for k, x in v.items():
+        if allowed is not None and k not in allowed:
+            near = difflib.get_close_matches(k, list(allowed), n=1)
+            hint = f"did you mean {near[0]!r}?" if near else f"use one of {', '.join(allowed)}"
+            raise ConfigError(f"{f}.{k}: unknown name; {hint}")
+        w = _num(x, f"{f}.{k}")
+        if w < 0:
+            raise ConfigError(f"{f}.{k}: negative weight {x!r}; weights are >= 0")
+        out.append((k, w))
+    return tuple(out)
+
+
+TOP = {
+    "policy", "seed", "description", "constants", "runs", "arrivals", "workers", "transport",
+    "bus", "reaper", "audit_store", "run_store", "crashes", "pauses", "provider", "tools",
+    "workload",
+}
+MODEL_TOOL_KEYS = {"name", "effect", "remote", "approval", "server_flag", "needs_input", "removable"}
+
+
+def load(data: dict[str, Any]) -> SimConfig:
+    """Validate a parsed TOML table; raises ``ConfigError`` (one line) on the first problem."""
+    if not isinstance(data, dict):
+        raise ConfigError("config: expected a TOML table; see sim/configs/default.toml")
+    _unknown(data, TOP, "")
+    kw: dict[str, Any] = {"raw": data}
+    if "description" in data:
+        _str(data["description"], "description")
+    pol = _str(data.get("policy", "current"), "policy")
+    try:
+        parse_policy(pol)
+    except UnknownPolicy as e:
+        raise ConfigError(f"policy: {e}") from None
+    kw["policy"] = pol
+    kw["seed"] = _int(data.get("seed", 1), "seed")
+
+    cons = _table(data, "constants")
+    _unknown(cons, set(CONSTANT_NAMES), "constants.")
+    for k, v in cons.items():
+        _int(v, f"constants.{k}", lo=1 if k in ("LEASE_SECONDS", "REAPER_DEFAULT_LIMIT") else 0)
+    kw["constants"] = dict(cons)
+
+    r = _table(data, "runs")
+    _unknown(r, {"count", "slots", "drain_seconds"}, "runs.")
+    kw["runs"] = _int(r.get("count", 500), "runs.count", 1)
+    kw["slots"] = _int(r.get("slots", 64), "runs.slots", 1)
+    kw["drain_seconds"] = _dur(r.get("drain_seconds", 14400.0), "runs.drain_seconds")
+
+    a = _table(data, "arrivals")
+    _unknown(a, {"kind", "rate_per_hour", "size", "every_seconds"}, "arrivals.")
+    kw["arrival_kind"] = _str(a.get("kind", "poisson"), "arrivals.kind", ("poisson", "batch"))
+    kw["rate_per_hour"] = _pos(a.get("rate_per_hour", 600.0), "arrivals.rate_per_hour")
+    kw["batch_size"] = _int(a.get("size", 100), "arrivals.size", 1)
+    kw["batch_every"] = _dur(a.get("every_seconds", 0.0), "arrivals.every_seconds")
+
+    w = _table(data, "workers")
+    _unknown(w, {"count"}, "workers.")
+    kw["workers"] = _int(w.get("count", 8), "workers.count", 1)
+
+    tr = _table(data, "transport")
+    _unknown(tr, {"kind"}, "transport.")
+    kind = _str(tr.get("kind", "async"), "transport.kind")
+    if kind != "async":
+        raise ConfigError(f"transport.kind: {kind!r} is not modelled by the simulator; use \"async\"")
+    kw["transport"] = kind
+
+    b = _table(data, "bus")
+    _unknown(b, {"delivery_delay", "duplicate_probability", "dispatch_failure_probability", "dispatch_latency"}, "bus.")
+    kw["delivery_delay"] = parse_dist(b.get("delivery_delay", 0.2), "bus.delivery_delay")
+    kw["duplicate_probability"] = _prob(b.get("duplicate_probability", 0.0), "bus.duplicate_probability")
+    kw["dispatch_failure_probability"] = _prob(b.get("dispatch_failure_probability", 0.0), "bus.dispatch_failure_probability")
+    kw["dispatch_latency"] = parse_dist(b.get("dispatch_latency", 0.0), "bus.dispatch_latency")
+
+    rp = _table(data, "reaper")
+    _unknown(rp, {"enabled", "period_seconds", "limit"}, "reaper.")
+    kw["reaper_enabled"] = _bool(rp.get("enabled", True), "reaper.enabled")
+    kw["reaper_period"] = _pos(rp.get("period_seconds", 60.0), "reaper.period_seconds")
+    kw["reaper_limit"] = _int(rp.get("limit", 50), "reaper.limit", 1)
+
+    au = _table(data, "audit_store")
+    _unknown(au, {"insert_failure_probability", "ambiguous_commit_probability", "latency", "outages", "flapping"}, "audit_store.")
+    kw["audit_failure_probability"] = _prob(au.get("insert_failure_probability", 0.0), "audit_store.insert_failure_probability")
+    kw["ambiguous_commit_probability"] = _prob(au.get("ambiguous_commit_probability", 0.0), "audit_store.ambiguous_commit_probability")
+    if kw["audit_failure_probability"] + kw["ambiguous_commit_probability"] > 1:
+        raise ConfigError("audit_store.ambiguous_commit_probability: together with insert_failure_probability it exceeds 1; lower one of them")
+    kw["audit_latency"] = parse_dist(au.get("latency", 0.0), "audit_store.latency")
+    outs = au.get("outages", [])
+    if not isinstance(outs, list):
+        raise ConfigError(f"audit_store.outages: expected a list of {{start, duration}} tables, got {outs!r}; write outages = [{{start = 3600, duration = 60}}]")
+    windows = []
+    for k, o in enumerate(outs):
+        f = f"audit_store.outages[{k}]"
+        if not isinstance(o, dict):
+            raise ConfigError(f"{f}: expected a table {{start, duration}}, got {o!r}; write {{start = 3600, duration = 60}}")
+        _unknown(o, {"start", "duration"}, f + ".")
+        if "start" not in o or "duration" not in o:
+            raise ConfigError(f"{f}: needs start and duration (seconds); add the missing key")
+        windows.append((_dur(o["start"], f + ".start"), _dur(o["duration"], f + ".duration")))
+    kw["audit_outages"] = tuple(sorted(windows))
+    fl = _table(au, "flapping", "audit_store.")
+    _unknown(fl, {"mean_up_seconds", "mean_down_seconds"}, "audit_store.flapping.")
+    if fl:
+        if "mean_up_seconds" not in fl or "mean_down_seconds" not in fl:
+            raise ConfigError("audit_store.flapping: needs mean_up_seconds and mean_down_seconds; add the missing key")
+        kw["audit_mean_up"] = _pos(fl["mean_up_seconds"], "audit_store.flapping.mean_up_seconds")
+        kw["audit_mean_down"] = _pos(fl["mean_down_seconds"], "audit_store.flapping.mean_down_seconds")
+
+    rs = _table(data, "run_store")
+    _unknown(rs, {"error_probability", "latency"}, "run_store.")
+    kw["store_error_probability"] = _prob(rs.get("error_probability", 0.0), "run_store.error_probability")
+    kw["store_latency"] = parse_dist(rs.get("latency", 0.0), "run_store.latency")
+
+    c = _table(data, "crashes")
+    _unknown(c, {"worker_rate_per_hour", "web_rate_per_hour", "restart_delay"}, "crashes.")
+    kw["worker_crash_rate"] = _dur(c.get("worker_rate_per_hour", 0.0), "crashes.worker_rate_per_hour")
+    kw["web_crash_rate"] = _dur(c.get("web_rate_per_hour", 0.0), "crashes.web_rate_per_hour")
+    kw["restart_delay"] = parse_dist(c.get("restart_delay", 30.0), "crashes.restart_delay")
+
+    p = _table(data, "pauses")
+    _unknown(p, {"probability", "duration"}, "pauses.")
+    kw["pause_probability"] = _prob(p.get("probability", 0.0), "pauses.probability")
+    kw["pause_duration"] = parse_dist(p.get("duration", 0.0), "pauses.duration")
+
+    pv = _table(data, "provider")
+    _unknown(pv, {"latency", "failure_probability", "failure_mix"}, "provider.")
+    kw["provider_latency"] = parse_dist(pv.get("latency", 1.0), "provider.latency")
+    kw["provider_failure_probability"] = _prob(pv.get("failure_probability", 0.0), "provider.failure_probability")
+    mix = _weights(pv.get("failure_mix", {"serverError": 1.0}), "provider.failure_mix", FAILURE_CLASSES)
+    if kw["provider_failure_probability"] > 0 and not any(x > 0 for _, x in mix):
+        raise ConfigError("provider.failure_mix: all weights are 0 but failure_probability > 0; give a class a positive weight")
+    kw["failure_mix"] = tuple((k, x) for k, x in mix if x > 0)
+
+    tools = data.get("tools", [])
+    if not isinstance(tools, list) or not tools:
+        raise ConfigError("tools: expected a non-empty array of [[tools]] tables; add at least one [[tools]] with a name")
+    tconfs = []
+    names: set[str] = set()
+    for k, t in enumerate(tools):
+        f = f"tools[{k}]"
+        if not isinstance(t, dict):
+            raise ConfigError(f"{f}: expected a table, got {t!r}; write [[tools]]")
+        _unknown(t, MODEL_TOOL_KEYS | {"latency", "error_probability"}, f + ".")
+        if "name" not in t:
+            raise ConfigError(f"{f}.name: missing; every tool needs a name")
+        name = _str(t["name"], f + ".name")
+        if name in names:
+            raise ConfigError(f"{f}.name: duplicate tool {name!r}; give each tool its own name")
+        names.add(name)
+        if "effect" in t:
+            _str(t["effect"], f + ".effect", EFFECTS)
+        for bk in ("remote", "approval", "needs_input", "removable"):
+            if bk in t:
+                _bool(t[bk], f"{f}.{bk}")
+        for bk in ("needs_input", "removable"):
+            if t.get(bk):
+                raise ConfigError(f"{f}.{bk}: not simulated (no process submits input or removes tools); remove it or set it to false")
+        if "server_flag" in t:
+            sf = _int(t["server_flag"], f + ".server_flag")
+            if sf not in (0, 1):
+                raise ConfigError(f"{f}.server_flag: {sf}; use 0 (unattended) or 1 (approval)")
+        model_tab = {kk: vv for kk, vv in t.items() if kk in MODEL_TOOL_KEYS}
+        tconfs.append(ToolConf(
+            name=name, model=model_tab,
+            latency=parse_dist(t.get("latency", 0.5), f + ".latency"),
+            error_probability=_prob(t.get("error_probability", 0.0), f + ".error_probability"),
+        ))
+    kw["tools"] = tuple(tconfs)
+
+    wl = _table(data, "workload")
+    _unknown(wl, {"queued_fraction", "rounds", "calls_per_round", "tool_mix", "cap", "approvals", "cancels"}, "workload.")
+    kw["queued_fraction"] = _prob(wl.get("queued_fraction", 1.0), "workload.queued_fraction")
+    kw["rounds"] = parse_dist(wl.get("rounds", 1), "workload.rounds")
+    kw["calls_per_round"] = parse_dist(wl.get("calls_per_round", 1), "workload.calls_per_round")
+    if "tool_mix" not in wl:
+        raise ConfigError("workload.tool_mix: missing; give weights such as tool_mix = {search_pages = 3}")
+    tmix = _weights(wl["tool_mix"], "workload.tool_mix", tuple(sorted(names)))
+    if not any(x > 0 for _, x in tmix):
+        raise ConfigError("workload.tool_mix: every weight is 0; give a tool a positive weight")
+    kw["tool_mix"] = tuple((k, x) for k, x in tmix if x > 0)
+    if "cap" in wl:
+        kw["cap"] = _int(wl["cap"], "workload.cap", 1)
+    ap = _table(wl, "approvals", "workload.")
+    _unknown(ap, {"delay", "deny_probability"}, "workload.approvals.")
+    kw["approval_delay"] = parse_dist(ap.get("delay", 60.0), "workload.approvals.delay")
+    kw["deny_probability"] = _prob(ap.get("deny_probability", 0.0), "workload.approvals.deny_probability")
+    ca = _table(wl, "cancels", "workload.")
+    _unknown(ca, {"probability", "delay"}, "workload.cancels.")
+    kw["cancel_probability"] = _prob(ca.get("probability", 0.0), "workload.cancels.probability")
+    kw["cancel_delay"] = parse_dist(ca.get("delay", 60.0), "workload.cancels.delay")
+    return SimConfig(**kw)
+
+
+def load_file(path: str) -> SimConfig:
+    from model.config import read_toml
+
+    return load(read_toml(path))
+
+
+def default_path() -> str:
+    from pathlib import Path
+
+    return str(Path(__file__).resolve().parent / "configs" / "default.toml")
+
+
+def with_overrides(data: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``data`` with dotted keys set (``runs.count=100``, ``constants.LEASE_SECONDS=300``,
+    ``tools.create_ticket.latency.p99=2000``: a [[tools]] entry is addressed by its name)."""
+    import copy
+
+    out = copy.deepcopy(data)
+    for key, value in params.items():
+        parts = key.split(".")
+        cur: Any = out
+        for k, part in enumerate(parts[:-1]):
+            if isinstance(cur, list):
+                match = [x for x in cur if isinstance(x, dict) and x.get("name") == part]
+                if not match:
+                    raise ConfigError(f"{'.'.join(parts[:k + 1])}: no [[tools]] entry named {part!r}; use a tool's name")
+                cur = match[0]
+                continue
+            if not isinstance(cur, dict):
+                raise ConfigError(f"{key}: {'.'.join(parts[:k])} is not a table; address a table field")
+            nxt = cur.get(part)
+            if nxt is None:
+                nxt = cur[part] = {}
+            elif isinstance(nxt, int | float) and not isinstance(nxt, bool):
+                nxt = cur[part] = {"dist": "fixed", "value": nxt}
+            cur = nxt
+        if not isinstance(cur, dict):
+            raise ConfigError(f"{key}: cannot set a field here; address a table field")
+        cur[parts[-1]] = value
+    return out

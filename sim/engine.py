@@ -1,0 +1,810 @@
+"""The model in simulated time: SimPy processes that decide WHEN a transition fires and
+WHICH fault branch it takes; ``model/`` decides WHAT it does (DESIGN.md, one semantics).
+
+Every step goes through :meth:`Simulation._step`: bring the model clock to ``int(env.now)``
+with ``advance_time``, list ``enabled(world, actor)``, pick the transition of the wanted fault
+branch (or the normal branch when that fault variant is not enabled), assert it is enabled,
+and ``fire`` it. Nothing here re-implements a transition.
+
+Processes: run arrivals (queued: ``enqueue_run``; interactive: ``start_run``), the enqueue
+caller's dispatch, the message bus (delivery delay, duplicates), N workers (pick-up
+``run_queued`` then the queued-worker segment), interactive and resume segments, approvers,
+cancelling callers, the reaper, worker crashes and restarts, pauses (stalls before a step),
+and the audit store's outage process.
+
+Windowing. The model's ``World`` refers to runs by index into a static ``Spec.runs``. For
+scale the simulator pre-sizes a pool of run *slots*: an arriving run takes a free slot (its
+``RunSpec`` is swapped into the spec: ``replace(world, spec=...)``; the spec takes no part in
+equality), and a finished run (terminal row, no process or message refers to it) is
+*archived*: its row, events, ledger entries, outcomes and marks are taken out of the world
+for metrics and the slot is freed. Runs never interact through anything but shared
+processes (workers, reaper, bus), so this is a window onto the same semantics, not a change
+of it: every fired transition is still enabled in the world it fires in. An arrival that finds
+no free slot waits (admission wait, reported separately from queue wait).
+
+Determinism: no wall clock, no global random state. Each process draws from its own
+``random.Random`` seeded from SHA-256 of ``(seed, process name)``; a run's plan is drawn from
+the stream of its arrival number, so the same seed gives the same workload under every policy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import simpy
+
+from model.config import initial_world, load_spec
+from model.policy import parse_policy
+from model.rules import approval_bound
+from model.runtime import enabled, fire
+from model.state import (
+    AWAITING,
+    ENQUEUE,
+    FINAL_ANSWER,
+    RUNNING,
+    TERMINAL,
+    WAITING_FOR_APPROVAL,
+    Answer,
+    RunSpec,
+    World,
+)
+from model.transition import Transition
+
+from .config import SimConfig
+from .history import History, note
+from .invariants import failing, load_safety, project
+
+UNLIMITED_FAULTS = 10**15
+
+STORE_PCS = {
+    "claim_queued", "pickup_position", "resume_position", "resume_probe", "probe",
+    "recovery_read", "resume_read", "renew", "stamp", "settle", "suspend", "release",
+    "requeue", "resume_claim",
+}
+AUDIT_PCS = {"persist", "record_decision"}
+
+
+def stream(seed: int, name: str) -> random.Random:
+    """An independent, reproducible random stream for one process."""
+    h = hashlib.sha256(f"{seed}\x00{name}".encode()).digest()
+    return random.Random(int.from_bytes(h[:8], "big"))
+
+
+class SimulationError(AssertionError):
+    """A chosen transition was not enabled: a bug in the simulator, never in the run."""
+
+
+class _Stop(Exception):
+    pass
+
+
+@dataclass
+class RunRecord:
+    """One logical run, as archived (or as left at the end of the simulation)."""
+
+    id: str
+    entry: str
+    arrival: float
+    spec: RunSpec
+    admitted: float = 0.0
+    first_claim: float | None = None
+    terminal_at: float | None = None
+    finished: bool = False
+    status: str = ""
+    reason: str = ""
+    error_class: str = ""
+    requeues: int = 0
+    attempts: int = 0
+    applications: list[tuple[int, int, str, str, str, bool]] = field(default_factory=list)
+    outcomes: list[tuple[str, str, str]] = field(default_factory=list)  # (seg, kind, OUTCOME)
+    reaped_alive: int = 0
+    renewals: int = 0
+    wasted: float = 0.0  # provider + tool seconds of segments that ended LEASE_LOST
+    busy: float = 0.0  # provider + tool seconds of all segments
+    violations: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Violation:
+    property: str
+    runs: list[str]
+    time: float
+    scenario: dict[str, Any] | None = None  # {"config": ..., "steps": [...]} of the affected runs
+
+
+class Simulation:
+    def __init__(
+        self,
+        cfg: SimConfig,
+        policy: str | None = None,
+        seed: int | None = None,
+        runs: int | None = None,
+        keep_going: bool = False,
+        history_path: str | None = None,
+        keep_history: bool = False,
+        check_every: int = 2000,
+        properties: dict[str, object] | None = None,
+    ):
+        self.cfg = cfg
+        self.policy_name = policy or cfg.policy
+        self.seed = cfg.seed if seed is None else seed
+        self.n_runs = cfg.runs if runs is None else runs
+        self.keep_going = keep_going
+        self.check_every = check_every
+        if properties is None:
+            properties, self.properties_source = load_safety()
+        else:
+            self.properties_source = "given"
+        self.props = properties
+        self.history = History(keep=keep_history, path=history_path)
+        self.env = simpy.Environment()
+        pol = parse_policy(self.policy_name)
+        self.policy = pol
+        if cfg.queued_fraction > 0 and not pol.queue:
+            from model.config import ConfigError
+
+            raise ConfigError(
+                f"workload.queued_fraction: policy {self.policy_name!r} has no queue; set it to 0 or pick adr-102 or later"
+            )
+        self.worker_names = tuple(f"w{k + 1}" for k in range(cfg.workers))
+        self.world = self._initial_world()
+        self.slot_of: dict[str, int] = {}
+        self.free = simpy.Store(self.env)
+        for i in range(cfg.slots):
+            self.free.put(i)
+        self.mailbox = simpy.Store(self.env)  # deliverable message tokens (slot, run id, not_before)
+        self.records: dict[str, RunRecord] = {}
+        self.live: dict[int, RunRecord] = {}
+        self.trace: dict[int, list[tuple[int, int, Transition]]] = {}  # (fired #, clock, t)
+        self.archived = 0
+        self.fired = 0  # transitions fired (advance_time included)
+        self.checked = 0  # transitions asserted enabled before firing
+        self.violations: list[Violation] = []
+        self._seen_violation: set[tuple[str, str]] = set()
+        self.stopped = False
+        self.done = self.env.event()
+        self.audit_down = False
+        self.worker_down: dict[str, bool] = {}
+        self._segment_busy: dict[str, float] = {}
+
+    # -- the bounded world ---------------------------------------------------------------
+    def _initial_world(self) -> World:
+        cfg = self.cfg
+        faults = set()
+        if cfg.store_error_probability > 0:
+            faults.add("store_error")
+        if cfg.audit_failure_probability > 0 or cfg.audit_outages or cfg.audit_mean_up > 0:
+            faults.add("audit_insert_fails")
+        if cfg.ambiguous_commit_probability > 0:
+            faults.add("ambiguous_commit")
+        if cfg.dispatch_failure_probability > 0:
+            faults.add("dispatch_fails")
+        if cfg.worker_crash_rate > 0 or cfg.web_crash_rate > 0:
+            faults.add("crash")
+        if any(t.error_probability > 0 for t in cfg.tools):
+            faults.add("tool_error")
+        if cfg.duplicate_probability > 0:
+            faults.add("duplicate_message")
+        provider_faults = [c for c, _ in cfg.failure_mix] if cfg.provider_failure_probability > 0 else []
+        self.model_config: dict[str, Any] = {
+            "policy": self.policy_name,
+            "constants": dict(cfg.constants),
+            "model": {
+                "workers": list(self.worker_names),
+                "faults": sorted(faults),
+                "provider_faults": provider_faults,
+                "reaper_limit": cfg.reaper_limit,
+            },
+            "tools": [dict(t.model) for t in cfg.tools],
+        }
+        data = dict(self.model_config)
+        data["model"] = dict(data["model"], fault_budget=0)
+        data["runs"] = [{"id": f"_slot{i}", "entry": "queued"} for i in range(cfg.slots)]
+        spec, _ = load_spec(data)
+        w = initial_world(spec, UNLIMITED_FAULTS)
+        # a free slot holds no run: mark it started so no caller transition is offered for it
+        return replace(w, started=(True,) * cfg.slots)
+
+    # -- stepping ------------------------------------------------------------------------
+    def _advance(self) -> None:
+        now = int(self.env.now)
+        if now > self.world.clock:
+            t = Transition("advance_time", "clock", (("to", now),))
+            self.world = fire(self.world, t)
+            self.fired += 1
+            self.history.add(self.env.now, t)
+
+    def _step(self, actor: str, fault: str | None = None, pred=None) -> Transition | None:
+        """Fire one of ``actor``'s enabled transitions: the ``fault`` branch if enabled, else
+        the normal branch. ``pred`` narrows the choice (which run, which message)."""
+        if self.stopped:
+            raise _Stop
+        self._advance()
+        w = self.world
+        en = enabled(w, actor)
+        normal = None
+        chosen = None
+        for t in en:
+            if t.name == "crash" and fault != "crash":
+                continue
+            if pred is not None and not pred(t):
+                continue
+            f = t.fault
+            if fault == "crash":
+                if t.name == "crash":
+                    chosen = t
+                    break
+                continue
+            if f is None:
+                if normal is None:
+                    normal = t
+            elif f == fault:
+                chosen = t
+                break
+        if chosen is None:
+            chosen = normal
+        if chosen is None:
+            return None
+        if chosen not in en:  # the online assertion (cheap: en is at hand)
+            raise SimulationError(f"{chosen} is not enabled at t={self.env.now}")
+        self.checked += 1
+        self._fire(w, chosen)
+        return chosen
+
+    def _fire(self, w: World, t: Transition) -> None:
+        w2 = fire(w, t)
+        self.world = w2
+        self.fired += 1
+        self.history.add(self.env.now, t, note(w, t, w2) if self.history.annotate else None)
+        rid = t.arg("run")
+        if w2.messages is not w.messages:
+            self._new_messages(w, w2)
+        if t.name == "find_stale_running" and w2.reaper is not None:
+            for row in w2.reaper.rows:
+                tr = self.trace.get(row[0])
+                if tr is not None:
+                    tr.append((self.fired, w2.clock, t))
+            return
+        if rid is None:
+            return
+        i = self.slot_of.get(rid)
+        if i is None:
+            return
+        self.trace[i].append((self.fired, w2.clock, t))
+        rec = self.live[i]
+        r0, r1 = w.rows[i], w2.rows[i]
+        if r1 is not None and r1 is not r0:
+            if rec.first_claim is None and r1.status == RUNNING and t.name == "claim_queued":
+                rec.first_claim = self.env.now
+            if r1.status in TERMINAL and rec.terminal_at is None:
+                rec.terminal_at = self.env.now
+            if r1.status in AWAITING and (r0 is None or r0.status not in AWAITING):
+                self.env.process(self._approver(i, rid))
+            if (
+                t.actor == "reaper"
+                and r0 is not None
+                and r0.status == RUNNING
+                and r1.status != RUNNING
+                and any(p.run == i and p.kind != ENQUEUE for p in w2.procs)
+            ):
+                rec.reaped_alive += 1
+        if t.name == "renew_lease" and t.fault is None:
+            rec.renewals += 1
+        if len(w2.outcomes) > len(w.outcomes):
+            for seg, run, kind, out in w2.outcomes[len(w.outcomes):]:
+                r = self.live.get(run)
+                if r is None:
+                    continue
+                busy = self._segment_busy.pop(seg, 0.0)
+                if out == "LEASE_LOST":
+                    r.wasted += busy
+                r.outcomes.append((seg, kind, out))
+        self._maybe_archive(i)
+        if self.fired % self.check_every == 0:
+            self._check_world()
+
+    def _new_messages(self, w: World, w2: World) -> None:
+        added = Counter(w2.messages) - Counter(w.messages)
+        for m, n in sorted(added.items(), key=lambda kv: (kv[0].run, kv[0].not_before)):
+            rid = w2.spec.runs[m.run].id
+            for _ in range(n):
+                self.env.process(self._deliver(m.run, rid, m.not_before))
+
+    # -- archive --------------------------------------------------------------------------
+    def _finished(self, i: int) -> bool:
+        w = self.world
+        row = w.rows[i]
+        if row is not None and row.status not in TERMINAL:
+            return False
+        if any(p.run == i for p in w.procs) or any(m.run == i for m in w.messages):
+            return False
+        return w.started[i]
+
+    def _maybe_archive(self, i: int) -> None:
+        if i in self.live and self._finished(i):
+            self._archive(i)
+
+    def _archive(self, i: int, final: bool = False) -> None:
+        w = self.world
+        rec = self.live.pop(i)
+        rid = rec.id
+        row = w.rows[i]
+        rec.finished = not final
+        if row is not None:
+            rec.status, rec.reason, rec.error_class = row.status, row.termination_reason, row.error_class
+            rec.requeues, rec.attempts = row.requeue_count, row.attempts
+        else:
+            rec.status, rec.reason = "never_stored", ""
+        audited = {(e.turn, e.call, e.seg) for e in w.events if e.run == i and e.kind == "tool"}
+        rec.applications = [
+            (a.turn, a.call, a.tool, a.effect, a.seg, (a.turn, a.call, a.seg) in audited)
+            for a in w.ledger if a.run == i
+        ]
+        pw = project(w, i)
+        bad = failing(self.props, pw)
+        trace = self.trace.pop(i)
+        for name in bad:
+            self._violation(name, [(i, rid, rec, trace)])
+        if final:
+            return
+        suffix = ":" + rid
+        self.world = replace(
+            w,
+            rows=_set(w.rows, i, None),
+            events=tuple(e for e in w.events if e.run != i),
+            ledger=tuple(a for a in w.ledger if a.run != i),
+            outcomes=tuple(o for o in w.outcomes if o[1] != i),
+            marks=frozenset(m for m in w.marks if not m.endswith(suffix)),
+            cancels=_set(w.cancels, i, 0),
+            decisions=_set(w.decisions, i, 0),
+            resumes=_set(w.resumes, i, 0),
+            started=_set(w.started, i, True),
+        )
+        del self.slot_of[rid]
+        self.archived += 1
+        self.free.put(i)
+        if self.archived >= self.n_runs and not self.done.triggered:
+            self.done.succeed()
+
+    def _check_world(self) -> None:
+        bad = failing(self.props, self.world)
+        for name in bad:
+            culprits = [
+                (i, rec.id, rec, self.trace[i]) for i, rec in self.live.items()
+                if name in failing({name: self.props[name]}, project(self.world, i))
+            ]
+            if not culprits:
+                culprits = [(i, rec.id, rec, self.trace[i]) for i, rec in self.live.items()]
+            self._violation(name, culprits)
+
+    def _violation(self, name: str, culprits: list) -> None:
+        fresh = [c for c in culprits if (name, c[1]) not in self._seen_violation]
+        if not fresh:
+            return
+        for c in fresh:
+            self._seen_violation.add((name, c[1]))
+            if name not in c[2].violations:
+                c[2].violations.append(name)
+        v = Violation(name, [c[1] for c in fresh], self.env.now)
+        if len([x for x in self.violations if x.property == name]) < 3:  # keep a few traces
+            v.scenario = self.scenario_of(fresh)
+        self.violations.append(v)
+        if not self.keep_going:
+            self.stopped = True
+            if not self.done.triggered:
+                self.done.succeed()
+
+    def scenario_of(self, culprits: list) -> dict[str, Any]:
+        """The affected runs' own transitions, with the clock moves between them, as a
+        scenario ``{"config": <model config table>, "steps": [transition dicts]}`` that
+        ``model.apply`` replays from the initial world of ``config``."""
+        merged: dict[int, tuple[int, Transition]] = {}
+        for _i, _rid, _rec, trace in culprits:
+            for seq, clock, t in trace:
+                merged[seq] = (clock, t)  # a reaper tick shared by several runs appears once
+        out: list[dict[str, Any]] = []
+        clock = 0
+        kinds: set[str] = set()
+        pfaults: set[str] = set()
+        for _seq, (c, t) in sorted(merged.items()):
+            if c > clock:
+                out.append({"name": "advance_time", "actor": "clock", "to": c})
+                clock = c
+            if t.name in ("crash", "duplicate_message"):
+                kinds.add(t.name)  # enabled only when the kind is on and budget remains
+            if t.fault:
+                if t.name == "provider_call":
+                    pfaults.add(t.fault)
+                    kinds.add("provider_error")
+                else:
+                    kinds.add(t.fault)
+            out.append(t.to_dict())
+        cfg = {k: (dict(v) if isinstance(v, dict) else v) for k, v in self.model_config.items()}
+        cfg["model"] = dict(cfg["model"], faults=sorted(kinds), provider_faults=sorted(pfaults),
+                            fault_budget=1 + sum(1 for s in out if "fault" in s))
+        cfg["runs"] = [_run_table(rec) for _i, _rid, rec, _tr in culprits]
+        return {"config": cfg, "steps": out}
+
+    # -- processes -------------------------------------------------------------------------
+    def run(self) -> Simulation:
+        cfg = self.cfg
+        env = self.env
+        env.process(self._arrivals())
+        for wk in self.worker_names:
+            self.worker_down[wk] = False
+            proc = env.process(self._worker(wk))
+            if cfg.worker_crash_rate > 0:
+                env.process(self._crasher(wk, proc))
+        if cfg.reaper_enabled and self.policy.reaper and self.policy.queue:
+            env.process(self._reaper())
+        if cfg.audit_mean_up > 0:
+            env.process(self._audit_flapping())
+        try:
+            env.run(until=self.done)
+        except _Stop:
+            pass
+        self._finish()
+        return self
+
+    def _finish(self) -> None:
+        if not self.stopped:
+            for name in failing(self.props, self.world):
+                self._check_world_named(name)
+        for i in sorted(self.live):
+            self._archive(i, final=True)
+        self.history.close()
+
+    def _check_world_named(self, name: str) -> None:
+        culprits = [(i, rec.id, rec, self.trace[i]) for i, rec in self.live.items()
+                    if name in failing({name: self.props[name]}, project(self.world, i))]
+        self._violation(name, culprits or [(i, r.id, r, self.trace[i]) for i, r in self.live.items()])
+
+    def _watch_drain(self, last_arrival: float):
+        yield self.env.timeout(self.cfg.drain_seconds)
+        if not self.done.triggered:
+            self.done.succeed()
+
+    def _arrivals(self):
+        cfg = self.cfg
+        env = self.env
+        rng = stream(self.seed, "arrivals")
+        n = self.n_runs
+        k = 0
+        while k < n:
+            if cfg.arrival_kind == "batch":
+                size = n - k if cfg.batch_every <= 0 else min(cfg.batch_size, n - k)
+                if k > 0:
+                    yield env.timeout(cfg.batch_every)
+            else:
+                size = 1
+                yield env.timeout(rng.expovariate(cfg.rate_per_hour / 3600.0))
+            for _ in range(size):
+                k += 1
+                env.process(self._admit(k))
+        env.process(self._watch_drain(env.now))
+        yield env.timeout(0)
+
+    def _plan(self, k: int) -> tuple[RunSpec, random.Random]:
+        cfg = self.cfg
+        rng = stream(self.seed, f"run:{k}")
+        entry = "queued" if rng.random() < cfg.queued_fraction else "interactive"
+        names = [n for n, _ in cfg.tool_mix]
+        weights = [x for _, x in cfg.tool_mix]
+        rounds = cfg.rounds.sample_count(rng)
+        plan = []
+        for _ in range(rounds):
+            calls = tuple(rng.choices(names, weights)[0] for _ in range(cfg.calls_per_round.sample_count(rng)))
+            plan.append(Answer("tools", calls))
+        plan.append(FINAL_ANSWER)
+        decisions = tuple(
+            "deny" if rng.random() < cfg.deny_probability else "approve" for _ in range(rounds + 2)
+        )
+        cancels = 1 if cfg.cancel_probability > 0 and rng.random() < cfg.cancel_probability else 0
+        spec = RunSpec(id=f"r{k}", entry=entry, plan=tuple(plan), cap=cfg.cap, cancels=cancels,
+                       decisions=decisions)
+        return spec, rng
+
+    def _admit(self, k: int):
+        env = self.env
+        arrival = env.now
+        rs, rng = self._plan(k)
+        i = yield self.free.get()
+        w = self.world
+        runs = list(w.spec.runs)
+        runs[i] = rs
+        spec = replace(w.spec, runs=tuple(runs))
+        self.world = replace(w, spec=spec, started=_set(w.started, i, False))
+        rec = RunRecord(id=rs.id, entry=rs.entry, arrival=arrival, spec=rs, admitted=env.now)
+        self.records[rs.id] = rec
+        self.live[i] = rec
+        self.slot_of[rs.id] = i
+        self.trace[i] = []
+        caller = stream(self.seed, f"caller:{rs.id}")
+        fault = "store_error" if caller.random() < self.cfg.store_error_probability else None
+        try:
+            if self.cfg.store_latency.kind != "fixed" or self.cfg.store_latency.a > 0:
+                yield env.timeout(self.cfg.store_latency.sample(caller))
+            name = "enqueue_run" if rs.entry == "queued" else "start_run"
+            self._step("caller", fault, lambda t: t.name == name and t.arg("run") == rs.id)
+            if rs.cancels:
+                env.process(self._canceller(i, rs.id, caller))
+            if rs.entry == "queued":
+                if self.world.proc(f"enqueue:{rs.id}") is not None:
+                    yield from self._drive(f"enqueue:{rs.id}", caller, web=False)
+            else:
+                yield from self._drive(f"caller:{rs.id}", caller, web=True)
+            self._maybe_archive(i)
+        except _Stop:
+            return
+
+    def _canceller(self, i: int, rid: str, rng: random.Random):
+        yield self.env.timeout(self.cfg.cancel_delay.sample(rng))
+        if self.slot_of.get(rid) != i or self.stopped:
+            return
+        fault = "store_error" if rng.random() < self.cfg.store_error_probability else None
+        try:
+            self._step("caller", fault, lambda t: t.name == "cancel" and t.arg("run") == rid)
+        except _Stop:
+            return
+
+    def _approver(self, i: int, rid: str):
+        rng = stream(self.seed, f"approver:{rid}:{self.world.resumes[i]}")
+        yield self.env.timeout(self.cfg.approval_delay.sample(rng))
+        if self.slot_of.get(rid) != i or self.stopped:
+            return
+        before = {p.name for p in self.world.procs}
+        try:
+            t = self._step(
+                "caller", None,
+                lambda t: t.name in ("approve", "deny", "submit_input") and t.arg("run") == rid,
+            )
+            if t is None:
+                return
+            new = [p.name for p in self.world.procs if p.name not in before]
+            for name in new:
+                yield from self._drive(name, stream(self.seed, name), web=True)
+            self._maybe_archive(i)
+        except _Stop:
+            return
+
+    def _deliver(self, slot: int, rid: str, not_before: int):
+        cfg = self.cfg
+        env = self.env
+        rng = stream(self.seed, f"bus:{rid}:{not_before}:{self.fired}")
+        wait = max(0.0, not_before - env.now) + cfg.delivery_delay.sample(rng)
+        if wait > 0:
+            yield env.timeout(wait)
+        if self.stopped:
+            return
+        if cfg.duplicate_probability > 0 and rng.random() < cfg.duplicate_probability:
+            try:
+                self._step(
+                    "bus", None,
+                    lambda t: t.name == "duplicate_message" and t.arg("run") == rid
+                    and t.arg("not_before") == not_before,
+                )
+            except _Stop:
+                return
+        self.mailbox.put((slot, rid, not_before))
+
+    def _worker(self, wk: str):
+        env = self.env
+        cfg = self.cfg
+        rng = stream(self.seed, f"worker:{wk}")
+        while not self.stopped:
+            req = None
+            tok = None  # a delivered message this worker holds but has not picked up yet
+            try:
+                req = self.mailbox.get()
+                tok = yield req
+                req = None
+                _slot, rid, nb = tok
+                if cfg.store_latency.kind != "fixed" or cfg.store_latency.a > 0:
+                    yield env.timeout(cfg.store_latency.sample(rng))
+                fault = "store_error" if rng.random() < cfg.store_error_probability else None
+                t = self._step(
+                    wk, fault,
+                    lambda t, rid=rid, nb=nb: t.name == "run_queued" and t.arg("run") == rid and t.arg("not_before") == nb,
+                )
+                tok = None
+                if t is None:
+                    raise SimulationError(f"{wk}: run_queued({rid}, {nb}) not enabled")
+                if self.world.proc(wk) is not None:
+                    yield from self._drive(wk, rng, web=False)
+                elif rid in self.slot_of:
+                    self._maybe_archive(self.slot_of[rid])
+            except simpy.Interrupt:
+                if req is not None:
+                    if req.triggered:
+                        self.mailbox.put(req.value)
+                    else:
+                        req.cancel()
+                elif tok is not None:
+                    self.mailbox.put(tok)  # a dead worker's undelivered message goes back
+                try:
+                    p = self.world.proc(wk)
+                    if p is not None:
+                        self._step(wk, "crash")
+                        self._maybe_archive(p.run)
+                except _Stop:
+                    return
+                yield env.timeout(cfg.restart_delay.sample(rng))
+                self.worker_down[wk] = False
+            except _Stop:
+                return
+
+    def _crasher(self, wk: str, proc):
+        rng = stream(self.seed, f"crash:{wk}")
+        rate = self.cfg.worker_crash_rate / 3600.0
+        while not self.stopped:
+            yield self.env.timeout(rng.expovariate(rate))
+            if not self.worker_down[wk] and proc.is_alive:
+                self.worker_down[wk] = True
+                proc.interrupt("crash")
+
+    def _drive(self, name: str, rng: random.Random, web: bool):
+        """Drive one process of the model (a segment, or an enqueue caller) until it ends."""
+        cfg = self.cfg
+        env = self.env
+        crash_at = float("inf")
+        if web and cfg.web_crash_rate > 0:
+            crash_at = env.now + rng.expovariate(cfg.web_crash_rate / 3600.0)
+        seg = name
+        while True:
+            if self.stopped:
+                raise _Stop
+            p = self.world.proc(name)
+            if p is None:
+                return
+            seg = p.seg or p.name
+            pc = p.pc
+            lat = 0.0
+            if pc != "settle" and cfg.pause_probability > 0 and p.kind != ENQUEUE and rng.random() < cfg.pause_probability:
+                lat += cfg.pause_duration.sample(rng)
+            work = 0.0
+            if pc in STORE_PCS:
+                lat += cfg.store_latency.sample(rng)
+            elif pc in AUDIT_PCS:
+                lat += cfg.audit_latency.sample(rng)
+            elif pc == "provider":
+                work = cfg.provider_latency.sample(rng)
+            elif pc == "invoke":
+                tool = self.world.spec.runs[p.run].answer(p.turn).calls[p.call]
+                try:
+                    work = cfg.tool(tool).latency.sample(rng)
+                except KeyError:
+                    work = 0.0
+            elif pc == "dispatch":
+                lat += cfg.dispatch_latency.sample(rng)
+            lat += work
+            if env.now + lat >= crash_at:
+                yield env.timeout(max(0.0, crash_at - env.now))
+                self._step(name, "crash")
+                return
+            if lat > 0:
+                yield env.timeout(lat)
+            if work:
+                self._segment_busy[seg] = self._segment_busy.get(seg, 0.0) + work
+                if p.run in self.live:
+                    self.live[p.run].busy += work
+            fault = self._fault(pc, p, rng)
+            t = self._step(name, fault)
+            if t is None:
+                raise SimulationError(f"{name} at {pc!r}: nothing enabled")
+
+    def _fault(self, pc: str, p, rng: random.Random) -> str | None:
+        cfg = self.cfg
+        if pc in STORE_PCS:
+            return "store_error" if cfg.store_error_probability and rng.random() < cfg.store_error_probability else None
+        if pc in AUDIT_PCS:
+            if self.audit_down or self._in_outage():
+                return "audit_insert_fails"
+            r = rng.random()
+            if r < cfg.audit_failure_probability:
+                return "audit_insert_fails"
+            if pc == "persist" and r < cfg.audit_failure_probability + cfg.ambiguous_commit_probability:
+                return "ambiguous_commit"
+            return None
+        if pc == "provider":
+            if cfg.provider_failure_probability and rng.random() < cfg.provider_failure_probability:
+                names = [c for c, _ in cfg.failure_mix]
+                return rng.choices(names, [x for _, x in cfg.failure_mix])[0]
+            return None
+        if pc == "invoke":
+            tool = self.world.spec.runs[p.run].answer(p.turn).calls[p.call]
+            try:
+                pe = cfg.tool(tool).error_probability
+            except KeyError:
+                return None
+            return "tool_error" if pe and rng.random() < pe else None
+        if pc == "dispatch":
+            d = cfg.dispatch_failure_probability
+            return "dispatch_fails" if d and rng.random() < d else None
+        return None
+
+    def _in_outage(self) -> bool:
+        now = self.env.now
+        for start, dur in self.cfg.audit_outages:
+            if start <= now < start + dur:
+                return True
+            if start > now:
+                break
+        return False
+
+    def _audit_flapping(self):
+        rng = stream(self.seed, "audit_store")
+        while True:
+            yield self.env.timeout(rng.expovariate(1.0 / self.cfg.audit_mean_up))
+            self.audit_down = True
+            yield self.env.timeout(rng.expovariate(1.0 / self.cfg.audit_mean_down))
+            self.audit_down = False
+
+    def _reaper(self):
+        cfg = self.cfg
+        env = self.env
+        rng = stream(self.seed, "reaper")
+        pe = cfg.store_error_probability
+        try:
+            while not self.stopped:
+                yield env.timeout(cfg.reaper_period)
+                yield env.timeout(cfg.store_latency.sample(rng))
+                self._step("reaper", "store_error" if pe and rng.random() < pe else None)
+                while self.world.reaper is not None:
+                    yield env.timeout(cfg.store_latency.sample(rng))
+                    r = self.world.reaper
+                    slot = r.rows[r.idx][0] if r is not None else None
+                    if r is not None and r.pc == "dispatch":
+                        d = cfg.dispatch_failure_probability
+                        fault = "dispatch_fails" if d and rng.random() < d else None
+                    else:
+                        fault = "store_error" if pe and rng.random() < pe else None
+                    self._step("reaper", fault)
+                    if slot is not None and slot in self.live:
+                        self._maybe_archive(slot)
+        except _Stop:
+            return
+
+    # -- results ---------------------------------------------------------------------------
+    def all_records(self) -> list[RunRecord]:
+        return list(self.records.values())
+
+
+def _set(tup: tuple, i: int, v) -> tuple:
+    lst = list(tup)
+    lst[i] = v
+    return tuple(lst)
+
+
+def _answer_table(a: Answer) -> dict[str, Any]:
+    if a.kind == "tools":
+        return {"tools": list(a.calls)}
+    if a.kind == "final":
+        return {"final": a.value}
+    if a.kind == "fail":
+        return {"fail": a.value}
+    return {"guardrail": a.value}
+
+
+def _run_table(rec: RunRecord) -> dict[str, Any]:
+    d: dict[str, Any] = {"id": rec.id, "entry": rec.entry, "plan": [_answer_table(a) for a in rec.spec.plan]}
+    if rec.spec.cap is not None:
+        d["cap"] = rec.spec.cap
+    if rec.spec.cancels:
+        d["cancels"] = rec.spec.cancels
+    if rec.spec.decisions:
+        d["decisions"] = list(rec.spec.decisions)
+    return d
+
+
+def approval_bound_tools(cfg: SimConfig, policy: str) -> list[str]:
+    """The tools that suspend a run for approval under ``policy`` (for reports)."""
+    data = {"policy": policy, "tools": [dict(t.model) for t in cfg.tools], "runs": [{"id": "x"}]}
+    spec, _ = load_spec(data)
+    return [t.name for t in spec.tools if approval_bound(spec, frozenset(), t.name)]
+
+
+__all__ = ["RunRecord", "Simulation", "SimulationError", "Violation", "WAITING_FOR_APPROVAL", "stream"]

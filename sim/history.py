@@ -1,0 +1,83 @@
+"""The history: ``(time, transition)`` records, their canonical serialization and hash.
+
+The canonical line of a record is ``{"t": "<seconds, 6 decimals>", "name": .., "actor": ..,
+<args>}`` as compact JSON with sorted keys; the history hash is SHA-256 over the canonical
+lines, each followed by ``\\n``. The JSON-lines file written with ``--history`` holds the same
+fields plus an optional ``note`` (lease changes, segment outcomes, landed effects) that the
+swimlane plot reads; notes are derived from the model's worlds and are not hashed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, TextIO
+
+from model.state import World
+from model.transition import Transition
+
+
+def canonical(time: float, t: Transition) -> str:
+    d: dict[str, Any] = {"t": f"{time:.6f}", "name": t.name, "actor": t.actor}
+    for k, v in t.args:
+        d[k] = v
+    return json.dumps(d, sort_keys=True, separators=(",", ":"))
+
+
+class History:
+    """Hashes every record; optionally keeps them in memory and/or writes a JSONL file."""
+
+    def __init__(self, keep: bool = False, path: str | None = None):
+        self.sha = hashlib.sha256()
+        self.records: list[tuple[float, Transition]] | None = [] if keep else None
+        self.count = 0
+        self._file: TextIO | None = open(path, "w", encoding="utf-8") if path else None  # noqa: SIM115
+        self.annotate = self._file is not None
+
+    def add(self, time: float, t: Transition, note: dict[str, Any] | None = None) -> None:
+        line = canonical(time, t)
+        self.sha.update(line.encode())
+        self.sha.update(b"\n")
+        self.count += 1
+        if self.records is not None:
+            self.records.append((time, t))
+        if self._file is not None:
+            if note:
+                d = json.loads(line)
+                d["note"] = note
+                line = json.dumps(d, sort_keys=True, separators=(",", ":"))
+            self._file.write(line + "\n")
+
+    def hexdigest(self) -> str:
+        return self.sha.hexdigest()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def note(before: World, t: Transition, after: World) -> dict[str, Any]:
+    """What a swimlane needs to know about one transition, read off the two worlds."""
+    out: dict[str, Any] = {}
+    rid = t.arg("run")
+    if rid is not None:
+        try:
+            i = after.spec.run_index(rid)
+        except KeyError:
+            i = -1
+        if i >= 0:
+            r0, r1 = before.rows[i], after.rows[i]
+            if r1 is not None and (r0 is None or (r0.claimed_by, r0.lease_expires, r0.status)
+                                   != (r1.claimed_by, r1.lease_expires, r1.status)):
+                out["row"] = [r1.status, r1.claimed_by, r1.lease_expires, r1.pending_effect]
+    if len(after.outcomes) > len(before.outcomes):
+        out["end"] = [[o[0], o[3]] for o in after.outcomes[len(before.outcomes):]]
+    if len(after.ledger) > len(before.ledger):
+        out["landed"] = [[a.tool, a.effect, a.seg] for a in after.ledger[len(before.ledger):]]
+    return out
+
+
+def read_jsonl(path: str) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]

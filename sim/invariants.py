@@ -1,0 +1,95 @@
+"""Which safety properties the simulator checks, and on which world.
+
+The properties are ``spec.properties.SAFETY`` (name -> object with ``.check(world) -> bool``):
+the same predicates the exhaustive checker uses. While ``spec/properties.py`` is not there
+yet, a stand-in of the same shape reads only the model's ghost marks (``World.marks``), so the simulator is usable; it is replaced as soon as the module imports.
+
+When they are checked (documented in docs/SIMULATOR.md):
+
+* per run, when the run is archived (its row is terminal and no process or message refers
+  to it), on the run's *projection* (the world with only that run's row, events, ledger
+  entries, outcomes, processes, messages and marks): every run is checked once, completely;
+* on the whole world every ``check_every`` transitions and at the end; a failure there is
+  attributed to the live runs whose projections fail (or to every live run if none does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from model.state import World
+
+
+@dataclass(frozen=True)
+class _Prop:
+    name: str
+    doc: str
+    fn: Callable[[World], bool]
+
+    def check(self, world: World) -> bool:
+        return self.fn(world)
+
+
+def _no_mark(prefix: str) -> Callable[[World], bool]:
+    return lambda w: not any(m.startswith(prefix + ":") for m in w.marks)
+
+
+FALLBACK = {
+    p.name: p
+    for p in (
+        _Prop("no_zombie_append", "16.4", _no_mark("zombie_append")),
+        _Prop("no_zombie_settle", "16.5", _no_mark("zombie_settle")),
+        _Prop("owner_only_mutation", "16.3", _no_mark("foreign_owner_mutation")),
+        _Prop("no_resurrection", "16.16", _no_mark("resurrection")),
+        _Prop("terminal_absorption", "16.1", _no_mark("terminal_overwritten")),
+        _Prop("no_retry_of_non_retryable", "16.7", _no_mark("retry_of_non_retryable")),
+    )
+}
+
+
+def load_safety() -> tuple[dict[str, object], str]:
+    """``(properties, source)``: spec's SAFETY if importable, else the stand-in."""
+    try:
+        from spec.properties import SAFETY  # type: ignore[import-not-found]
+    except ImportError:
+        return dict(FALLBACK), "sim.invariants.FALLBACK (spec.properties not importable)"
+    return dict(SAFETY), "spec.properties.SAFETY"
+
+
+def project(w: World, i: int) -> World:
+    """The world restricted to run slot ``i`` (see the module docstring)."""
+    rid = w.spec.runs[i].id
+    suffix = ":" + rid
+    n = len(w.rows)
+    rows = tuple(w.rows[i] if k == i else None for k in range(n))
+    reaper = w.reaper
+    if reaper is not None:
+        rr = tuple(r for r in reaper.rows if r[0] == i)
+        if not rr or reaper.rows[reaper.idx][0] != i:
+            reaper = None
+        else:
+            reaper = replace(reaper, rows=rr, idx=0)
+    return replace(
+        w,
+        rows=rows,
+        events=tuple(e for e in w.events if e.run == i),
+        ledger=tuple(a for a in w.ledger if a.run == i),
+        messages=tuple(m for m in w.messages if m.run == i),
+        procs=tuple(p for p in w.procs if p.run == i),
+        reaper=reaper,
+        outcomes=tuple(o for o in w.outcomes if o[1] == i),
+        marks=frozenset(m for m in w.marks if m.endswith(suffix)),
+    )
+
+
+def failing(props: dict[str, object], w: World) -> list[str]:
+    out = []
+    for name, p in props.items():
+        try:
+            ok = p.check(w)  # type: ignore[attr-defined]
+        except Exception as e:  # a property that cannot read this world is a finding too
+            raise RuntimeError(f"property {name} raised {e!r}") from e
+        if not ok:
+            out.append(name)
+    return out

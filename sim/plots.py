@@ -1,0 +1,279 @@
+"""Plots (matplotlib, Agg backend): a swimlane of one history, and lease curves of a sweep.
+
+swimlane
+    One lane per worker process, per interactive/resume segment process, the reaper, the
+    bus, the run store, the audit store and the outside world. A lease is a bar on the lane
+    of the process that holds it (from claim to release or loss), coloured per run; the
+    dashed tail is the time from the last renewal's deadline being passed to the takeover.
+    Provider calls and tool calls are thin bars (their simulated duration); audit insert
+    failures, store errors, reaps, crashes and landed effects are markers.
+
+lease-curves
+    From a sweep CSV with a ``param:constants.LEASE_SECONDS`` column: P(double application
+    of a non-idempotent write), P(dead-letter), throughput and wasted work against the lease
+    length, one line per policy, with 95 % bands (Wilson intervals over the pooled counts
+    for proportions, mean +- 1.96 standard errors over seeds otherwise).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import defaultdict
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+from .history import note, read_jsonl  # noqa: E402
+
+
+# -- records -----------------------------------------------------------------------------------
+def _records_from_scenario(path: str) -> list[dict[str, Any]]:
+    from model.scenario import load_scenario, replay
+
+    res = replay(load_scenario(path))
+    out = []
+    prev = res.scenario.world
+    for s in res.steps:
+        d = {"t": float(s.world.clock), **s.transition.to_dict()}
+        n = note(prev, s.transition, s.world)
+        if n:
+            d["note"] = n
+        out.append(d)
+        prev = s.world
+    return out
+
+
+def load_records(path: str) -> list[dict[str, Any]]:
+    if path.endswith(".toml"):
+        return _records_from_scenario(path)
+    recs = read_jsonl(path)
+    for r in recs:
+        r["t"] = float(r["t"])
+    return recs
+
+
+def _lane_of_identity(identity: str) -> str:
+    if identity.startswith("worker:"):
+        return identity.split(":", 1)[1]
+    if identity.startswith("interactive:"):
+        return "caller:" + identity.split(":", 1)[1]
+    return identity  # resume:<run>#k is also its process name
+
+
+STORE_NAMES = {
+    "claim_queued", "max_sequence", "find_run", "renew_lease", "mark_pending_effect", "suspend",
+    "suspend_for_input", "requeue", "claim_for_resume", "claim_for_resume_from_input",
+    "settle_completed", "settle_failed", "settle_policy_stopped", "settle_dead_lettered",
+    "start_run", "enqueue_run", "cancel", "find_stale_running", "requeue_stale", "dead_letter_stale",
+}
+
+
+def swimlane(path: str, out: str, runs: list[str] | None = None,
+             window: tuple[float, float] | None = None) -> None:
+    recs = load_records(path)
+    if runs:
+        keep = set(runs)
+        recs = [r for r in recs if r.get("run") in keep or r["name"] == "find_stale_running"]
+    if window:
+        recs = [r for r in recs if window[0] <= r["t"] <= window[1]]
+    recs = [r for r in recs if r["name"] != "advance_time"]
+    if not recs:
+        raise ValueError(f"{path}: no transitions to draw (check --runs / --window)")
+    t_end = max(r["t"] for r in recs)
+    t_start = min(r["t"] for r in recs)
+
+    # lanes, in a stable order
+    workers = sorted({r["actor"] for r in recs if r["actor"][:1] == "w" and r["actor"][1:].isdigit()},
+                     key=lambda a: int(a[1:]))
+    segs = sorted({r["actor"] for r in recs if r["actor"].startswith(("caller:", "resume:"))})
+    lanes = ["outside world", "audit store", "run store", "bus", "reaper", *segs, *workers][::-1]
+    lanes = lanes[::-1]
+    y = {name: k for k, name in enumerate(reversed(lanes))}
+
+    run_ids = sorted({r.get("run") for r in recs if r.get("run")}, key=lambda s: (len(s), s))
+    cmap = plt.get_cmap("tab10")
+    colour = {rid: cmap(k % 10) for k, rid in enumerate(run_ids)}
+
+    fig_h = 1.2 + 0.45 * len(lanes)
+    fig, ax = plt.subplots(figsize=(13, max(3.5, fig_h)))
+    last_t: dict[str, float] = {}
+    lease: dict[str, tuple[str, float, int]] = {}  # run -> (lane, since, lease_expires)
+    markers: list[tuple[float, str, str, str]] = []  # (t, lane, marker style key, label)
+
+    def close_lease(rid: str, t: float) -> None:
+        if rid not in lease:
+            return
+        lane, since, exp = lease.pop(rid)
+        if lane not in y:
+            return
+        end_solid = min(t, float(exp)) if exp > 0 else t
+        ax.barh(y[lane], max(end_solid - since, 0.0), left=since, height=0.5,
+                color=colour.get(rid, "grey"), alpha=0.35, edgecolor=colour.get(rid, "grey"))
+        if exp > 0 and t > exp:  # held past its deadline: the lease had lapsed
+            ax.barh(y[lane], t - exp, left=exp, height=0.5, fill=False, hatch="//",
+                    edgecolor=colour.get(rid, "grey"), linestyle="--")
+
+    for r in recs:
+        t, name, actor, rid = r["t"], r["name"], r["actor"], r.get("run")
+        fault = r.get("fault")
+        n = r.get("note", {})
+        lane = actor if actor in y else None
+        if name in ("provider_call", "invoke") and lane is not None:
+            t0 = last_t.get(actor, t)
+            ax.barh(y[lane] + (0.28 if name == "invoke" else -0.28), t - t0, left=t0, height=0.12,
+                    color="tab:purple" if name == "invoke" else "tab:grey")
+            if fault:
+                markers.append((t, lane, "fault", f"{name}[{fault}]"))
+        if fault and name in ("record_step", "record_approval", "record_input"):
+            markers.append((t, "audit store", "audit_fail", fault))
+        elif fault == "store_error":
+            markers.append((t, "run store", "store_error", name))
+        if name in ("requeue_stale", "dead_letter_stale") and not fault:
+            markers.append((t, "reaper", "reap", f"{name} {rid}"))
+        if name == "find_stale_running":
+            markers.append((t, "reaper", "tick", ""))
+        if name in ("dispatch", "duplicate_message"):
+            markers.append((t, "bus", "dup" if name == "duplicate_message" else ("dispatch_fail" if fault else "dispatch"), ""))
+        if name == "crash" and lane is not None:
+            markers.append((t, lane, "crash", "crash"))
+        for tool, effect, _seg in n.get("landed", []):
+            markers.append((t, "outside world", "landed_ni" if effect == "non_idempotent_write" else "landed_i", tool))
+        row = n.get("row")
+        if row is not None and rid is not None:
+            status, owner, expires = row[0], row[1], row[2]
+            cur = lease.get(rid)
+            new_lane = _lane_of_identity(owner) if (status == "running" and owner) else None
+            if cur is not None and (new_lane != cur[0]):
+                close_lease(rid, t)
+                cur = None
+            if new_lane is not None:
+                if cur is None:
+                    lease[rid] = (new_lane, t, expires)
+                else:
+                    lease[rid] = (cur[0], cur[1], expires)
+            if status in ("completed", "failed", "cancelled") and lane is not None:
+                markers.append((t, lane, "settle", status))
+        last_t[actor] = t
+    for rid in list(lease):
+        close_lease(rid, t_end)
+
+    style = {
+        "audit_fail": dict(marker="x", color="red", s=60, label="audit insert failed"),
+        "store_error": dict(marker="x", color="darkorange", s=40, label="run store error"),
+        "reap": dict(marker="v", color="black", s=60, label="reaped (requeue / dead-letter)"),
+        "tick": dict(marker="|", color="grey", s=30, label="reaper tick"),
+        "dispatch": dict(marker=">", color="tab:blue", s=20, label="message dispatched"),
+        "dispatch_fail": dict(marker="x", color="tab:blue", s=40, label="dispatch failed"),
+        "dup": dict(marker="d", color="tab:cyan", s=30, label="duplicate delivery"),
+        "crash": dict(marker="X", color="black", s=90, label="process crash"),
+        "fault": dict(marker="*", color="red", s=60, label="provider / tool error"),
+        "landed_ni": dict(marker="P", color="crimson", s=70, label="non-idempotent effect landed"),
+        "landed_i": dict(marker="P", color="seagreen", s=50, label="idempotent effect landed"),
+        "settle": dict(marker="s", color="black", s=25, label="run settled (terminal)"),
+    }
+    used = set()
+    for t, lane, key, _label in markers:
+        if lane not in y:
+            continue
+        st = dict(style[key])
+        lab = st.pop("label")
+        ax.scatter([t], [y[lane]], zorder=3, label=None if key in used else lab, **st)
+        used.add(key)
+    ax.set_yticks(range(len(lanes)))
+    ax.set_yticklabels(list(reversed(lanes)))
+    span = max(t_end - t_start, 1.0)
+    ax.set_xlim(t_start - 0.02 * span, t_end + 0.02 * span)
+    ax.set_xlabel("simulated time (s)")
+    ax.set_title(f"Swimlane: {path.split('/')[-1]}" + (f" (runs {', '.join(runs)})" if runs else ""))
+    ax.grid(axis="x", alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    handles += [Patch(facecolor="grey", alpha=0.35, label="lease held (colour = run)"),
+                Patch(fill=False, hatch="//", label="held after the lease expired"),
+                Line2D([0], [0], color="tab:grey", lw=3, label="provider call"),
+                Line2D([0], [0], color="tab:purple", lw=3, label="tool call")]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    if run_ids and len(run_ids) <= 10:
+        ax.text(1.01, 0.0, "runs: " + ", ".join(run_ids), transform=ax.transAxes, fontsize=8, va="bottom")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+# -- lease curves --------------------------------------------------------------------------------
+def _wilson(k: int, n: int) -> tuple[float, float, float]:
+    if n == 0:
+        return (math.nan, math.nan, math.nan)
+    z = 1.959963984540054
+    p = k / n
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return p, max(0.0, c - h), min(1.0, c + h)
+
+
+def _mean_ci(xs: list[float]) -> tuple[float, float, float]:
+    if not xs:
+        return (math.nan, math.nan, math.nan)
+    m = sum(xs) / len(xs)
+    if len(xs) < 2:
+        return m, m, m
+    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+    h = 1.96 * sd / math.sqrt(len(xs))
+    return m, m - h, m + h
+
+
+def lease_curves(csv_path: str, out: str) -> None:
+    with open(csv_path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        raise ValueError(f"{csv_path}: no rows")
+    xkey = "lease_seconds"
+    groups: dict[str, dict[float, list[dict[str, str]]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        groups[r["policy"]][float(r[xkey])].append(r)
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8), sharex=True)
+    panels = [
+        (axes[0][0], "P(double application)\nper non-idempotent write call", "prop", ("nonidem_double", "nonidem_calls")),
+        (axes[0][1], "P(dead-letter) per finished run", "prop", ("dead_letters", "finished")),
+        (axes[1][0], "throughput (finished runs per hour)", "mean", "throughput_per_hour"),
+        (axes[1][1], "wasted work: provider + tool time\nof LEASE_LOST segments (s per run)", "wasted", None),
+    ]
+    for ax, title, kind, key in panels:
+        for pol, byx in sorted(groups.items()):
+            xs = sorted(byx)
+            est, lo, hi = [], [], []
+            for x in xs:
+                rs = byx[x]
+                if kind == "prop":
+                    k = sum(int(float(r[key[0]])) for r in rs)
+                    n = sum(int(float(r[key[1]])) for r in rs)
+                    e = _wilson(k, n)
+                elif kind == "mean":
+                    e = _mean_ci([float(r[key]) for r in rs])
+                else:
+                    e = _mean_ci([float(r["wasted_s"]) / max(1.0, float(r["runs"])) for r in rs])
+                est.append(e[0])
+                lo.append(max(0.0, e[1]))
+                hi.append(e[2])
+            line, = ax.plot(xs, est, marker="o", label=pol)
+            ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.18)
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+    for ax in axes[1]:
+        ax.set_xlabel("LEASE_SECONDS (s)")
+    axes[0][0].set_ylabel("probability")
+    axes[0][1].set_ylabel("probability")
+    axes[1][0].set_ylabel("runs / hour")
+    axes[1][1].set_ylabel("seconds per run")
+    seeds = len({r["seed"] for r in rows})
+    axes[0][0].legend(title="policy", fontsize=8)
+    fig.suptitle(f"Lease length vs safety and cost ({csv_path.split('/')[-1]}, {seeds} seeds per point, 95% bands)")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
