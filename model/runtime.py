@@ -66,7 +66,11 @@ FAULT_KINDS = (
     "decode_error",  # a stored payload fails to decode
     "tool_error",
     "duplicate_message",
+    "pause",  # a process stalls outside a provider or tool call long enough to lose its lease
 )
+
+# Where a segment waits on a slow operation (1.3): time may pass its lease there unfaulted.
+SLOW_OPERATIONS = frozenset({"provider", "invoke"})
 
 
 class GuardFailed(ValueError):
@@ -229,9 +233,44 @@ def enabled(w: World, actor: str | None = None) -> list[Transition]:
         if tool.removable and tool.name not in w.removed:
             out.append(T("remove_tool", "operator", tool=tool.name))
     # -- time ---------------------------------------------------------------------------
-    for to in _time_targets(w):
-        out.append(T("advance_time", "clock", to=to))
+    out.extend(_clock_moves(w))
     return out
+
+
+def _clock_moves(w: World) -> list[Transition]:
+    out = []
+    for to in _time_targets(w):
+        t = clock_move(w, to)
+        if t.fault is None or _can(w, "pause"):
+            out.append(t)
+    return out
+
+
+def lapses_live_lease(w: World, to: int) -> bool:
+    """Would moving the clock to ``to`` let the lease of a live segment lapse while that
+    segment is NOT inside a provider or tool call? REFERENCE.md 1.3 names only slow
+    operations as the way a lease outlives its segment's progress; any other lapse is a
+    process stall, which this model treats as a fault (``pause``)."""
+    for p in w.procs:
+        if not p.owner or p.pc in SLOW_OPERATIONS:
+            continue
+        row = w.rows[p.run]
+        if (
+            row is not None
+            and row.status == RUNNING
+            and row.claimed_by == p.owner
+            and 0 < row.lease_expires < to
+        ):
+            return True
+    return False
+
+
+def clock_move(w: World, to: int) -> Transition:
+    """The transition that moves time to ``to``: ``advance_time``, with ``fault=pause`` when
+    the move stalls a live segment past its lease."""
+    if lapses_live_lease(w, to):
+        return T("advance_time", "clock", to=to, fault="pause")
+    return T("advance_time", "clock", to=to)
 
 
 def _enabled_for(w: World, actor: str) -> list[Transition]:
@@ -245,7 +284,7 @@ def _enabled_for(w: World, actor: str) -> list[Transition]:
         pol = w.spec.policy
         return _reaper_moves(w) if pol.reaper and pol.queue else []
     if actor == "clock":
-        return [T("advance_time", "clock", to=to) for to in _time_targets(w)]
+        return _clock_moves(w)
     if actor in w.spec.workers:
         return [t for t in enabled(w) if t.actor == actor]
     return [t for t in enabled(w) if t.actor == actor]
@@ -286,9 +325,12 @@ def _reaper_branch(w: World, pending: str, has_request: bool, count: int) -> tup
 
 
 def _time_targets(w: World) -> list[int]:
-    """Time moves to the instants where something can change: one second on (a renewal in
-    a new second), the first instant a lease is stale, a delayed message's not_before.
-    Time does not move when nothing waits on it."""
+    """Time moves to the instants where something can change: the first instant a lease is
+    stale, a delayed message's not_before, and one second on where a renewal in the same
+    second would fail (before commit 2029c781). Between those instants only the order of
+    events matters, so the checker needs no other instant; the simulator and scenarios may
+    move time to any later instant (``apply`` accepts it). Time does not move when nothing
+    waits on it."""
     now = w.clock
     deadlines: set[int] = set()
     for row in w.rows:
@@ -299,7 +341,12 @@ def _time_targets(w: World) -> list[int]:
             deadlines.add(m.not_before)
     if not deadlines:
         return []
-    targets = sorted(deadlines | {now + 1})
+    lease_now = now + w.spec.constants.LEASE_SECONDS
+    if not w.spec.policy.noop_renew_recheck and any(
+        r is not None and r.status == RUNNING and r.lease_expires == lease_now for r in w.rows
+    ):
+        deadlines.add(now + 1)  # before 2029c781 a renewal in the same second fails
+    targets = sorted(deadlines)
     h = w.spec.horizon
     return [t for t in targets if h is None or t <= h]
 
@@ -313,10 +360,16 @@ def apply(w: World, t: Transition) -> World:
     ``advance_time`` is enabled for any ``to`` later than now (up to the horizon);
     ``enabled`` lists only the instants where something can change, which is all the
     checker needs and what a scenario usually names."""
-    if t.name == "advance_time" and t.actor == "clock" and t.args == (("to", t.arg("to")),):
+    if t.name == "advance_time" and t.actor == "clock":
         to = t.arg("to")
         h = w.spec.horizon
-        if isinstance(to, int) and to > w.clock and (h is None or to <= h):
+        if (
+            isinstance(to, int)
+            and to > w.clock
+            and (h is None or to <= h)
+            and t == clock_move(w, to)
+            and (t.fault is None or _can(w, "pause"))
+        ):
             return fire(w, t)
     en = enabled(w, t.actor)
     if t not in en:
@@ -348,8 +401,7 @@ def _why_not(w: World, t: Transition, en: list[Transition]) -> str:
 
 
 def _spend(w: World, t: Transition) -> World:
-    f = t.fault
-    if f is None:
+    if t.fault is None and t.name not in ("crash", "duplicate_message"):
         return w
     return replace(w, faults=w.faults - 1)
 
@@ -574,7 +626,9 @@ def _enter_round(w: World, p: Proc) -> World:
 
 def _boundary(w: World, p: Proc, step: tuple, then: str) -> World:
     """7.2: installed when the segment has a handle or an observer."""
-    p = replace(p, step=step, then=then, cancelled=False)
+    row = w.rows[p.run]
+    late = row is not None and row.status == CANCELLED  # ghost: the cancel precedes this boundary
+    p = replace(p, step=step, then=then, cancelled=False, cancel_seen=late)
     if p.observer:
         return _put(w, replace(p, pc="on_step"))
     if p.handle < 0:
@@ -658,6 +712,8 @@ def _h_persist(w: World, p: Proc, t: Transition) -> World:
 def _continue(w: World, p: Proc) -> World:
     """What follows a boundary."""
     then = p.then
+    if p.cancel_seen:  # ghost: the segment goes on past a boundary that followed a cancel
+        w = w.mark(f"past_cancel:{w.run_id(p.run)}")
     if then == "provider":
         return _put(w, replace(p, pc="provider"))
     if then == "after_llm":
@@ -759,9 +815,17 @@ def _h_invoke(w: World, p: Proc, t: Transition) -> World:
     if tool is not None and name not in w.removed and not t.fault:
         effect = tool.declared_effect
         if rules.is_write(effect):
-            w = replace(
-                w, ledger=w.ledger + (Application(p.run, p.turn, p.call, name, effect, p.seg),)
+            row = w.rows[p.run]
+            fenced = (
+                row is not None
+                and bool(p.owner)
+                and row.status == RUNNING
+                and row.claimed_by == p.owner
+                and row.pending_effect == effect
             )
+            attempt = row.attempts if row is not None else 0
+            app = Application(p.run, p.turn, p.call, name, effect, p.seg, fenced, attempt)
+            w = replace(w, ledger=w.ledger + (app,))
     return _boundary(w, p, ("tool", p.turn, p.call, name), "after_tool")
 
 
@@ -1004,4 +1068,7 @@ _HANDLERS = {
     "release": _h_release,
 }
 
-__all__ = ["FAULT_KINDS", "GuardFailed", "apply", "enabled", "fire", "successors"]
+__all__ = [
+    "FAULT_KINDS", "GuardFailed", "apply", "clock_move", "enabled", "fire", "lapses_live_lease",
+    "successors",
+]

@@ -169,6 +169,8 @@ class Application:
     tool: str
     effect: str
     seg: str  # the segment whose invoke landed it
+    fenced: bool = False  # ghost: the row carried this segment's stamp when it landed
+    attempt: int = 0  # ghost: Row.attempts when it landed
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +211,7 @@ class Proc:
     epoch: int = 0  # ghost: the row epoch this segment claimed
     cancelled: bool = False  # the probe saw cancelled: persist, then CancellationRequested
     synthesis: bool = False  # the round after the cap (7.1 step 9)
+    cancel_seen: bool = False  # ghost: the row was cancelled when this boundary began
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,10 +37,10 @@ from typing import Any
 
 import simpy
 
-from model.config import initial_world, load_spec
+from model.config import initial_world, load_spec, load_world
 from model.policy import parse_policy
 from model.rules import approval_bound
-from model.runtime import enabled, fire
+from model.runtime import clock_move, enabled, fire
 from model.state import (
     AWAITING,
     ENQUEUE,
@@ -189,6 +189,7 @@ class Simulation:
             faults.add("tool_error")
         if cfg.duplicate_probability > 0:
             faults.add("duplicate_message")
+        faults.add("pause")  # simulated time is physical: a stall past a lease is a pause
         provider_faults = [c for c, _ in cfg.failure_mix] if cfg.provider_failure_probability > 0 else []
         self.model_config: dict[str, Any] = {
             "policy": self.policy_name,
@@ -213,7 +214,7 @@ class Simulation:
     def _advance(self) -> None:
         now = int(self.env.now)
         if now > self.world.clock:
-            t = Transition("advance_time", "clock", (("to", now),))
+            t = clock_move(self.world, now)  # fault=pause where a live segment stalls past its lease
             self.world = fire(self.world, t)
             self.fired += 1
             self.history.add(self.env.now, t)
@@ -424,9 +425,21 @@ class Simulation:
                     kinds.add(t.fault)
             out.append(t.to_dict())
         cfg = {k: (dict(v) if isinstance(v, dict) else v) for k, v in self.model_config.items()}
-        cfg["model"] = dict(cfg["model"], faults=sorted(kinds), provider_faults=sorted(pfaults),
-                            fault_budget=1 + sum(1 for s in out if "fault" in s))
         cfg["runs"] = [_run_table(rec) for _i, _rid, rec, _tr in culprits]
+        # A clock move that lapses a live segment's lease outside a provider or tool call is
+        # a stall (fault "pause") in the model: let the model say which moves are.
+        cfg["model"] = dict(cfg["model"], faults=sorted(kinds | {"pause"}), provider_faults=sorted(pfaults),
+                            fault_budget=len(out) + 1)
+        w = load_world(cfg)
+        for k, s in enumerate(out):
+            t = clock_move(w, s["to"]) if s["name"] == "advance_time" else Transition.from_dict(s)
+            if t.fault == "pause":
+                kinds.add("pause")
+            out[k] = t.to_dict()
+            w = fire(w, t)
+        cfg["model"] = dict(cfg["model"], faults=sorted(kinds), provider_faults=sorted(pfaults),
+                            fault_budget=1 + sum(1 for s in out if "fault" in s)
+                            + sum(1 for s in out if s["name"] in ("crash", "duplicate_message")))
         return {"config": cfg, "steps": out}
 
     # -- processes -------------------------------------------------------------------------

@@ -476,9 +476,9 @@ def _find_interrupted_repeated(w: World) -> str | None:
         for b in ledger[k + 1:]:
             if b.run == a.run and b.turn == a.turn and b.call == a.call:
                 return f"the interrupted write {_call(w, a)} was applied again by {b.seg}"
-        n = _worker_attempt(a.seg)
+        n = a.attempt
         row = w.rows[a.run]
-        if n is not None and row is not None and row.attempts > n:
+        if row is not None and row.attempts > n:
             return (
                 f"run {w.run_id(a.run)} was claimed again (attempt {row.attempts}) after the "
                 f"interrupted write {_call(w, a)}"
@@ -488,59 +488,31 @@ def _find_interrupted_repeated(w: World) -> str | None:
 
 def interrupted_non_idempotent_write_not_repeated(w: World) -> bool:
     """□ ∀ a ∈ ledger: a.effect = non_idempotent_write ∧ ¬audited(a) ⇒
-    (∄ b after a in the ledger: call(b) = call(a)) ∧ row(a.run).attempts = attempt(a.seg).
+    (∄ b after a in the ledger: call(b) = call(a)) ∧ row(a.run).attempts = a.attempt.
 
     "Interrupted" = the call's tool boundary never stored its event (it stopped before the
-    clear, or between the clear and the insert); attempt(s) is the T3 count a queued-worker
-    segment claimed at (its label). T5 stamp + may_retry_after_fence in the reaper and in
+    clear, or between the clear and the insert); a.attempt is the ghost ``Row.attempts``
+    (T3 claims) when the write landed, so a later T3 claim is a repetition for every
+    segment kind. T5 stamp + may_retry_after_fence in the reaper and in
     recovery, ADR-112, ADR-141; ADR-111 ("never retried automatically"); 16.8."""
     return _find_interrupted_repeated(w) is None
 
 
 def _find_unfenced_write(w: World) -> str | None:
-    ledger = w.ledger
-    if not ledger:
-        return None
-    rows = w.rows
-    for a in ledger:
-        if rows[a.run] is None:
-            return f"the write {_call(w, a)} ran with no persisted run"
-    rbp = w.spec.policy.renew_before_persist
-    for p in w.procs:
-        step = p.step
-        if not step or step[0] != "tool" or p.cancelled:
-            continue
-        pc = p.pc
-        if not (
-            pc in ("on_step", "probe", "renew") or (pc == "persist" and (not rbp or not p.owner))
-        ):
-            continue  # not inside the write's own boundary before its clear
-        row = rows[p.run]
-        if row is None or row.status != RUNNING or row.epoch != p.epoch:
-            continue  # the segment no longer holds the row: not judged here (see SPEC.md)
-        for a in reversed(ledger):
-            if a.seg == p.seg and a.run == p.run and a.turn == step[1] and a.call == step[2]:
-                if not p.owner or row.claimed_by != p.owner or row.lease_expires <= 0:
-                    return f"the write {_call(w, a)} ran without a lease"
-                if row.pending_effect != a.effect:
-                    return (
-                        f"the write {_call(w, a)} ran without a stamp "
-                        f"(pending_effect={row.pending_effect!r})"
-                    )
-                break
+    for a in w.ledger:
+        if not a.fenced:
+            if w.rows[a.run] is None:
+                return f"the write {_call(w, a)} ran with no persisted run"
+            return f"the write {_call(w, a)} landed unfenced: no lease, or no stamp of its own, when it ran"
     return None
 
 
 def writes_only_under_fence(w: World) -> bool:
-    """□ ∀ a ∈ ledger: row(a.run) ≠ ⊥, and while a's segment p still holds the row
-    (status running ∧ row.epoch = p.epoch) inside a's own tool boundary before its clear:
-    p.owner ≠ '' ∧ row.claimed_by = p.owner ∧ row.lease_expires > 0 ∧
-    row.pending_effect = a.effect.
+    """□ ∀ a ∈ ledger: a.fenced, where the ghost a.fenced holds iff, when ``invoke`` landed a,
+    its segment had a lease owner, the row was running, claimed by that owner and carried the
+    stamp ``pending_effect = a.effect`` (T5 matched before the tool ran).
 
-    Only the owner writes pending_effect, so while p holds the row this is exactly "T5
-    stamped successfully before the invoke". Approximation: a write landed by a segment that
-    had already lost the row is not judged (ghost Application.fenced would close this; see
-    SPEC.md). Before-tool hook, WriteWithoutDurableExecution, ADR-112, ADR-141, 16.9."""
+    Before-tool hook, WriteWithoutDurableExecution, ADR-112, ADR-141, 16.9."""
     return _find_unfenced_write(w) is None
 
 
@@ -631,8 +603,8 @@ def _find_cancel_broken(w: World) -> str | None:
 
 def cooperative_cancel(w: World) -> bool:
     """□ (termination_reason = cancelled ⇒ status = cancelled) ∧ (a stamp T5 by a live segment
-    on a cancelled row matches nothing) ∧ no mark past_cancel:r (proposed ghost: a segment
-    left a boundary that began after the cancel committed, to start a provider call or tool).
+    on a cancelled row matches nothing) ∧ no mark past_cancel:r (ghost: a segment went on past
+    a boundary that began after the cancel committed, to a provider call or a tool).
 
     T13 (ADR-092), the probe (ADR-103), the status guard of T5; 16.15."""
     return _find_cancel_broken(w) is None

@@ -1,0 +1,733 @@
+"""The exhaustive checker: every reachable world of a bounded configuration, under a policy,
+against the named properties of ``spec.properties``.
+
+``check(policy, config, properties)`` explores each part of ``config`` with
+``spec.engine.explore`` (safety properties are the invariants; witnesses are reachability
+predicates that must hold somewhere), runs the fair-cycle analysis for the requested
+liveness properties, and returns a :class:`CheckResult` with, per property, whether it holds
+on every part and the shortest counterexample over all parts.
+
+A configuration is a TOML file in model/config.py's format, or a file with
+``parts = ["a.toml", "b.toml"]`` (paths relative to that file): "check each part; a property
+holds iff it holds in every part". Named configurations live in ``spec/configs``.
+
+Symmetry: workers are interchangeable (their names only appear as identities and labels),
+and so are runs whose ``RunSpec`` differs only in its id. :func:`make_canonical` returns a
+key function that renames workers and permutes such runs everywhere (row tuple, per-run
+tuples, every ``run`` index, and the worker names / run ids inside strings such as segment
+labels, identities, ``claimed_by`` and marks) and keeps the least serialised form.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from model import rules
+from model.config import ConfigError, load_spec, read_toml
+from model.policy import parse_policy
+from model.runtime import successors
+from model.state import Spec, World
+from model.transition import Transition
+from spec import engine
+from spec import properties as P
+from spec.coverage import expected_labels
+
+CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+FINDINGS_DIR = Path(__file__).resolve().parent / "findings"
+
+__all__ = [
+    "CONFIG_DIR",
+    "CheckResult",
+    "ConfigPart",
+    "PropertyResult",
+    "WITNESSES",
+    "Witness",
+    "check",
+    "diff_worlds",
+    "load_config",
+    "make_canonical",
+    "pytest_text",
+    "resolve_properties",
+    "scenario_text",
+]
+
+
+# =========================================================================================
+# configurations
+# =========================================================================================
+@dataclass(frozen=True)
+class ConfigPart:
+    name: str  # file stem
+    path: str
+    data: dict[str, Any]  # the TOML table (model/config.py format)
+
+
+def load_config(config: str | Path) -> tuple[str, list[ConfigPart]]:
+    """``small`` / ``tiny`` / ``medium`` (spec/configs), or a path. Returns (name, parts)."""
+    s = str(config)
+    p = Path(s)
+    if not p.suffix and not p.exists():
+        p = CONFIG_DIR / f"{s}.toml"
+        if not p.exists():
+            known = ", ".join(sorted(x.stem for x in CONFIG_DIR.glob("*.toml") if "-" not in x.stem))
+            raise ConfigError(f"config: unknown configuration {s!r}; use one of {known} or a FILE")
+    name = p.stem
+    return name, _parts(p, seen=())
+
+
+def _parts(p: Path, seen: tuple[str, ...]) -> list[ConfigPart]:
+    data = read_toml(str(p))
+    if "parts" not in data:
+        load_spec(data)  # validate now: one ConfigError line naming the field
+        return [ConfigPart(p.stem, str(p), data)]
+    extra = set(data) - {"parts", "description"}
+    if extra:
+        raise ConfigError(f"{p.name}: a parts file holds only parts (and description), not {sorted(extra)}")
+    parts = data["parts"]
+    if not isinstance(parts, list) or not parts or not all(isinstance(x, str) for x in parts):
+        raise ConfigError(f"{p.name}: parts: expected a non-empty list of TOML file names")
+    if str(p) in seen:
+        raise ConfigError(f"{p.name}: parts: a configuration includes itself")
+    out: list[ConfigPart] = []
+    for x in parts:
+        out.extend(_parts((p.parent / x).resolve(), seen + (str(p),)))
+    return out
+
+
+# =========================================================================================
+# symmetry
+# =========================================================================================
+_TOKEN = re.compile(r"[^:/#]+|[:/#]")
+
+
+def _sym_runs(spec: Spec) -> list[list[int]]:
+    """Classes of interchangeable runs: identical RunSpec up to the id.
+
+    Only used without a reaper: the reaper's SELECT orders rows of equal lease by their
+    index (T10), so with a reaper two permuted worlds are not bisimilar in general."""
+    if spec.policy.reaper and spec.policy.queue:
+        return []
+    classes: dict[Any, list[int]] = {}
+    for i, r in enumerate(spec.runs):
+        classes.setdefault(replace(r, id=""), []).append(i)
+    return [c for c in classes.values() if len(c) > 1]
+
+
+def make_canonical(spec: Spec, symmetry: bool = True) -> Callable[[World], Hashable] | None:
+    """A canonical key over the symmetry group of ``spec`` (None: the group is trivial).
+
+    Key = min over the permutations of a serialised form of the world. A permutation renames
+    the workers (Proc.name/worker/identity/seg/owner/guard, Row.claimed_by, Event.seg,
+    Application.seg, outcomes) and moves runs with identical RunSpec (rows, started, cancels,
+    decisions, resumes, every ``run`` index, the reaper snapshot, and the run ids inside
+    strings: labels, identities, marks). Processes and messages are multisets (sorted)."""
+    if not symmetry:
+        return None
+    workers = list(spec.workers)
+    run_classes = _sym_runs(spec)
+    ids = [r.id for r in spec.runs]
+    if set(workers) & set(ids):
+        return None  # a name that is both a worker and a run id: renaming would be ambiguous
+    wperms = list(itertools.permutations(workers)) if len(workers) > 1 else [tuple(workers)]
+    rperms: list[list[int]] = []
+    n = len(spec.runs)
+    for combo in itertools.product(*(itertools.permutations(c) for c in run_classes)):
+        perm = list(range(n))
+        for cls, img in zip(run_classes, combo, strict=True):
+            for src, dst in zip(cls, img, strict=True):
+                perm[src] = dst
+        rperms.append(perm)
+    if not rperms:
+        rperms = [list(range(n))]
+    group = []
+    for wp in wperms:
+        for rp in rperms:
+            smap = {a: b for a, b in zip(workers, wp, strict=True) if a != b}
+            smap.update({ids[i]: ids[rp[i]] for i in range(n) if rp[i] != i})
+            group.append((smap, rp))
+    if len(group) == 1:
+        return None
+
+    def rename(s: str, smap: dict[str, str], cache: dict[str, str]) -> str:
+        r = cache.get(s)
+        if r is None:
+            r = "".join(smap.get(t, t) for t in _TOKEN.findall(s)) if s else s
+            cache[s] = r
+        return r
+
+    caches = [dict() for _ in group]
+
+    def ser(w: World, smap: dict[str, str], rp: list[int], cache: dict[str, str]) -> tuple:
+        def rn(s: str) -> str:
+            return rename(s, smap, cache)
+
+        inv = [0] * n
+        for i, j in enumerate(rp):
+            inv[j] = i
+
+        def per_run(t: tuple) -> tuple:
+            return tuple(t[inv[j]] for j in range(n))
+
+        rows = tuple(
+            () if r is None else (
+                r.status, rn(r.claimed_by), r.lease_expires, r.pending_effect, r.requeue_count,
+                r.queued_request, r.suspended_state, r.termination_reason, r.error_class,
+                r.epoch, r.attempts,
+            )
+            for r in per_run(w.rows)
+        )
+        events = tuple((rp[e.run], e.seq, e.kind, e.turn, e.call, e.tool, rn(e.seg)) for e in w.events)
+        ledger = tuple((rp[a.run], a.turn, a.call, a.tool, a.effect, rn(a.seg)) for a in w.ledger)
+        msgs = tuple(sorted((rp[m.run], m.not_before) for m in w.messages))
+        procs = tuple(sorted(
+            (rn(p.name), p.kind, rp[p.run], p.pc, rn(p.seg), rn(p.worker), rn(p.identity),
+             rn(p.owner), rn(p.guard), p.handle, p.hook, p.observer, p.turn, p.rounds, p.cap,
+             p.call, p.step, p.then, p.error, p.eclass, p.settle, p.count, p.decision,
+             p.seen_turn, p.epoch, p.cancelled, p.synthesis)
+            for p in w.procs
+        ))
+        r = w.reaper
+        reaper = () if r is None else (
+            r.pc, r.now, tuple((rp[x[0]],) + tuple(x[1:]) for x in r.rows), r.idx
+        )
+        outcomes = tuple((rn(s), rp[i], k, o) for s, i, k, o in w.outcomes)
+        return (
+            w.clock, rows, events, ledger, msgs, procs, reaper, outcomes,
+            per_run(w.started), per_run(w.cancels), per_run(w.decisions), per_run(w.resumes),
+            tuple(sorted(w.removed)), w.faults, tuple(sorted(rn(m) for m in w.marks)),
+        )
+
+    def canonical(w: World) -> Hashable:
+        return min(ser(w, smap, rp, c) for (smap, rp), c in zip(group, caches, strict=True))
+
+    canonical.group_size = len(group)  # type: ignore[attr-defined]
+    return canonical
+
+
+# =========================================================================================
+# witnesses
+# =========================================================================================
+@dataclass(frozen=True)
+class Witness:
+    name: str
+    holds: Callable[[World], bool]
+    applies: Callable[[Any], bool]  # policy -> must this be reachable under it?
+    statement: str
+
+
+def _slow_tool_outlives_lease(w: World) -> bool:
+    # A segment landed a write (the slow invoke), its lease went stale while it ran and the
+    # reaper moved the row (requeued, or dead-lettered by T12: error_class ''), and the
+    # segment then reached its boundary and found the row gone: LEASE_LOST.
+    if not w.ledger or not w.outcomes:
+        return False
+    lost = {s for s, _, _, o in w.outcomes if o == "LEASE_LOST"}
+    for a in w.ledger:
+        if a.seg in lost:
+            row = w.rows[a.run]
+            if row is not None and (
+                row.requeue_count > 0
+                or (row.termination_reason in ("not_retryable", "retries_exhausted")
+                    and row.error_class == "")
+            ):
+                return True
+    return False
+
+
+def _audit_fails_in_write_step(w: World) -> bool:
+    # The event of a write's tool step was not stored: either the runtime raised
+    # AuditPersistenceFailed (ADR-111), or (fail-soft) the segment carried on past it.
+    if any(p.error == rules.AUDIT_PERSISTENCE_FAILED for p in w.procs):
+        return True
+    if any(r is not None and r.error_class == rules.AUDIT_PERSISTENCE_FAILED for r in w.rows):
+        return True
+    return w.ledger != () and not P.no_success_over_unrecorded_write(w)
+
+
+def _retry_budget_runs_out(w: World) -> bool:
+    k = w.spec.constants.MAX_REQUEUES
+    return any(
+        r is not None and r.termination_reason == "retries_exhausted" and r.requeue_count >= k
+        for r in w.rows
+    )
+
+
+def _duplicate_wakeup(w: World) -> bool:
+    # A deliverable message for a run that was already claimed and is no longer QUEUED, with
+    # a free worker: the run_queued that yields NONE is enabled here, so (the search being
+    # exhaustive) the successor in which a worker takes it is explored too.
+    if not w.messages:
+        return False
+    busy = {p.worker for p in w.procs if p.worker}
+    if all(x in busy for x in w.spec.workers):
+        return False
+    for m in w.messages:
+        row = w.rows[m.run]
+        if m.not_before <= w.clock and row is not None and row.attempts >= 1 and row.status != "queued":
+            return True
+    return False
+
+
+def _reaped(w: World) -> bool:
+    return any(
+        r is not None and r.status == "failed" and r.error_class == ""
+        and r.termination_reason in ("not_retryable", "retries_exhausted")
+        for r in w.rows
+    ) or any(r is not None and r.status == "queued" and r.requeue_count > 0 and r.attempts > 0
+             and not any(p.run == i for p in w.procs) for i, r in enumerate(w.rows))
+
+
+_REFUSALS = frozenset({
+    "NotAwaitingApproval", "NotAwaitingInput", "AlreadyResuming", "StateUnavailable",
+    "StaleApprovalTurn", "StaleInputTurn", "ApprovalNotAuditable", "CorruptSuspendedState",
+})
+
+
+def _resume_refused(w: World) -> bool:
+    return any(o in _REFUSALS for _, _, _, o in w.outcomes)
+
+
+def _write_in_resume(w: World) -> bool:
+    return any(a.seg.startswith("resume:") for a in w.ledger)
+
+
+def _cancel_stops_segment(w: World) -> bool:
+    return any(o == "CANCELLED" for _, _, _, o in w.outcomes)
+
+
+def _resumed_after_input(w: World) -> bool:
+    return any(e.kind == "input" for e in w.events)
+
+
+WITNESSES: dict[str, Witness] = {
+    x.name: x
+    for x in (
+        Witness("a slow tool outlives its lease and its segment then reaches its boundary",
+                _slow_tool_outlives_lease, lambda p: p.reaper and p.queue,
+                "∃a∈L: outcome(a.seg)=LEASE_LOST ∧ the reaper moved row(a.run)"),
+        Witness("the audit store fails during a write step", _audit_fails_in_write_step,
+                lambda p: True, "a write's tool event is not stored and the runtime notices"),
+        Witness("the retry budget runs out", _retry_budget_runs_out,
+                lambda p: p.retry or p.reaper,
+                "∃r: reason=retries_exhausted ∧ requeue_count ≥ MAX_REQUEUES"),
+        Witness("a duplicate wake-up reaches a worker", _duplicate_wakeup, lambda p: p.queue,
+                "a free worker can take a message for a claimed, no longer queued run"),
+        Witness("a run is reaped", _reaped, lambda p: p.reaper and p.queue,
+                "T12 dead-lettered a row, or T11 requeued one"),
+        Witness("a resume is refused", _resume_refused, lambda p: True,
+                "some resume ended with a refusal"),
+        Witness("an approved write lands in a resume segment", _write_in_resume,
+                lambda p: True, "∃a∈L: a.seg is a resume segment"),
+        Witness("a cancel stops a running segment at its probe", _cancel_stops_segment,
+                lambda p: p.cancel_probe, "some segment ended CANCELLED"),
+        Witness("a run resumes after input", _resumed_after_input, lambda p: p.input_suspend,
+                "an input event is stored"),
+    )
+}
+
+
+# =========================================================================================
+# results
+# =========================================================================================
+@dataclass
+class PropertyResult:
+    name: str
+    kind: str  # safety | liveness
+    holds: bool
+    part: str | None = None  # the part of the shortest counterexample
+    data: dict[str, Any] | None = None  # that part's TOML table
+    initial: World | None = None
+    trace: list[tuple[Transition, World]] = field(default_factory=list)  # prefix (+ cycle)
+    cycle_start: int | None = None  # liveness lasso: index in trace where the cycle begins
+    liveness_kind: str | None = None  # deadlock | fair_cycle
+    explanation: str = ""
+    complete: bool = True
+
+    @property
+    def trace_length(self) -> int | None:
+        return None if self.holds else len(self.trace)
+
+
+@dataclass
+class PartStats:
+    name: str
+    stats: engine.Stats
+    reduction: float | None
+    group: int
+
+
+@dataclass
+class CheckResult:
+    policy: str
+    config: str
+    properties: dict[str, PropertyResult]
+    parts: list[PartStats]
+    witnesses: dict[str, str | None]  # name -> part reaching it (None: unreached)
+    required_witnesses: list[str]
+    coverage: engine.Coverage | None
+    seconds: float
+
+    @property
+    def states(self) -> int:
+        return sum(p.stats.states for p in self.parts)
+
+    @property
+    def transitions(self) -> int:
+        return sum(p.stats.transitions for p in self.parts)
+
+    @property
+    def depth(self) -> int:
+        return max((p.stats.max_depth for p in self.parts), default=0)
+
+    @property
+    def peak_rss_mib(self) -> float:
+        return max((p.stats.peak_rss_mib for p in self.parts), default=0.0)
+
+    @property
+    def complete(self) -> bool:
+        return not any(p.stats.truncated for p in self.parts)
+
+    @property
+    def unreached_witnesses(self) -> list[str]:
+        return [w for w in self.required_witnesses if self.witnesses.get(w) is None]
+
+    @property
+    def ok(self) -> bool:
+        return all(r.holds for r in self.properties.values()) and not self.unreached_witnesses
+
+    def stats_line(self) -> str:
+        sps = self.states / self.seconds if self.seconds > 0 else 0.0
+        red = [p.reduction for p in self.parts if p.reduction is not None]
+        rtxt = f", symmetry reduction x{max(red):.2f}" if red else ""
+        return (
+            f"{self.states} distinct states, {self.transitions} transitions, depth {self.depth}, "
+            f"{self.seconds:.2f}s ({sps:,.0f} states/s), peak memory {self.peak_rss_mib:.0f} MiB"
+            f"{rtxt}{'' if self.complete else ', TRUNCATED'}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy,
+            "config": self.config,
+            "properties": {
+                n: {"holds": r.holds, "trace_length": r.trace_length}
+                for n, r in self.properties.items()
+            },
+            "states": self.states,
+            "transitions": self.transitions,
+            "seconds": round(self.seconds, 3),
+            "depth": self.depth,
+            "states_per_second": round(self.states / self.seconds) if self.seconds > 0 else None,
+            "peak_rss_mib": round(self.peak_rss_mib, 1),
+            "complete": self.complete,
+            "witnesses": {k: v is not None for k, v in self.witnesses.items()},
+            "unreached_witnesses": self.unreached_witnesses,
+            "reduction_factor": max(
+                (p.reduction for p in self.parts if p.reduction is not None), default=None
+            ),
+            "coverage_never_enabled": self.coverage.never_enabled if self.coverage else None,
+        }
+
+
+def resolve_properties(names: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """(safety names, liveness names) for ``names`` (None: all). Unknown: ConfigError."""
+    if not names:
+        return list(P.SAFETY), list(P.LIVENESS)
+    safety, live = [], []
+    for n in names:
+        if n in P.SAFETY:
+            safety.append(n)
+        elif n in P.LIVENESS:
+            live.append(n)
+        else:
+            import difflib
+
+            from sim.cli import UsageError
+
+            near = difflib.get_close_matches(n, [*P.SAFETY, *P.LIVENESS], n=1)
+            hint = f"did you mean {near[0]!r}?" if near else "see spec/properties.py"
+            raise UsageError(f"--property: unknown property {n!r}; {hint}")
+    return safety, live
+
+
+def _policy_name(policy: str | None) -> str | None:
+    if policy is None:
+        return None
+    parse_policy(policy)  # UnknownPolicy: one line
+    return policy
+
+
+# =========================================================================================
+# check
+# =========================================================================================
+def check(
+    policy: str | None,
+    config: str | Path = "small",
+    properties: Sequence[str] | None = None,
+    *,
+    witnesses: bool = True,
+    coverage: bool = True,
+    symmetry: bool = True,
+    measure_reduction: bool = False,
+    max_states: int | None = None,
+) -> CheckResult:
+    """Check ``properties`` (None: all) on every part of ``config`` under ``policy`` (None:
+    each part's own policy)."""
+    t0 = time.perf_counter()
+    pname = _policy_name(policy)
+    cname, parts = load_config(config)
+    safety, live = resolve_properties(properties)
+    results: dict[str, PropertyResult] = {
+        n: PropertyResult(n, "safety", True) for n in safety
+    } | {n: PropertyResult(n, "liveness", True) for n in live}
+    reached: dict[str, str | None] = {k: None for k in WITNESSES} if witnesses else {}
+    part_stats: list[PartStats] = []
+    specs: list[Spec] = []
+    cov_en: dict[str, int] = {}
+    cov_tk: dict[str, int] = {}
+    policy_obj = None
+    for part in parts:
+        spec, budget = load_spec(part.data, pname)
+        policy_obj = spec.policy
+        specs.append(spec)
+        from model.config import initial_world
+
+        w0 = initial_world(spec, budget)
+        canon = make_canonical(spec, symmetry)
+        wit = {k: v.holds for k, v in WITNESSES.items() if reached.get(k, "x") is None}
+        ex = engine.explore(
+            [w0], successors,
+            invariants={n: P.SAFETY[n].check for n in safety},
+            canonical=canon,
+            witnesses=wit,
+            keep_graph=bool(live),
+            measure_reduction=measure_reduction and canon is not None,
+            max_states=max_states,
+        )
+        part_stats.append(PartStats(part.name, ex.stats, ex.reduction_factor,
+                                    getattr(canon, "group_size", 1)))
+        for k, f in ex.witnesses.items():
+            if f is not None and reached.get(k) is None:
+                reached[k] = part.name
+        for n, f in ex.violations.items():
+            r = results[n]
+            if r.holds or len(f.trace) < len(r.trace):
+                results[n] = PropertyResult(
+                    n, "safety", False, part.name, part.data, f.initial, list(f.trace),
+                    explanation=P.explain(n, f.world),
+                )
+        for n in live:
+            lp = P.LIVENESS[n]
+            # Scope "always": every liveness property is a leads-to (true ~> goal, see
+            # spec.properties.LivenessProperty), so it must hold from EVERY reachable state,
+            # not only along paths from the initial world that have not met the goal yet
+            # (a run settled once may be re-enqueued/resumed in later parts of a history).
+            # States where the model's horizon, not the system, stops time count as goal:
+            # at the bound the clock cannot move, so a reaper idling there would otherwise
+            # form a "fair" cycle that only the bound creates (at_bound also ignores such
+            # deadlocks). Violations away from the bound are unaffected.
+            res = engine.check_liveness(
+                ex,
+                lambda w, g=lp.goal: g(w) or P.at_bound(w),
+                lp.predicates(spec),
+                name=n,
+                ignore_deadlock=lp.ignore_deadlock,
+                scope="always",
+            )
+            r = results[n]
+            r.complete = r.complete and res.complete
+            if not res.holds:
+                trace = list(res.prefix) + list(res.cycle)
+                if r.holds or len(trace) < len(r.trace):
+                    last = trace[-1][1] if trace else res.initial
+                    results[n] = PropertyResult(
+                        n, "liveness", False, part.name, part.data, res.initial, trace,
+                        cycle_start=len(res.prefix) if res.kind == "fair_cycle" else None,
+                        liveness_kind=res.kind,
+                        explanation=P.explain(n, res.prefix[-1][1] if res.prefix else last),
+                    )
+        if coverage:
+            for t, e, k in zip(ex.transitions, ex.enabled_count, ex.taken_count, strict=True):
+                lab = t.label()
+                cov_en[lab] = cov_en.get(lab, 0) + e
+                cov_tk[lab] = cov_tk.get(lab, 0) + k
+    cov = None
+    if coverage:
+        expected = expected_labels(specs)
+        exp_set = set(expected)
+        cov = engine.Coverage(
+            enabled=cov_en,
+            taken=cov_tk,
+            never_enabled=[x for x in expected if cov_en.get(x, 0) == 0],
+            never_taken=[x for x in expected if cov_en.get(x, 0) > 0 and cov_tk.get(x, 0) == 0],
+            unexpected=sorted(x for x in cov_en if x not in exp_set),
+        )
+    required = [k for k, v in WITNESSES.items() if witnesses and policy_obj is not None
+                and v.applies(policy_obj)]
+    return CheckResult(
+        policy=pname or (policy_obj.name if policy_obj else "?"),
+        config=cname,
+        properties=results,
+        parts=part_stats,
+        witnesses=reached,
+        required_witnesses=required,
+        coverage=cov,
+        seconds=time.perf_counter() - t0,
+    )
+
+
+# =========================================================================================
+# counterexamples
+# =========================================================================================
+def _row_fields(r: Any) -> dict[str, Any]:
+    if r is None:
+        return {}
+    return {f: getattr(r, f) for f in r.__slots__}
+
+
+def diff_worlds(a: World, b: World) -> list[str]:
+    """Readable changes between two worlds: ``r1.status: running -> queued``, new events,
+    ledger entries, outcomes, marks, messages, processes, clock, reaper."""
+    out: list[str] = []
+    if a.clock != b.clock:
+        out.append(f"clock: {a.clock} -> {b.clock}")
+    for i, (ra, rb) in enumerate(zip(a.rows, b.rows, strict=True)):
+        if ra == rb:
+            continue
+        rid = b.run_id(i)
+        if ra is None:
+            out.append(f"{rid}: row inserted ({rb.status})")
+            fa: dict[str, Any] = {}
+        else:
+            fa = _row_fields(ra)
+        fb = _row_fields(rb)
+        for k, v in fb.items():
+            if k in fa and fa[k] != v:
+                out.append(f"{rid}.{k}: {fa[k]!r} -> {v!r}" if isinstance(v, str)
+                           else f"{rid}.{k}: {fa[k]} -> {v}")
+    for e in b.events[len(a.events):]:
+        what = f" {e.tool}" if e.tool else ""
+        out.append(f"event {b.run_id(e.run)}#{e.seq} {e.kind}{what} (turn {e.turn}) by {e.seg}")
+    for x in b.ledger[len(a.ledger):]:
+        out.append(f"LEDGER +{x.tool} ({x.effect}) {b.run_id(x.run)} turn {x.turn} call {x.call} by {x.seg}")
+    for s, _i, _k, o in b.outcomes[len(a.outcomes):]:
+        out.append(f"outcome {s}: {o}")
+    for m in sorted(b.marks - a.marks):
+        out.append(f"mark {m}")
+    if a.messages != b.messages:
+        def fmt(ms: tuple) -> str:
+            return "[" + ", ".join(f"{b.run_id(m.run)}@{m.not_before}" for m in ms) + "]"
+        out.append(f"messages: {fmt(a.messages)} -> {fmt(b.messages)}")
+    pa = {p.name: p for p in a.procs}
+    pb = {p.name: p for p in b.procs}
+    for n, p in pb.items():
+        q = pa.get(n)
+        if q is None:
+            out.append(f"{n}: started ({p.kind}, at {p.pc})")
+        elif q.pc != p.pc:
+            out.append(f"{n}: {q.pc} -> {p.pc}")
+    for n in pa:
+        if n not in pb:
+            out.append(f"{n}: ended")
+    if a.reaper != b.reaper:
+        ra, rb = a.reaper, b.reaper
+        out.append(f"reaper: {ra.pc if ra else 'idle'} -> {rb.pc if rb else 'idle'}")
+    if a.faults != b.faults:
+        out.append(f"fault budget: {a.faults} -> {b.faults}")
+    if a.removed != b.removed:
+        out.append(f"removed tools: {sorted(b.removed)}")
+    return out
+
+
+def trace_text(r: PropertyResult) -> str:
+    assert r.initial is not None
+    table = engine.trace_table(r.trace, r.initial, diff_worlds)
+    head = f"{r.name} violated ({r.part}, {len(r.trace)} steps): {r.explanation}"
+    if r.cycle_start is not None:
+        head += f"\n(the lasso's cycle starts after step {r.cycle_start})"
+    elif r.liveness_kind == "deadlock":
+        head += "\n(the last world is a deadlock short of the goal)"
+    return head + "\n" + table
+
+
+def scenario_text(r: PropertyResult, policy: str | None) -> str:
+    """A scenario file (model/scenario.py) that ``failclosed replay`` replays to the same
+    violation. Safety: ``violates = [name]`` after the last step. Liveness: the lasso's
+    prefix, expecting the offending goal not to be met at its end."""
+    from model.scenario import dump_scenario
+
+    assert r.data is not None
+    steps = [t for t, _ in r.trace]
+    if r.kind == "safety":
+        exp: dict[str, Any] = {"violates": [r.name]}
+    else:
+        exp = {}
+        last = r.trace[-1][1] if r.trace else r.initial
+        if last is not None:
+            exp["rows"] = {
+                last.run_id(i): {"status": row.status}
+                for i, row in enumerate(last.rows) if row is not None
+            }
+    desc = f"checker counterexample: {r.name} under {policy or r.data.get('policy', 'current')} ({r.part})"
+    return dump_scenario(r.data, steps, exp or None, description=desc, policy=policy)
+
+
+def pytest_text(r: PropertyResult, scenario_path: str, policy: str | None) -> str:
+    """A ready regression test: replays the scenario through model.runtime.apply and asserts
+    the violation (flip ``EXPECT_VIOLATION`` once fixed: then the trace must either stop
+    being enabled or end in a world where the property holds)."""
+    fn = re.sub(r"[^a-z0-9_]", "_", f"{r.name}_{policy or 'config'}".lower())
+    return f'''"""Regression: {r.name} under {policy or "the configuration's policy"} ({r.part}).
+
+Generated by `failclosed check --out`: the checker's shortest counterexample
+({len(r.trace)} transitions) as a scenario file, replayed through model.runtime.apply."""
+
+from dataclasses import replace
+from pathlib import Path
+
+from model.scenario import load_scenario, replay
+from spec.properties import LIVENESS, SAFETY, explain
+
+SCENARIO = Path(__file__).resolve().parent / {Path(scenario_path).name!r}
+PROPERTY = {r.name!r}
+EXPECT_VIOLATION = True  # False after the fix
+
+
+def _holds(world):
+    if PROPERTY in SAFETY:
+        return SAFETY[PROPERTY].check(world)
+    return LIVENESS[PROPERTY].goal(world)
+
+
+def test_{fn}():
+    res = replay(replace(load_scenario(SCENARIO), expect=()))
+    if EXPECT_VIOLATION:
+        assert not res.stopped, res.stopped
+        assert not _holds(res.world), explain(PROPERTY, res.world)
+    else:
+        assert res.stopped or _holds(res.world)
+'''
+
+
+def write_counterexample(r: PropertyResult, out: Path, policy: str | None) -> list[Path]:
+    """Write ``<name>.txt`` (trace table), ``<name>.toml`` (scenario) and
+    ``test_<name>.py`` (regression test) under ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    base = f"{r.name}--{(policy or 'config').replace('+', 'p')}"
+    paths = [out / f"{base}.txt", out / f"{base}.toml", out / f"test_{base.replace('-', '_')}.py"]
+    paths[0].write_text(trace_text(r) + "\n")
+    paths[1].write_text(scenario_text(r, policy))
+    paths[2].write_text(pytest_text(r, str(paths[1]), policy))
+    return paths
+
+
+def presets() -> list[str]:
+    from model.policy import PRESET_ORDER
+
+    return list(PRESET_ORDER)
