@@ -45,7 +45,7 @@ TRANSITIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "deny": ("12.2", ()),
     "submit_input": ("12.3", ()),
     # environment and faults (1.3)
-    "advance_time": ("conventions: one clock; 1.3 slow operation", ("pause",)),
+    "advance_time": ("conventions: one clock; 1.3 slow operation", ("slow_operation", "pause")),
     "crash": ("1.3 process death", ()),
     "duplicate_message": ("1.3, 6.3", ()),
     "remove_tool": ("14.2 a tool removed between attempts", ()),

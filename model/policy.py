@@ -63,8 +63,14 @@ class Policy:
     owner_guarded_settle_all: bool = False
     # ADR-141: reaper branch 2 (no stored request -> dead-letter not_retryable).
     reaper_no_request_branch: bool = False
-    # Proposed fix (not part of the runtime's history); see spec/SPEC.md. Off in every preset.
-    fallback_dead_letter_unguarded: bool = False
+    # -- proposals (not part of the runtime's history; off in every historical preset) --------
+    # The fence is cleared AFTER the write step's event is stored (renew, persist, clear)
+    # instead of in the renewal slot before it: no window where a landed write has neither
+    # its fence nor its audit event. See FINDINGS.md F1 and docs/PROPOSALS.md.
+    fence_cleared_after_audit: bool = False
+    # Recovery's fallback dead-letter (9 step 8) matches the row its own requeue left
+    # (status queued) instead of an owner guard the requeue already cleared. FINDINGS.md F2.
+    fallback_settles_requeued_row: bool = False
 
     def with_(self, name: str | None = None, **switches: bool) -> Policy:
         for k in switches:
@@ -126,6 +132,9 @@ def _build() -> dict[str, Policy]:
         p = p.with_(name=name, **adds)
         out[name] = p
     out["current"] = replace(out["adr-141"], name="current")
+    out["proposed"] = out["adr-141"].with_(
+        name="proposed", fence_cleared_after_audit=True, fallback_settles_requeued_row=True
+    )
     return out
 
 

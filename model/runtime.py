@@ -66,6 +66,7 @@ FAULT_KINDS = (
     "decode_error",  # a stored payload fails to decode
     "tool_error",
     "duplicate_message",
+    "slow_operation",  # a provider or tool call outlives the lease (time passes while it runs)
     "pause",  # a process stalls outside a provider or tool call long enough to lose its lease
 )
 
@@ -134,6 +135,8 @@ def _proc_moves(w: World, p: Proc) -> list[Transition]:
             for c in spec.provider_faults:
                 out.append(T("provider_call", a, run=rid, fault=c))
         return out
+    if pc == "clear":
+        return _with_faults(w, T("mark_pending_effect", a, run=rid, effect=""), S)
     if pc == "stamp":
         effect = rules.resolve_by_name(spec, w.removed, _call_name(w, p))
         return _with_faults(w, T("mark_pending_effect", a, run=rid, effect=effect), S)
@@ -142,7 +145,9 @@ def _proc_moves(w: World, p: Proc) -> list[Transition]:
     if pc == "settle":
         wrapper, _status, reason = p.settle[0], p.settle[1], p.settle[2]
         owner = p.guard if p.settle[4] else None
-        return _with_faults(w, T(wrapper, a, run=rid, reason=reason, owner=owner or None), S)
+        expect = p.settle[7] if len(p.settle) > 7 else None
+        t = T(wrapper, a, run=rid, reason=reason, owner=owner or None, status=expect or None)
+        return _with_faults(w, t, S)
     if pc in ("suspend", "release"):
         name = "suspend_for_input" if _input_side(p) else "suspend"
         return _with_faults(w, T(name, a, run=rid), S)
@@ -241,18 +246,19 @@ def _clock_moves(w: World) -> list[Transition]:
     out = []
     for to in _time_targets(w):
         t = clock_move(w, to)
-        if t.fault is None or _can(w, "pause"):
+        if t.fault is None or _can(w, t.fault):
             out.append(t)
     return out
 
 
-def lapses_live_lease(w: World, to: int) -> bool:
-    """Would moving the clock to ``to`` let the lease of a live segment lapse while that
-    segment is NOT inside a provider or tool call? REFERENCE.md 1.3 names only slow
-    operations as the way a lease outlives its segment's progress; any other lapse is a
-    process stall, which this model treats as a fault (``pause``)."""
+def lapsed_by(w: World, to: int) -> str | None:
+    """Which fault moving the clock to ``to`` is: ``None`` when no live segment's lease lapses,
+    ``slow_operation`` when every segment whose lease lapses is inside a provider or tool
+    call (REFERENCE.md 1.3 "a provider or tool call outlives the lease"), ``pause`` when one
+    is anywhere else (the process stalls). Both are faults of 1.3: each spends the budget."""
+    fault = None
     for p in w.procs:
-        if not p.owner or p.pc in SLOW_OPERATIONS:
+        if not p.owner:
             continue
         row = w.rows[p.run]
         if (
@@ -261,16 +267,15 @@ def lapses_live_lease(w: World, to: int) -> bool:
             and row.claimed_by == p.owner
             and 0 < row.lease_expires < to
         ):
-            return True
-    return False
+            if p.pc not in SLOW_OPERATIONS:
+                return "pause"
+            fault = "slow_operation"
+    return fault
 
 
 def clock_move(w: World, to: int) -> Transition:
-    """The transition that moves time to ``to``: ``advance_time``, with ``fault=pause`` when
-    the move stalls a live segment past its lease."""
-    if lapses_live_lease(w, to):
-        return T("advance_time", "clock", to=to, fault="pause")
-    return T("advance_time", "clock", to=to)
+    """The transition that moves time to ``to``, with the fault branch ``lapsed_by`` names."""
+    return T("advance_time", "clock", to=to, fault=lapsed_by(w, to))
 
 
 def _enabled_for(w: World, actor: str) -> list[Transition]:
@@ -368,7 +373,7 @@ def apply(w: World, t: Transition) -> World:
             and to > w.clock
             and (h is None or to <= h)
             and t == clock_move(w, to)
-            and (t.fault is None or _can(w, "pause"))
+            and (t.fault is None or _can(w, t.fault))
         ):
             return fire(w, t)
     en = enabled(w, t.actor)
@@ -597,12 +602,18 @@ def _reaper_next(w: World) -> World:
 
 
 # -- segments -----------------------------------------------------------------------------
-def _clears_fence(w: World, p: Proc) -> bool:
-    """The renewal slot of a write's boundary is the T5 clear where the fence is installed."""
+def _write_boundary(w: World, p: Proc) -> bool:
+    """A write step's boundary on a segment where the fence is installed."""
     pol = w.spec.policy
     if not (pol.write_fence or pol.unleased_write_refused):
         return False
     return rules.is_write(rules.step_effect(w.spec, w.removed, p.step))
+
+
+def _clears_fence(w: World, p: Proc) -> bool:
+    """The renewal slot of a write's boundary is the T5 clear where the fence is installed
+    (7.2 step 4), unless the proposal moves the clear after the persist."""
+    return _write_boundary(w, p) and not w.spec.policy.fence_cleared_after_audit
 
 
 def _hook_installed(w: World, p: Proc) -> bool:
@@ -706,6 +717,18 @@ def _h_persist(w: World, p: Proc, t: Transition) -> World:
         return _ladder(w, p, CANCELLATION_REQUESTED, "")
     if p.owner and not w.spec.policy.renew_before_persist:
         return _put(w, replace(p, pc="renew"))
+    if p.owner and w.spec.policy.fence_cleared_after_audit and _write_boundary(w, p):
+        return _put(w, replace(p, pc="clear"))
+    return _continue(w, p)
+
+
+def _h_clear(w: World, p: Proc, t: Transition) -> World:
+    """Proposal fence_cleared_after_audit: the T5 clear after the event is stored."""
+    ok = False
+    if not t.fault:
+        w, ok = store.mark_pending_effect(w, p.run, p.owner, "", p)
+    if not ok:
+        return _ladder(w, p, LEASE_LOST, "")
     return _continue(w, p)
 
 
@@ -888,20 +911,27 @@ def _h_suspend(w: World, p: Proc, t: Transition) -> World:
 
 
 def _h_settle(w: World, p: Proc, t: Transition) -> World:
-    wrapper, status, reason, eclass, guarded, on_ok, on_miss = p.settle
+    wrapper, status, reason, eclass, guarded, on_ok, on_miss = p.settle[:7]
+    expect_status = p.settle[7] if len(p.settle) > 7 else ""
     ok = False
     if not t.fault:
-        w, ok = store.finish_run(w, p.run, status, reason, eclass, p.guard if guarded else "", p)
+        w, ok = store.finish_run(w, p.run, status, reason, eclass, p.guard if guarded else "", p,
+                                 expect_status)
     if p.kind == ENQUEUE:
         return _end(w, p, None)
     return _end(w, p, on_ok if ok else on_miss)
 
 
 # -- queued-run recovery (section 9) ------------------------------------------------------
-def _dead_letter(w: World, p: Proc, reason: str, on_miss: str = "LEASE_LOST") -> World:
-    guarded = w.spec.policy.owner_guarded_settle_workers and not (
-        on_miss == "FAILED" and w.spec.policy.fallback_dead_letter_unguarded
-    )
+def _dead_letter(w: World, p: Proc, reason: str, on_miss: str = "LEASE_LOST",
+                 fallback: bool = False) -> World:
+    pol = w.spec.policy
+    if fallback and pol.fallback_settles_requeued_row:
+        # proposal: match the row this segment's own requeue left, not a cleared owner
+        p = replace(p, guard="", pc="settle", settle=(
+            "settle_dead_lettered", FAILED, reason, p.error, False, "FAILED", on_miss, QUEUED))
+        return _put(w, p)
+    guarded = pol.owner_guarded_settle_workers
     p = replace(p, guard=p.identity if guarded else "")
     return _settle(w, p, "settle_dead_lettered", FAILED, reason, p.error, guarded, "FAILED", on_miss)
 
@@ -942,7 +972,7 @@ def _h_dispatch(w: World, p: Proc, t: Transition) -> World:
             return _put(w, p)
         return _end(_add_message(w, Message(p.run, w.clock)), p, None)
     if t.fault:  # branch 8: the fallback dead-letter, owner-guarded on the worker identity
-        return _dead_letter(w, p, "retries_exhausted", on_miss="FAILED")
+        return _dead_letter(w, p, "retries_exhausted", on_miss="FAILED", fallback=True)
     delay = w.spec.constants.retry_delay_s(p.count)
     return _end(_add_message(w, Message(p.run, w.clock + delay)), p, "REQUEUED")
 
@@ -1054,6 +1084,7 @@ _HANDLERS = {
     "persist": _h_persist,
     "provider": _h_provider,
     "stamp": _h_stamp,
+    "clear": _h_clear,
     "invoke": _h_invoke,
     "settle": _h_settle,
     "suspend": _h_suspend,
@@ -1069,6 +1100,34 @@ _HANDLERS = {
 }
 
 __all__ = [
-    "FAULT_KINDS", "GuardFailed", "apply", "clock_move", "enabled", "fire", "lapses_live_lease",
+    "FAULT_KINDS", "GuardFailed", "apply", "clock_move", "enabled", "fire", "lapsed_by",
     "successors",
 ]
+
+
+def shift_time(w: World) -> World:
+    """The same world with every instant moved earlier by one constant, as far as keeps every
+    instant positive. Every guard compares instants with each other (``lease_expires < now``,
+    ``not_before <= now``) or writes ``now + LEASE_SECONDS``, and ``0`` ("no lease") is kept,
+    so the shifted world has exactly the same futures, moved in time. The checker uses it as
+    a state abstraction (time symmetry); with a horizon there is nothing to shift against."""
+    if w.spec.horizon is not None:
+        return w
+    times = [w.clock]
+    for r in w.rows:
+        if r is not None and r.lease_expires > 0:
+            times.append(r.lease_expires)
+    for m in w.messages:
+        times.append(m.not_before)
+    if w.reaper is not None:
+        times.append(w.reaper.now)
+    d = min(times) - 1
+    if d <= 0:
+        return w
+    rows = tuple(
+        r if r is None or r.lease_expires == 0 else replace(r, lease_expires=r.lease_expires - d)
+        for r in w.rows
+    )
+    msgs = tuple(Message(m.run, m.not_before - d) for m in w.messages)
+    reaper = w.reaper if w.reaper is None else replace(w.reaper, now=w.reaper.now - d)
+    return replace(w, clock=w.clock - d, rows=rows, messages=msgs, reaper=reaper)

@@ -149,6 +149,7 @@ def finish_run(
     error_class: str,
     owner: str = "",
     p: Proc | None = None,
+    expect_status: str = "",
 ) -> tuple[World, bool]:
     row = w.rows[i]
     if row is None:
@@ -157,6 +158,8 @@ def finish_run(
         return w, False
     if owner and row.claimed_by != owner:
         return w, False
+    if expect_status and row.status != expect_status:
+        return w, False  # the proposal fallback_settles_requeued_row
     if row.status in TERMINAL:
         w = w.mark(f"terminal_overwritten:{w.run_id(i)}")
     w = _ghost_owner(w, i, p, "zombie_settle")

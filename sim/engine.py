@@ -189,7 +189,7 @@ class Simulation:
             faults.add("tool_error")
         if cfg.duplicate_probability > 0:
             faults.add("duplicate_message")
-        faults.add("pause")  # simulated time is physical: a stall past a lease is a pause
+        faults |= {"slow_operation", "pause"}  # simulated time is physical: lapses happen
         provider_faults = [c for c, _ in cfg.failure_mix] if cfg.provider_failure_probability > 0 else []
         self.model_config: dict[str, Any] = {
             "policy": self.policy_name,
@@ -428,13 +428,13 @@ class Simulation:
         cfg["runs"] = [_run_table(rec) for _i, _rid, rec, _tr in culprits]
         # A clock move that lapses a live segment's lease outside a provider or tool call is
         # a stall (fault "pause") in the model: let the model say which moves are.
-        cfg["model"] = dict(cfg["model"], faults=sorted(kinds | {"pause"}), provider_faults=sorted(pfaults),
+        cfg["model"] = dict(cfg["model"], faults=sorted(kinds | {"pause", "slow_operation"}), provider_faults=sorted(pfaults),
                             fault_budget=len(out) + 1)
         w = load_world(cfg)
         for k, s in enumerate(out):
             t = clock_move(w, s["to"]) if s["name"] == "advance_time" else Transition.from_dict(s)
-            if t.fault == "pause":
-                kinds.add("pause")
+            if t.fault in ("pause", "slow_operation"):
+                kinds.add(t.fault)
             out[k] = t.to_dict()
             w = fire(w, t)
         cfg["model"] = dict(cfg["model"], faults=sorted(kinds), provider_faults=sorted(pfaults),
