@@ -16,8 +16,6 @@ models death before the effect landed and a ``crash`` after it death after it la
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from . import rules, store
 from .rules import (
     APPROVAL_REQUIRED,
@@ -49,6 +47,7 @@ from .state import (
     Proc,
     ReaperState,
     World,
+    replace,
 )
 from .transition import Transition
 

@@ -11,8 +11,6 @@ Every function returns ``(world, matched)``. The ghost fields (``Row.epoch``,
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from .state import (
     CANCELLED,
     QUEUED,
@@ -21,6 +19,7 @@ from .state import (
     Proc,
     Row,
     World,
+    replace,
 )
 
 
