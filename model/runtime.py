@@ -810,6 +810,7 @@ def _refused_in_resume(w: World, p: Proc, name: str) -> bool:
 
 def _hook(w: World, p: Proc, name: str) -> World:
     """7.3: resolve -> (not a write: return) -> refuse unleased -> stamp."""
+    p = replace(p, stamped=False)
     if not _hook_installed(w, p):
         return _put(w, replace(p, pc="invoke"))
     effect = rules.resolve_by_name(w.spec, w.removed, name)
@@ -827,7 +828,7 @@ def _h_stamp(w: World, p: Proc, t: Transition) -> World:
     w, ok = store.mark_pending_effect(w, p.run, p.owner, t.arg("effect"), p)
     if not ok:
         return _ladder(w, p, LEASE_LOST, "")  # the tool never runs
-    return _put(w, replace(p, pc="invoke"))
+    return _put(w, replace(p, pc="invoke", stamped=True))
 
 
 def _h_invoke(w: World, p: Proc, t: Transition) -> World:
@@ -838,15 +839,8 @@ def _h_invoke(w: World, p: Proc, t: Transition) -> World:
         effect = tool.declared_effect
         if rules.is_write(effect):
             row = w.rows[p.run]
-            fenced = (
-                row is not None
-                and bool(p.owner)
-                and row.status == RUNNING
-                and row.claimed_by == p.owner
-                and row.pending_effect == effect
-            )
             attempt = row.attempts if row is not None else 0
-            app = Application(p.run, p.turn, p.call, name, effect, p.seg, fenced, attempt)
+            app = Application(p.run, p.turn, p.call, name, effect, p.seg, p.stamped, attempt)
             w = replace(w, ledger=w.ledger + (app,))
     return _boundary(w, p, ("tool", p.turn, p.call, name), "after_tool")
 

@@ -169,7 +169,7 @@ class Application:
     tool: str
     effect: str
     seg: str  # the segment whose invoke landed it
-    fenced: bool = False  # ghost: the row carried this segment's stamp when it landed
+    fenced: bool = False  # ghost: the segment's T5 stamp for this call matched before it ran
     attempt: int = 0  # ghost: Row.attempts when it landed
 
 
@@ -212,6 +212,7 @@ class Proc:
     cancelled: bool = False  # the probe saw cancelled: persist, then CancellationRequested
     synthesis: bool = False  # the round after the cap (7.1 step 9)
     cancel_seen: bool = False  # ghost: the row was cancelled when this boundary began
+    stamped: bool = False  # ghost: this call's T5 stamp matched (the write starts fenced)
 
 
 @dataclass(frozen=True, slots=True)

@@ -503,14 +503,14 @@ def _find_unfenced_write(w: World) -> str | None:
         if not a.fenced:
             if w.rows[a.run] is None:
                 return f"the write {_call(w, a)} ran with no persisted run"
-            return f"the write {_call(w, a)} landed unfenced: no lease, or no stamp of its own, when it ran"
+            return f"the write {_call(w, a)} started unfenced: no T5 stamp of its own matched before it ran"
     return None
 
 
 def writes_only_under_fence(w: World) -> bool:
-    """□ ∀ a ∈ ledger: a.fenced, where the ghost a.fenced holds iff, when ``invoke`` landed a,
-    its segment had a lease owner, the row was running, claimed by that owner and carried the
-    stamp ``pending_effect = a.effect`` (T5 matched before the tool ran).
+    """□ ∀ a ∈ ledger: a.fenced, where the ghost a.fenced holds iff the landing segment's T5
+    stamp for this very call matched before the tool started (so the segment held a persisted
+    run and a lease, and ``pending_effect = a.effect`` was written).
 
     Before-tool hook, WriteWithoutDurableExecution, ADR-112, ADR-141, 16.9."""
     return _find_unfenced_write(w) is None
