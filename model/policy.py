@@ -68,6 +68,10 @@ class Policy:
     # instead of in the renewal slot before it: no window where a landed write has neither
     # its fence nor its audit event. See FINDINGS.md F1 and docs/PROPOSALS.md.
     fence_cleared_after_audit: bool = False
+    # T5 never overwrites the stamp 'non_idempotent_write' (neither a clear nor a later stamp),
+    # so it stays on the row until the run settles and neither decider ever retries a run
+    # whose non-idempotent write may have landed. FINDINGS.md F1.
+    fence_kept_after_non_idempotent_write: bool = False
     # Recovery's fallback dead-letter (9 step 8) matches the row its own requeue left
     # (status queued) instead of an owner guard the requeue already cleared. FINDINGS.md F2.
     fallback_settles_requeued_row: bool = False
@@ -133,7 +137,9 @@ def _build() -> dict[str, Policy]:
         out[name] = p
     out["current"] = replace(out["adr-141"], name="current")
     out["proposed"] = out["adr-141"].with_(
-        name="proposed", fence_cleared_after_audit=True, fallback_settles_requeued_row=True
+        name="proposed",
+        fence_kept_after_non_idempotent_write=True,
+        fallback_settles_requeued_row=True,
     )
     return out
 

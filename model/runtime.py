@@ -611,7 +611,7 @@ def _write_boundary(w: World, p: Proc) -> bool:
 
 def _clears_fence(w: World, p: Proc) -> bool:
     """The renewal slot of a write's boundary is the T5 clear where the fence is installed
-    (7.2 step 4), unless the proposal moves the clear after the persist."""
+    (7.2 step 4), unless the proposal fence_cleared_after_audit moves it after the persist."""
     return _write_boundary(w, p) and not w.spec.policy.fence_cleared_after_audit
 
 

@@ -100,6 +100,13 @@ def renew_lease(w: World, i: int, me: str, p: Proc | None = None) -> tuple[World
 def mark_pending_effect(
     w: World, i: int, me: str, effect: str, p: Proc | None = None
 ) -> tuple[World, bool]:
+    row = w.rows[i]
+    if (
+        w.spec.policy.fence_kept_after_non_idempotent_write
+        and row is not None
+        and row.pending_effect == "non_idempotent_write"
+    ):
+        effect = "non_idempotent_write"  # proposal: once stamped, kept until the run settles
     return _renewal(w, i, me, p, pending_effect=effect)
 
 

@@ -104,10 +104,22 @@ def _key(a: Application) -> tuple[int, int, int, str]:
     return (a.run, a.turn, a.call, a.seg)
 
 
+_BOUNDARY_PCS = frozenset({"on_step", "probe", "renew", "persist"})
+
+
 def _audited(w: World) -> set[tuple[int, int, int, str]]:
-    """(run, turn, call, seg) of every stored ``tool`` event. An ambiguous commit stores the
-    event, so it counts as audited."""
-    return {(e.run, e.turn, e.call, e.seg) for e in w.events if e.kind == "tool"}
+    """(run, turn, call, seg) of every application that is audited or not yet judged: a
+    stored ``tool`` event (an ambiguous commit stores the event, so it counts), or the live
+    segment that landed it is still inside that call's own boundary, where its event is about
+    to be stored. Such an application is judged when its segment leaves the boundary: it
+    stores the event, or it stops (death, lost lease, audit failure) without it, and the
+    exploration reaches both successors."""
+    out = {(e.run, e.turn, e.call, e.seg) for e in w.events if e.kind == "tool"}
+    for p in w.procs:
+        st = p.step
+        if st and st[0] == "tool" and p.pc in _BOUNDARY_PCS:
+            out.add((p.run, st[1], st[2], p.seg))
+    return out
 
 
 def _call(w: World, a: Application) -> str:
