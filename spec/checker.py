@@ -24,7 +24,7 @@ import itertools
 import re
 import time
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from model import rules
 from model.config import ConfigError, load_spec, read_toml
 from model.policy import parse_policy
 from model.runtime import successors
-from model.state import Spec, World
+from model.state import RUNNING, Spec, World
 from model.transition import Transition
 from spec import engine
 from spec import properties as P
@@ -162,52 +162,84 @@ def make_canonical(spec: Spec, symmetry: bool = True) -> Callable[[World], Hasha
         return r
 
     caches = [dict() for _ in group]
+    # per permutation: serialised form of each row / event / proc... (frozen, hashable and
+    # shared between successive worlds, so most lookups hit)
+    memos: list[dict[Any, tuple]] = [dict() for _ in group]
+    world_fields = tuple(f.name for f in fields(World) if f.name != "spec")
 
-    def ser(w: World, smap: dict[str, str], rp: list[int], cache: dict[str, str]) -> tuple:
-        def rn(s: str) -> str:
-            return rename(s, smap, cache)
+    field_names: dict[type, tuple[str, ...]] = {}
+
+    def ser(w: World, smap: dict[str, str], rp: list[int], cache: dict[str, str],
+            memo: dict[Any, tuple]) -> tuple:
+        # Generic over the dataclasses of model.state (new ghost fields are picked up): every
+        # string is renamed token-wise, every field called ``run`` is a run index.
+        def val(v: Any) -> Any:
+            if hasattr(v, "__dataclass_fields__"):  # rows, events, procs...: shared, memoised
+                r = memo.get(v)
+                if r is None:
+                    r = memo[v] = dval(v)
+                return r
+            if isinstance(v, str):
+                return rename(v, smap, cache) if v else v
+            if isinstance(v, tuple):
+                return tuple(val(x) for x in v)
+            if isinstance(v, (frozenset, set)):
+                return tuple(sorted(val(x) for x in v))
+            return v
+
+        def dval(v: Any) -> tuple:
+            names = field_names.get(type(v))
+            if names is None:
+                names = field_names[type(v)] = tuple(f.name for f in fields(v))
+            return tuple(
+                rp[getattr(v, f)] if f == "run" else val(getattr(v, f)) for f in names
+            )
 
         inv = [0] * n
         for i, j in enumerate(rp):
             inv[j] = i
 
         def per_run(t: tuple) -> tuple:
-            return tuple(t[inv[j]] for j in range(n))
+            return tuple(val(t[inv[j]]) if t[inv[j]] is not None else () for j in range(n))
 
-        rows = tuple(
-            () if r is None else (
-                r.status, rn(r.claimed_by), r.lease_expires, r.pending_effect, r.requeue_count,
-                r.queued_request, r.suspended_state, r.termination_reason, r.error_class,
-                r.epoch, r.attempts,
-            )
-            for r in per_run(w.rows)
-        )
-        events = tuple((rp[e.run], e.seq, e.kind, e.turn, e.call, e.tool, rn(e.seg)) for e in w.events)
-        ledger = tuple((rp[a.run], a.turn, a.call, a.tool, a.effect, rn(a.seg)) for a in w.ledger)
-        msgs = tuple(sorted((rp[m.run], m.not_before) for m in w.messages))
-        procs = tuple(sorted(
-            (rn(p.name), p.kind, rp[p.run], p.pc, rn(p.seg), rn(p.worker), rn(p.identity),
-             rn(p.owner), rn(p.guard), p.handle, p.hook, p.observer, p.turn, p.rounds, p.cap,
-             p.call, p.step, p.then, p.error, p.eclass, p.settle, p.count, p.decision,
-             p.seen_turn, p.epoch, p.cancelled, p.synthesis)
-            for p in w.procs
-        ))
         r = w.reaper
         reaper = () if r is None else (
-            r.pc, r.now, tuple((rp[x[0]],) + tuple(x[1:]) for x in r.rows), r.idx
+            r.pc, r.now, tuple((rp[x[0]],) + tuple(val(x[1:])) for x in r.rows), r.idx
         )
-        outcomes = tuple((rn(s), rp[i], k, o) for s, i, k, o in w.outcomes)
-        return (
-            w.clock, rows, events, ledger, msgs, procs, reaper, outcomes,
-            per_run(w.started), per_run(w.cancels), per_run(w.decisions), per_run(w.resumes),
-            tuple(sorted(w.removed)), w.faults, tuple(sorted(rn(m) for m in w.marks)),
-        )
+        out = []
+        for f in world_fields:
+            if f in ("rows", "started", "cancels", "decisions", "resumes"):
+                out.append(per_run(getattr(w, f)))
+            elif f in ("messages", "procs"):
+                out.append(tuple(sorted(val(x) for x in getattr(w, f))))
+            elif f == "reaper":
+                out.append(reaper)
+            else:
+                out.append(val(getattr(w, f)))
+        return tuple(out)
 
     def canonical(w: World) -> Hashable:
-        return min(ser(w, smap, rp, c) for (smap, rp), c in zip(group, caches, strict=True))
+        return min(
+            ser(w, smap, rp, c, m) for (smap, rp), c, m in zip(group, caches, memos, strict=True)
+        )
 
     canonical.group_size = len(group)  # type: ignore[attr-defined]
     return canonical
+
+
+def beyond_horizon(w: World) -> bool:
+    """The model's bound stops time here: something waits on an instant (a lease going
+    stale, a delayed message) later than ``spec.horizon``, which the clock may not reach
+    (``model.runtime._time_targets`` jumps straight to such instants)."""
+    h = w.spec.horizon
+    if h is None:
+        return False
+    now = w.clock
+    for row in w.rows:
+        if row is not None and row.status == RUNNING and row.lease_expires >= now \
+                and row.lease_expires + 1 > h:
+            return True
+    return any(m.not_before > h for m in w.messages)
 
 
 # =========================================================================================
@@ -529,15 +561,15 @@ def check(
             # not only along paths from the initial world that have not met the goal yet
             # (a run settled once may be re-enqueued/resumed in later parts of a history).
             # States where the model's horizon, not the system, stops time count as goal:
-            # at the bound the clock cannot move, so a reaper idling there would otherwise
-            # form a "fair" cycle that only the bound creates (at_bound also ignores such
-            # deadlocks). Violations away from the bound are unaffected.
+            # there the clock cannot reach the next instant something waits on, so a reaper
+            # idling there would otherwise form a "fair" cycle (or a deadlock) that only the
+            # bound creates. Violations away from the bound are unaffected.
             res = engine.check_liveness(
                 ex,
-                lambda w, g=lp.goal: g(w) or P.at_bound(w),
+                lambda w, g=lp.goal: g(w) or beyond_horizon(w),
                 lp.predicates(spec),
                 name=n,
-                ignore_deadlock=lp.ignore_deadlock,
+                ignore_deadlock=lambda w, ig=lp.ignore_deadlock: ig(w) or beyond_horizon(w),
                 scope="always",
             )
             r = results[n]

@@ -1,0 +1,217 @@
+"""``failclosed check``, ``failclosed matrix`` and ``failclosed mutants``.
+
+Exit codes (sim/cli.py): 0 every property holds (every mutant killed), 1 a counterexample
+was printed (a property survives every mutant), 2 bad input (one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from model.policy import PRESET_ORDER, PRESETS, SWITCHES, Policy, parse_policy
+
+__all__ = ["MUTANTS", "mutants", "register"]
+
+# Counterfactual switches (REFERENCE.md 15: "one counterfactual switch is useful beside the
+# presets"), turned OFF on top of current: each is a deliberately broken variant.
+COUNTERFACTUAL_OFF = ("renew_before_persist", "terminal_guard", "audit_fail_unknown")
+
+
+def mutants() -> dict[str, str]:
+    """Mutant name -> policy spec (parse_policy syntax): every switch that is on in
+    ``current`` switched off, the counterfactuals switched off, and the earlier presets."""
+    cur = PRESETS["current"]
+    out: dict[str, str] = {}
+    for sw in SWITCHES:
+        if getattr(cur, sw):
+            out[f"-{sw}"] = f"current-{sw}"
+    for sw in COUNTERFACTUAL_OFF:
+        out.setdefault(f"-{sw}", f"current-{sw}")
+    for name in PRESET_ORDER:
+        if name != "adr-141":
+            out[name] = name
+    return out
+
+
+MUTANTS = mutants()
+
+
+def _stats(res: Any) -> str:
+    return res.stats_line()
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "check", help="exhaustively check the properties on a bounded configuration",
+        description="Explore every reachable world of a configuration under a policy and "
+                    "check the named properties. Exit 0: all hold; 1: counterexample(s) "
+                    "printed (or a required witness unreached); 2: bad input.",
+    )
+    p.add_argument("--policy", required=True, help="a preset (adr-092 .. adr-141, current), "
+                   "optionally with +switch / -switch")
+    p.add_argument("--config", default="small", help="tiny | small | medium | a TOML FILE")
+    p.add_argument("--property", action="append", dest="properties", metavar="NAME",
+                   help="check only this property (repeatable)")
+    p.add_argument("--json", action="store_true", help="machine-readable result")
+    p.add_argument("--out", metavar="DIR", help="write each counterexample as a trace table, "
+                   "a scenario file and a pytest regression test")
+    p.add_argument("--max-states", type=int, default=None, help="bound per part (truncates)")
+    p.set_defaults(func=_cmd_check)
+
+    m = subparsers.add_parser(
+        "matrix", help="presets x properties: holds, or the length of the shortest trace",
+        description="Check every property under every preset. Exit 0 always (a table).",
+    )
+    m.add_argument("--config", default="small")
+    m.add_argument("--json", action="store_true")
+    m.add_argument("--policy", action="append", dest="policies", metavar="P",
+                   help="restrict to these policies (repeatable)")
+    m.set_defaults(func=_cmd_matrix)
+
+    k = subparsers.add_parser(
+        "mutants", help="kill table: for every property, the policy variants that violate it",
+        description="Check every property under switch-off and counterfactual variants of "
+                    "current. Exit 1 if some property is violated by no variant.",
+    )
+    k.add_argument("--config", default="small")
+    k.add_argument("--json", action="store_true")
+    k.set_defaults(func=_cmd_mutants)
+
+
+def _validate_policy(policy: str) -> Policy:
+    return parse_policy(policy)  # UnknownPolicy -> one line, exit 2
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from spec.checker import check, trace_text, write_counterexample
+
+    _validate_policy(args.policy)
+    res = check(args.policy, args.config, args.properties, max_states=args.max_states,
+                witnesses=not args.properties, coverage=not args.properties)
+    failed = [r for r in res.properties.values() if not r.holds]
+    written: list[str] = []
+    if args.out:
+        for r in failed:
+            written += [str(x) for x in write_counterexample(r, Path(args.out), args.policy)]
+    if args.json:
+        d = res.to_json()
+        if written:
+            d["written"] = written
+        print(json.dumps(d, indent=2))
+    else:
+        for r in failed:
+            print(trace_text(r))
+            print()
+        for n, r in res.properties.items():
+            mark = "holds" if r.holds else f"VIOLATED (trace of {r.trace_length} steps, {r.part})"
+            print(f"  {n:48s} {mark}")
+        for w in res.unreached_witnesses:
+            print(f"  witness unreached: {w}")
+        if res.coverage is not None and res.coverage.never_enabled:
+            print(f"  never enabled: {', '.join(res.coverage.never_enabled)}")
+        for x in written:
+            print(f"  wrote {x}")
+        print(f"{res.policy} on {res.config}: {_stats(res)}")
+    return 0 if res.ok else 1
+
+
+def _cell(r: Any) -> dict[str, Any]:
+    return {"holds": r.holds, "trace_length": r.trace_length}
+
+
+def run_matrix(config: str, policies: list[str]) -> tuple[list[str], dict[str, dict[str, Any]], list[Any]]:
+    from spec.checker import check
+
+    table: dict[str, dict[str, Any]] = {}
+    results = []
+    props: list[str] = []
+    for pol in policies:
+        res = check(pol, config, None, witnesses=False, coverage=False)
+        results.append(res)
+        props = list(res.properties)
+        table[pol] = {n: _cell(r) for n, r in res.properties.items()}
+    return props, table, results
+
+
+def _render(title: str, props: list[str], cols: list[str], cell: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=title, show_lines=False)
+    t.add_column("property")
+    for c in cols:
+        t.add_column(c, justify="center")
+    for n in props:
+        t.add_row(n, *(cell(c, n) for c in cols))
+    Console(width=max(120, 50 + 9 * len(cols))).print(t)
+
+
+def _cmd_matrix(args: argparse.Namespace) -> int:
+    pols = args.policies or list(PRESET_ORDER)
+    for p in pols:
+        _validate_policy(p)
+    props, table, results = run_matrix(args.config, pols)
+    if args.json:
+        print(json.dumps({"properties": props, "policies": table}, indent=2))
+        return 0
+
+    def cell(pol: str, n: str) -> str:
+        c = table[pol][n]
+        return "holds" if c["holds"] else str(c["trace_length"])
+
+    _render(f"properties x presets on {args.config} (cell: holds, or shortest trace length)",
+            props, pols, cell)
+    for pol, res in zip(pols, results, strict=True):
+        print(f"  {pol}: {res.stats_line()}")
+    return 0
+
+
+def _cmd_mutants(args: argparse.Namespace) -> int:
+    from spec.checker import check
+
+    muts = mutants()
+    kills: dict[str, dict[str, int | None]] = {}
+    props: list[str] = []
+    for name, pol in muts.items():
+        res = check(pol, args.config, None, witnesses=False, coverage=False)
+        props = list(res.properties)
+        kills[name] = {n: r.trace_length for n, r in res.properties.items()}
+        print(f"  {name:32s} {res.stats_line()}", file=sys.stderr)
+    base = check("current", args.config, None, witnesses=False, coverage=False)
+    survivors = []
+    table: dict[str, dict[str, Any]] = {}
+    for n in props:
+        killed_by = {m: k[n] for m, k in kills.items() if k[n] is not None}
+        table[n] = {
+            "current": base.properties[n].trace_length,
+            "killed_by": killed_by,
+        }
+        if not killed_by:
+            survivors.append(n)
+    if args.json:
+        print(json.dumps({"mutants": muts, "properties": table, "survivors": survivors}, indent=2))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(title=f"kill table on {args.config}: the variants under which each property "
+                        "is violated (shortest trace length)")
+        t.add_column("property")
+        t.add_column("current", justify="center")
+        t.add_column("killed by (mutant: length)")
+        for n in props:
+            cur = base.properties[n].trace_length
+            killed = ", ".join(f"{m}: {v}" for m, v in table[n]["killed_by"].items())
+            t.add_row(n, "holds" if cur is None else str(cur), killed or "NOBODY")
+        Console(width=200).print(t)
+        for n in props:
+            if base.properties[n].trace_length is not None:
+                print(f"  note: {n} is violated under current too "
+                      f"({base.properties[n].trace_length} steps): see FINDINGS.md")
+        for n in survivors:
+            print(f"  SURVIVES every mutant: {n}")
+    return 1 if survivors else 0
