@@ -31,7 +31,7 @@ from typing import Any
 from model import rules
 from model.config import ConfigError, load_spec, read_toml
 from model.policy import parse_policy
-from model.runtime import successors
+from model.runtime import shift_time, successors
 from model.state import RUNNING, Spec, World
 from model.transition import Transition
 from spec import engine
@@ -128,7 +128,7 @@ def make_canonical(spec: Spec, symmetry: bool = True) -> Callable[[World], Hasha
     decisions, resumes, every ``run`` index, the reaper snapshot, and the run ids inside
     strings: labels, identities, marks). Processes and messages are multisets (sorted)."""
     if not symmetry:
-        return None
+        return shift_time if spec.horizon is None else None
     workers = list(spec.workers)
     run_classes = _sym_runs(spec)
     ids = [r.id for r in spec.runs]
@@ -152,7 +152,7 @@ def make_canonical(spec: Spec, symmetry: bool = True) -> Callable[[World], Hasha
             smap.update({ids[i]: ids[rp[i]] for i in range(n) if rp[i] != i})
             group.append((smap, rp))
     if len(group) == 1:
-        return None
+        return shift_time if spec.horizon is None else None
 
     def rename(s: str, smap: dict[str, str], cache: dict[str, str]) -> str:
         r = cache.get(s)
@@ -219,6 +219,7 @@ def make_canonical(spec: Spec, symmetry: bool = True) -> Callable[[World], Hasha
         return tuple(out)
 
     def canonical(w: World) -> Hashable:
+        w = shift_time(w)  # time symmetry: only the instants' differences matter
         return min(
             ser(w, smap, rp, c, m) for (smap, rp), c, m in zip(group, caches, memos, strict=True)
         )
