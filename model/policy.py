@@ -75,6 +75,23 @@ class Policy:
     # Recovery's fallback dead-letter (9 step 8) matches the row its own requeue left
     # (status queued) instead of an owner guard the requeue already cleared. FINDINGS.md F2.
     fallback_settles_requeued_row: bool = False
+    # -- mutants: deliberately BROKEN variants for the vacuity check (`failclosed mutants`,
+    # spec/cli.py MUTANT_SWITCHES); never a runtime stage, off in every preset. Each removes
+    # one guard so that the property it protects must be seen to fail. ------------------------
+    # T3 claim_queued and T7 claim_for_resume match any non-terminal row, not only a row in
+    # status queued / the waiting status (kills exclusive_claim).
+    mutant_claim_ignores_status: bool = False
+    # The owner guard of T4, T5 and T9 checks status = 'running' only, not claimed_by
+    # (kills owner_only_mutation).
+    mutant_owner_guard_ignores_claim: bool = False
+    # T9 requeue and T11 requeue_stale leave requeue_count as it is (kills bounded_attempts).
+    mutant_requeue_keeps_count: bool = False
+    # Queued-run recovery skips branch 2 (the retryable-class check of section 9)
+    # (kills no_retry_of_non_retryable).
+    mutant_recovery_ignores_class: bool = False
+    # T11 and T12 do not re-check the stale predicate inside the statement: they act on the
+    # reaper's SELECT snapshot (kills race_safe_staleness).
+    mutant_reaper_trusts_snapshot: bool = False
 
     def with_(self, name: str | None = None, **switches: bool) -> Policy:
         for k in switches:

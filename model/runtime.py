@@ -930,8 +930,8 @@ def _dead_letter(w: World, p: Proc, reason: str, on_miss: str = "LEASE_LOST",
 
 
 def _recovery(w: World, p: Proc) -> World:
-    if not rules.is_retryable(p.eclass):
-        return _dead_letter(w, p, "not_retryable")  # branch 2
+    if not rules.is_retryable(p.eclass) and not w.spec.policy.mutant_recovery_ignores_class:
+        return _dead_letter(w, p, "not_retryable")  # branch 2 (skipped by the mutant)
     return _put(w, replace(p, pc="recovery_read"))  # branch 3
 
 

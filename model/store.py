@@ -27,8 +27,11 @@ def _lease(w: World) -> int:
     return w.clock + w.spec.constants.LEASE_SECONDS
 
 
-def owner_guard(row: Row | None, me: str) -> bool:
-    """``status = 'running' AND claimed_by = <me>``."""
+def owner_guard(row: Row | None, me: str, w: World | None = None) -> bool:
+    """``status = 'running' AND claimed_by = <me>`` (the mutant
+    mutant_owner_guard_ignores_claim drops the second conjunct)."""
+    if w is not None and w.spec.policy.mutant_owner_guard_ignores_claim:
+        return row is not None and row.status == RUNNING
     return row is not None and row.status == RUNNING and row.claimed_by == me
 
 
@@ -61,10 +64,28 @@ def enqueue_run(w: World, i: int) -> tuple[World, bool]:
     return w.set_row(i, Row(status=QUEUED, queued_request=True)), True
 
 
+def _claimable(w: World, row: Row | None, from_status: str) -> bool:
+    """The claim guard of T3 / T7: ``status = <from_status>`` (the mutant
+    mutant_claim_ignores_status: any non-terminal status)."""
+    if row is None:
+        return False
+    if w.spec.policy.mutant_claim_ignores_status:
+        return row.status not in TERMINAL
+    return row.status == from_status
+
+
+def _claim_epoch(row: Row) -> int:
+    """Ghost: ``epoch`` counts the transitions INTO running (16.2: "at most one caller wins
+    each QUEUED->RUNNING and WAITING->RUNNING transition"). A claim that matches a row that
+    is already running (only under mutant_claim_ignores_status) wins no new transition: it
+    shares the current claim with the segment that won it."""
+    return row.epoch if row.status == RUNNING else row.epoch + 1
+
+
 # T3
 def claim_queued(w: World, i: int, worker: str) -> tuple[World, bool]:
     row = w.rows[i]
-    if row is None or row.status != QUEUED:
+    if not _claimable(w, row, QUEUED):
         return w, False
     return w.set_row(
         i,
@@ -73,7 +94,7 @@ def claim_queued(w: World, i: int, worker: str) -> tuple[World, bool]:
             status=RUNNING,
             claimed_by=worker,
             lease_expires=_lease(w),
-            epoch=row.epoch + 1,
+            epoch=_claim_epoch(row),
             attempts=row.attempts + 1,
         ),
     ), True
@@ -82,7 +103,7 @@ def claim_queued(w: World, i: int, worker: str) -> tuple[World, bool]:
 def _renewal(w: World, i: int, me: str, p: Proc | None, **writes) -> tuple[World, bool]:
     """T4 and T5 share this: owner guard, then the rows-changed rule of 4.1."""
     row = w.rows[i]
-    if not owner_guard(row, me):
+    if not owner_guard(row, me, w):
         return w, False
     new = replace(row, lease_expires=_lease(w), **writes)
     if new == row and not w.spec.policy.noop_renew_recheck:
@@ -132,7 +153,7 @@ def claim_for_resume(
     w: World, i: int, from_status: str, me: str, leased: bool
 ) -> tuple[World, bool]:
     row = w.rows[i]
-    if row is None or row.status != from_status:
+    if not _claimable(w, row, from_status):
         return w, False
     return w.set_row(
         i,
@@ -141,7 +162,7 @@ def claim_for_resume(
             status=RUNNING,
             claimed_by=me if leased else "",
             lease_expires=_lease(w) if leased else 0,
-            epoch=row.epoch + 1,
+            epoch=_claim_epoch(row),
         ),
     ), True
 
@@ -188,7 +209,7 @@ def _requeued(w: World, row: Row) -> Row:
     return replace(
         row,
         status=QUEUED,
-        requeue_count=row.requeue_count + 1,
+        requeue_count=row.requeue_count + (0 if w.spec.policy.mutant_requeue_keeps_count else 1),
         claimed_by="",
         lease_expires=0,
         pending_effect="" if w.spec.policy.clear_fence_on_requeue else row.pending_effect,
@@ -198,7 +219,7 @@ def _requeued(w: World, row: Row) -> Row:
 # T9
 def requeue(w: World, i: int, me: str, p: Proc | None = None) -> tuple[World, bool]:
     row = w.rows[i]
-    if not owner_guard(row, me):
+    if not owner_guard(row, me, w):
         return w, False
     w = _ghost_owner(w, i, p, "zombie_settle")
     return w.set_row(i, _requeued(w, row)), True
@@ -211,10 +232,18 @@ def find_stale_running(w: World, now: int, limit: int) -> tuple[tuple[int, str, 
     return tuple((i, r.pending_effect, r.queued_request, r.requeue_count) for _, i, r in rows[:limit])
 
 
+def _stale_in_statement(w: World, row: Row | None, now: int) -> bool:
+    """The guard of T11 / T12: the stale predicate re-checked inside the statement (the
+    mutant mutant_reaper_trusts_snapshot: ``WHERE id = ?`` only, acting on the SELECT)."""
+    if w.spec.policy.mutant_reaper_trusts_snapshot:
+        return row is not None
+    return stale(row, now)
+
+
 # T11
 def requeue_stale(w: World, i: int, now: int) -> tuple[World, bool]:
     row = w.rows[i]
-    if not stale(row, now):
+    if not _stale_in_statement(w, row, now):
         return w, False
     return w.set_row(i, _requeued(w, row)), True
 
@@ -222,7 +251,7 @@ def requeue_stale(w: World, i: int, now: int) -> tuple[World, bool]:
 # T12
 def dead_letter_stale(w: World, i: int, now: int, reason: str) -> tuple[World, bool]:
     row = w.rows[i]
-    if not stale(row, now):
+    if not _stale_in_statement(w, row, now):
         return w, False
     return w.set_row(
         i,

@@ -14,16 +14,35 @@ from typing import Any
 
 from model.policy import PRESET_ORDER, PRESETS, SWITCHES, Policy, parse_policy
 
-__all__ = ["MUTANTS", "mutants", "register"]
+__all__ = ["MUTANTS", "MUTANT_SWITCHES", "mutant_config", "mutants", "register"]
 
 # Counterfactual switches (REFERENCE.md 15: "one counterfactual switch is useful beside the
 # presets"), turned OFF on top of current: each is a deliberately broken variant.
 COUNTERFACTUAL_OFF = ("renew_before_persist", "terminal_guard", "audit_fail_unknown")
 
 
+# Deliberately broken variants (model/policy.py, the ``mutant_`` switches), turned ON on top
+# of current, for the properties that no switch-off kills: mutant switch -> (the property it
+# must kill, the bound it runs on). A switch-off of current only removes a mechanism of the
+# history; these remove a guard the runtime has always had (a claim's status, an owner
+# guard's claimed_by, the requeue count, recovery's class check, the reaper's re-check), so
+# each property is seen to be violable. Each runs on its own small bound in
+# spec/mutant_configs, where its violation is reachable whatever --config says (the claim
+# race needs two workers and a duplicate message, which no part of small has).
+MUTANT_CONFIG_DIR = Path(__file__).resolve().parent / "mutant_configs"
+MUTANT_SWITCHES: dict[str, tuple[str, str]] = {
+    "mutant_claim_ignores_status": ("exclusive_claim", "claim.toml"),
+    "mutant_owner_guard_ignores_claim": ("owner_only_mutation", "zombie.toml"),
+    "mutant_requeue_keeps_count": ("bounded_attempts", "zombie.toml"),
+    "mutant_recovery_ignores_class": ("no_retry_of_non_retryable", "zombie.toml"),
+    "mutant_reaper_trusts_snapshot": ("race_safe_staleness", "zombie.toml"),
+}
+
+
 def mutants() -> dict[str, str]:
     """Mutant name -> policy spec (parse_policy syntax): every switch that is on in
-    ``current`` switched off, the counterfactuals switched off, and the earlier presets."""
+    ``current`` switched off, the counterfactuals switched off, the earlier presets, and the
+    deliberately broken ``mutant_`` switches switched on."""
     cur = PRESETS["current"]
     out: dict[str, str] = {}
     for sw in SWITCHES:
@@ -34,7 +53,17 @@ def mutants() -> dict[str, str]:
     for name in PRESET_ORDER:
         if name != "adr-141":
             out[name] = name
+    for sw in MUTANT_SWITCHES:
+        out[f"+{sw}"] = f"current+{sw}"
     return out
+
+
+def mutant_config(name: str, default: str) -> str:
+    """The bound a mutant runs on: its own (MUTANT_SWITCHES) or ``default`` (--config)."""
+    sw = name.lstrip("+-")
+    if name.startswith("+") and sw in MUTANT_SWITCHES:
+        return str(MUTANT_CONFIG_DIR / MUTANT_SWITCHES[sw][1])
+    return default
 
 
 MUTANTS = mutants()
@@ -174,13 +203,14 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
     from spec.checker import check
 
     muts = mutants()
+    configs = {name: mutant_config(name, args.config) for name in muts}
     kills: dict[str, dict[str, int | None]] = {}
     props: list[str] = []
     for name, pol in muts.items():
-        res = check(pol, args.config, None, witnesses=False, coverage=False)
+        res = check(pol, configs[name], None, witnesses=False, coverage=False)
         props = list(res.properties)
         kills[name] = {n: r.trace_length for n, r in res.properties.items()}
-        print(f"  {name:32s} {res.stats_line()}", file=sys.stderr)
+        print(f"  {name:36s} {res.config:8s} {res.stats_line()}", file=sys.stderr)
     base = check("current", args.config, None, witnesses=False, coverage=False)
     survivors = []
     table: dict[str, dict[str, Any]] = {}
@@ -193,7 +223,9 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
         if not killed_by:
             survivors.append(n)
     if args.json:
-        print(json.dumps({"mutants": muts, "properties": table, "survivors": survivors}, indent=2))
+        own = {m: Path(c).stem for m, c in configs.items() if c != args.config}
+        print(json.dumps({"mutants": muts, "configs": own, "properties": table,
+                          "survivors": survivors}, indent=2))
     else:
         from rich.console import Console
         from rich.table import Table
@@ -208,6 +240,9 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
             killed = ", ".join(f"{m}: {v}" for m, v in table[n]["killed_by"].items())
             t.add_row(n, "holds" if cur is None else str(cur), killed or "NOBODY")
         Console(width=200).print(t)
+        for m, c in configs.items():
+            if c != args.config:
+                print(f"  {m} runs on its own bound {Path(c).stem} (spec/mutant_configs)")
         for n in props:
             if base.properties[n].trace_length is not None:
                 print(f"  note: {n} is violated under current too "

@@ -226,3 +226,25 @@ def test_small_exhaustive_under_every_preset():
     for pol in PRESET_ORDER:
         res = check(pol, "small", None, witnesses=False, coverage=False)
         assert res.complete
+
+
+def test_every_deliberate_mutant_kills_its_property():
+    """Each ``mutant_`` switch of model/policy.py (on top of current, on its own bound in
+    spec/mutant_configs) violates the property it was made for, which holds there under
+    current: no property of the five is vacuous. `failclosed mutants` runs the same pairs."""
+    from model.policy import PRESETS
+    from spec.cli import MUTANT_SWITCHES, MUTANTS, mutant_config
+
+    by_config: dict[str, list[str]] = {}
+    for sw, (prop, _) in MUTANT_SWITCHES.items():
+        assert not any(getattr(p, sw) for p in PRESETS.values()), sw  # off in every preset
+        assert MUTANTS[f"+{sw}"] == f"current+{sw}"
+        cfg = mutant_config(f"+{sw}", "small")
+        assert cfg != "small" and Path(cfg).exists()
+        by_config.setdefault(cfg, []).append(prop)
+        res = check(f"current+{sw}", cfg, [prop], witnesses=False, coverage=False)
+        assert not res.properties[prop].holds, (sw, prop)
+    for cfg, props in by_config.items():
+        res = check("current", cfg, props, witnesses=False, coverage=False)
+        assert all(r.holds for r in res.properties.values()), (cfg, res.properties)
+    assert mutant_config("-write_fence", "small") == "small"
