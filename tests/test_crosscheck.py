@@ -40,6 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from model.config import load_world  # noqa: E402
 from model.policy import PRESET_ORDER  # noqa: E402
+
+# every historical preset, and the proposal of docs/PROPOSALS.md
+CROSS = (*PRESET_ORDER, "proposed")
 from model.runtime import apply, enabled, fire  # noqa: E402
 from model.transition import Transition  # noqa: E402
 from spec.checker import load_config  # noqa: E402
@@ -146,13 +149,13 @@ FAST = settings(max_examples=25, stateful_step_count=60, derandomize=True, deadl
                 database=None, suppress_health_check=list(HealthCheck))
 
 
-@pytest.mark.parametrize("preset", PRESET_ORDER)
+@pytest.mark.parametrize("preset", CROSS)
 def test_hypothesis_clean_where_checker_proves(preset: str):
     run_state_machine_as_test(machine_for(preset), settings=FAST)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("preset", PRESET_ORDER)
+@pytest.mark.parametrize("preset", CROSS)
 def test_hypothesis_clean_where_checker_proves_large(preset: str):
     run_state_machine_as_test(
         machine_for(preset),
@@ -204,7 +207,7 @@ def _find_and_replay(preset: str, name: str, examples: int) -> None:
     assert len(trace) >= length
 
 
-_PAIRS = [(p, n) for p in PRESET_ORDER for n in SAFETY]
+_PAIRS = [(p, n) for p in CROSS for n in SAFETY]
 _IDS = [f"{p}:{n}" for p, n in _PAIRS]
 
 
