@@ -32,7 +32,7 @@ from model import rules
 from model.config import ConfigError, load_spec, read_toml
 from model.policy import parse_policy
 from model.runtime import shift_time, successors
-from model.state import RUNNING, Spec, World
+from model.state import Spec, World
 from model.transition import Transition
 from spec import engine
 from spec import properties as P
@@ -226,21 +226,6 @@ def make_canonical(spec: Spec, symmetry: bool = True) -> Callable[[World], Hasha
 
     canonical.group_size = len(group)  # type: ignore[attr-defined]
     return canonical
-
-
-def beyond_horizon(w: World) -> bool:
-    """The model's bound stops time here: something waits on an instant (a lease going
-    stale, a delayed message) later than ``spec.horizon``, which the clock may not reach
-    (``model.runtime._time_targets`` jumps straight to such instants)."""
-    h = w.spec.horizon
-    if h is None:
-        return False
-    now = w.clock
-    for row in w.rows:
-        if row is not None and row.status == RUNNING and row.lease_expires >= now \
-                and row.lease_expires + 1 > h:
-            return True
-    return any(m.not_before > h for m in w.messages)
 
 
 # =========================================================================================
@@ -567,10 +552,10 @@ def check(
             # bound creates. Violations away from the bound are unaffected.
             res = engine.check_liveness(
                 ex,
-                lambda w, g=lp.goal: g(w) or beyond_horizon(w),
+                lambda w, g=lp.goal: g(w) or P.at_bound(w),
                 lp.predicates(spec),
                 name=n,
-                ignore_deadlock=lambda w, ig=lp.ignore_deadlock: ig(w) or beyond_horizon(w),
+                ignore_deadlock=lp.ignore_deadlock,
                 scope="always",
             )
             r = results[n]

@@ -815,19 +815,23 @@ def fairness_predicates(spec: Spec) -> list[Callable[[Transition], bool]]:
     return [f.applies for f in fairness(spec)]
 
 
-def _waits_on_time(w: World) -> bool:
+def at_bound(w: World) -> bool:
+    """The model's bound, not the system, stops time here: something waits on an instant (a
+    lease going stale, a delayed message) later than ``spec.horizon``, which the clock may not
+    reach (``model.runtime._time_targets`` jumps straight to such instants)."""
+    h = w.spec.horizon
+    if h is None:
+        return False
     now = w.clock
     for row in w.rows:
-        if row is not None and row.status == RUNNING and row.lease_expires >= now:
+        if (
+            row is not None
+            and row.status == RUNNING
+            and row.lease_expires >= now
+            and row.lease_expires + 1 > h
+        ):
             return True
-    return any(m.not_before > now for m in w.messages)
-
-
-def at_bound(w: World) -> bool:
-    """The model's horizon, not the system, stops time: something waits on a later instant
-    and the clock has reached ``spec.horizon``."""
-    h = w.spec.horizon
-    return h is not None and w.clock >= h and _waits_on_time(w)
+    return any(m.not_before > h for m in w.messages)
 
 
 def _owned(w: World, i: int, epoch: int) -> bool:
