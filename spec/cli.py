@@ -180,7 +180,7 @@ def _render(title: str, props: list[str], cols: list[str], cell: Any) -> None:
 
 
 def _cmd_matrix(args: argparse.Namespace) -> int:
-    pols = args.policies or list(PRESET_ORDER)
+    pols = args.policies or [*PRESET_ORDER, "proposed"]  # history, then the proposal
     for p in pols:
         _validate_policy(p)
     props, table, results = run_matrix(args.config, pols)
