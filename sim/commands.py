@@ -362,7 +362,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
                 window = (float(a), float(b))
             except ValueError:
                 raise ConfigError("--window: expected START:END in seconds, e.g. 0:3600") from None
-        plots.swimlane(args.input, args.out, runs=runs or None, window=window)
+        plots.swimlane(args.input, args.out, runs=runs or None, window=window, axis=args.axis)
     else:
         plots.lease_curves(args.input, args.out)
     print(f"wrote {args.out}")
@@ -404,4 +404,7 @@ def register(subparsers: Any) -> None:
     pl.add_argument("--out", required=True, help="output file (.png or .svg)")
     pl.add_argument("--runs", help="swimlane: only these run ids (comma-separated)")
     pl.add_argument("--window", help="swimlane: START:END in simulated seconds")
+    pl.add_argument("--axis", choices=("auto", "time", "step"), default="auto",
+                    help="swimlane: x axis; step = transition order (auto: step when the "
+                         "clock moves less than one second per transition)")
     pl.set_defaults(func=_cmd_plot)

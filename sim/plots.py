@@ -75,7 +75,12 @@ STORE_NAMES = {
 
 
 def swimlane(path: str, out: str, runs: list[str] | None = None,
-             window: tuple[float, float] | None = None) -> None:
+             window: tuple[float, float] | None = None, axis: str = "auto") -> None:
+    """A lane per worker, segment, the reaper, the stores and the outside world.
+
+    ``axis``: ``time`` (simulated seconds), ``step`` (transition order: a checker
+    counterexample happens in a few seconds, and what matters is the interleaving) or
+    ``auto`` (step when the clock moves less than one second per transition)."""
     recs = load_records(path)
     if runs:
         keep = set(runs)
@@ -85,6 +90,14 @@ def swimlane(path: str, out: str, runs: list[str] | None = None,
     recs = [r for r in recs if r["name"] != "advance_time"]
     if not recs:
         raise ValueError(f"{path}: no transitions to draw (check --runs / --window)")
+    if axis not in ("auto", "time", "step"):
+        raise ValueError(f"axis: {axis!r}; use auto, time or step")
+    if axis == "auto":
+        span_t = max(r["t"] for r in recs) - min(r["t"] for r in recs)
+        axis = "step" if span_t < len(recs) else "time"
+    by_step = axis == "step"
+    if by_step:  # x = position in the trace; leases are drawn as held, without deadlines
+        recs = [dict(r, t=float(k + 1)) for k, r in enumerate(recs)]
     t_end = max(r["t"] for r in recs)
     t_start = min(r["t"] for r in recs)
 
@@ -112,6 +125,8 @@ def swimlane(path: str, out: str, runs: list[str] | None = None,
         lane, since, exp = lease.pop(rid)
         if lane not in y:
             return
+        if by_step:
+            exp = 0  # no deadlines on a step axis
         end_solid = min(t, float(exp)) if exp > 0 else t
         ax.barh(y[lane], max(end_solid - since, 0.0), left=since, height=0.5,
                 color=colour.get(rid, "grey"), alpha=0.35, edgecolor=colour.get(rid, "grey"))
@@ -189,7 +204,7 @@ def swimlane(path: str, out: str, runs: list[str] | None = None,
     ax.set_yticklabels(list(reversed(lanes)))
     span = max(t_end - t_start, 1.0)
     ax.set_xlim(t_start - 0.02 * span, t_end + 0.02 * span)
-    ax.set_xlabel("simulated time (s)")
+    ax.set_xlabel("step of the trace (transition order)" if by_step else "simulated time (s)")
     ax.set_title(f"Swimlane: {path.split('/')[-1]}" + (f" (runs {', '.join(runs)})" if runs else ""))
     ax.grid(axis="x", alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
