@@ -68,14 +68,18 @@ def _expect(value: Any, typ: type | tuple[type, ...], field: str, fix: str) -> A
     return value
 
 
-def _keys(d: dict, allowed: set[str], where: str) -> None:
+def check_keys(d: dict, allowed: set[str], where: str) -> None:
+    """An unknown key is one line naming it, with the nearest allowed key as the fix."""
     for k in d:
         if k not in allowed:
             import difflib
 
             near = difflib.get_close_matches(k, sorted(allowed), n=1)
-            hint = f"did you mean {near[0]!r}?" if near else f"allowed: {', '.join(sorted(allowed))}"
+            hint = f"did you mean {near[0]!r}?" if near else f"allowed keys: {', '.join(sorted(allowed))}"
             raise ConfigError(f"{where}{k}: unknown key; {hint}")
+
+
+
 
 
 def _nonneg(v: Any, field: str) -> int:
@@ -96,7 +100,7 @@ def load_spec(data: dict[str, Any], policy_override: str | None = None) -> tuple
     """Build the static ``Spec`` and the fault budget from a parsed TOML table."""
     from .runtime import FAULT_KINDS
 
-    _keys(data, TOP_KEYS, "")
+    check_keys(data, TOP_KEYS, "")
     pname = policy_override or data.get("policy", "current")
     _expect(pname, str, "policy", "a preset name such as \"adr-141\"")
     try:
@@ -105,7 +109,7 @@ def load_spec(data: dict[str, Any], policy_override: str | None = None) -> tuple
         raise ConfigError(f"policy: {e}") from None
     sw = data.get("switches", {})
     _expect(sw, dict, "switches", "a table of switch = true|false")
-    _keys(sw, set(SWITCHES), "switches.")
+    check_keys(sw, set(SWITCHES), "switches.")
     for k, v in sw.items():
         _expect(v, bool, f"switches.{k}", "true or false")
     if sw:
@@ -113,7 +117,7 @@ def load_spec(data: dict[str, Any], policy_override: str | None = None) -> tuple
 
     cons = data.get("constants", {})
     _expect(cons, dict, "constants", "a table")
-    _keys(cons, set(CONSTANT_NAMES), "constants.")
+    check_keys(cons, set(CONSTANT_NAMES), "constants.")
     for k, v in cons.items():
         _nonneg(v, f"constants.{k}")
     if cons.get("LEASE_SECONDS", 1) == 0:
@@ -122,7 +126,7 @@ def load_spec(data: dict[str, Any], policy_override: str | None = None) -> tuple
 
     m = data.get("model", {})
     _expect(m, dict, "model", "a table")
-    _keys(m, MODEL_KEYS, "model.")
+    check_keys(m, MODEL_KEYS, "model.")
     workers = m.get("workers", 1)
     if isinstance(workers, int) and not isinstance(workers, bool):
         if workers < 1:
@@ -161,7 +165,7 @@ def load_spec(data: dict[str, Any], policy_override: str | None = None) -> tuple
     for n, t in enumerate(raw_tools):
         where = f"tools[{n}]."
         _expect(t, dict, f"tools[{n}]", "a table")
-        _keys(t, TOOL_KEYS, where)
+        check_keys(t, TOOL_KEYS, where)
         if "name" not in t:
             raise ConfigError(f"{where}name: missing; every tool needs a name")
         eff = t.get("effect", "read_only")
@@ -190,7 +194,7 @@ def load_spec(data: dict[str, Any], policy_override: str | None = None) -> tuple
     for n, r in enumerate(raw_runs):
         where = f"runs[{n}]."
         _expect(r, dict, f"runs[{n}]", "a table")
-        _keys(r, RUN_KEYS, where)
+        check_keys(r, RUN_KEYS, where)
         rid = r.get("id", f"r{n + 1}")
         _expect(rid, str, where + "id", "a string")
         if rid in ids:
@@ -253,7 +257,7 @@ def _answer(a: Any, where: str) -> Answer:
 
 def _row(d: Any, where: str) -> Row:
     _expect(d, dict, where.rstrip("."), "a table of row fields")
-    _keys(d, ROW_KEYS, where)
+    check_keys(d, ROW_KEYS, where)
     if "status" in d and d["status"] not in STATUSES:
         raise ConfigError(f"{where}status: {d['status']!r}; use one of {', '.join(STATUSES)}")
     for k, v in d.items():

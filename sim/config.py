@@ -95,7 +95,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from model.config import ConfigError
+from model.config import ConfigError, check_keys
 from model.constants import CONSTANT_NAMES, Constants
 from model.policy import UnknownPolicy, parse_policy
 from model.state import EFFECTS, FAILURE_CLASSES
@@ -221,12 +221,7 @@ class SimConfig:
 
 
 # -- validation helpers ----------------------------------------------------------------------
-def _unknown(d: dict, allowed: set[str], where: str) -> None:
-    for k in d:
-        if k not in allowed:
-            near = difflib.get_close_matches(k, sorted(allowed), n=1)
-            hint = f"did you mean {near[0]!r}?" if near else f"allowed keys: {', '.join(sorted(allowed))}"
-            raise ConfigError(f"{where}{k}: unknown key; {hint}")
+_unknown = check_keys  # one rule for every config of the project (model/config.py)
 
 
 def _table(d: dict, key: str, where: str = "") -> dict:
