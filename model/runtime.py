@@ -298,7 +298,17 @@ def _reaper_moves(w: World) -> list[Transition]:
     r = w.reaper
     S = ("store_error",)
     if r is None:
-        return _with_faults(w, T("find_stale_running", "reaper"), ("store_error", "decode_error"))
+        orders = _stale_orders(w)
+        if len(orders) <= 1:
+            return _with_faults(w, T("find_stale_running", "reaper"), ("store_error", "decode_error"))
+        # rows of equal lease come back in no defined order (T10 orders by lease_expires only)
+        out = [T("find_stale_running", "reaper", order=",".join(o)) for o in orders]
+        for k in ("store_error", "decode_error"):
+            if _can(w, k, "find_stale_running"):
+                out.append(T("find_stale_running", "reaper", fault=k))
+        if _can(w, "crash"):
+            out.append(T("crash", "reaper"))
+        return out
     out = []
     run, pending, has_request, count = r.rows[r.idx]
     rid = w.run_id(run)
@@ -314,6 +324,28 @@ def _reaper_moves(w: World) -> list[Transition]:
     if _can(w, "crash"):
         out.append(T("crash", "reaper"))
     return out
+
+
+def _stale_orders(w: World) -> list[tuple[str, ...]]:
+    """The orders T10 may return the stale rows in: ascending ``lease_expires``, ties in any
+    order, cut at the reaper's limit. One order when there are no ties."""
+    import itertools
+
+    stale = sorted(
+        (r.lease_expires, i) for i, r in enumerate(w.rows) if store.stale(r, w.clock)
+    )
+    if not stale:
+        return [()]
+    groups = [list(g) for _, g in itertools.groupby(stale, key=lambda t: t[0])]
+    if all(len(g) == 1 for g in groups):
+        return [tuple(w.run_id(i) for _, i in stale[: w.spec.reaper_limit])]
+    orders = []
+    for combo in itertools.product(*(itertools.permutations(g) for g in groups)):
+        flat = [i for g in combo for _, i in g][: w.spec.reaper_limit]
+        o = tuple(w.run_id(i) for i in flat)
+        if o not in orders:
+            orders.append(o)
+    return orders
 
 
 def _reaper_branch(w: World, pending: str, has_request: bool, count: int) -> tuple[str, str | None]:
@@ -561,6 +593,12 @@ def _reaper(w: World, t: Transition) -> World:
         if t.fault:
             return w  # [] : the tick does nothing
         rows = store.find_stale_running(w, w.clock, spec.reaper_limit)
+        order = t.arg("order")
+        if order is not None:  # ties in lease_expires: the order this transition names
+            rows = tuple(
+                (i, r.pending_effect, r.queued_request, r.requeue_count)
+                for i, r in ((i, w.rows[i]) for i in map(spec.run_index, order.split(",")))
+            )
         if not rows:
             return w
         return replace(w, reaper=ReaperState(pc="row", now=w.clock, rows=rows))

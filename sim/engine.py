@@ -431,8 +431,11 @@ class Simulation:
         cfg["model"] = dict(cfg["model"], faults=sorted(kinds | {"pause", "slow_operation"}), provider_faults=sorted(pfaults),
                             fault_budget=len(out) + 1)
         w = load_world(cfg)
+        ids = {r["id"] for r in cfg["runs"]}
         for k, s in enumerate(out):
             t = clock_move(w, s["to"]) if s["name"] == "advance_time" else Transition.from_dict(s)
+            if t.name == "find_stale_running" and t.arg("order") is not None:
+                t = _reaper_tick_for(w, [x for x in t.arg("order").split(",") if x in ids])
             if t.fault in ("pause", "slow_operation"):
                 kinds.add(t.fault)
             out[k] = t.to_dict()
@@ -821,3 +824,14 @@ def approval_bound_tools(cfg: SimConfig, policy: str) -> list[str]:
 
 
 __all__ = ["RunRecord", "Simulation", "SimulationError", "Violation", "WAITING_FOR_APPROVAL", "stream"]
+
+
+def _reaper_tick_for(w: World, want: list[str]) -> Transition:
+    """The reaper tick, in the replayed world of a few runs, that selects the culprit runs in
+    the order the full simulation's tick did (ties in lease_expires are ordered freely)."""
+    ticks = [t for t in enabled(w, "reaper") if t.name == "find_stale_running" and t.fault is None]
+    for t in ticks:
+        order = t.arg("order")
+        if order is not None and [x for x in order.split(",") if x in want] == want:
+            return t
+    return ticks[0]
