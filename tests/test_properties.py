@@ -470,28 +470,26 @@ def approved_write(policy: str, record_fault: bool = False) -> World:
     return until(w, "resume:r1#1", "end")
 
 
-def test_shipped_writes_ran_unfenced_in_resume_segments_before_adr_141():
-    w = world("adr-134", tools=(PAGE_DRAFT,),
+def _approved_write_landed(policy: str) -> World:
+    """A synchronous run suspends for its builtin writer; the approved resume invokes it."""
+    w = world(policy, tools=(PAGE_DRAFT,),
               runs=({"id": "r1", "entry": "interactive", "decisions": ["approve"],
                      "plan": [{"tools": ["create_page_draft"]}, {"final": "completed"}]},))
     w = do(w, "start_run", "caller", run="r1")
     w = until(w, "caller:r1", "end")
     w = do(w, "approve", "caller", run="r1")
     w = until(w, "resume:r1#1", "invoke")
-    w = do(w, "invoke", "resume:r1#1")
+    return do(w, "invoke", "resume:r1#1")
+
+
+def test_shipped_writes_ran_unfenced_in_resume_segments_before_adr_141():
+    w = _approved_write_landed("adr-134")
     assert not holds("writes_only_under_fence", w)  # ADR-135: no lease, no stamp
     assert "unfenced" in explain("writes_only_under_fence", w)
 
 
 def test_every_segment_writes_under_its_stamp_at_current():
-    w = world("current", tools=(PAGE_DRAFT,),
-              runs=({"id": "r1", "entry": "interactive", "decisions": ["approve"],
-                     "plan": [{"tools": ["create_page_draft"]}, {"final": "completed"}]},))
-    w = do(w, "start_run", "caller", run="r1")
-    w = until(w, "caller:r1", "end")
-    w = do(w, "approve", "caller", run="r1")
-    w = until(w, "resume:r1#1", "invoke")
-    w = do(w, "invoke", "resume:r1#1")
+    w = _approved_write_landed("current")
     assert w.rows[0].pending_effect == "non_idempotent_write"
     assert holds("writes_only_under_fence", w)
     w = until(w, "resume:r1#1", "end")
