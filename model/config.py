@@ -61,6 +61,10 @@ class ConfigError(ValueError):
     """A malformed configuration: the message names the field and the fix."""
 
 
+class UsageError(ValueError):
+    """Bad input found after parsing (an unknown property, say): one line, exit 2."""
+
+
 def _expect(value: Any, typ: type | tuple[type, ...], field: str, fix: str) -> Any:
     ok = isinstance(value, typ) and not (typ in (int, (int,)) and isinstance(value, bool))
     if not ok:
@@ -118,10 +122,13 @@ def load_spec(data: dict[str, Any], policy_override: str | None = None) -> tuple
     cons = data.get("constants", {})
     _expect(cons, dict, "constants", "a table")
     check_keys(cons, set(CONSTANT_NAMES), "constants.")
+    lease = cons.get("LEASE_SECONDS", 1)
+    if isinstance(lease, int) and not isinstance(lease, bool) and lease < 1:
+        raise ConfigError(f"constants.LEASE_SECONDS: must be >= 1 (seconds), got {lease}")
     for k, v in cons.items():
         _nonneg(v, f"constants.{k}")
     if cons.get("LEASE_SECONDS", 1) == 0:
-        raise ConfigError("constants.LEASE_SECONDS: must be >= 1")
+        raise ConfigError("constants.LEASE_SECONDS: must be >= 1 (seconds), got 0")
     constants = Constants(**cons)
 
     m = data.get("model", {})

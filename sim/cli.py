@@ -12,14 +12,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from model.config import ConfigError
+from model.config import ConfigError, UsageError  # noqa: F401 - re-exported
 from model.policy import UnknownPolicy
 
 COMMAND_MODULES = ("model.scenario", "spec.cli", "sim.commands")
 
 
-class UsageError(ValueError):
-    """Bad input found after parsing: printed as one line, exit 2."""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -463,7 +463,7 @@ def resolve_properties(names: Sequence[str] | None) -> tuple[list[str], list[str
         else:
             import difflib
 
-            from sim.cli import UsageError
+            from model.config import UsageError
 
             near = difflib.get_close_matches(n, [*P.SAFETY, *P.LIVENESS], n=1)
             hint = f"did you mean {near[0]!r}?" if near else "see spec/properties.py"
