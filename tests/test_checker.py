@@ -248,3 +248,16 @@ def test_every_deliberate_mutant_kills_its_property():
         res = check("current", cfg, props, witnesses=False, coverage=False)
         assert all(r.holds for r in res.properties.values()), (cfg, res.properties)
     assert mutant_config("-write_fence", "small") == "small"
+
+
+def test_bad_input_is_one_line_and_exit_2_from_the_command_line():
+    """Run as a user would (a fresh interpreter, ``python -m sim.cli``): no traceback."""
+    import subprocess
+
+    for argv in (["check", "--policy", "current", "--property", "nope"],
+                 ["check", "--policy", "adr-999"]):
+        p = subprocess.run([sys.executable, "-m", "sim.cli", *argv], capture_output=True,
+                           text=True, cwd=Path(__file__).resolve().parents[1])
+        assert p.returncode == 2, p.stderr
+        assert "Traceback" not in p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1, p.stderr
