@@ -135,26 +135,6 @@ def _mark(w: World, prefix: str) -> str | None:
     return None
 
 
-def _segment_kind(seg: str) -> str:
-    """The segment kind from its label: ``sync:<run>``, ``resume:<run>#<k>``, else a queued
-    worker ``<worker>/<run>#<attempt>``."""
-    if seg.startswith("sync:"):
-        return SYNCHRONOUS
-    if seg.startswith("resume:"):
-        return RESUME
-    return WORKER
-
-
-def _worker_attempt(seg: str) -> int | None:
-    """A queued-worker segment's label carries ``Row.attempts`` as of its own T3 claim."""
-    if _segment_kind(seg) != WORKER or "#" not in seg:
-        return None
-    try:
-        return int(seg.rsplit("#", 1)[1])
-    except ValueError:
-        return None
-
-
 def _resume_decision(w: World, a_run: int, seg: str) -> str:
     """The k-th resume process of a run (label ``resume:<run>#<k>``) consumed the run's k-th
     caller decision (approve / deny / submit_input each start exactly one resume)."""

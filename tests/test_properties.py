@@ -191,15 +191,20 @@ def test_an_idempotent_write_redone_later_with_its_event_may_complete():
     assert not holds("no_unaudited_write_settles_successfully", not_idem)
 
 
-def crash_during_write(policy: str) -> World:
-    """16.8's first history: W lands, A dies before its tool boundary, the reaper acts."""
+def remote_write_landed(policy: str) -> World:
+    """A queued run's unattended remote writer W has just landed (one crash in the budget)."""
     w = world(policy, tools=(REMOTE_WRITER,),
               runs=({"id": "r1", "plan": [{"tools": ["mcp_create_record"]},
                                          {"final": "completed"}]},),
               faults=("crash",), budget=1)
     w = enqueue_and_claim(w)
     w = until(w, "w1", "invoke")
-    w = do(w, "invoke", "w1")
+    return do(w, "invoke", "w1")
+
+
+def crash_during_write(policy: str) -> World:
+    """16.8's first history: W lands, A dies before its tool boundary, the reaper acts."""
+    w = remote_write_landed(policy)
     w = do(w, "crash", "w1", run="r1")
     w = at(w, w.rows[0].lease_expires + 1)
     return reap(w)
@@ -241,13 +246,7 @@ def test_current_repeats_a_write_whose_segment_died_between_clear_and_insert():
     """A gap at current (REFERENCE 7.4): the fence is cleared BEFORE the step's event is
     stored, so a death between the two leaves a RUNNING row with no fence; the reaper
     requeues it and the non-idempotent write runs again, with no event for the first."""
-    w = world("current", tools=(REMOTE_WRITER,),
-              runs=({"id": "r1", "plan": [{"tools": ["mcp_create_record"]},
-                                         {"final": "completed"}]},),
-              faults=("crash",), budget=1)
-    w = enqueue_and_claim(w)
-    w = until(w, "w1", "invoke")
-    w = do(w, "invoke", "w1")
+    w = remote_write_landed("current")
     w = do(w, "find_run", "w1")
     w = do(w, "mark_pending_effect", "w1", effect="")  # the clear
     w = do(w, "crash", "w1", run="r1")  # before record_step
