@@ -289,9 +289,7 @@ def _enabled_for(w: World, actor: str) -> list[Transition]:
         return _reaper_moves(w) if pol.reaper and pol.queue else []
     if actor == "clock":
         return _clock_moves(w)
-    if actor in w.spec.workers:
-        return [t for t in enabled(w) if t.actor == actor]
-    return [t for t in enabled(w) if t.actor == actor]
+    return [t for t in enabled(w) if t.actor == actor]  # workers, callers, bus, operator
 
 
 def _reaper_moves(w: World) -> list[Transition]:
@@ -661,9 +659,7 @@ def _hook_installed(w: World, p: Proc) -> bool:
 
 
 def _step(w: World, p: Proc, t: Transition) -> World:
-    pc = p.pc
-    handler = _HANDLERS[pc]
-    return handler(w, p, t)
+    return _HANDLERS[p.pc](w, p, t)
 
 
 def _enter_round(w: World, p: Proc) -> World:
@@ -1030,21 +1026,17 @@ def _h_pickup_position(w: World, p: Proc, t: Transition) -> World:
 
 
 # -- resume (12.2, 12.3) ------------------------------------------------------------------
-def _refuse(w: World, p: Proc, refusal: str) -> World:
-    return _end(w, p, refusal)
-
-
 def _h_resume_read(w: World, p: Proc, t: Transition) -> World:
     row = None if t.fault else w.rows[p.run]
     want = WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL
     if row is None or row.status != want:
-        return _refuse(w, p, "NotAwaitingInput" if _input_side(p) else "NotAwaitingApproval")
+        return _end(w, p, "NotAwaitingInput" if _input_side(p) else "NotAwaitingApproval")
     return _put(w, replace(p, pc="resume_probe", turn=row.suspended_state))
 
 
 def _h_resume_probe(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
-        return _refuse(w, p, "StateUnavailable")
+        return _end(w, p, "StateUnavailable")
     return _put(w, replace(p, pc="resume_claim"))
 
 
@@ -1055,7 +1047,7 @@ def _h_resume_claim(w: World, p: Proc, t: Transition) -> World:
         frm = WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL
         w, ok = store.claim_for_resume(w, p.run, frm, p.identity, pol.lease_all_segments)
     if not ok:
-        return _refuse(w, p, "AlreadyResuming")
+        return _end(w, p, "AlreadyResuming")
     row = w.rows[p.run]
     owner = p.identity if pol.lease_all_segments else ""
     p = replace(
