@@ -489,6 +489,16 @@ def _end(w: World, p: Proc, outcome: str | None) -> World:
     return w
 
 
+def _spawn(w: World, p: Proc) -> World:
+    """Add a new process. ``procs`` is a set kept sorted by name, so two histories that
+    start the same processes in a different order reach the same world."""
+    procs = w.procs
+    k = 0
+    while k < len(procs) and procs[k].name < p.name:
+        k += 1
+    return replace(w, procs=procs[:k] + (p,) + procs[k:])
+
+
 def _put(w: World, p: Proc) -> World:
     return w.set_proc(p)
 
@@ -518,7 +528,7 @@ def _caller(w: World, t: Transition) -> World:
                 p, handle=0, owner=owner, guard=identity if pol.owner_guarded_settle_all else "",
                 epoch=1,
             )
-        w = replace(w, procs=w.procs + (p,))
+        w = _spawn(w, p)
         return _enter_round(w, p)
     if name == "enqueue_run":
         w = replace(w, started=_set_tuple(w.started, i, True))
@@ -526,7 +536,7 @@ def _caller(w: World, t: Transition) -> World:
             return w  # EnqueueFailed, no message
         w, _ = store.enqueue_run(w, i)
         p = Proc(name=f"enqueue:{rid}", kind=ENQUEUE, run=i, pc="dispatch", seg=f"enqueue:{rid}")
-        return replace(w, procs=w.procs + (p,))
+        return _spawn(w, p)
     if name == "cancel":
         w = replace(w, cancels=_set_tuple(w.cancels, i, w.cancels[i] + 1))
         if t.fault:
@@ -548,7 +558,7 @@ def _caller(w: World, t: Transition) -> World:
             observer=r.observer, decision=decision,
             seen_turn=row.suspended_state if row is not None else -1,
         )
-        return replace(w, procs=w.procs + (p,))
+        return _spawn(w, p)
     raise AssertionError(t)  # pragma: no cover
 
 
@@ -577,7 +587,7 @@ def _run_queued(w: World, t: Transition) -> World:
         guard=identity if pol.owner_guarded_settle_workers else "",
         hook=pol.retry, cap=_cap(w, i),
     )
-    return replace(w, procs=w.procs + (p,))
+    return _spawn(w, p)
 
 
 # -- reaper (section 10) ------------------------------------------------------------------

@@ -50,6 +50,36 @@ RESUME = "resume"
 ENQUEUE = "enqueue"
 
 
+# -- cached hashing ------------------------------------------------------------------------
+class _Hashed:
+    """Base of the dynamic values: one extra slot that caches the value's hash. The values
+    are immutable and shared between successive worlds, so a world's hash re-reads the
+    cached hashes of its unchanged rows, events and processes instead of walking them (the
+    checker hashes every world it meets). Not a dataclass field: equality, ``fields()`` and
+    serialisation do not see it."""
+
+    __slots__ = ("_h",)
+
+
+def _cache_hash(cls: type) -> type:
+    from dataclasses import fields as _fields
+
+    names = [f.name for f in _fields(cls) if f.hash is not False and (f.hash or f.compare)]
+    src = (
+        "def __hash__(self):\n"
+        "    try:\n"
+        "        return self._h\n"
+        "    except AttributeError:\n"
+        f"        h = hash(({''.join(f'self.{k}, ' for k in names)}))\n"
+        "        _set(self, '_h', h)\n"
+        "        return h\n"
+    )
+    ns: dict = {"_set": object.__setattr__}
+    exec(src, ns)  # noqa: S102 - generated from the dataclass's own field names
+    cls.__hash__ = ns["__hash__"]
+    return cls
+
+
 # -- static configuration -----------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Tool:
@@ -127,8 +157,9 @@ class Spec:
 
 
 # -- dynamic state ------------------------------------------------------------------------
+@_cache_hash
 @dataclass(frozen=True, slots=True)
-class Row:
+class Row(_Hashed):
     """The run row (REFERENCE.md 3.1). ``epoch`` and ``attempts`` are ghost fields: they
     count successful claims and executions of the stored request for the spec; no guard
     reads them."""
@@ -146,8 +177,9 @@ class Row:
     attempts: int = 0  # ghost: executions of the stored request (T3)
 
 
+@_cache_hash
 @dataclass(frozen=True, slots=True)
-class Event:
+class Event(_Hashed):
     """A stored audit event (REFERENCE.md 3.2). ``pid`` is the writing segment (ghost)."""
 
     run: int
@@ -159,8 +191,9 @@ class Event:
     seg: str  # ghost: the segment that wrote it
 
 
+@_cache_hash
 @dataclass(frozen=True, slots=True)
-class Application:
+class Application(_Hashed):
     """An effect that landed in the outside world: the LEDGER (neither store sees it)."""
 
     run: int
@@ -173,14 +206,16 @@ class Application:
     attempt: int = 0  # ghost: Row.attempts when it landed
 
 
+@_cache_hash
 @dataclass(frozen=True, slots=True)
-class Message:
+class Message(_Hashed):
     run: int
     not_before: int
 
 
+@_cache_hash
 @dataclass(frozen=True, slots=True)
-class Proc:
+class Proc(_Hashed):
     """A process with a program counter: an enqueue caller, or a segment (queued worker,
     synchronous, resume) from pick-up or entry to its outcome."""
 
@@ -215,22 +250,24 @@ class Proc:
     stamped: bool = False  # ghost: this call's T5 stamp matched (the write starts fenced)
 
 
+@_cache_hash
 @dataclass(frozen=True, slots=True)
-class ReaperState:
+class ReaperState(_Hashed):
     pc: str  # "dispatch" | "max_sequence" | "settle" | "row"
     now: int  # read once per tick
     rows: tuple[tuple[int, str, bool, int], ...]  # snapshot: (run, pending_effect, queued_request, requeue_count)
     idx: int = 0
 
 
+@_cache_hash
 @dataclass(frozen=True, slots=True)
-class World:
+class World(_Hashed):
     clock: int
     rows: tuple[Row | None, ...]
     events: tuple[Event, ...] = ()
     ledger: tuple[Application, ...] = ()
     messages: tuple[Message, ...] = ()  # a sorted multiset
-    procs: tuple[Proc, ...] = ()
+    procs: tuple[Proc, ...] = ()  # a set, sorted by name (runtime._spawn)
     reaper: ReaperState | None = None
     outcomes: tuple[tuple[str, int, str, str], ...] = ()  # (segment, run, kind, OUTCOME)
     started: tuple[bool, ...] = ()  # per run: the caller has started or enqueued it

@@ -122,8 +122,11 @@ def make_canonical(spec: Spec, symmetry: bool = True) -> Callable[[World], Hasha
     Key = min over the permutations of a serialised form of the world. A permutation renames
     the workers (Proc.name/worker/identity/seg/owner/guard, Row.claimed_by, Event.seg,
     Application.seg, outcomes) and moves runs with identical RunSpec (rows, started, cancels,
-    decisions, resumes, every ``run`` index, the reaper snapshot, and the run ids inside
-    strings: labels, identities, marks). Processes and messages are multisets (sorted)."""
+    decisions, resumes, every ``run`` index (dataclass fields, the reaper snapshot and the
+    outcome tuples), and the run ids inside strings: labels, identities, marks). Processes
+    and messages are multisets (sorted). tests/test_checker.py checks on
+    ``medium-symmetric`` that the reduced search stores exactly one world per orbit of the
+    plain search's worlds."""
     if not symmetry:
         return shift_time if spec.horizon is None else None
     workers = list(spec.workers)
@@ -211,6 +214,8 @@ def make_canonical(spec: Spec, symmetry: bool = True) -> Callable[[World], Hasha
                 out.append(tuple(sorted(val(x) for x in getattr(w, f))))
             elif f == "reaper":
                 out.append(reaper)
+            elif f == "outcomes":  # (segment, run, kind, OUTCOME): a run index inside
+                out.append(tuple((val(s), rp[r], k, o) for s, r, k, o in w.outcomes))
             else:
                 out.append(val(getattr(w, f)))
         return tuple(out)
@@ -234,6 +239,7 @@ class Witness:
     holds: Callable[[World], bool]
     applies: Callable[[Any], bool]  # policy -> must this be reachable under it?
     statement: str
+    reads: tuple[str, ...]  # the World fields ``holds`` reads (spec.engine.explore)
 
 
 def _slow_tool_outlives_lease(w: World) -> bool:
@@ -325,24 +331,24 @@ WITNESSES: dict[str, Witness] = {
     for x in (
         Witness("a slow tool outlives its lease and its segment then reaches its boundary",
                 _slow_tool_outlives_lease, lambda p: p.reaper and p.queue,
-                "∃a∈L: outcome(a.seg)=LEASE_LOST ∧ the reaper moved row(a.run)"),
+                "∃a∈L: outcome(a.seg)=LEASE_LOST ∧ the reaper moved row(a.run)", ("ledger", "outcomes", "rows")),
         Witness("the audit store fails during a write step", _audit_fails_in_write_step,
-                lambda p: True, "a write's tool event is not stored and the runtime notices"),
+                lambda p: True, "a write's tool event is not stored and the runtime notices", ("procs", "rows", "ledger", "events", "outcomes")),
         Witness("the retry budget runs out", _retry_budget_runs_out,
                 lambda p: p.retry or p.reaper,
-                "∃r: reason=retries_exhausted ∧ requeue_count ≥ MAX_REQUEUES"),
+                "∃r: reason=retries_exhausted ∧ requeue_count ≥ MAX_REQUEUES", ("rows",)),
         Witness("a duplicate wake-up reaches a worker", _duplicate_wakeup, lambda p: p.queue,
-                "a free worker can take a message for a claimed, no longer queued run"),
+                "a free worker can take a message for a claimed, no longer queued run", ("messages", "procs", "rows", "clock")),
         Witness("a run is reaped", _reaped, lambda p: p.reaper and p.queue,
-                "T12 dead-lettered a row, or T11 requeued one"),
+                "T12 dead-lettered a row, or T11 requeued one", ("rows", "procs")),
         Witness("a resume is refused", _resume_refused, lambda p: True,
-                "some resume ended with a refusal"),
+                "some resume ended with a refusal", ("outcomes",)),
         Witness("an approved write lands in a resume segment", _write_in_resume,
-                lambda p: True, "∃a∈L: a.seg is a resume segment"),
+                lambda p: True, "∃a∈L: a.seg is a resume segment", ("ledger",)),
         Witness("a cancel stops a running segment at its probe", _cancel_stops_segment,
-                lambda p: p.cancel_probe, "some segment ended CANCELLED"),
+                lambda p: p.cancel_probe, "some segment ended CANCELLED", ("outcomes",)),
         Witness("a run resumes after input", _resumed_after_input, lambda p: p.input_suspend,
-                "an input event is stored"),
+                "an input event is stored", ("events",)),
     )
 }
 
@@ -524,6 +530,8 @@ def check(
             keep_graph=bool(live),
             measure_reduction=measure_reduction and canon is not None,
             max_states=max_states,
+            reads={n: P.SAFETY[n].reads for n in safety if P.SAFETY[n].reads}
+            | {k: WITNESSES[k].reads for k in wit},
         )
         part_stats.append(PartStats(part.name, ex.stats, ex.reduction_factor,
                                     getattr(canon, "group_size", 1)))

@@ -22,6 +22,7 @@ re-walking ``successors`` from a concrete initial world (see :meth:`Exploration.
 
 from __future__ import annotations
 
+import operator
 import resource
 import sys
 import time
@@ -303,6 +304,7 @@ def explore(
     max_states: int | None = None,
     keep_graph: bool = False,
     measure_reduction: bool = False,
+    reads: Mapping[str, Sequence[str]] = _EMPTY,
 ) -> Exploration[W]:
     """Breadth-first exploration of every state reachable from ``initial``.
 
@@ -319,6 +321,13 @@ def explore(
     * ``keep_graph``: record every edge (needed by :func:`check_liveness`).
     * ``measure_reduction``: hash every concrete world seen into a set to report
       ``reduction_factor`` (costs memory and time; off by default).
+    * ``reads``: invariant or witness name -> the attributes of a world its predicate reads
+      (it must be a function of those and of nothing that differs between worlds). A new
+      state whose attributes are the very objects (``is``) of its BFS parent's is not checked
+      again: while the parent is expanded, every predicate still active held at the parent
+      (an invariant) or failed there (a witness), since a state of depth d that violates or
+      reaches one drops it from every layer from d on. Successors share the unchanged parts
+      of their parent, so this skips most checks of a property the transition cannot affect.
 
     **Fewest-switch tie-break (exact).** A switch is a pair of consecutive transitions with
     different ``actor``. During BFS each state keeps its minimum switch count ``k`` over all
@@ -385,6 +394,16 @@ def explore(
 
     inv_items = list(invariants.items())
     wit_items = list(witnesses.items())
+    read_fields = sorted({f for nm, fs in reads.items() for f in fs
+                          if nm in invariants or nm in witnesses})
+    read_bit = {f: 1 << k for k, f in enumerate(read_fields)}
+    # name -> mask of the fields it reads (0: not declared, always checked)
+    read_mask = {nm: sum(read_bit[f] for f in set(fs)) for nm, fs in reads.items()
+                 if nm in invariants or nm in witnesses}
+    read_get = operator.attrgetter(*read_fields) if len(read_fields) > 1 else (
+        (lambda w, g=operator.attrgetter(read_fields[0]): (g(w),)) if read_fields else None
+    )
+    read_bits = [read_bit[f] for f in read_fields]
     inv_hits: dict[str, list[int]] = {}
     wit_hits: dict[str, list[int]] = {}
     stop_depth: int | None = None
@@ -422,8 +441,9 @@ def explore(
     cur_d = -1
     d1 = 0
     next_start = n
-    inv_active: list[tuple[str, Callable[[W], bool]]] = []
-    wit_active: list[tuple[str, Callable[[W], bool]]] = []
+    inv_active: list[tuple[str, Callable[[W], bool], int]] = []
+    wit_active: list[tuple[str, Callable[[W], bool], int]] = []
+    use_reads = False
     halted = False
     stopped = False
     tr_get = tr_index.get
@@ -447,9 +467,13 @@ def explore(
             cur_d = d
             d1 = d + 1
             next_start = n
-            inv_active = [(nm, p) for nm, p in inv_items if nm not in inv_hits]
-            wit_active = [(nm, p) for nm, p in wit_items if nm not in wit_hits]
+            inv_active = [(nm, p, read_mask.get(nm, 0)) for nm, p in inv_items
+                          if nm not in inv_hits]
+            wit_active = [(nm, p, read_mask.get(nm, 0)) for nm, p in wit_items
+                          if nm not in wit_hits]
+            use_reads = any(x[2] for x in inv_active) or any(x[2] for x in wit_active)
         w = worlds[i]
+        parts = read_get(w) if use_reads else ()
         k = sw[i]
         m = amask[i]
         any_succ = False
@@ -478,8 +502,16 @@ def explore(
                 in_tr_append(tid)
                 amask_append(b)
                 taken[tid] += 1
+                changed = -1
+                if use_reads:
+                    changed = 0
+                    for bit, x, y in zip(read_bits, read_get(w2), parts, strict=True):
+                        if x is not y:
+                            changed |= bit
                 if inv_active:
-                    for name, pred in inv_active:
+                    for name, pred, rm in inv_active:
+                        if rm and not rm & changed:
+                            continue  # reads nothing the transition changed: held at parent
                         if not pred(w2):
                             hits = inv_hits.get(name)
                             if hits is None:
@@ -489,7 +521,9 @@ def explore(
                             else:
                                 hits.append(j)
                 if wit_active:
-                    for name, pred in wit_active:
+                    for name, pred, rm in wit_active:
+                        if rm and not rm & changed:
+                            continue
                         if pred(w2):
                             hits = wit_hits.get(name)
                             if hits is None:

@@ -66,6 +66,9 @@ class Property:
     check: Callable[[World], bool]
     statement: str  # the formal statement, one line
     source: str  # decision records / REFERENCE.md section
+    # the World fields ``check`` reads (None: all of them); the checker skips a successor
+    # that shares these objects with its parent (spec.engine.explore, ``reads``)
+    reads: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -610,8 +613,13 @@ def no_resurrection_by_suspend(w: World) -> bool:
 # =========================================================================================
 # registry
 # =========================================================================================
-def _p(check: Callable[[World], bool], statement: str, source: str) -> Property:
-    return Property(check.__name__, check, statement, source)
+def _p(check: Callable[[World], bool], statement: str, source: str,
+       reads: tuple[str, ...] | None) -> Property:
+    return Property(check.__name__, check, statement, source, reads)
+
+
+_AUDIT = ("ledger", "events", "procs")  # what _audited(w) reads, with the ledger
+_MARKS = ("marks",)
 
 
 SAFETY: dict[str, Property] = {
@@ -621,91 +629,109 @@ SAFETY: dict[str, Property] = {
             no_unaudited_write_settles_successfully,
             "□ ∀a∈L: status(a.run)=completed ⇒ aud(a) ∨ (idem(a) ∧ ∃b>a: call(b)=call(a) ∧ aud(b))",
             "ADR-111; REFERENCE 16.10",
+            _AUDIT + ("rows",),
         ),
         _p(
             no_write_applied_twice_without_audit,
             "□ ∀c non-idempotent: |L_c| ≥ 2 ⇒ ∀a∈L_c: aud(a)",
             "ADR-111, ADR-112; REFERENCE 16.8, 16.10",
+            _AUDIT,
         ),
         _p(
             non_idempotent_write_at_most_once,
             "□ ∀c non-idempotent: |L_c| ≤ 1",
             "not claimed (ADR-104, ADR-112, ADR-141: not exactly-once); REFERENCE 16.8 limits",
+            ("ledger",),
         ),
         _p(
             no_success_over_unrecorded_write,
             "□ ∀a∈L: ¬aud(a) ⇒ ¬continued(a.seg, a) ∧ outcome(a.seg) ∉ SUCCESS",
             "ADR-111; REFERENCE 16.10",
+            _AUDIT + ("outcomes",),
         ),
         _p(
             terminal_is_absorbing,
             "□ ∀r: terminal_overwritten:r ∉ marks ∧ resurrection:r ∉ marks",
             "ADR-092, ADR-101; REFERENCE 16.1",
+            _MARKS,
         ),
         _p(
             exclusive_claim,
             "□ ∀p≠q live segments: p.epoch>0 ⇒ (p.run,p.epoch) ≠ (q.run,q.epoch)",
             "ADR-084, ADR-102; REFERENCE 16.2",
+            ("procs",),
         ),
         _p(
             owner_only_mutation,
             "□ ∀r: foreign_owner_mutation:r ∉ marks",
             "ADR-102, ADR-104, 3c1f5699, ADR-141; REFERENCE 16.3",
+            _MARKS,
         ),
         _p(
             no_zombie_append,
             "□ ∀r: zombie_append:r ∉ marks",
             "ADR-104 (renew before persist); REFERENCE 16.4",
+            _MARKS,
         ),
         _p(
             no_zombie_settle,
             "□ ∀r: zombie_settle:r ∉ marks",
             "commit 3c1f5699, ADR-141; REFERENCE 16.5",
+            _MARKS,
         ),
         _p(
             stream_order,
             "□ ∀r: seq strictly increasing in insert order ∧ no segment appends after a later one",
             "ADR-101, ADR-104; REFERENCE 16.17",
+            ("events",),
         ),
         _p(
             bounded_attempts,
             "□ ∀r: attempts(r) ≤ MAX_REQUEUES + 1",
             "ADR-104; REFERENCE 16.6",
+            ("rows",),
         ),
         _p(
             no_retry_of_non_retryable,
             "□ ∀r: retry_of_non_retryable:r ∉ marks",
             "ADR-095, ADR-104, ADR-111; REFERENCE 16.7",
+            _MARKS,
         ),
         _p(
             interrupted_non_idempotent_write_not_repeated,
             "□ ∀a∈L: nonidem(a) ∧ ¬aud(a) ⇒ ∄b>a: call(b)=call(a) ∧ attempts(a.run)=att(a.seg)",
             "ADR-112, ADR-141 (ADR-111); REFERENCE 16.8",
+            _AUDIT + ("rows",),
         ),
         _p(
             writes_only_under_fence,
             "□ ∀a∈L: row(a.run)≠⊥ ∧ (holds(seg(a)) at a's boundary ⇒ leased ∧ pending=a.effect)",
             "ADR-112, ADR-141; REFERENCE 16.9",
+            ("ledger", "rows"),
         ),
         _p(
             no_write_without_recorded_approval,
             "□ ∀a∈L: approve-resume(a.seg) ∧ a.turn=approved ⇒ ∃e: e.kind=approval ∧ e.seg=a.seg",
             "ADR-132; REFERENCE 16.11",
+            ("ledger", "events"),
         ),
         _p(
             race_safe_staleness,
             "□ reaper.pc=row ∧ ¬stale(row_r, reaper.now) ⇒ T11, T12 leave row_r unchanged",
             "ADR-104; REFERENCE 16.14",
+            None  # looks ahead through runtime.fire,
         ),
         _p(
             cooperative_cancel,
             "□ (reason=cancelled ⇒ status=cancelled) ∧ T5 on cancelled rows fails ∧ past_cancel∉marks",
             "ADR-092, ADR-103; REFERENCE 16.15",
+            None  # looks ahead through runtime.fire,
         ),
         _p(
             no_resurrection_by_suspend,
             "□ ∀r: resurrection:r ∉ marks",
             "ADR-101; REFERENCE 16.16",
+            _MARKS,
         ),
     )
 }
