@@ -154,80 +154,109 @@ def make_canonical(spec: Spec, symmetry: bool = True) -> Callable[[World], Hasha
     if len(group) == 1:
         return shift_time if spec.horizon is None else None
 
-    def rename(s: str, smap: dict[str, str], cache: dict[str, str]) -> str:
-        r = cache.get(s)
-        if r is None:
-            r = "".join(smap.get(t, t) for t in _TOKEN.findall(s)) if s else s
-            cache[s] = r
-        return r
-
-    caches = [dict() for _ in group]
-    # per permutation: serialised form of each row / event / proc... (frozen, hashable and
-    # shared between successive worlds, so most lookups hit)
-    memos: list[dict[Any, tuple]] = [dict() for _ in group]
     world_fields = tuple(f.name for f in fields(World) if f.name != "spec")
-
     field_names: dict[type, tuple[str, ...]] = {}
-
-    def ser(w: World, smap: dict[str, str], rp: list[int], cache: dict[str, str],
-            memo: dict[Any, tuple]) -> tuple:
-        # Generic over the dataclasses of model.state (new ghost fields are picked up): every
-        # string is renamed token-wise, every field called ``run`` is a run index.
-        def val(v: Any) -> Any:
-            if hasattr(v, "__dataclass_fields__"):  # rows, events, procs...: shared, memoised
-                r = memo.get(v)
-                if r is None:
-                    r = memo[v] = dval(v)
-                return r
-            if isinstance(v, str):
-                return rename(v, smap, cache) if v else v
-            if isinstance(v, tuple):
-                return tuple(val(x) for x in v)
-            if isinstance(v, (frozenset, set)):
-                return tuple(sorted(val(x) for x in v))
-            return v
-
-        def dval(v: Any) -> tuple:
-            names = field_names.get(type(v))
-            if names is None:
-                names = field_names[type(v)] = tuple(f.name for f in fields(v))
-            return tuple(
-                rp[getattr(v, f)] if f == "run" else val(getattr(v, f)) for f in names
-            )
-
-        inv = [0] * n
-        for i, j in enumerate(rp):
-            inv[j] = i
-
-        def per_run(t: tuple) -> tuple:
-            return tuple(val(t[inv[j]]) if t[inv[j]] is not None else () for j in range(n))
-
-        r = w.reaper
-        reaper = () if r is None else (
-            r.pc, r.now, tuple((rp[x[0]],) + tuple(val(x[1:])) for x in r.rows), r.idx
-        )
-        out = []
-        for f in world_fields:
-            if f in ("rows", "started", "cancels", "decisions", "resumes"):
-                out.append(per_run(getattr(w, f)))
-            elif f in ("messages", "procs"):
-                out.append(tuple(sorted(val(x) for x in getattr(w, f))))
-            elif f == "reaper":
-                out.append(reaper)
-            elif f == "outcomes":  # (segment, run, kind, OUTCOME): a run index inside
-                out.append(tuple((val(s), rp[r], k, o) for s, r, k, o in w.outcomes))
-            else:
-                out.append(val(getattr(w, f)))
-        return tuple(out)
+    sers = [_serialiser(smap, rp, n, world_fields, field_names) for smap, rp in group]
 
     def canonical(w: World) -> Hashable:
         w = shift_time(w)  # time symmetry: only the instants' differences matter
-        return min(
-            ser(w, smap, rp, c, m) for (smap, rp), c, m in zip(group, caches, memos, strict=True)
-        )
+        return min(ser(w) for ser in sers)
 
     canonical.group_size = len(group)  # type: ignore[attr-defined]
     return canonical
+
+
+class _Key:
+    """A serialised world with its hash computed once from its fields' memoised hashes (the
+    serialisation is a deep tuple: hashing it afresh at every index look-up would walk it)."""
+
+    __slots__ = ("t", "h")
+
+    def __init__(self, t: tuple, h: int) -> None:
+        self.t = t
+        self.h = h
+
+    def __hash__(self) -> int:
+        return self.h
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Key) and self.h == other.h and self.t == other.t
+
+    def __lt__(self, other: _Key) -> bool:
+        return self.t < other.t
+
+
+_PER_RUN = frozenset({"rows", "started", "cancels", "decisions", "resumes"})
+
+
+def _serialiser(smap: dict[str, str], rp: list[int], n: int, world_fields: tuple[str, ...],
+                field_names: dict[type, tuple[str, ...]]) -> Callable[[World], _Key]:
+    """The serialisation of a world under one permutation (``smap`` renames worker names and
+    run ids inside strings, ``rp`` moves run indices). Generic over the dataclasses of
+    model.state (new ghost fields are picked up): every string is renamed token-wise, every
+    field called ``run`` is a run index. Each world field's serialisation is memoised on the
+    field's value: successive worlds share most of their fields, so most look-ups hit."""
+    cache: dict[str, str] = {}
+    memo: dict[Any, tuple] = {}  # row / event / proc ... -> its serialisation
+    fmemo: dict[str, dict[Any, tuple[Any, int]]] = {f: {} for f in world_fields}
+    inv = [0] * n
+    for i, j in enumerate(rp):
+        inv[j] = i
+
+    def rename(s: str) -> str:
+        r = cache.get(s)
+        if r is None:
+            r = cache[s] = "".join(smap.get(t, t) for t in _TOKEN.findall(s))
+        return r
+
+    def val(v: Any) -> Any:
+        if hasattr(v, "__dataclass_fields__"):  # rows, events, procs...: shared, memoised
+            r = memo.get(v)
+            if r is None:
+                r = memo[v] = dval(v)
+            return r
+        if isinstance(v, str):
+            return rename(v) if v else v
+        if isinstance(v, tuple):
+            return tuple(val(x) for x in v)
+        if isinstance(v, (frozenset, set)):
+            return tuple(sorted(val(x) for x in v))
+        return v
+
+    def dval(v: Any) -> tuple:
+        names = field_names.get(type(v))
+        if names is None:
+            names = field_names[type(v)] = tuple(f.name for f in fields(v))
+        return tuple(rp[getattr(v, f)] if f == "run" else val(getattr(v, f)) for f in names)
+
+    def field(f: str, v: Any) -> Any:
+        if f in _PER_RUN:
+            return tuple(val(v[inv[j]]) if v[inv[j]] is not None else () for j in range(n))
+        if f in ("messages", "procs"):
+            return tuple(sorted(val(x) for x in v))
+        if f == "reaper":
+            return () if v is None else (
+                v.pc, v.now, tuple((rp[x[0]],) + tuple(val(x[1:])) for x in v.rows), v.idx
+            )
+        if f == "outcomes":  # (segment, run, kind, OUTCOME): a run index inside
+            return tuple((val(s), rp[r], k, o) for s, r, k, o in v)
+        return val(v)
+
+    def ser(w: World) -> _Key:
+        out = []
+        hs = []
+        for f in world_fields:
+            v = getattr(w, f)
+            m = fmemo[f]
+            r = m.get(v)
+            if r is None:
+                x = field(f, v)
+                r = m[v] = (x, hash(x))
+            out.append(r[0])
+            hs.append(r[1])
+        return _Key(tuple(out), hash(tuple(hs)))
+
+    return ser
 
 
 # =========================================================================================
