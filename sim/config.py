@@ -90,9 +90,9 @@ here): every dispatch puts a message on the bus, delivered to a free worker afte
 runtime's own default): ``dispatch`` runs the handler inline in the dispatching process,
 ignoring any delay: the enqueue caller runs the whole run before enqueue returns (and is
 exposed to ``crashes.web_rate_per_hour`` while it does), recovery runs its retry nested in
-the worker's segment, and the reaper runs a reclaimed run before its next row. Workers then
-only ever run what is nested in their own segments; the bus's delivery delay and duplicates
-do not apply, ``bus.dispatch_failure_probability`` and ``bus.dispatch_latency`` still do.
+the failing segment's process, and the reaper runs a reclaimed run before its next row. No
+message is ever sent, so the workers stay idle and the bus's delivery delay and duplicates
+do not apply; ``bus.dispatch_failure_probability`` and ``bus.dispatch_latency`` still do.
 """
 
 from __future__ import annotations
