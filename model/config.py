@@ -17,6 +17,8 @@ add ``[[steps]]``). Every key is validated: a typo, a wrong type or a negative l
     fault_ops = ["renew_lease"]        # statements a store_error may hit (default: all)
     reaper_limit = 50
     horizon = 5000                     # the clock never moves past it
+    transport = "async"                # async (default here) | sync (the runtime's default:
+                                       # dispatch runs the handler nested, REFERENCE.md 6.3)
     [[tools]]
     name = "create_page_draft"
     effect = "non_idempotent_write"    # read_only | idempotent_write | non_idempotent_write
@@ -48,6 +50,7 @@ from .state import (
     EFFECTS,
     FAILURE_CLASSES,
     STATUSES,
+    TRANSPORTS,
     Answer,
     Row,
     RunSpec,
@@ -94,7 +97,8 @@ def _nonneg(v: Any, field: str) -> int:
 
 
 TOP_KEYS = {"policy", "switches", "constants", "model", "tools", "runs", "steps", "description", "expect"}
-MODEL_KEYS = {"workers", "faults", "fault_budget", "provider_faults", "fault_ops", "reaper_limit", "horizon"}
+MODEL_KEYS = {"workers", "faults", "fault_budget", "provider_faults", "fault_ops", "reaper_limit", "horizon",
+              "transport"}
 TOOL_KEYS = {"name", "effect", "remote", "approval", "server_flag", "needs_input", "removable"}
 RUN_KEYS = {"id", "entry", "plan", "cap", "observer", "cancels", "decisions", "row"}
 ROW_KEYS = {f.name for f in fields(Row)}
@@ -142,6 +146,8 @@ def load_spec(data: dict[str, Any], policy_override: str | None = None) -> tuple
     else:
         _expect(workers, list, "model.workers", "a count or a list of names")
         workers = tuple(_expect(x, str, "model.workers[]", "a name") for x in workers)
+    if "reaper" in workers:
+        raise ConfigError("model.workers: 'reaper' names the reaper's process; give the worker another name")
     faults = m.get("faults", [])
     _expect(faults, list, "model.faults", f"a list of {', '.join(FAULT_KINDS)}")
     for f in faults:
@@ -165,6 +171,9 @@ def load_spec(data: dict[str, Any], policy_override: str | None = None) -> tuple
     horizon = m.get("horizon")
     if horizon is not None:
         _nonneg(horizon, "model.horizon")
+    transport = m.get("transport", "async")
+    if transport not in TRANSPORTS:
+        raise ConfigError(f"model.transport: {transport!r} is not a transport; use \"async\" or \"sync\"")
 
     tools = []
     raw_tools = data.get("tools", [])
@@ -234,7 +243,7 @@ def load_spec(data: dict[str, Any], policy_override: str | None = None) -> tuple
         policy=policy, constants=constants, tools=tuple(tools), runs=tuple(runs), workers=workers,
         faults=frozenset(faults), provider_faults=tuple(pf),
         fault_ops=frozenset(fault_ops) if fault_ops is not None else None,
-        reaper_limit=limit, horizon=horizon,
+        reaper_limit=limit, horizon=horizon, transport=transport,
     )
     return spec, budget
 

@@ -35,8 +35,8 @@ TRANSITIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "record_approval": ("4.2, 12.2 step 9", ("audit_insert_fails",)),
     "record_input": ("4.2, 12.3", ("audit_insert_fails",)),
     # segment steps (7.1-7.4) and the bus (6)
-    "run_queued": ("6.2 step 1", ("store_error",)),
-    "dispatch": ("6.1 step 4, 9 step 7, 10 branch 5", ("dispatch_fails",)),
+    "run_queued": ("6.2 step 1 (async: a delivery; sync: nested in dispatch)", ("store_error",)),
+    "dispatch": ("6.1 step 4, 9 step 7, 10 branch 5; 6.3 sync: the handler runs nested", ("dispatch_fails",)),
     "on_step": ("7.2 step 1", ("observer_error",)),
     "provider_call": ("7.1 step 3", ("provider_error",)),
     "invoke": ("7.1 step 8.2", ("tool_error",)),

@@ -9,6 +9,13 @@ mark_pending_effect (stamp); then invoke; the provider call). Local computation 
 ladder's arm choice, the approval scan, classify, the reaper's branch choice on its
 snapshot) is folded into the transition that precedes it.
 
+The message transport (REFERENCE.md 6.3) is ``Spec.transport``. Async: ``dispatch`` adds a
+message that a free worker's ``run_queued`` takes later. Sync: ``dispatch`` starts the
+handler inside the dispatching process instead (``_dispatch_queued``): the process's next
+transition is ``run_queued`` (pick-up step 1) and its frame waits in ``Proc.outer`` (or the
+reaper at pc ``nested``) until the nested pick-up or segment ends (``_end``), then goes on
+from the step after its dispatch. A ``crash`` kills every frame of the process (``_die``).
+
 A slow operation is time passing (``advance_time``) while a segment waits at ``invoke`` or
 ``provider_call``; a tool's effect lands when ``invoke`` fires, so a ``crash`` before it
 models death before the effect landed and a ``crash`` after it death after it landed.
@@ -37,6 +44,7 @@ from .state import (
     QUEUED,
     RESUME,
     RUNNING,
+    SYNC,
     SYNCHRONOUS,
     WAITING_FOR_APPROVAL,
     WAITING_FOR_INPUT,
@@ -109,6 +117,8 @@ def _proc_moves(w: World, p: Proc) -> list[Transition]:
     a = p.name
     pc = p.pc
     S = ("store_error",)
+    if pc == "run_queued":  # sync: pick-up step 1 nested in the dispatching process
+        return _with_faults(w, T("run_queued", a, run=rid), S)
     if pc == "claim_queued":
         return _with_faults(w, T("claim_queued", a, run=rid), S)
     if pc in ("pickup_position", "resume_position"):
@@ -307,6 +317,8 @@ def _reaper_moves(w: World) -> list[Transition]:
         if _can(w, "crash"):
             out.append(T("crash", "reaper"))
         return out
+    if r.pc == "nested":
+        return []  # sync: blocked in its dispatch; the nested segment's moves are a proc's
     out = []
     run, pending, has_request, count = r.rows[r.idx]
     rid = w.run_id(run)
@@ -454,14 +466,14 @@ def fire(w: World, t: Transition) -> World:
         return _add_message(w, Message(i, t.arg("not_before")))
     if actor == "operator":
         return replace(w, removed=w.removed | {t.arg("tool")})
-    if actor == "reaper":
+    if actor == "reaper" and (w.reaper is None or w.reaper.pc != "nested"):
         return _reaper(w, t)
-    if name == "run_queued":
-        return _run_queued(w, t)
     p = w.proc(actor)
-    assert p is not None, t
+    if p is None:
+        assert name == "run_queued", t
+        return _run_queued(w, t)  # a free worker takes a delivered message
     if name == "crash":
-        return _end(w, p, "DIED")
+        return _die(w, p)
     return _step(w, p, t)
 
 
@@ -482,6 +494,15 @@ def _set_tuple(tup: tuple, i: int, v) -> tuple:
 
 
 def _end(w: World, p: Proc, outcome: str | None) -> World:
+    """``p`` returns ``outcome`` (None: NONE, or an enqueue caller). A handler run nested in a
+    sync dispatch returns to its dispatcher, which goes on from the step after the dispatch."""
+    w = _drop(w, p, outcome)
+    if p.outer or p.name == "reaper":
+        return _after_nested(w, p)
+    return w
+
+
+def _drop(w: World, p: Proc, outcome: str | None) -> World:
     procs = tuple(q for q in w.procs if q.name != p.name)
     w = replace(w, procs=procs)
     if outcome is not None and p.kind != ENQUEUE:
@@ -497,6 +518,31 @@ def _spawn(w: World, p: Proc) -> World:
     while k < len(procs) and procs[k].name < p.name:
         k += 1
     return replace(w, procs=procs[:k] + (p,) + procs[k:])
+
+
+def _after_nested(w: World, p: Proc) -> World:
+    """6.3 sync: the handler nested in a dispatch has finished. Recovery's dispatch (9 step
+    7) then returns REQUEUED, enqueue (6.1 step 5) returns, the reaper (10 branch 5) goes on
+    with its next row. Each is local work after the handler, folded into this transition."""
+    if p.outer:
+        up = replace(p.outer[0], outer=p.outer[1:])
+        return _end(w, up, "REQUEUED" if up.kind == WORKER else None)
+    r = w.reaper
+    if r is not None and r.pc == "nested":
+        return _reaper_next(w)
+    return w
+
+
+def _die(w: World, p: Proc) -> World:
+    """1.3 process death: no arm runs, rows stay. On the sync transport the process is one
+    process: the dispatchers it is nested in die with it (each frame ends DIED), and so
+    does a reaper whose dispatch runs it."""
+    w = _drop(w, p, "DIED")
+    for f in p.outer:
+        w = _drop(w, f, "DIED")
+    if p.name == "reaper":
+        w = replace(w, reaper=None)
+    return w
 
 
 def _put(w: World, p: Proc) -> World:
@@ -570,24 +616,51 @@ def _cap(w: World, i: int) -> int:
 
 # -- worker pick-up (6.2) -----------------------------------------------------------------
 def _run_queued(w: World, t: Transition) -> World:
-    spec = w.spec
-    i = spec.run_index(t.arg("run"))
+    """Async: a free worker takes a delivered message and runs pick-up step 1."""
+    i = w.spec.run_index(t.arg("run"))
     w = _remove_message(w, Message(i, t.arg("not_before")))
-    if t.fault:
-        return w  # find_run failed: NONE
-    row = w.rows[i]
-    if row is None or row.status != QUEUED or not row.queued_request:
-        return w  # NONE: duplicate or stale message
-    wk = t.actor
-    identity = f"worker:{wk}"
-    pol = spec.policy
-    p = Proc(
-        name=wk, kind=WORKER, run=i, pc="claim_queued", worker=wk, seg=wk, identity=identity,
+    if t.fault or not _pick_up_finds(w.rows[i]):
+        return w  # NONE: find_run failed, or a duplicate or stale message
+    return _spawn(w, _pick_up(w, i, t.actor, "claim_queued"))
+
+
+def _h_run_queued(w: World, p: Proc, t: Transition) -> World:
+    """Sync: pick-up step 1 of the handler nested in the dispatching process."""
+    if t.fault or not _pick_up_finds(w.rows[p.run]):
+        return _end(w, p, None)  # NONE: back to the dispatcher
+    return _put(w, replace(p, pc="claim_queued"))
+
+
+def _pick_up_finds(row) -> bool:
+    """6.2 step 1: the row exists, is queued and holds a stored request."""
+    return row is not None and row.status == QUEUED and row.queued_request
+
+
+def _pick_up(w: World, i: int, process: str, pc: str, outer: tuple[Proc, ...] = ()) -> Proc:
+    """A queued-worker pick-up in ``process``, with that process's ``worker:`` identity (5:
+    on the sync transport a dispatcher's nested pick-up uses it too)."""
+    identity = f"worker:{process}"
+    pol = w.spec.policy
+    return Proc(
+        name=process, kind=WORKER, run=i, pc=pc, worker=process, seg=process, identity=identity,
         owner=identity if pol.heartbeat else "",
         guard=identity if pol.owner_guarded_settle_workers else "",
-        hook=pol.retry, cap=_cap(w, i),
+        hook=pol.retry, cap=_cap(w, i), outer=outer,
     )
-    return _spawn(w, p)
+
+
+def _dispatch_queued(w: World, i: int, process: str, not_before: int,
+                     outer: tuple[Proc, ...] = ()) -> tuple[World, bool]:
+    """Dispatch ``queued(uuid)`` (6.1 step 4, 9 step 7, 10 branch 5). Async: a message with
+    ``not_before``; the dispatcher goes on. Sync (6.3): the handler runs inline in the
+    dispatching ``process``, ignoring the delay: its pick-up starts at step 1 and ``outer``
+    (the dispatcher's frames) wait for it. Returns whether the dispatcher now waits."""
+    if w.spec.transport != SYNC:
+        return _add_message(w, Message(i, not_before)), False
+    p = _pick_up(w, i, process, "run_queued", outer)
+    if w.proc(process) is not None:
+        return w.set_proc(p), True
+    return _spawn(w, p), True
 
 
 # -- reaper (section 10) ------------------------------------------------------------------
@@ -626,7 +699,10 @@ def _reaper(w: World, t: Transition) -> World:
             if spec.policy.reaper_dispatch_failclosed:
                 return replace(w, reaper=replace(r, pc="max_sequence"))
             return _reaper_next(w)
-        return _reaper_next(_add_message(w, Message(run, w.clock)))
+        w, nested = _dispatch_queued(w, run, "reaper", w.clock)
+        if nested:  # sync: the reclaimed run executes inside the reaper's process
+            return replace(w, reaper=replace(r, pc="nested"))
+        return _reaper_next(w)
     if r.pc == "max_sequence":
         if t.fault:
             return _reaper_next(w)
@@ -1007,11 +1083,18 @@ def _h_dispatch(w: World, p: Proc, t: Transition) -> World:
             p = replace(p, pc="settle", settle=("settle_failed", FAILED, "provider_failed",
                                                  "EnqueueFailed", False, "", ""))
             return _put(w, p)
-        return _end(_add_message(w, Message(p.run, w.clock)), p, None)
+        w, nested = _dispatch_queued(w, p.run, p.name, w.clock, _frames(p))
+        return w if nested else _end(w, p, None)
     if t.fault:  # branch 8: the fallback dead-letter, owner-guarded on the worker identity
         return _dead_letter(w, p, "retries_exhausted", on_miss="FAILED", fallback=True)
     delay = w.spec.constants.retry_delay_s(p.count)
-    return _end(_add_message(w, Message(p.run, w.clock + delay)), p, "REQUEUED")
+    w, nested = _dispatch_queued(w, p.run, p.name, w.clock + delay, _frames(p))
+    return w if nested else _end(w, p, "REQUEUED")  # sync: REQUEUED once the retry ends
+
+
+def _frames(p: Proc) -> tuple[Proc, ...]:
+    """The stack a handler nested in ``p``'s dispatch waits on: ``p``, then its own."""
+    return (replace(p, outer=()),) + p.outer
 
 
 # -- pick-up after the claim (6.2 steps 2-5) ----------------------------------------------
@@ -1109,6 +1192,7 @@ def _h_release(w: World, p: Proc, t: Transition) -> World:
 
 
 _HANDLERS = {
+    "run_queued": _h_run_queued,
     "claim_queued": _h_claim_queued,
     "pickup_position": _h_pickup_position,
     "on_step": _h_on_step,

@@ -49,6 +49,12 @@ SYNCHRONOUS = "synchronous"
 RESUME = "resume"
 ENQUEUE = "enqueue"
 
+# Message transports (REFERENCE.md 1.1, 6.3). The runtime's default is sync; the model's
+# configurations default to async (model/config.py) so that every existing bound is unchanged.
+ASYNC = "async"
+SYNC = "sync"
+TRANSPORTS = (ASYNC, SYNC)
+
 
 # -- cached hashing ------------------------------------------------------------------------
 class _Hashed:
@@ -142,6 +148,7 @@ class Spec:
     provider_faults: tuple[str, ...] = ()  # failure classes a provider call may fail with
     reaper_limit: int = 50
     horizon: int | None = None  # the clock never advances past it (None: unbounded)
+    transport: str = ASYNC  # async: dispatch adds a message; sync: the handler runs nested (6.3)
 
     def tool(self, name: str) -> Tool | None:
         for t in self.tools:
@@ -248,12 +255,16 @@ class Proc(_Hashed):
     synthesis: bool = False  # the round after the cap (7.1 step 9)
     cancel_seen: bool = False  # ghost: the row was cancelled when this boundary began
     stamped: bool = False  # ghost: this call's T5 stamp matched (the write starts fenced)
+    # Sync transport (6.3): the frames of this same process suspended in a ``dispatch`` whose
+    # handler this frame runs, the nearest first (each stored with ``outer = ()``). Empty
+    # otherwise. Only the innermost frame is in ``World.procs``: the others are blocked.
+    outer: tuple[Proc, ...] = ()
 
 
 @_cache_hash
 @dataclass(frozen=True, slots=True)
 class ReaperState(_Hashed):
-    pc: str  # "dispatch" | "max_sequence" | "settle" | "row"
+    pc: str  # "dispatch" | "max_sequence" | "settle" | "row" | "nested" (sync: the handler runs)
     now: int  # read once per tick
     rows: tuple[tuple[int, str, bool, int], ...]  # snapshot: (run, pending_effect, queued_request, requeue_count)
     idx: int = 0

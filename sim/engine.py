@@ -61,7 +61,7 @@ from .invariants import failing, load_safety, project
 UNLIMITED_FAULTS = 10**15
 
 STORE_PCS = {
-    "claim_queued", "pickup_position", "resume_position", "resume_probe", "probe",
+    "run_queued", "claim_queued", "pickup_position", "resume_position", "resume_probe", "probe",
     "recovery_read", "resume_read", "renew", "stamp", "settle", "suspend", "release",
     "requeue", "resume_claim",
 }
@@ -199,6 +199,7 @@ class Simulation:
                 "faults": sorted(faults),
                 "provider_faults": provider_faults,
                 "reaper_limit": cfg.reaper_limit,
+                "transport": cfg.transport,
             },
             "tools": [dict(t.model) for t in cfg.tools],
         }
@@ -286,7 +287,7 @@ class Simulation:
             if r1.status in AWAITING and (r0 is None or r0.status not in AWAITING):
                 self.env.process(self._approver(i, rid))
             if (
-                t.actor == "reaper"
+                t.name in ("requeue_stale", "dead_letter_stale")  # not a run nested in the reaper
                 and r0 is not None
                 and r0.status == RUNNING
                 and r1.status != RUNNING
@@ -550,7 +551,8 @@ class Simulation:
                 env.process(self._canceller(i, rs.id, caller))
             if rs.entry == "queued":
                 if self.world.proc(f"enqueue:{rs.id}") is not None:
-                    yield from self._drive(f"enqueue:{rs.id}", caller, web=False)
+                    # sync: the whole run executes in the caller's (web) process
+                    yield from self._drive(f"enqueue:{rs.id}", caller, web=self.cfg.transport == "sync")
             else:
                 yield from self._drive(f"caller:{rs.id}", caller, web=True)
             self._maybe_archive(i)
@@ -770,6 +772,12 @@ class Simulation:
                 yield env.timeout(cfg.store_latency.sample(rng))
                 self._step("reaper", "store_error" if pe and rng.random() < pe else None)
                 while self.world.reaper is not None:
+                    nested = self.world.proc("reaper")
+                    if nested is not None:  # sync: the reclaimed run executes in the reaper
+                        yield from self._drive("reaper", rng, web=False)
+                        if nested.run in self.live:
+                            self._maybe_archive(nested.run)
+                        continue
                     yield env.timeout(cfg.store_latency.sample(rng))
                     r = self.world.reaper
                     slot = r.rows[r.idx][0] if r is not None else None

@@ -783,9 +783,12 @@ def _clock(t: Transition) -> bool:
 
 
 def _process_step(actor: str) -> Callable[[Transition], bool]:
+    # A free worker taking a message (run_queued with not_before) is the pick_up class, not a
+    # process's next step; a pick-up nested in a sync dispatch (no not_before) is one.
     def step(t: Transition) -> bool:
         return (
-            t.actor == actor and t.fault is None and t.name not in ("crash", "run_queued")
+            t.actor == actor and t.fault is None and t.name != "crash"
+            and not (t.name == "run_queued" and t.arg("not_before") is not None)
         )
 
     step.__name__ = f"process_step[{actor}]"

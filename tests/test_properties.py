@@ -596,7 +596,10 @@ def test_fairness_is_weak_per_process_and_gives_faults_none():
     t_step = T("record_step", "w1", run="r1", step="llm")
     assert not any(f.applies(t_crash) or f.applies(t_fault) for f in fair)
     assert [f.name for f in fair if f.applies(t_step)] == ["process:w1"]
-    assert [f.name for f in fair if f.applies(T("run_queued", "w2", run="r1"))] == ["pick_up"]
+    delivery = T("run_queued", "w2", run="r1", not_before=0)  # a free worker takes a message
+    assert [f.name for f in fair if f.applies(delivery)] == ["pick_up"]
+    nested = T("run_queued", "w2", run="r1")  # sync: the pick-up nested in w2's own dispatch
+    assert [f.name for f in fair if f.applies(nested)] == ["pick_up", "process:w2"]
     assert [f.name for f in fair if f.applies(T("find_stale_running", "reaper"))] == ["reaper"]
     assert not any(f.applies(T("cancel", "caller", run="r1")) for f in fair)
     assert LIVENESS["every_run_terminates"].predicates(w.spec)[2](T("advance_time", "clock",

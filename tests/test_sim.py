@@ -202,7 +202,7 @@ def test_keep_going_counts_instead_of_stopping():
         ("[crashes]\nrestart_delay = -4\n", "negative duration"),
         ("[runs]\ncount = \"many\"\n", "expected an integer"),
         ("[provider]\nlatency = {dist = \"lognormal\", median = 5, p99 = 2}\n", "p99"),
-        ("[transport]\nkind = \"sync\"\n", "not modelled"),
+        ("[transport]\nkind = \"snyc\"\n", "use one of async, sync"),
         ("polcy = \"current\"\n", "did you mean 'policy'"),
     ],
 )
