@@ -40,7 +40,7 @@ import simpy
 from model.config import initial_world, load_spec, load_world
 from model.policy import parse_policy
 from model.rules import approval_bound
-from model.runtime import clock_move, enabled, fire
+from model.runtime import GuardFailed, apply, clock_move, enabled, fire
 from model.state import (
     AWAITING,
     ENQUEUE,
@@ -128,6 +128,7 @@ class Simulation:
         keep_history: bool = False,
         check_every: int = 2000,
         properties: dict[str, object] | None = None,
+        crosscheck_every: int = 0,
     ):
         self.cfg = cfg
         self.policy_name = policy or cfg.policy
@@ -135,6 +136,9 @@ class Simulation:
         self.n_runs = cfg.runs if runs is None else runs
         self.keep_going = keep_going
         self.check_every = check_every
+        # tests: every N-th asserted step is also replayed through the validating
+        # ``model.apply`` (membership in the unabridged ``enabled(world, actor)``)
+        self.crosscheck_every = crosscheck_every
         if properties is None:
             properties, self.properties_source = load_safety()
         else:
@@ -226,7 +230,9 @@ class Simulation:
             raise _Stop
         self._advance()
         w = self.world
-        en = enabled(w, actor)
+        # one order of a reaper tick over tied rows (ties by slot): the first listed, which is
+        # the one taken; the full list holds k! orders of k tied rows
+        en = enabled(w, actor, one_order=True)
         normal = None
         chosen = None
         for t in en:
@@ -253,8 +259,22 @@ class Simulation:
         if chosen not in en:  # the online assertion (cheap: en is at hand)
             raise SimulationError(f"{chosen} is not enabled at t={self.env.now}")
         self.checked += 1
+        if self.crosscheck_every and self.checked % self.crosscheck_every == 0:
+            self._crosscheck(w, actor, chosen, en)
         self._fire(w, chosen)
         return chosen
+
+    def _crosscheck(self, w: World, actor: str, chosen: Transition, en: list[Transition]) -> None:
+        """Tests: the step the simulator took is the one ``model.apply`` validates, and the
+        actor's list is the whole world's list filtered to the actor (one tie order)."""
+        try:
+            w2 = apply(w, chosen)
+        except GuardFailed as e:
+            raise SimulationError(f"{chosen} is not enabled at t={self.env.now}: {e}") from e
+        if w2 != fire(w, chosen):
+            raise SimulationError(f"{chosen}: apply and fire disagree at t={self.env.now}")
+        if en != [t for t in enabled(w, one_order=True) if t.actor == actor]:
+            raise SimulationError(f"enabled(world, {actor!r}) is not the world's list for {actor}")
 
     def _fire(self, w: World, t: Transition) -> None:
         w2 = fire(w, t)
