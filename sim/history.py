@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from json.encoder import encode_basestring_ascii as _enc
 from typing import Any, TextIO
 
 from model.state import World
@@ -18,10 +19,55 @@ from model.transition import Transition
 
 
 def canonical(time: float, t: Transition) -> str:
+    """The canonical line of one record (what the history hash covers)."""
+    pre, post = _halves(t)
+    if pre is None:
+        return _canonical_json(time, t)
+    return pre + f"{time:.6f}" + post
+
+
+def _halves(t: Transition) -> tuple[str, str] | tuple[None, None]:
+    """The canonical line of ``t`` around its time value: ``pre + "<t>" + post``, written
+    without json for plain arguments (``(None, None)`` otherwise)."""
+    if type(t.name) is not str or type(t.actor) is not str or not _plain(t.args):
+        return None, None
+    items = [("actor", t.actor), ("name", t.name)]
+    items.extend(t.args)
+    items.sort()  # the keys are distinct (see _plain), so only keys are compared
+    pre = "".join([_enc(k) + ":" + _VALUE[type(v)](v) + "," for k, v in items if k < "t"])
+    post = "".join(["," + _enc(k) + ":" + _VALUE[type(v)](v) for k, v in items if k > "t"])
+    return "{" + pre + '"t":"', '"' + post + "}"
+
+
+def _canonical_json(time: float, t: Transition) -> str:
+    """The definition: compact JSON with sorted keys (``canonical`` agrees with it byte for
+    byte on transitions whose arguments are plain, and falls back to it on any other)."""
     d: dict[str, Any] = {"t": f"{time:.6f}", "name": t.name, "actor": t.actor}
     for k, v in t.args:
         d[k] = v
     return json.dumps(d, sort_keys=True, separators=(",", ":"))
+
+
+_RESERVED = frozenset({"t", "name", "actor"})
+_VALUE = {
+    str: _enc,
+    int: int.__repr__,
+    bool: lambda v: "true" if v else "false",
+    type(None): lambda v: "null",
+}
+
+
+def _plain(args: tuple) -> bool:
+    """Arguments ``canonical`` can write without json: str, int, bool or None values under
+    distinct keys other than the record's own."""
+    if not args:
+        return True
+    seen = set()
+    for k, v in args:
+        if type(k) is not str or k in _RESERVED or k in seen or type(v) not in _VALUE:
+            return False
+        seen.add(k)
+    return True
 
 
 class History:
@@ -33,11 +79,17 @@ class History:
         self.count = 0
         self._file: TextIO | None = open(path, "w", encoding="utf-8") if path else None  # noqa: SIM115
         self.annotate = self._file is not None
+        self._halves: dict[Transition, tuple] = {}  # a transition's canonical line, around "t"
 
     def add(self, time: float, t: Transition, note: dict[str, Any] | None = None) -> None:
-        line = canonical(time, t)
-        self.sha.update(line.encode())
-        self.sha.update(b"\n")
+        halves = self._halves.get(t)
+        if halves is None:
+            if len(self._halves) >= 1 << 16:
+                self._halves.clear()
+            halves = self._halves[t] = _halves(t)
+        pre, post = halves
+        line = _canonical_json(time, t) if pre is None else pre + f"{time:.6f}" + post
+        self.sha.update((line + "\n").encode())
         self.count += 1
         if self.records is not None:
             self.records.append((time, t))
