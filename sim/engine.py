@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import simpy
@@ -51,6 +51,7 @@ from model.state import (
     Answer,
     RunSpec,
     World,
+    replace,
 )
 from model.transition import Transition
 
@@ -228,30 +229,36 @@ class Simulation:
         the normal branch. ``pred`` narrows the choice (which run, which message)."""
         if self.stopped:
             raise _Stop
-        self._advance()
+        if int(self.env.now) > self.world.clock:
+            self._advance()
         w = self.world
         # one order of a reaper tick over tied rows (ties by slot): the first listed, which is
         # the one taken; the full list holds k! orders of k tied rows
         en = enabled(w, actor, one_order=True)
         normal = None
         chosen = None
-        for t in en:
-            if t.name == "crash" and fault != "crash":
-                continue
-            if pred is not None and not pred(t):
-                continue
-            f = t.fault
-            if fault == "crash":
-                if t.name == "crash":
+        if fault == "crash":
+            for t in en:
+                if t[0] == "crash" and (pred is None or pred(t)):
                     chosen = t
                     break
-                continue
-            if f is None:
-                if normal is None:
-                    normal = t
-            elif f == fault:
-                chosen = t
-                break
+        else:
+            for t in en:
+                if t[0] == "crash" or (pred is not None and not pred(t)):
+                    continue
+                f = None
+                for k, v in t[2]:
+                    if k == "fault":
+                        f = v
+                        break
+                if f is None:
+                    if normal is None:
+                        normal = t
+                        if fault is None:
+                            break  # the first normal branch is the one taken
+                elif f == fault:
+                    chosen = t
+                    break
         if chosen is None:
             chosen = normal
         if chosen is None:
@@ -324,7 +331,8 @@ class Simulation:
                 if out == "LEASE_LOST":
                     r.wasted += busy
                 r.outcomes.append((seg, kind, out))
-        self._maybe_archive(i)
+        if (r1 is None or r1.status in TERMINAL) and self._finished(i):  # _maybe_archive(i)
+            self._archive(i)
         if self.fired % self.check_every == 0:
             self._check_world()
 

@@ -80,6 +80,7 @@ class History:
         self._file: TextIO | None = open(path, "w", encoding="utf-8") if path else None  # noqa: SIM115
         self.annotate = self._file is not None
         self._halves: dict[Transition, tuple] = {}  # a transition's canonical line, around "t"
+        self._pending: list[str] = []  # canonical lines not hashed yet
 
     def add(self, time: float, t: Transition, note: dict[str, Any] | None = None) -> None:
         halves = self._halves.get(t)
@@ -89,7 +90,9 @@ class History:
             halves = self._halves[t] = _halves(t)
         pre, post = halves
         line = _canonical_json(time, t) if pre is None else pre + f"{time:.6f}" + post
-        self.sha.update((line + "\n").encode())
+        self._pending.append(line)
+        if len(self._pending) >= 512:
+            self._flush()
         self.count += 1
         if self.records is not None:
             self.records.append((time, t))
@@ -100,7 +103,15 @@ class History:
                 line = json.dumps(d, sort_keys=True, separators=(",", ":"))
             self._file.write(line + "\n")
 
+    def _flush(self) -> None:
+        """Hash the pending lines (one update of their concatenation: the same digest)."""
+        if self._pending:
+            self._pending.append("")
+            self.sha.update("\n".join(self._pending).encode())
+            self._pending.clear()
+
     def hexdigest(self) -> str:
+        self._flush()
         return self.sha.hexdigest()
 
     def close(self) -> None:
