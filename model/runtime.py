@@ -178,14 +178,19 @@ def _workers_free(w: World) -> list[str]:
     return [x for x in w.spec.workers if x not in busy]
 
 
-def enabled(w: World, actor: str | None = None, *, one_order: bool = False) -> list[Transition]:
+def enabled(
+    w: World, actor: str | None = None, *, one_order: bool = False, run: str | None = None
+) -> list[Transition]:
     """Every transition enabled in ``w``, faults included, in a deterministic order.
 
     With ``actor``, only that actor's transitions (the simulator asks per process). With
     ``one_order``, a reaper tick over stale rows of equal lease (T10 returns ties in any
     order) is listed in its first order only, ties by slot, the one a sampled store returns:
     the list is then the full list with the other orders left out (the simulator's choice;
-    the orders of k tied rows are k!)."""
+    the orders of k tied rows are k!). With ``run`` (a run id), only the transitions whose
+    ``run`` argument is that run."""
+    if run is not None:
+        return _enabled_for_run(w, actor, run, one_order)
     if actor is not None:
         return _enabled_for(w, actor, one_order)
     spec = w.spec
@@ -207,11 +212,12 @@ def enabled(w: World, actor: str | None = None, *, one_order: bool = False) -> l
     return out
 
 
-def _caller_moves(w: World) -> list[Transition]:
+def _caller_moves(w: World, only: list[int] | None = None) -> list[Transition]:
     spec = w.spec
     pol = spec.policy
     out: list[Transition] = []
-    for i, r in enumerate(spec.runs):
+    for i in range(len(spec.runs)) if only is None else only:
+        r = spec.runs[i]
         rid = r.id
         row = w.rows[i]
         if not w.started[i]:
@@ -231,8 +237,9 @@ def _caller_moves(w: World) -> list[Transition]:
     return out
 
 
-def _pickup_moves(w: World, only: str | None = None) -> list[Transition]:
-    """Workers pick up deliverable messages (``only``: that worker's pick-ups)."""
+def _pickup_moves(w: World, only: str | None = None, runs: list[int] | None = None) -> list[Transition]:
+    """Workers pick up deliverable messages (``only``: that worker's pick-ups; ``runs``:
+    messages of those run slots only)."""
     out: list[Transition] = []
     if not w.messages:
         return out
@@ -242,7 +249,7 @@ def _pickup_moves(w: World, only: str | None = None) -> list[Transition]:
     if free:
         seen: set[Message] = set()
         for m in w.messages:
-            if m.not_before <= w.clock and m not in seen:
+            if m.not_before <= w.clock and (runs is None or m.run in runs) and m not in seen:
                 seen.add(m)
                 for wk in free:
                     out.extend(
@@ -330,6 +337,21 @@ def _enabled_for(w: World, actor: str, one_order: bool = False) -> list[Transiti
     if actor == "operator":
         out.extend(_operator_moves(w))
     return out
+
+
+def _enabled_for_run(w: World, actor: str | None, run: str, one_order: bool) -> list[Transition]:
+    """``[t for t in enabled(w, actor) if t.arg("run") == run]``; a caller's or a free
+    worker's part is computed for that run's slot(s) only."""
+    slots = [i for i, r in enumerate(w.spec.runs) if r.id == run]
+    if not slots:
+        return []
+    plain = actor is not None and w.proc(actor) is None and actor not in ("bus", "operator", "reaper", "clock")
+    workers = w.spec.workers
+    if plain and actor == "caller" and actor not in workers:
+        return _caller_moves(w, slots)
+    if plain and actor in workers and actor != "caller":
+        return _pickup_moves(w, actor, slots)
+    return [t for t in enabled(w, actor, one_order=one_order) if t.arg("run") == run]
 
 
 def _reaper_moves(w: World, one_order: bool = False) -> list[Transition]:

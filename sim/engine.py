@@ -224,9 +224,11 @@ class Simulation:
             self.fired += 1
             self.history.add(self.env.now, t)
 
-    def _step(self, actor: str, fault: str | None = None, pred=None) -> Transition | None:
+    def _step(self, actor: str, fault: str | None = None, pred=None, run: str | None = None) -> Transition | None:
         """Fire one of ``actor``'s enabled transitions: the ``fault`` branch if enabled, else
-        the normal branch. ``pred`` narrows the choice (which run, which message)."""
+        the normal branch. ``pred`` narrows the choice (which message), ``run`` lists only
+        the transitions of that run (a caller's or a worker's list is then computed for that
+        run alone)."""
         if self.stopped:
             raise _Stop
         if int(self.env.now) > self.world.clock:
@@ -234,7 +236,7 @@ class Simulation:
         w = self.world
         # one order of a reaper tick over tied rows (ties by slot): the first listed, which is
         # the one taken; the full list holds k! orders of k tied rows
-        en = enabled(w, actor, one_order=True)
+        en = enabled(w, actor, one_order=True, run=run)
         normal = None
         chosen = None
         if fault == "crash":
@@ -267,11 +269,11 @@ class Simulation:
             raise SimulationError(f"{chosen} is not enabled at t={self.env.now}")
         self.checked += 1
         if self.crosscheck_every and self.checked % self.crosscheck_every == 0:
-            self._crosscheck(w, actor, chosen, en)
+            self._crosscheck(w, actor, chosen, en, run)
         self._fire(w, chosen)
         return chosen
 
-    def _crosscheck(self, w: World, actor: str, chosen: Transition, en: list[Transition]) -> None:
+    def _crosscheck(self, w: World, actor: str, chosen: Transition, en: list[Transition], run: str | None) -> None:
         """Tests: the step the simulator took is the one ``model.apply`` validates, and the
         actor's list is the whole world's list filtered to the actor (one tie order)."""
         try:
@@ -280,7 +282,7 @@ class Simulation:
             raise SimulationError(f"{chosen} is not enabled at t={self.env.now}: {e}") from e
         if w2 != fire(w, chosen):
             raise SimulationError(f"{chosen}: apply and fire disagree at t={self.env.now}")
-        if en != [t for t in enabled(w, one_order=True) if t.actor == actor]:
+        if en != [t for t in enabled(w, one_order=True) if t.actor == actor and (run is None or t.arg("run") == run)]:
             raise SimulationError(f"enabled(world, {actor!r}) is not the world's list for {actor}")
 
     def _fire(self, w: World, t: Transition) -> None:
@@ -573,7 +575,7 @@ class Simulation:
             if self.cfg.store_latency.kind != "fixed" or self.cfg.store_latency.a > 0:
                 yield env.timeout(self.cfg.store_latency.sample(caller))
             name = "enqueue_run" if rs.entry == "queued" else "start_run"
-            self._step("caller", fault, lambda t: t.name == name and t.arg("run") == rs.id)
+            self._step("caller", fault, lambda t: t.name == name, run=rs.id)
             if rs.cancels:
                 env.process(self._canceller(i, rs.id, caller))
             if rs.entry == "queued":
@@ -591,7 +593,7 @@ class Simulation:
             return
         fault = "store_error" if rng.random() < self.cfg.store_error_probability else None
         try:
-            self._step("caller", fault, lambda t: t.name == "cancel" and t.arg("run") == rid)
+            self._step("caller", fault, lambda t: t.name == "cancel", run=rid)
         except _Stop:
             return
 
@@ -603,8 +605,7 @@ class Simulation:
         before = {p.name for p in self.world.procs}
         try:
             t = self._step(
-                "caller", None,
-                lambda t: t.name in ("approve", "deny", "submit_input") and t.arg("run") == rid,
+                "caller", None, lambda t: t.name in ("approve", "deny", "submit_input"), run=rid,
             )
             if t is None:
                 return
@@ -628,8 +629,8 @@ class Simulation:
             try:
                 self._step(
                     "bus", None,
-                    lambda t: t.name == "duplicate_message" and t.arg("run") == rid
-                    and t.arg("not_before") == not_before,
+                    lambda t: t.name == "duplicate_message" and t.arg("not_before") == not_before,
+                    run=rid,
                 )
             except _Stop:
                 return
@@ -652,7 +653,7 @@ class Simulation:
                 fault = "store_error" if rng.random() < cfg.store_error_probability else None
                 t = self._step(
                     wk, fault,
-                    lambda t, rid=rid, nb=nb: t.name == "run_queued" and t.arg("run") == rid and t.arg("not_before") == nb,
+                    lambda t, nb=nb: t.name == "run_queued" and t.arg("not_before") == nb, run=rid,
                 )
                 tok = None
                 if t is None:

@@ -1,7 +1,8 @@
 """The simulator's fast paths agree with the definitions they shortcut.
 
 * ``enabled(world, actor)`` computes only that actor's part of the world's list: it must be
-  the world's list filtered to the actor, in the same order;
+  the world's list filtered to the actor, in the same order; with ``run``, that list
+  filtered to the run;
 * ``one_order`` lists one order of a reaper tick over tied stale rows: the full list with the
   other orders left out (the first listed, which is the one the simulator takes);
 * the tie orders (r-permutations of the groups the reaper's limit reaches) are exactly the
@@ -58,10 +59,15 @@ def test_enabled_for_an_actor_is_the_worlds_list_filtered(policy):
     seen: set[str] = set()
     for w in _walk_worlds(policy, seed=len(policy), steps=1500):
         full = enabled(w)
+        runs = [r.id for r in w.spec.runs] + ["no-such-run"]
         for a in _actors(w):
             mine = enabled(w, a)
             assert mine == [t for t in full if t.actor == a], (a, w)
             seen.update(t.name for t in mine)
+            for r in runs:
+                assert enabled(w, a, run=r) == [t for t in mine if t.arg("run") == r], (a, r, w)
+        for r in runs:
+            assert enabled(w, run=r) == [t for t in full if t.arg("run") == r], (r, w)
     assert {"run_queued", "enqueue_run", "start_run", "cancel", "duplicate_message",
             "remove_tool", "find_stale_running"} <= seen
 
@@ -165,8 +171,8 @@ def test_crosscheck_catches_a_list_that_is_not_the_worlds(monkeypatch):
     cfg = sconfig.load(_small())
     real = runtime.enabled
 
-    def lying(w, actor=None, *, one_order=False):
-        out = real(w, actor, one_order=one_order)
+    def lying(w, actor=None, **kw):
+        out = real(w, actor, **kw)
         return out if actor is None else out + [Transition("crash", actor)]
 
     monkeypatch.setattr("sim.engine.enabled", lying)
