@@ -339,11 +339,13 @@ class Simulation:
             self._check_world()
 
     def _new_messages(self, w: World, w2: World) -> None:
-        added = Counter(w2.messages) - Counter(w.messages)
-        for m, n in sorted(added.items(), key=lambda kv: (kv[0].run, kv[0].not_before)):
-            rid = w2.spec.runs[m.run].id
+        # a message is its (run, not_before): count those (cheaper to hash than Messages)
+        added = Counter([(m.run, m.not_before) for m in w2.messages])
+        added.subtract([(m.run, m.not_before) for m in w.messages])
+        for (run, not_before), n in sorted(added.items()):
+            rid = w2.spec.runs[run].id
             for _ in range(n):
-                self.env.process(self._deliver(m.run, rid, m.not_before))
+                self.env.process(self._deliver(run, rid, not_before))
 
     # -- archive --------------------------------------------------------------------------
     def _finished(self, i: int) -> bool:
@@ -370,12 +372,14 @@ class Simulation:
             rec.requeues, rec.attempts = row.requeue_count, row.attempts
         else:
             rec.status, rec.reason = "never_stored", ""
-        audited = {(e.turn, e.call, e.seg) for e in w.events if e.run == i and e.kind == "tool"}
+        events, other_events = _split(w.events, i)
+        ledger, other_ledger = _split(w.ledger, i)
+        audited = {(e.turn, e.call, e.seg) for e in events if e.kind == "tool"}
         rec.applications = [
             (a.turn, a.call, a.tool, a.effect, a.seg, (a.turn, a.call, a.seg) in audited)
-            for a in w.ledger if a.run == i
+            for a in ledger
         ]
-        pw = project(w, i)
+        pw = project(w, i, events=events, ledger=ledger)
         bad = failing(self.props, pw)
         trace = self.trace.pop(i)
         for name in bad:
@@ -386,8 +390,8 @@ class Simulation:
         self.world = replace(
             w,
             rows=_set(w.rows, i, None),
-            events=tuple(e for e in w.events if e.run != i),
-            ledger=tuple(a for a in w.ledger if a.run != i),
+            events=other_events,
+            ledger=other_ledger,
             outcomes=tuple(o for o in w.outcomes if o[1] != i),
             marks=frozenset(m for m in w.marks if not m.endswith(suffix)),
             cancels=_set(w.cancels, i, 0),
@@ -816,6 +820,14 @@ class Simulation:
     # -- results ---------------------------------------------------------------------------
     def all_records(self) -> list[RunRecord]:
         return list(self.records.values())
+
+
+def _split(items: tuple, i: int) -> tuple[tuple, tuple]:
+    """``items`` (events or ledger entries) of run slot ``i``, and the others, in order."""
+    mine, rest = [], []
+    for x in items:
+        (mine if x.run == i else rest).append(x)
+    return tuple(mine), (tuple(rest) if mine else items)
 
 
 def _set(tup: tuple, i: int, v) -> tuple:

@@ -57,8 +57,9 @@ def load_safety() -> tuple[dict[str, object], str]:
     return dict(SAFETY), "spec.properties.SAFETY"
 
 
-def project(w: World, i: int) -> World:
-    """The world restricted to run slot ``i`` (see the module docstring)."""
+def project(w: World, i: int, events: tuple | None = None, ledger: tuple | None = None) -> World:
+    """The world restricted to run slot ``i`` (see the module docstring). ``events`` and
+    ``ledger``: the run's own, when the caller has them at hand."""
     rid = w.spec.runs[i].id
     suffix = ":" + rid
     n = len(w.rows)
@@ -73,8 +74,8 @@ def project(w: World, i: int) -> World:
     return replace(
         w,
         rows=rows,
-        events=tuple(e for e in w.events if e.run == i),
-        ledger=tuple(a for a in w.ledger if a.run == i),
+        events=tuple(e for e in w.events if e.run == i) if events is None else events,
+        ledger=tuple(a for a in w.ledger if a.run == i) if ledger is None else ledger,
         messages=tuple(m for m in w.messages if m.run == i),
         procs=tuple(p for p in w.procs if p.run == i),
         reaper=reaper,
