@@ -28,15 +28,27 @@ def canonical(time: float, t: Transition) -> str:
 
 def _halves(t: Transition) -> tuple[str, str] | tuple[None, None]:
     """The canonical line of ``t`` around its time value: ``pre + "<t>" + post``, written
-    without json for plain arguments (``(None, None)`` otherwise)."""
-    if type(t.name) is not str or type(t.actor) is not str or not _plain(t.args):
+    without json for plain arguments: str, int, bool or None values under distinct str keys
+    other than the record's own (``(None, None)`` otherwise: the caller uses json)."""
+    items = [("actor", t[1]), ("name", t[0])]
+    items += t[2]
+    try:
+        items.sort()  # distinct keys compare alone; a repeated key is refused below
+    except TypeError:
         return None, None
-    items = [("actor", t.actor), ("name", t.name)]
-    items.extend(t.args)
-    items.sort()  # the keys are distinct (see _plain), so only keys are compared
-    pre = "".join([_enc(k) + ":" + _VALUE[type(v)](v) + "," for k, v in items if k < "t"])
-    post = "".join(["," + _enc(k) + ":" + _VALUE[type(v)](v) for k, v in items if k > "t"])
-    return "{" + pre + '"t":"', '"' + post + "}"
+    pre = "{"
+    post = '"'
+    prev = None
+    for k, v in items:
+        enc = _VALUE.get(type(v))
+        if k == prev or enc is None or type(k) is not str or k == "t":
+            return None, None
+        prev = k
+        if k < "t":
+            pre += _enc(k) + ":" + enc(v) + ","
+        else:
+            post += "," + _enc(k) + ":" + enc(v)
+    return pre + '"t":"', post + "}"
 
 
 def _canonical_json(time: float, t: Transition) -> str:
@@ -48,26 +60,12 @@ def _canonical_json(time: float, t: Transition) -> str:
     return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
 
-_RESERVED = frozenset({"t", "name", "actor"})
 _VALUE = {
     str: _enc,
     int: int.__repr__,
     bool: lambda v: "true" if v else "false",
     type(None): lambda v: "null",
 }
-
-
-def _plain(args: tuple) -> bool:
-    """Arguments ``canonical`` can write without json: str, int, bool or None values under
-    distinct keys other than the record's own."""
-    if not args:
-        return True
-    seen = set()
-    for k, v in args:
-        if type(k) is not str or k in _RESERVED or k in seen or type(v) not in _VALUE:
-            return False
-        seen.add(k)
-    return True
 
 
 class History:
