@@ -272,8 +272,17 @@ def _make_replacer(cls: type):
     from dataclasses import fields as _fields
 
     names = [f.name for f in _fields(cls)]
+    ns: dict = {"_new": object.__new__, "_set": object.__setattr__, "_cls": cls}
+    setters = []
+    for k in names:  # a slot's own setter skips object.__setattr__'s lookup (same effect)
+        d = next((c.__dict__[k] for c in cls.__mro__ if k in c.__dict__), None)
+        if type(d).__name__ == "member_descriptor":
+            ns[f"_s_{k}"] = d.__set__
+            setters.append(f"_s_{k}(n, ")
+        else:
+            setters.append(f"_set(n, {k!r}, ")
     body = "".join(
-        f"    _set(n, {k!r}, c.pop({k!r}) if {k!r} in c else o.{k})\n" for k in names
+        f"    {s}c.pop({k!r}) if {k!r} in c else o.{k})\n" for k, s in zip(names, setters, strict=True)
     )
     src = (
         "def r(o, c):\n"
@@ -283,7 +292,6 @@ def _make_replacer(cls: type):
         "        raise TypeError(f'unknown fields {sorted(c)}')\n"
         "    return n\n"
     )
-    ns: dict = {"_new": object.__new__, "_set": object.__setattr__, "_cls": cls}
     exec(src, ns)  # noqa: S102 - generated from the dataclass's own field names
     return ns["r"]
 
