@@ -16,9 +16,9 @@ When they are checked (documented in docs/SIMULATOR.md):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from model.state import World
+from model.state import World, replace
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def project(w: World, i: int, events: tuple | None = None, ledger: tuple | None 
     rid = w.spec.runs[i].id
     suffix = ":" + rid
     n = len(w.rows)
-    rows = tuple(w.rows[i] if k == i else None for k in range(n))
+    rows = (None,) * i + (w.rows[i],) + (None,) * (n - i - 1)
     reaper = w.reaper
     if reaper is not None:
         rr = tuple(r for r in reaper.rows if r[0] == i)
