@@ -2,7 +2,7 @@
 the measured throughput of ``failclosed sweep --jobs 2`` with its projection to 10^6 runs.
 
     /work/venv/bin/python benchmarks/bench_sim.py [--runs 1000] [--policy current]
-        [--repeat 2] [--sweep-seeds 10] [--jobs 2]
+        [--repeat 2] [--sweep-seeds 4,12] [--jobs 2]
 
 What is measured, in this process and this run:
 
@@ -15,8 +15,10 @@ What is measured, in this process and this run:
 * the ratio of the two per-SimPy-event costs;
 * runs simulated per second on one core (the simulator's wall time, nothing else);
 * ``failclosed sweep CONFIG --seeds K --jobs J`` as a subprocess, end to end (interpreter
-  start, process pool, metrics, CSV): its wall time for K simulations of ``--runs`` runs,
-  runs per second, and the wall time of 10^6 runs at that rate.
+  start, process pool, metrics, CSV), for two sample sizes K1 < K2 simulations of
+  ``--runs`` runs each: wall time and runs per second of each; 10^6 runs are projected from
+  the larger sample's rate and, separating the fixed start-up cost, from the slope between
+  the two (wall(10^6) = fixed + 10^6 x seconds per run at the margin).
 
 The machine is shared: the load average is printed beside the figures; compare ratios.
 """
@@ -90,8 +92,8 @@ def main() -> None:
     ap.add_argument("--policy", default="current")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=2, help="simulator runs (best is reported)")
-    ap.add_argument("--sweep-seeds", type=int, default=10,
-                    help="simulations in the measured sweep (0: skip the sweep)")
+    ap.add_argument("--sweep-seeds", default="4,12",
+                    help="simulations in the two measured sweeps, K1,K2 (0: skip the sweep)")
     ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args()
     path = sconfig.default_path()
@@ -127,13 +129,27 @@ def main() -> None:
     print(f"runs simulated per second, one core: {rps:,.0f}")
     print(f"  10^6 runs at that rate: {1e6 / rps:,.0f} s on one core, "
           f"{1e6 / rps / a.jobs:,.0f} s on {a.jobs} if they scaled perfectly")
-    if a.sweep_seeds > 0:
-        sw = sweep(path, a.policy, a.sweep_seeds, a.jobs, a.runs)
-        n = a.sweep_seeds * a.runs
-        srps = n / sw
-        print(f"failclosed sweep --seeds {a.sweep_seeds} --jobs {a.jobs} (measured, end to end): "
-              f"{n:,} runs in {sw:.2f} s = {srps:,.0f} runs/s")
-        print(f"  10^6 runs at that rate: {1e6 / srps:,.0f} s = {1e6 / srps / 60:.1f} min")
+    sizes = sorted({int(x) for x in str(a.sweep_seeds).split(",") if int(x) > 0})
+    points = []
+    for k in sizes:
+        sw = sweep(path, a.policy, k, a.jobs, a.runs)
+        n = k * a.runs
+        points.append((n, sw))
+        print(f"failclosed sweep --seeds {k} --jobs {a.jobs} (measured, end to end): "
+              f"{n:,} runs in {sw:.2f} s = {n / sw:,.0f} runs/s")
+    if points:
+        n, sw = points[-1]
+        print(f"  10^6 runs at the rate of the {n:,}-run sweep: {1e6 * sw / n:,.0f} s = {1e6 * sw / n / 60:.1f} min")
+    if len(points) >= 2:
+        (n1, s1), (n2, s2) = points[0], points[-1]
+        marginal = (s2 - s1) / (n2 - n1)
+        if marginal > 0:
+            fixed = max(0.0, s1 - marginal * n1)
+            proj = fixed + 1e6 * marginal
+            print(f"  at the margin: {1 / marginal:,.0f} runs/s, {fixed:.1f} s fixed: "
+                  f"10^6 runs in {proj:,.0f} s = {proj / 60:.1f} min")
+        else:
+            print("  at the margin: the larger sweep was not slower (noise): no projection")
 
 
 if __name__ == "__main__":
