@@ -130,6 +130,7 @@ class Simulation:
         check_every: int = 2000,
         properties: dict[str, object] | None = None,
         crosscheck_every: int = 0,
+        check_steps: bool = False,
     ):
         self.cfg = cfg
         self.policy_name = policy or cfg.policy
@@ -140,6 +141,9 @@ class Simulation:
         # tests: every N-th asserted step is also replayed through the validating
         # ``model.apply`` (membership in the unabridged ``enabled(world, actor)``)
         self.crosscheck_every = crosscheck_every
+        # check the properties after every step on the projection of each run the step
+        # touched (off by default: see docs/SIMULATOR.md "Properties" for the cost)
+        self.check_steps = check_steps
         if properties is None:
             properties, self.properties_source = load_safety()
         else:
@@ -293,17 +297,28 @@ class Simulation:
         rid = t.arg("run")
         if w2.messages is not w.messages:
             self._new_messages(w, w2)
+        i = None
         if t.name == "find_stale_running" and w2.reaper is not None:
             for row in w2.reaper.rows:
                 tr = self.trace.get(row[0])
                 if tr is not None:
                     tr.append((self.fired, w2.clock, t))
-            return
-        if rid is None:
-            return
-        i = self.slot_of.get(rid)
+        elif rid is not None:
+            i = self.slot_of.get(rid)
+        if i is not None:
+            self._account(w, w2, t, i, rid)
+        if self.check_steps:
+            self._check_step(w, w2, i)
         if i is None:
             return
+        r1 = w2.rows[i]
+        if (r1 is None or r1.status in TERMINAL) and self._finished(i):  # _maybe_archive(i)
+            self._archive(i)
+        if self.fired % self.check_every == 0:
+            self._check_world()
+
+    def _account(self, w: World, w2: World, t: Transition, i: int, rid: str) -> None:
+        """The run's trace and record after one of its transitions."""
         self.trace[i].append((self.fired, w2.clock, t))
         rec = self.live[i]
         r0, r1 = w.rows[i], w2.rows[i]
@@ -333,10 +348,25 @@ class Simulation:
                 if out == "LEASE_LOST":
                     r.wasted += busy
                 r.outcomes.append((seg, kind, out))
-        if (r1 is None or r1.status in TERMINAL) and self._finished(i):  # _maybe_archive(i)
-            self._archive(i)
-        if self.fired % self.check_every == 0:
-            self._check_world()
+
+    def _check_step(self, w: World, w2: World, i: int | None) -> None:
+        """The properties on the projection of every live run this step may have changed:
+        the run the transition names, and the runs at the reaper's current row before and
+        after when the reaper's state moved (a projection holds the reaper while its current
+        row is the run's). Other runs' projections are unchanged but for the clock, which no
+        safety property reads; the periodic whole-world check stays as a net."""
+        slots = [] if i is None else [i]
+        if w2.reaper is not w.reaper:
+            for r in (w.reaper, w2.reaper):
+                if r is not None:
+                    j = r.rows[r.idx][0]
+                    if j in self.live and j not in slots:
+                        slots.append(j)
+        for j in slots:
+            rec = self.live[j]
+            for name in failing(self.props, project(w2, j)):
+                if (name, rec.id) not in self._seen_violation:
+                    self._violation(name, [(j, rec.id, rec, self.trace[j])])
 
     def _new_messages(self, w: World, w2: World) -> None:
         # a message is its (run, not_before): count those (cheaper to hash than Messages)
