@@ -732,21 +732,25 @@ class Simulation:
         crash_at = float("inf")
         if web and cfg.web_crash_rate > 0:
             crash_at = env.now + rng.expovariate(cfg.web_crash_rate / 3600.0)
-        seg = name
+        pause_p = cfg.pause_probability
+        store_err = cfg.store_error_probability
+        store_lat = cfg.store_latency.sample
+        timeout = env.timeout
+        step = self._step
         while True:
             if self.stopped:
                 raise _Stop
             p = self.world.proc(name)
             if p is None:
                 return
-            seg = p.seg or p.name
             pc = p.pc
             lat = 0.0
-            if pc != "settle" and cfg.pause_probability > 0 and p.kind != ENQUEUE and rng.random() < cfg.pause_probability:
+            if pause_p > 0 and pc != "settle" and p.kind != ENQUEUE and rng.random() < pause_p:
                 lat += cfg.pause_duration.sample(rng)
             work = 0.0
-            if pc in STORE_PCS:
-                lat += cfg.store_latency.sample(rng)
+            store = pc in STORE_PCS
+            if store:
+                lat += store_lat(rng)
             elif pc in AUDIT_PCS:
                 lat += cfg.audit_latency.sample(rng)
             elif pc == "provider":
@@ -761,17 +765,21 @@ class Simulation:
                 lat += cfg.dispatch_latency.sample(rng)
             lat += work
             if env.now + lat >= crash_at:
-                yield env.timeout(max(0.0, crash_at - env.now))
-                self._step(name, "crash")
+                yield timeout(max(0.0, crash_at - env.now))
+                step(name, "crash")
                 return
             if lat > 0:
-                yield env.timeout(lat)
+                yield timeout(lat)
             if work:
+                seg = p.seg or p.name
                 self._segment_busy[seg] = self._segment_busy.get(seg, 0.0) + work
                 if p.run in self.live:
                     self.live[p.run].busy += work
-            fault = self._fault(pc, p, rng)
-            t = self._step(name, fault)
+            if store:  # _fault's store branch, inline
+                fault = "store_error" if store_err and rng.random() < store_err else None
+            else:
+                fault = self._fault(pc, p, rng)
+            t = step(name, fault)
             if t is None:
                 raise SimulationError(f"{name} at {pc!r}: nothing enabled")
 
