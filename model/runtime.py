@@ -99,8 +99,11 @@ def _with_faults(w: World, t: Transition, kinds: tuple[str, ...]) -> list[Transi
     out = [t]
     for k in kinds:
         if _can(w, k, t.name):
-            out.append(Transition(t.name, t.actor, tuple(sorted(t.args + (("fault", k),)))))
+            out.append(_new_t(Transition, (t.name, t.actor, tuple(sorted(t.args + (("fault", k),))))))
     return out
+
+
+_new_t = tuple.__new__  # Transition(...) without the NamedTuple's Python-level __new__
 
 
 def _proc_moves(w: World, p: Proc) -> list[Transition]:
