@@ -1,22 +1,40 @@
-"""Simulator speed: per-event cost against a bare SimPy loop, runs per second, and the
-projected wall time of 10^6 runs with ``failclosed sweep --jobs 2``.
+"""Simulator speed: per-event cost against a bare SimPy loop, runs per second on one core, and
+the measured throughput of ``failclosed sweep --jobs 2`` with its projection to 10^6 runs.
 
     /work/venv/bin/python benchmarks/bench_sim.py [--runs 1000] [--policy current]
+        [--repeat 2] [--sweep-seeds 4,12] [--jobs 2]
 
-Both loops run in this process, one after the other. An "event" of the simulator is one
-fired model transition (including the clock moves); the bare loop schedules the same
-number of ``env.timeout`` events from one SimPy process and does nothing else.
+What is measured, in this process and this run:
+
+* the simulator on the shipped default config (``sim/configs/default.toml``), best wall time
+  of ``--repeat`` runs (same seed: the same history each time, checked);
+* its cost per fired model transition (clock moves included) and per SimPy event it
+  processed (timeouts, process starts, store gets and puts: every event ``env.step`` took);
+* a bare SimPy loop: one process yielding as many ``env.timeout`` as the simulator
+  processed SimPy events, nothing else; three after each simulator run, best reported;
+* the ratio of the two per-SimPy-event costs;
+* runs simulated per second on one core (the simulator's wall time, nothing else);
+* ``failclosed sweep CONFIG --seeds K --jobs J`` as a subprocess, end to end (interpreter
+  start, process pool, metrics, CSV), for two sample sizes K1 < K2 simulations of
+  ``--runs`` runs each: wall time and runs per second of each; 10^6 runs are projected from
+  the larger sample's rate and, separating the fixed start-up cost, from the slope between
+  the two (wall(10^6) = fixed + 10^6 x seconds per run at the margin).
+
+The machine is shared: the load average is printed beside the figures; compare ratios.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 import simpy  # noqa: E402
 
@@ -26,6 +44,7 @@ from sim.engine import Simulation  # noqa: E402
 
 
 def bare(n: int) -> float:
+    """Wall time of one SimPy process yielding ``n`` timeouts."""
     env = simpy.Environment()
 
     def proc(env):
@@ -38,30 +57,99 @@ def bare(n: int) -> float:
     return time.perf_counter() - t0
 
 
+def simpy_events(env: simpy.Environment) -> int:
+    """Events the environment processed: scheduled ones (its event-id counter) less those
+    still queued. Reads SimPy internals; a benchmark, not the simulator, depends on them."""
+    return next(env._eid) - len(env._queue)  # type: ignore[attr-defined]
+
+
+def sweep(config: str, policy: str, seeds: int, jobs: int, runs: int) -> float:
+    """Wall time of ``failclosed sweep`` (a fresh interpreter, as a user runs it)."""
+    with tempfile.TemporaryDirectory() as d:
+        cfg = config
+        if runs != sconfig.load(read_toml(config)).runs:
+            cfg = os.path.join(d, "bench.toml")
+            text = Path(config).read_text()
+            raw = read_toml(config)
+            text = text.replace(f"count = {raw['runs']['count']}", f"count = {runs}", 1)
+            Path(cfg).write_text(text)
+            assert sconfig.load(read_toml(cfg)).runs == runs, "could not set runs.count"
+        out = os.path.join(d, "sweep.csv")
+        cmd = [sys.executable, "-m", "sim.cli", "sweep", cfg, "--param", f"policy={policy}",
+               "--seeds", str(seeds), "--jobs", str(jobs), "--out", out, "--quiet"]
+        t0 = time.perf_counter()
+        subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+        wall = time.perf_counter() - t0
+        with open(out, encoding="utf-8") as f:
+            rows = sum(1 for _ in f) - 1
+        assert rows == seeds, f"sweep wrote {rows} rows, expected {seeds}"
+    return wall
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--policy", default="current")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=2, help="simulator runs (best is reported)")
+    ap.add_argument("--sweep-seeds", default="4,12",
+                    help="simulations in the two measured sweeps, K1,K2 (0: skip the sweep)")
+    ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args()
-    cfg = sconfig.load(read_toml(sconfig.default_path()))
-    t0 = time.perf_counter()
-    sim = Simulation(cfg, policy=a.policy, seed=a.seed, runs=a.runs, keep_going=True).run()
-    wall = time.perf_counter() - t0
-    events = sim.fired
-    b = bare(events)
-    per_event = wall / events * 1e6
+    path = sconfig.default_path()
+    cfg = sconfig.load(read_toml(path))
+
+    walls, bares, digests = [], [], set()
+    for _ in range(max(1, a.repeat)):  # interleaved: simulator, then three bare loops
+        t0 = time.perf_counter()
+        sim = Simulation(cfg, policy=a.policy, seed=a.seed, runs=a.runs, keep_going=True).run()
+        walls.append(time.perf_counter() - t0)
+        digests.add(sim.history.hexdigest())
+        events = simpy_events(sim.env)
+        bares.extend(bare(events) for _ in range(3))
+    assert len(digests) == 1, "the same seed gave different histories"
+    wall = min(walls)
+    b = min(bares)
+    transitions = sim.fired
+    per_t = wall / transitions * 1e6
+    per_e = wall / events * 1e6
     per_bare = b / events * 1e6
     rps = a.runs / wall
-    cpus = os.cpu_count() or 1
-    jobs = 2
-    proj = 1e6 / (rps * min(jobs, cpus))
-    print(f"default config, policy {a.policy}, seed {a.seed}: {a.runs} runs, {events:,} transitions "
-          f"({sim.checked:,} asserted enabled), {sim.env.now:,.0f} simulated s")
-    print(f"simulator:       {wall:8.3f} s   {per_event:8.2f} us/event")
-    print(f"bare SimPy loop: {b:8.3f} s   {per_bare:8.2f} us/event   (ratio {per_event / per_bare:.1f}x)")
-    print(f"runs simulated per second: {rps:,.0f}")
-    print(f"projected 10^6 runs with --jobs {jobs} ({cpus} CPUs here): {proj:,.0f} s = {proj / 3600:.2f} h")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+    print(f"default config, policy {a.policy}, seed {a.seed}: {a.runs} runs, {transitions:,} transitions "
+          f"({sim.checked:,} asserted enabled), {events:,} SimPy events, {sim.env.now:,.0f} simulated s, "
+          f"history {next(iter(digests))[:16]}")
+    print(f"machine: {os.cpu_count()} CPUs, load average {load:.2f} (a shared machine: compare ratios)")
+    print(f"simulator:       {wall:8.3f} s   {per_t:7.2f} us/transition   {per_e:7.2f} us/SimPy event"
+          f"   (best of {len(walls)})")
+    print(f"bare SimPy loop: {b:8.3f} s   {'':22}{per_bare:7.2f} us/SimPy event   "
+          f"({events:,} timeouts, best of {len(bares)})")
+    print(f"ratio per SimPy event: {per_e / per_bare:.1f}x   (per transition: {per_t / per_bare:.1f}x)")
+    print(f"runs simulated per second, one core: {rps:,.0f}")
+    print(f"  10^6 runs at that rate: {1e6 / rps:,.0f} s on one core, "
+          f"{1e6 / rps / a.jobs:,.0f} s on {a.jobs} if they scaled perfectly")
+    sizes = sorted({int(x) for x in str(a.sweep_seeds).split(",") if int(x) > 0})
+    points = []
+    for k in sizes:
+        sw = sweep(path, a.policy, k, a.jobs, a.runs)
+        n = k * a.runs
+        points.append((n, sw))
+        print(f"failclosed sweep --seeds {k} --jobs {a.jobs} (measured, end to end): "
+              f"{n:,} runs in {sw:.2f} s = {n / sw:,.0f} runs/s")
+    if points:
+        n, sw = points[-1]
+        print(f"  10^6 runs at the rate of the {n:,}-run sweep: {1e6 * sw / n:,.0f} s = {1e6 * sw / n / 60:.1f} min")
+    if len(points) >= 2:
+        (n1, s1), (n2, s2) = points[0], points[-1]
+        marginal = (s2 - s1) / (n2 - n1)
+        if marginal > 0:
+            fixed = max(0.0, s1 - marginal * n1)
+            proj = fixed + 1e6 * marginal
+            print(f"  at the margin: {1 / marginal:,.0f} runs/s, {fixed:.1f} s fixed: "
+                  f"10^6 runs in {proj:,.0f} s = {proj / 60:.1f} min")
+        else:
+            print("  at the margin: the larger sweep was not slower (noise): no projection")
 
 
 if __name__ == "__main__":

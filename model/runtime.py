@@ -107,8 +107,11 @@ def _with_faults(w: World, t: Transition, kinds: tuple[str, ...]) -> list[Transi
     out = [t]
     for k in kinds:
         if _can(w, k, t.name):
-            out.append(Transition(t.name, t.actor, tuple(sorted(t.args + (("fault", k),)))))
+            out.append(_new_t(Transition, (t.name, t.actor, tuple(sorted(t.args + (("fault", k),))))))
     return out
+
+
+_new_t = tuple.__new__  # Transition(...) without the NamedTuple's Python-level __new__
 
 
 def _proc_moves(w: World, p: Proc) -> list[Transition]:
@@ -188,17 +191,46 @@ def _workers_free(w: World) -> list[str]:
     return [x for x in w.spec.workers if x not in busy]
 
 
-def enabled(w: World, actor: str | None = None) -> list[Transition]:
+def enabled(
+    w: World, actor: str | None = None, *, one_order: bool = False, run: str | None = None
+) -> list[Transition]:
     """Every transition enabled in ``w``, faults included, in a deterministic order.
 
-    With ``actor``, only that actor's transitions (the simulator asks per process)."""
+    With ``actor``, only that actor's transitions (the simulator asks per process). With
+    ``one_order``, a reaper tick over stale rows of equal lease (T10 returns ties in any
+    order) is listed in its first order only, ties by slot, the one a sampled store returns:
+    the list is then the full list with the other orders left out (the simulator's choice;
+    the orders of k tied rows are k!). With ``run`` (a run id), only the transitions whose
+    ``run`` argument is that run."""
+    if run is not None:
+        return _enabled_for_run(w, actor, run, one_order)
     if actor is not None:
-        return _enabled_for(w, actor)
+        return _enabled_for(w, actor, one_order)
+    spec = w.spec
+    pol = spec.policy
+    out = _caller_moves(w)
+    # -- processes ----------------------------------------------------------------------
+    for p in w.procs:
+        out.extend(_proc_moves(w, p))
+        if _can(w, "crash"):
+            out.append(T("crash", p.name, run=w.run_id(p.run)))
+    out.extend(_pickup_moves(w))
+    out.extend(_bus_moves(w))
+    # -- the reaper ---------------------------------------------------------------------
+    if pol.reaper and pol.queue:
+        out.extend(_reaper_moves(w, one_order))
+    out.extend(_operator_moves(w))
+    # -- time ---------------------------------------------------------------------------
+    out.extend(_clock_moves(w))
+    return out
+
+
+def _caller_moves(w: World, only: list[int] | None = None) -> list[Transition]:
     spec = w.spec
     pol = spec.policy
     out: list[Transition] = []
-    # -- callers ------------------------------------------------------------------------
-    for i, r in enumerate(spec.runs):
+    for i in range(len(spec.runs)) if only is None else only:
+        r = spec.runs[i]
         rid = r.id
         row = w.rows[i]
         if not w.started[i]:
@@ -215,40 +247,49 @@ def enabled(w: World, actor: str | None = None) -> list[Transition]:
             if row.status == want:
                 name = {"approve": "approve", "deny": "deny", "input": "submit_input"}[d]
                 out.append(T(name, "caller", run=rid))
-    # -- processes ----------------------------------------------------------------------
-    for p in w.procs:
-        out.extend(_proc_moves(w, p))
-        if _can(w, "crash"):
-            out.append(T("crash", p.name, run=w.run_id(p.run)))
-    # -- workers pick up deliverable messages ---------------------------------------------
-    if w.messages:
-        free = _workers_free(w)
-        if free:
-            seen: set[Message] = set()
-            for m in w.messages:
-                if m.not_before <= w.clock and m not in seen:
-                    seen.add(m)
-                    for wk in free:
-                        out.extend(
-                            _with_faults(
-                                w,
-                                T("run_queued", wk, run=w.run_id(m.run), not_before=m.not_before),
-                                ("store_error",),
-                            )
-                        )
-        if _can(w, "duplicate_message"):
-            for m in sorted(set(w.messages), key=lambda m: (m.run, m.not_before)):
-                out.append(T("duplicate_message", "bus", run=w.run_id(m.run), not_before=m.not_before))
-    # -- the reaper ---------------------------------------------------------------------
-    if pol.reaper and pol.queue:
-        out.extend(_reaper_moves(w))
-    # -- operator -----------------------------------------------------------------------
-    for tool in spec.tools:
-        if tool.removable and tool.name not in w.removed:
-            out.append(T("remove_tool", "operator", tool=tool.name))
-    # -- time ---------------------------------------------------------------------------
-    out.extend(_clock_moves(w))
     return out
+
+
+def _pickup_moves(w: World, only: str | None = None, runs: list[int] | None = None) -> list[Transition]:
+    """Workers pick up deliverable messages (``only``: that worker's pick-ups; ``runs``:
+    messages of those run slots only)."""
+    out: list[Transition] = []
+    if not w.messages:
+        return out
+    free = _workers_free(w)
+    if only is not None:
+        free = [x for x in free if x == only]
+    if free:
+        seen: set[Message] = set()
+        for m in w.messages:
+            if m.not_before <= w.clock and (runs is None or m.run in runs) and m not in seen:
+                seen.add(m)
+                for wk in free:
+                    out.extend(
+                        _with_faults(
+                            w,
+                            T("run_queued", wk, run=w.run_id(m.run), not_before=m.not_before),
+                            ("store_error",),
+                        )
+                    )
+    return out
+
+
+def _bus_moves(w: World) -> list[Transition]:
+    if not w.messages or not _can(w, "duplicate_message"):
+        return []
+    return [
+        T("duplicate_message", "bus", run=w.run_id(m.run), not_before=m.not_before)
+        for m in sorted(set(w.messages), key=lambda m: (m.run, m.not_before))
+    ]
+
+
+def _operator_moves(w: World) -> list[Transition]:
+    return [
+        T("remove_tool", "operator", tool=tool.name)
+        for tool in w.spec.tools
+        if tool.removable and tool.name not in w.removed
+    ]
 
 
 def _clock_moves(w: World) -> list[Transition]:
@@ -287,7 +328,7 @@ def clock_move(w: World, to: int) -> Transition:
     return T("advance_time", "clock", to=to, fault=lapsed_by(w, to))
 
 
-def _enabled_for(w: World, actor: str) -> list[Transition]:
+def _enabled_for(w: World, actor: str, one_order: bool = False) -> list[Transition]:
     p = w.proc(actor)
     if p is not None:
         out = _proc_moves(w, p)
@@ -296,18 +337,42 @@ def _enabled_for(w: World, actor: str) -> list[Transition]:
         return out
     if actor == "reaper":
         pol = w.spec.policy
-        return _reaper_moves(w) if pol.reaper and pol.queue else []
+        return _reaper_moves(w, one_order) if pol.reaper and pol.queue else []
     if actor == "clock":
         return _clock_moves(w)
-    return [t for t in enabled(w) if t.actor == actor]  # workers, callers, bus, operator
+    # workers, callers, bus, operator: the sections of ``enabled`` that name this actor, in
+    # the same order (no process is named ``actor`` here, and the reaper and clock are above)
+    out = _caller_moves(w) if actor == "caller" else []
+    if actor in w.spec.workers:
+        out.extend(_pickup_moves(w, actor))
+    if actor == "bus":
+        out.extend(_bus_moves(w))
+    if actor == "operator":
+        out.extend(_operator_moves(w))
+    return out
 
 
-def _reaper_moves(w: World) -> list[Transition]:
+def _enabled_for_run(w: World, actor: str | None, run: str, one_order: bool) -> list[Transition]:
+    """``[t for t in enabled(w, actor) if t.arg("run") == run]``; a caller's or a free
+    worker's part is computed for that run's slot(s) only."""
+    slots = [i for i, r in enumerate(w.spec.runs) if r.id == run]
+    if not slots:
+        return []
+    plain = actor is not None and w.proc(actor) is None and actor not in ("bus", "operator", "reaper", "clock")
+    workers = w.spec.workers
+    if plain and actor == "caller" and actor not in workers:
+        return _caller_moves(w, slots)
+    if plain and actor in workers and actor != "caller":
+        return _pickup_moves(w, actor, slots)
+    return [t for t in enabled(w, actor, one_order=one_order) if t.arg("run") == run]
+
+
+def _reaper_moves(w: World, one_order: bool = False) -> list[Transition]:
     r = w.reaper
     S = ("store_error",)
     if r is None:
-        orders = _stale_orders(w)
-        if len(orders) <= 1:
+        orders, tied = _stale_orders(w, one_order)
+        if not tied:
             return _with_faults(w, T("find_stale_running", "reaper"), ("store_error", "decode_error"))
         # rows of equal lease come back in no defined order (T10 orders by lease_expires only)
         out = [T("find_stale_running", "reaper", order=",".join(o)) for o in orders]
@@ -336,26 +401,33 @@ def _reaper_moves(w: World) -> list[Transition]:
     return out
 
 
-def _stale_orders(w: World) -> list[tuple[str, ...]]:
+def _stale_orders(w: World, first_only: bool = False) -> tuple[list[tuple[str, ...]], bool]:
     """The orders T10 may return the stale rows in: ascending ``lease_expires``, ties in any
-    order, cut at the reaper's limit. One order when there are no ties."""
+    order, cut at the reaper's limit; and whether there is more than one. Only the tie groups
+    that reach into the first ``limit`` rows matter, and of a group the cut splits only which
+    of its rows come first: its r-permutations (the same orders in the same sequence as all
+    permutations with duplicates dropped). ``first_only``: the first order (ties by slot)."""
     import itertools
 
     stale = sorted(
         (r.lease_expires, i) for i, r in enumerate(w.rows) if store.stale(r, w.clock)
     )
     if not stale:
-        return [()]
-    groups = [list(g) for _, g in itertools.groupby(stale, key=lambda t: t[0])]
-    if all(len(g) == 1 for g in groups):
-        return [tuple(w.run_id(i) for _, i in stale[: w.spec.reaper_limit])]
-    orders = []
-    for combo in itertools.product(*(itertools.permutations(g) for g in groups)):
-        flat = [i for g in combo for _, i in g][: w.spec.reaper_limit]
-        o = tuple(w.run_id(i) for i in flat)
-        if o not in orders:
-            orders.append(o)
-    return orders
+        return [()], False
+    limit = w.spec.reaper_limit
+    groups = []
+    pos = 0
+    for _, g in itertools.groupby(stale, key=lambda t: t[0]):
+        if pos >= limit:
+            break
+        g = list(g)
+        groups.append((g, min(len(g), limit - pos)))
+        pos += len(g)
+    tied = any(len(g) > 1 for g, _ in groups)
+    if not tied or first_only:
+        return [tuple(w.run_id(i) for _, i in stale[:limit])], tied
+    perms = itertools.product(*(itertools.permutations(g, r) for g, r in groups))
+    return [tuple(w.run_id(i) for g in combo for _, i in g) for combo in perms], True
 
 
 def _reaper_branch(w: World, pending: str, has_request: bool, count: int) -> tuple[str, str | None]:

@@ -313,25 +313,29 @@ class World(_Hashed):
 
 
 # -- a fast ``dataclasses.replace`` for the frozen, slotted values above -------------------
-_REPLACERS: dict[type, object] = {}
+_REPLACERS: dict[tuple, object] = {}  # (class, changed field names in call order) -> replacer
 
 
-def _make_replacer(cls: type):
+def _make_replacer(cls: type, keys: tuple[str, ...]):
+    """A function ``r(old, changes)`` for one class and one set of changed fields: every
+    field set once on a fresh instance, from ``changes`` or from ``old``."""
     from dataclasses import fields as _fields
 
     names = [f.name for f in _fields(cls)]
-    body = "".join(
-        f"    _set(n, {k!r}, c.pop({k!r}) if {k!r} in c else o.{k})\n" for k in names
-    )
-    src = (
-        "def r(o, c):\n"
-        "    n = _new(_cls)\n"
-        f"{body}"
-        "    if c:\n"
-        "        raise TypeError(f'unknown fields {sorted(c)}')\n"
-        "    return n\n"
-    )
+    unknown = [k for k in keys if k not in names]
+    if unknown:
+        raise TypeError(f"unknown fields {sorted(unknown)}")
     ns: dict = {"_new": object.__new__, "_set": object.__setattr__, "_cls": cls}
+    body = []
+    for k in names:  # a slot's own setter skips object.__setattr__'s lookup (same effect)
+        d = next((c.__dict__[k] for c in cls.__mro__ if k in c.__dict__), None)
+        if type(d).__name__ == "member_descriptor":
+            ns[f"_s_{k}"] = d.__set__
+            setter = f"_s_{k}(n, "
+        else:
+            setter = f"_set(n, {k!r}, "
+        body.append(f"    {setter}c[{k!r}])\n" if k in keys else f"    {setter}o.{k})\n")
+    src = "def r(o, c):\n    n = _new(_cls)\n" + "".join(body) + "    return n\n"
     exec(src, ns)  # noqa: S102 - generated from the dataclass's own field names
     return ns["r"]
 
@@ -339,8 +343,10 @@ def _make_replacer(cls: type):
 def replace(obj, **changes):  # noqa: F811 - shadows dataclasses.replace on purpose
     """``dataclasses.replace`` without its per-call introspection (the model's hot path:
     about two thirds of the checker's time went there). Same result for these classes:
-    they have no ``__post_init__`` and no init-only fields."""
-    r = _REPLACERS.get(type(obj))
+    they have no ``__post_init__`` and no init-only fields. One generated replacer per
+    class and set of changed fields, so a call tests no field for being changed."""
+    key = (type(obj), *changes)
+    r = _REPLACERS.get(key)
     if r is None:
-        r = _REPLACERS[type(obj)] = _make_replacer(type(obj))
+        r = _REPLACERS[key] = _make_replacer(type(obj), key[1:])
     return r(obj, changes)

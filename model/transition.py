@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+_new = tuple.__new__  # Transition(...) without the NamedTuple's Python-level __new__
+
 
 class Transition(NamedTuple):
     name: str
@@ -17,7 +19,13 @@ class Transition(NamedTuple):
 
     @staticmethod
     def make(name: str, actor: str, **args: Any) -> Transition:
-        return Transition(name, actor, tuple(sorted((k, v) for k, v in args.items() if v is not None)))
+        # sorted pairs compare by key only (keys are distinct); None values are left out
+        items = sorted(args.items())
+        for kv in items:
+            if kv[1] is None:
+                items = [kv for kv in items if kv[1] is not None]
+                break
+        return _new(Transition, (name, actor, tuple(items)))
 
     def arg(self, key: str, default: Any = None) -> Any:
         for k, v in self.args:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import simpy
@@ -40,7 +40,7 @@ import simpy
 from model.config import initial_world, load_spec, load_world
 from model.policy import parse_policy
 from model.rules import approval_bound
-from model.runtime import clock_move, enabled, fire
+from model.runtime import GuardFailed, apply, clock_move, enabled, fire
 from model.state import (
     AWAITING,
     ENQUEUE,
@@ -51,6 +51,7 @@ from model.state import (
     Answer,
     RunSpec,
     World,
+    replace,
 )
 from model.transition import Transition
 
@@ -128,6 +129,8 @@ class Simulation:
         keep_history: bool = False,
         check_every: int = 2000,
         properties: dict[str, object] | None = None,
+        crosscheck_every: int = 0,
+        check_steps: bool = False,
     ):
         self.cfg = cfg
         self.policy_name = policy or cfg.policy
@@ -135,6 +138,12 @@ class Simulation:
         self.n_runs = cfg.runs if runs is None else runs
         self.keep_going = keep_going
         self.check_every = check_every
+        # tests: every N-th asserted step is also replayed through the validating
+        # ``model.apply`` (membership in the unabridged ``enabled(world, actor)``)
+        self.crosscheck_every = crosscheck_every
+        # check the properties after every step on the projection of each run the step
+        # touched (off by default: see docs/SIMULATOR.md "Properties" for the cost)
+        self.check_steps = check_steps
         if properties is None:
             properties, self.properties_source = load_safety()
         else:
@@ -220,33 +229,43 @@ class Simulation:
             self.fired += 1
             self.history.add(self.env.now, t)
 
-    def _step(self, actor: str, fault: str | None = None, pred=None) -> Transition | None:
+    def _step(self, actor: str, fault: str | None = None, pred=None, run: str | None = None) -> Transition | None:
         """Fire one of ``actor``'s enabled transitions: the ``fault`` branch if enabled, else
-        the normal branch. ``pred`` narrows the choice (which run, which message)."""
+        the normal branch. ``pred`` narrows the choice (which message), ``run`` lists only
+        the transitions of that run (a caller's or a worker's list is then computed for that
+        run alone)."""
         if self.stopped:
             raise _Stop
-        self._advance()
+        if int(self.env.now) > self.world.clock:
+            self._advance()
         w = self.world
-        en = enabled(w, actor)
+        # one order of a reaper tick over tied rows (ties by slot): the first listed, which is
+        # the one taken; the full list holds k! orders of k tied rows
+        en = enabled(w, actor, one_order=True, run=run)
         normal = None
         chosen = None
-        for t in en:
-            if t.name == "crash" and fault != "crash":
-                continue
-            if pred is not None and not pred(t):
-                continue
-            f = t.fault
-            if fault == "crash":
-                if t.name == "crash":
+        if fault == "crash":
+            for t in en:
+                if t[0] == "crash" and (pred is None or pred(t)):
                     chosen = t
                     break
-                continue
-            if f is None:
-                if normal is None:
-                    normal = t
-            elif f == fault:
-                chosen = t
-                break
+        else:
+            for t in en:
+                if t[0] == "crash" or (pred is not None and not pred(t)):
+                    continue
+                f = None
+                for k, v in t[2]:
+                    if k == "fault":
+                        f = v
+                        break
+                if f is None:
+                    if normal is None:
+                        normal = t
+                        if fault is None:
+                            break  # the first normal branch is the one taken
+                elif f == fault:
+                    chosen = t
+                    break
         if chosen is None:
             chosen = normal
         if chosen is None:
@@ -254,8 +273,22 @@ class Simulation:
         if chosen not in en:  # the online assertion (cheap: en is at hand)
             raise SimulationError(f"{chosen} is not enabled at t={self.env.now}")
         self.checked += 1
+        if self.crosscheck_every and self.checked % self.crosscheck_every == 0:
+            self._crosscheck(w, actor, chosen, en, run)
         self._fire(w, chosen)
         return chosen
+
+    def _crosscheck(self, w: World, actor: str, chosen: Transition, en: list[Transition], run: str | None) -> None:
+        """Tests: the step the simulator took is the one ``model.apply`` validates, and the
+        actor's list is the whole world's list filtered to the actor (one tie order)."""
+        try:
+            w2 = apply(w, chosen)
+        except GuardFailed as e:
+            raise SimulationError(f"{chosen} is not enabled at t={self.env.now}: {e}") from e
+        if w2 != fire(w, chosen):
+            raise SimulationError(f"{chosen}: apply and fire disagree at t={self.env.now}")
+        if en != [t for t in enabled(w, one_order=True) if t.actor == actor and (run is None or t.arg("run") == run)]:
+            raise SimulationError(f"enabled(world, {actor!r}) is not the world's list for {actor}")
 
     def _fire(self, w: World, t: Transition) -> None:
         w2 = fire(w, t)
@@ -265,17 +298,28 @@ class Simulation:
         rid = t.arg("run")
         if w2.messages is not w.messages:
             self._new_messages(w, w2)
+        i = None
         if t.name == "find_stale_running" and w2.reaper is not None:
             for row in w2.reaper.rows:
                 tr = self.trace.get(row[0])
                 if tr is not None:
                     tr.append((self.fired, w2.clock, t))
-            return
-        if rid is None:
-            return
-        i = self.slot_of.get(rid)
+        elif rid is not None:
+            i = self.slot_of.get(rid)
+        if i is not None:
+            self._account(w, w2, t, i, rid)
+        if self.check_steps:
+            self._check_step(w, w2, i)
         if i is None:
             return
+        r1 = w2.rows[i]
+        if (r1 is None or r1.status in TERMINAL) and self._finished(i):  # _maybe_archive(i)
+            self._archive(i)
+        if self.fired % self.check_every == 0:
+            self._check_world()
+
+    def _account(self, w: World, w2: World, t: Transition, i: int, rid: str) -> None:
+        """The run's trace and record after one of its transitions."""
         self.trace[i].append((self.fired, w2.clock, t))
         rec = self.live[i]
         r0, r1 = w.rows[i], w2.rows[i]
@@ -305,16 +349,34 @@ class Simulation:
                 if out == "LEASE_LOST":
                     r.wasted += busy
                 r.outcomes.append((seg, kind, out))
-        self._maybe_archive(i)
-        if self.fired % self.check_every == 0:
-            self._check_world()
+
+    def _check_step(self, w: World, w2: World, i: int | None) -> None:
+        """The properties on the projection of every live run this step may have changed:
+        the run the transition names, and the runs at the reaper's current row before and
+        after when the reaper's state moved (a projection holds the reaper while its current
+        row is the run's). Other runs' projections are unchanged but for the clock, which no
+        safety property reads; the periodic whole-world check stays as a net."""
+        slots = [] if i is None else [i]
+        if w2.reaper is not w.reaper:
+            for r in (w.reaper, w2.reaper):
+                if r is not None:
+                    j = r.rows[r.idx][0]
+                    if j in self.live and j not in slots:
+                        slots.append(j)
+        for j in slots:
+            rec = self.live[j]
+            for name in failing(self.props, project(w2, j)):
+                if (name, rec.id) not in self._seen_violation:
+                    self._violation(name, [(j, rec.id, rec, self.trace[j])])
 
     def _new_messages(self, w: World, w2: World) -> None:
-        added = Counter(w2.messages) - Counter(w.messages)
-        for m, n in sorted(added.items(), key=lambda kv: (kv[0].run, kv[0].not_before)):
-            rid = w2.spec.runs[m.run].id
+        # a message is its (run, not_before): count those (cheaper to hash than Messages)
+        added = Counter([(m.run, m.not_before) for m in w2.messages])
+        added.subtract([(m.run, m.not_before) for m in w.messages])
+        for (run, not_before), n in sorted(added.items()):
+            rid = w2.spec.runs[run].id
             for _ in range(n):
-                self.env.process(self._deliver(m.run, rid, m.not_before))
+                self.env.process(self._deliver(run, rid, not_before))
 
     # -- archive --------------------------------------------------------------------------
     def _finished(self, i: int) -> bool:
@@ -341,12 +403,14 @@ class Simulation:
             rec.requeues, rec.attempts = row.requeue_count, row.attempts
         else:
             rec.status, rec.reason = "never_stored", ""
-        audited = {(e.turn, e.call, e.seg) for e in w.events if e.run == i and e.kind == "tool"}
+        events, other_events = _split(w.events, i)
+        ledger, other_ledger = _split(w.ledger, i)
+        audited = {(e.turn, e.call, e.seg) for e in events if e.kind == "tool"}
         rec.applications = [
             (a.turn, a.call, a.tool, a.effect, a.seg, (a.turn, a.call, a.seg) in audited)
-            for a in w.ledger if a.run == i
+            for a in ledger
         ]
-        pw = project(w, i)
+        pw = project(w, i, events=events, ledger=ledger)
         bad = failing(self.props, pw)
         trace = self.trace.pop(i)
         for name in bad:
@@ -357,8 +421,8 @@ class Simulation:
         self.world = replace(
             w,
             rows=_set(w.rows, i, None),
-            events=tuple(e for e in w.events if e.run != i),
-            ledger=tuple(a for a in w.ledger if a.run != i),
+            events=other_events,
+            ledger=other_ledger,
             outcomes=tuple(o for o in w.outcomes if o[1] != i),
             marks=frozenset(m for m in w.marks if not m.endswith(suffix)),
             cancels=_set(w.cancels, i, 0),
@@ -546,7 +610,7 @@ class Simulation:
             if self.cfg.store_latency.kind != "fixed" or self.cfg.store_latency.a > 0:
                 yield env.timeout(self.cfg.store_latency.sample(caller))
             name = "enqueue_run" if rs.entry == "queued" else "start_run"
-            self._step("caller", fault, lambda t: t.name == name and t.arg("run") == rs.id)
+            self._step("caller", fault, lambda t: t.name == name, run=rs.id)
             if rs.cancels:
                 env.process(self._canceller(i, rs.id, caller))
             if rs.entry == "queued":
@@ -565,7 +629,7 @@ class Simulation:
             return
         fault = "store_error" if rng.random() < self.cfg.store_error_probability else None
         try:
-            self._step("caller", fault, lambda t: t.name == "cancel" and t.arg("run") == rid)
+            self._step("caller", fault, lambda t: t.name == "cancel", run=rid)
         except _Stop:
             return
 
@@ -577,8 +641,7 @@ class Simulation:
         before = {p.name for p in self.world.procs}
         try:
             t = self._step(
-                "caller", None,
-                lambda t: t.name in ("approve", "deny", "submit_input") and t.arg("run") == rid,
+                "caller", None, lambda t: t.name in ("approve", "deny", "submit_input"), run=rid,
             )
             if t is None:
                 return
@@ -602,8 +665,8 @@ class Simulation:
             try:
                 self._step(
                     "bus", None,
-                    lambda t: t.name == "duplicate_message" and t.arg("run") == rid
-                    and t.arg("not_before") == not_before,
+                    lambda t: t.name == "duplicate_message" and t.arg("not_before") == not_before,
+                    run=rid,
                 )
             except _Stop:
                 return
@@ -626,7 +689,7 @@ class Simulation:
                 fault = "store_error" if rng.random() < cfg.store_error_probability else None
                 t = self._step(
                     wk, fault,
-                    lambda t, rid=rid, nb=nb: t.name == "run_queued" and t.arg("run") == rid and t.arg("not_before") == nb,
+                    lambda t, nb=nb: t.name == "run_queued" and t.arg("not_before") == nb, run=rid,
                 )
                 tok = None
                 if t is None:
@@ -671,21 +734,25 @@ class Simulation:
         crash_at = float("inf")
         if web and cfg.web_crash_rate > 0:
             crash_at = env.now + rng.expovariate(cfg.web_crash_rate / 3600.0)
-        seg = name
+        pause_p = cfg.pause_probability
+        store_err = cfg.store_error_probability
+        store_lat = cfg.store_latency.sample
+        timeout = env.timeout
+        step = self._step
         while True:
             if self.stopped:
                 raise _Stop
             p = self.world.proc(name)
             if p is None:
                 return
-            seg = p.seg or p.name
             pc = p.pc
             lat = 0.0
-            if pc != "settle" and cfg.pause_probability > 0 and p.kind != ENQUEUE and rng.random() < cfg.pause_probability:
+            if pause_p > 0 and pc != "settle" and p.kind != ENQUEUE and rng.random() < pause_p:
                 lat += cfg.pause_duration.sample(rng)
             work = 0.0
-            if pc in STORE_PCS:
-                lat += cfg.store_latency.sample(rng)
+            store = pc in STORE_PCS
+            if store:
+                lat += store_lat(rng)
             elif pc in AUDIT_PCS:
                 lat += cfg.audit_latency.sample(rng)
             elif pc == "provider":
@@ -700,17 +767,21 @@ class Simulation:
                 lat += cfg.dispatch_latency.sample(rng)
             lat += work
             if env.now + lat >= crash_at:
-                yield env.timeout(max(0.0, crash_at - env.now))
-                self._step(name, "crash")
+                yield timeout(max(0.0, crash_at - env.now))
+                step(name, "crash")
                 return
             if lat > 0:
-                yield env.timeout(lat)
+                yield timeout(lat)
             if work:
+                seg = p.seg or p.name
                 self._segment_busy[seg] = self._segment_busy.get(seg, 0.0) + work
                 if p.run in self.live:
                     self.live[p.run].busy += work
-            fault = self._fault(pc, p, rng)
-            t = self._step(name, fault)
+            if store:  # _fault's store branch, inline
+                fault = "store_error" if store_err and rng.random() < store_err else None
+            else:
+                fault = self._fault(pc, p, rng)
+            t = step(name, fault)
             if t is None:
                 raise SimulationError(f"{name} at {pc!r}: nothing enabled")
 
@@ -795,6 +866,14 @@ class Simulation:
     # -- results ---------------------------------------------------------------------------
     def all_records(self) -> list[RunRecord]:
         return list(self.records.values())
+
+
+def _split(items: tuple, i: int) -> tuple[tuple, tuple]:
+    """``items`` (events or ledger entries) of run slot ``i``, and the others, in order."""
+    mine, rest = [], []
+    for x in items:
+        (mine if x.run == i else rest).append(x)
+    return tuple(mine), (tuple(rest) if mine else items)
 
 
 def _set(tup: tuple, i: int, v) -> tuple:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from json.encoder import encode_basestring_ascii as _enc
 from typing import Any, TextIO
 
 from model.state import World
@@ -18,10 +19,53 @@ from model.transition import Transition
 
 
 def canonical(time: float, t: Transition) -> str:
+    """The canonical line of one record (what the history hash covers)."""
+    pre, post = _halves(t)
+    if pre is None:
+        return _canonical_json(time, t)
+    return pre + f"{time:.6f}" + post
+
+
+def _halves(t: Transition) -> tuple[str, str] | tuple[None, None]:
+    """The canonical line of ``t`` around its time value: ``pre + "<t>" + post``, written
+    without json for plain arguments: str, int, bool or None values under distinct str keys
+    other than the record's own (``(None, None)`` otherwise: the caller uses json)."""
+    items = [("actor", t[1]), ("name", t[0])]
+    items += t[2]
+    try:
+        items.sort()  # distinct keys compare alone; a repeated key is refused below
+    except TypeError:
+        return None, None
+    pre = "{"
+    post = '"'
+    prev = None
+    for k, v in items:
+        enc = _VALUE.get(type(v))
+        if k == prev or enc is None or type(k) is not str or k == "t":
+            return None, None
+        prev = k
+        if k < "t":
+            pre += _enc(k) + ":" + enc(v) + ","
+        else:
+            post += "," + _enc(k) + ":" + enc(v)
+    return pre + '"t":"', post + "}"
+
+
+def _canonical_json(time: float, t: Transition) -> str:
+    """The definition: compact JSON with sorted keys (``canonical`` agrees with it byte for
+    byte on transitions whose arguments are plain, and falls back to it on any other)."""
     d: dict[str, Any] = {"t": f"{time:.6f}", "name": t.name, "actor": t.actor}
     for k, v in t.args:
         d[k] = v
     return json.dumps(d, sort_keys=True, separators=(",", ":"))
+
+
+_VALUE = {
+    str: _enc,
+    int: int.__repr__,
+    bool: lambda v: "true" if v else "false",
+    type(None): lambda v: "null",
+}
 
 
 class History:
@@ -33,11 +77,20 @@ class History:
         self.count = 0
         self._file: TextIO | None = open(path, "w", encoding="utf-8") if path else None  # noqa: SIM115
         self.annotate = self._file is not None
+        self._halves: dict[Transition, tuple] = {}  # a transition's canonical line, around "t"
+        self._pending: list[str] = []  # canonical lines not hashed yet
 
     def add(self, time: float, t: Transition, note: dict[str, Any] | None = None) -> None:
-        line = canonical(time, t)
-        self.sha.update(line.encode())
-        self.sha.update(b"\n")
+        halves = self._halves.get(t)
+        if halves is None:
+            if len(self._halves) >= 1 << 16:
+                self._halves.clear()
+            halves = self._halves[t] = _halves(t)
+        pre, post = halves
+        line = _canonical_json(time, t) if pre is None else pre + f"{time:.6f}" + post
+        self._pending.append(line)
+        if len(self._pending) >= 512:
+            self._flush()
         self.count += 1
         if self.records is not None:
             self.records.append((time, t))
@@ -48,7 +101,15 @@ class History:
                 line = json.dumps(d, sort_keys=True, separators=(",", ":"))
             self._file.write(line + "\n")
 
+    def _flush(self) -> None:
+        """Hash the pending lines (one update of their concatenation: the same digest)."""
+        if self._pending:
+            self._pending.append("")
+            self.sha.update("\n".join(self._pending).encode())
+            self._pending.clear()
+
     def hexdigest(self) -> str:
+        self._flush()
         return self.sha.hexdigest()
 
     def close(self) -> None:

@@ -16,9 +16,9 @@ When they are checked (documented in docs/SIMULATOR.md):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from model.state import World
+from model.state import World, replace
 
 
 @dataclass(frozen=True)
@@ -57,12 +57,13 @@ def load_safety() -> tuple[dict[str, object], str]:
     return dict(SAFETY), "spec.properties.SAFETY"
 
 
-def project(w: World, i: int) -> World:
-    """The world restricted to run slot ``i`` (see the module docstring)."""
+def project(w: World, i: int, events: tuple | None = None, ledger: tuple | None = None) -> World:
+    """The world restricted to run slot ``i`` (see the module docstring). ``events`` and
+    ``ledger``: the run's own, when the caller has them at hand."""
     rid = w.spec.runs[i].id
     suffix = ":" + rid
     n = len(w.rows)
-    rows = tuple(w.rows[i] if k == i else None for k in range(n))
+    rows = (None,) * i + (w.rows[i],) + (None,) * (n - i - 1)
     reaper = w.reaper
     if reaper is not None:
         rr = tuple(r for r in reaper.rows if r[0] == i)
@@ -73,8 +74,8 @@ def project(w: World, i: int) -> World:
     return replace(
         w,
         rows=rows,
-        events=tuple(e for e in w.events if e.run == i),
-        ledger=tuple(a for a in w.ledger if a.run == i),
+        events=tuple(e for e in w.events if e.run == i) if events is None else events,
+        ledger=tuple(a for a in w.ledger if a.run == i) if ledger is None else ledger,
         messages=tuple(m for m in w.messages if m.run == i),
         procs=tuple(p for p in w.procs if p.run == i),
         reaper=reaper,
