@@ -127,6 +127,12 @@ def main() -> None:
           f"({events:,} timeouts, best of {len(bares)})")
     print(f"ratio per SimPy event: {per_e / per_bare:.1f}x   (per transition: {per_t / per_bare:.1f}x)")
     print(f"runs simulated per second, one core: {rps:,.0f}")
+    t0 = time.perf_counter()
+    Simulation(cfg, policy=a.policy, seed=a.seed, runs=a.runs, keep_going=True,
+               check_steps=False).run()
+    w_off = time.perf_counter() - t0
+    print(f"  without the per-step property checks (archive + periodic only): "
+          f"{w_off / transitions * 1e6:.2f} us/transition, {a.runs / w_off:,.0f} runs/s")
     print(f"  10^6 runs at that rate: {1e6 / rps:,.0f} s on one core, "
           f"{1e6 / rps / a.jobs:,.0f} s on {a.jobs} if they scaled perfectly")
     sizes = sorted({int(x) for x in str(a.sweep_seeds).split(",") if int(x) > 0})

@@ -130,7 +130,7 @@ class Simulation:
         check_every: int = 2000,
         properties: dict[str, object] | None = None,
         crosscheck_every: int = 0,
-        check_steps: bool = False,
+        check_steps: bool = True,
     ):
         self.cfg = cfg
         self.policy_name = policy or cfg.policy
@@ -142,13 +142,23 @@ class Simulation:
         # ``model.apply`` (membership in the unabridged ``enabled(world, actor)``)
         self.crosscheck_every = crosscheck_every
         # check the properties after every step on the projection of each run the step
-        # touched (off by default: see docs/SIMULATOR.md "Properties" for the cost)
+        # touched, those whose declared inputs the step changed (docs/SIMULATOR.md
+        # "Properties"); False leaves only the archive and periodic checks (benchmarks)
         self.check_steps = check_steps
         if properties is None:
             properties, self.properties_source = load_safety()
         else:
             self.properties_source = "given"
         self.props = properties
+        # the World fields each property reads (spec.properties.Property.reads; None or
+        # missing: all): a step that leaves them untouched cannot change its verdict
+        fields = sorted({f for p in properties.values() for f in (getattr(p, "reads", None) or ())})
+        self._read_fields = tuple(fields)
+        bit = {f: 1 << k for k, f in enumerate(fields)}
+        self._read_masks = [
+            (name, p, sum(bit[f] for f in set(p.reads)) if getattr(p, "reads", None) else -1)
+            for name, p in properties.items()
+        ]
         self.history = History(keep=keep_history, path=history_path)
         self.env = simpy.Environment()
         pol = parse_policy(self.policy_name)
@@ -363,9 +373,19 @@ class Simulation:
                     j = r.rows[r.idx][0]
                     if j in self.live and j not in slots:
                         slots.append(j)
+        if not slots:
+            return
+        changed, b = 0, 1
+        for f in self._read_fields:
+            if getattr(w2, f) is not getattr(w, f):
+                changed |= b
+            b <<= 1
+        props = {name: p for name, p, m in self._read_masks if m & changed}
+        if not props:
+            return
         for j in slots:
             rec = self.live[j]
-            for name in failing(self.props, project(w2, j)):
+            for name in failing(props, project(w2, j)):
                 if (name, rec.id) not in self._seen_violation:
                     self._violation(name, [(j, rec.id, rec, self.trace[j])])
 

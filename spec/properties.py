@@ -719,13 +719,13 @@ SAFETY: dict[str, Property] = {
             race_safe_staleness,
             "□ reaper.pc=row ∧ ¬stale(row_r, reaper.now) ⇒ T11, T12 leave row_r unchanged",
             "ADR-104; REFERENCE 16.14",
-            None  # looks ahead through runtime.fire,
+            ("reaper", "rows", "clock"),  # T11/T12 of the reaper's row, by fire
         ),
         _p(
             cooperative_cancel,
             "□ (reason=cancelled ⇒ status=cancelled) ∧ T5 on cancelled rows fails ∧ past_cancel∉marks",
             "ADR-092, ADR-103; REFERENCE 16.15",
-            None  # looks ahead through runtime.fire,
+            ("rows", "marks", "procs", "removed", "clock"),  # and T5 of a stamp, by fire
         ),
         _p(
             no_resurrection_by_suspend,
