@@ -306,7 +306,13 @@ class World(_Hashed):
         return replace(self, rows=tuple(rows))
 
     def set_proc(self, p: Proc) -> World:
-        return replace(self, procs=tuple(p if q.name == p.name else q for q in self.procs))
+        """The same world with the process named ``p.name`` replaced by ``p`` (none: as is)."""
+        procs = self.procs
+        name = p.name
+        for k, q in enumerate(procs):
+            if q.name == name:
+                return replace(self, procs=procs[:k] + (p,) + procs[k + 1:])
+        return self
 
     def mark(self, fact: str) -> World:
         return self if fact in self.marks else replace(self, marks=self.marks | {fact})
