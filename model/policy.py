@@ -75,6 +75,10 @@ class Policy:
     # Recovery's fallback dead-letter (9 step 8) matches the row its own requeue left
     # (status queued) instead of an owner guard the requeue already cleared. FINDINGS.md F2.
     fallback_settles_requeued_row: bool = False
+    # The cancellation probe (7.2 step 3) persists its step only while the row's requeue_count
+    # is the one the segment's claim returned: a segment whose run was requeued since (a
+    # zombie) stops without appending to the stream of a later claim. FINDINGS.md F4.
+    probe_persists_own_claim_only: bool = False
     # -- mutants: deliberately BROKEN variants for the vacuity check (`failclosed mutants`,
     # spec/cli.py MUTANT_SWITCHES); never a runtime stage, off in every preset. Each removes
     # one guard so that the property it protects must be seen to fail. ------------------------
@@ -157,6 +161,7 @@ def _build() -> dict[str, Policy]:
         name="proposed",
         fence_kept_after_non_idempotent_write=True,
         fallback_settles_requeued_row=True,
+        probe_persists_own_claim_only=True,
     )
     return out
 

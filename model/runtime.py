@@ -863,6 +863,10 @@ def _h_on_step(w: World, p: Proc, t: Transition) -> World:
 def _h_probe(w: World, p: Proc, t: Transition) -> World:
     row = w.rows[p.run]
     if not t.fault and row is not None and row.status == CANCELLED:
+        if w.spec.policy.probe_persists_own_claim_only and row.requeue_count != p.claim_requeues:
+            # proposal P3: the run was requeued since this segment's claim, so the cancel
+            # ended a later claim's work: CancellationRequested without persisting
+            return _ladder(w, p, CANCELLATION_REQUESTED, "")
         # persist this step, then CancellationRequested: no renewal and no fence clear
         return _put(w, replace(p, pc="persist", cancelled=True))
     return _after_probe(w, p)
@@ -1177,7 +1181,8 @@ def _h_claim_queued(w: World, p: Proc, t: Transition) -> World:
     if not ok:
         return _end(w, p, None)  # NONE
     row = w.rows[p.run]
-    p = replace(p, pc="pickup_position", epoch=row.epoch, seg=f"{p.worker}/{w.run_id(p.run)}#{row.attempts}")
+    p = replace(p, pc="pickup_position", epoch=row.epoch, claim_requeues=row.requeue_count,
+                seg=f"{p.worker}/{w.run_id(p.run)}#{row.attempts}")
     return _put(w, p)
 
 
@@ -1216,7 +1221,7 @@ def _h_resume_claim(w: World, p: Proc, t: Transition) -> World:
     row = w.rows[p.run]
     owner = p.identity if pol.lease_all_segments else ""
     p = replace(
-        p, pc="resume_position", epoch=row.epoch, owner=owner,
+        p, pc="resume_position", epoch=row.epoch, owner=owner, claim_requeues=row.requeue_count,
         guard=p.identity if pol.owner_guarded_settle_all else "", cap=w.spec.constants.DEFAULT_ROUND_CAP,
     )
     return _put(w, p)

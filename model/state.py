@@ -255,6 +255,9 @@ class Proc(_Hashed):
     synthesis: bool = False  # the round after the cap (7.1 step 9)
     cancel_seen: bool = False  # ghost: the row was cancelled when this boundary began
     stamped: bool = False  # ghost: this call's T5 stamp matched (the write starts fenced)
+    # the row's requeue_count returned by this segment's claim (T3, T7); read only by the
+    # proposal probe_persists_own_claim_only (docs/PROPOSALS.md P3)
+    claim_requeues: int = 0
     # Sync transport (6.3): the frames of this same process suspended in a ``dispatch`` whose
     # handler this frame runs, the nearest first (each stored with ``outer = ()``). Empty
     # otherwise. Only the innermost frame is in ``World.procs``: the others are blocked.

@@ -17,6 +17,7 @@ CLOSED_BY_PROPOSAL = (
     "no_write_applied_twice_without_audit",
     "no_unaudited_write_settles_successfully",
     "interrupted_non_idempotent_write_not_repeated",
+    "no_zombie_append",  # F4, by P3
 )
 
 
@@ -57,3 +58,7 @@ def test_the_cancel_probe_finding_is_found_on_both_transports():
         assert not r.properties["stream_order"].holds, part
         actors = {t.actor for t, _ in r.properties["no_zombie_append"].trace}
         assert ("w2" in actors) if part.endswith("async") else ("reaper" in actors and "w1" not in actors)
+        # proposal P3 closes both on this configuration
+        r = check("proposed", CONFIG_DIR / f"{part}.toml", ["no_zombie_append", "stream_order"],
+                  witnesses=False, coverage=False)
+        assert r.properties["no_zombie_append"].holds and r.properties["stream_order"].holds, part
