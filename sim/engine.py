@@ -54,6 +54,7 @@ from model.state import (
     replace,
 )
 from model.transition import Transition
+from spec.engine import FieldReads
 
 from .config import SimConfig
 from .history import History, note
@@ -152,13 +153,9 @@ class Simulation:
         self.props = properties
         # the World fields each property reads (spec.properties.Property.reads; None or
         # missing: all): a step that leaves them untouched cannot change its verdict
-        fields = sorted({f for p in properties.values() for f in (getattr(p, "reads", None) or ())})
-        self._read_fields = tuple(fields)
-        bit = {f: 1 << k for k, f in enumerate(fields)}
-        self._read_masks = [
-            (name, p, sum(bit[f] for f in set(p.reads)) if getattr(p, "reads", None) else -1)
-            for name, p in properties.items()
-        ]
+        self._reads = FieldReads({n: p.reads for n, p in properties.items()
+                                  if getattr(p, "reads", None)})
+        self._read_masks = [(n, p, self._reads.mask.get(n, -1)) for n, p in properties.items()]
         self.history = History(keep=keep_history, path=history_path)
         self.env = simpy.Environment()
         pol = parse_policy(self.policy_name)
@@ -375,11 +372,7 @@ class Simulation:
                         slots.append(j)
         if not slots:
             return
-        changed, b = 0, 1
-        for f in self._read_fields:
-            if getattr(w2, f) is not getattr(w, f):
-                changed |= b
-            b <<= 1
+        changed = self._reads.changed(w, w2)
         props = {name: p for name, p, m in self._read_masks if m & changed}
         if not props:
             return

@@ -69,10 +69,6 @@ def mutant_config(name: str, default: str) -> str:
 MUTANTS = mutants()
 
 
-def _stats(res: Any) -> str:
-    return res.stats_line()
-
-
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "check", help="exhaustively check the properties on a bounded configuration",
@@ -144,7 +140,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
             print(f"  never enabled: {', '.join(res.coverage.never_enabled)}")
         for x in written:
             print(f"  wrote {x}")
-        print(f"{res.policy} on {res.config}: {_stats(res)}")
+        print(f"{res.policy} on {res.config}: {res.stats_line()}")
     return 0 if res.ok else 1
 
 

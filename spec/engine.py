@@ -22,7 +22,6 @@ re-walking ``successors`` from a concrete initial world (see :meth:`Exploration.
 
 from __future__ import annotations
 
-import operator
 import resource
 import sys
 import time
@@ -293,6 +292,25 @@ def _maxrss_mib() -> float:
     return r / (1024 * 1024) if sys.platform == "darwin" else r / 1024
 
 
+class FieldReads:
+    """Which attributes each named predicate reads, as bit masks over one field order:
+    ``reads`` maps a name to the attribute names its predicate is a function of."""
+
+    def __init__(self, reads: Mapping[str, Sequence[str]]) -> None:
+        self.fields = tuple(sorted({f for fs in reads.values() for f in fs}))
+        bit = {f: 1 << k for k, f in enumerate(self.fields)}
+        self.mask = {nm: sum(bit[f] for f in set(fs)) for nm, fs in reads.items()}
+
+    def changed(self, a: Any, b: Any) -> int:
+        """The mask of the fields whose value in ``b`` is not the very object it is in ``a``."""
+        m, bit = 0, 1
+        for f in self.fields:
+            if getattr(b, f) is not getattr(a, f):
+                m |= bit
+            bit <<= 1
+        return m
+
+
 def explore(
     initial: Sequence[W],
     successors: Callable[[W], Iterable[tuple[Transition, W]]],
@@ -394,16 +412,9 @@ def explore(
 
     inv_items = list(invariants.items())
     wit_items = list(witnesses.items())
-    read_fields = sorted({f for nm, fs in reads.items() for f in fs
-                          if nm in invariants or nm in witnesses})
-    read_bit = {f: 1 << k for k, f in enumerate(read_fields)}
-    # name -> mask of the fields it reads (0: not declared, always checked)
-    read_mask = {nm: sum(read_bit[f] for f in set(fs)) for nm, fs in reads.items()
-                 if nm in invariants or nm in witnesses}
-    read_get = operator.attrgetter(*read_fields) if len(read_fields) > 1 else (
-        (lambda w, g=operator.attrgetter(read_fields[0]): (g(w),)) if read_fields else None
-    )
-    read_bits = [read_bit[f] for f in read_fields]
+    fr = FieldReads({nm: fs for nm, fs in reads.items() if nm in invariants or nm in witnesses})
+    read_mask = fr.mask  # name -> mask of the fields it reads (missing: always checked)
+    changed_fields = fr.changed
     inv_hits: dict[str, list[int]] = {}
     wit_hits: dict[str, list[int]] = {}
     stop_depth: int | None = None
@@ -473,7 +484,6 @@ def explore(
                           if nm not in wit_hits]
             use_reads = any(x[2] for x in inv_active) or any(x[2] for x in wit_active)
         w = worlds[i]
-        parts = read_get(w) if use_reads else ()
         k = sw[i]
         m = amask[i]
         any_succ = False
@@ -502,12 +512,7 @@ def explore(
                 in_tr_append(tid)
                 amask_append(b)
                 taken[tid] += 1
-                changed = -1
-                if use_reads:
-                    changed = 0
-                    for bit, x, y in zip(read_bits, read_get(w2), parts, strict=True):
-                        if x is not y:
-                            changed |= bit
+                changed = changed_fields(w, w2) if use_reads else -1
                 if inv_active:
                     for name, pred, rm in inv_active:
                         if rm and not rm & changed:
