@@ -91,19 +91,10 @@ def write_scenario(sim, v, k: int, directory: str) -> str:
     """Write a violation's trace as a scenario file; returns its path."""
     from model.transition import Transition
 
-    from .invariants import FALLBACK
-
     os.makedirs(directory, exist_ok=True)
     sc = v.scenario
     steps = [Transition.from_dict(s) for s in sc["steps"]]
-    if v.property in FALLBACK and sim.properties_source.startswith("sim."):
-        prefix = {"no_zombie_append": "zombie_append", "no_zombie_settle": "zombie_settle",
-                  "owner_only_mutation": "foreign_owner_mutation", "no_resurrection": "resurrection",
-                  "terminal_absorption": "terminal_overwritten",
-                  "no_retry_of_non_retryable": "retry_of_non_retryable"}[v.property]
-        expect: dict[str, Any] = {"marks": [f"{prefix}:{r}" for r in v.runs]}
-    else:
-        expect = {"violates": [v.property]}
+    expect: dict[str, Any] = {"violates": [v.property]}
     desc = (f"simulator counterexample: {v.property} violated by {', '.join(v.runs)} "
             f"(policy {sim.policy_name}, seed {sim.seed}, t={v.time:.3f} s)")
     path = os.path.join(directory, f"sim-{_safe(sim.policy_name)}-seed{sim.seed}-{v.property}-{k}.toml")

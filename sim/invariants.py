@@ -1,11 +1,12 @@
 """Which safety properties the simulator checks, and on which world.
 
 The properties are ``spec.properties.SAFETY`` (name -> object with ``.check(world) -> bool``):
-the same predicates the exhaustive checker uses. While ``spec/properties.py`` is not there
-yet, a stand-in of the same shape reads only the model's ghost marks (``World.marks``), so the simulator is usable; it is replaced as soon as the module imports.
+the same predicates the exhaustive checker uses.
 
 When they are checked (documented in docs/SIMULATOR.md):
 
+* after every step, on the projection of each run the step touched, those properties whose
+  declared inputs the step changed (sim.engine ``check_steps``, the default);
 * per run, when the run is archived (its row is terminal and no process or message refers
   to it), on the run's *projection* (the world with only that run's row, events, ledger
   entries, outcomes, processes, messages and marks): every run is checked once, completely;
@@ -15,45 +16,13 @@ When they are checked (documented in docs/SIMULATOR.md):
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
 from model.state import World, replace
 
 
-@dataclass(frozen=True)
-class _Prop:
-    name: str
-    doc: str
-    fn: Callable[[World], bool]
-
-    def check(self, world: World) -> bool:
-        return self.fn(world)
-
-
-def _no_mark(prefix: str) -> Callable[[World], bool]:
-    return lambda w: not any(m.startswith(prefix + ":") for m in w.marks)
-
-
-FALLBACK = {
-    p.name: p
-    for p in (
-        _Prop("no_zombie_append", "16.4", _no_mark("zombie_append")),
-        _Prop("no_zombie_settle", "16.5", _no_mark("zombie_settle")),
-        _Prop("owner_only_mutation", "16.3", _no_mark("foreign_owner_mutation")),
-        _Prop("no_resurrection", "16.16", _no_mark("resurrection")),
-        _Prop("terminal_absorption", "16.1", _no_mark("terminal_overwritten")),
-        _Prop("no_retry_of_non_retryable", "16.7", _no_mark("retry_of_non_retryable")),
-    )
-}
-
-
 def load_safety() -> tuple[dict[str, object], str]:
-    """``(properties, source)``: spec's SAFETY if importable, else the stand-in."""
-    try:
-        from spec.properties import SAFETY  # type: ignore[import-not-found]
-    except ImportError:
-        return dict(FALLBACK), "sim.invariants.FALLBACK (spec.properties not importable)"
+    """``(properties, source)``: spec's SAFETY, the checker's own predicates."""
+    from spec.properties import SAFETY
+
     return dict(SAFETY), "spec.properties.SAFETY"
 
 
