@@ -518,7 +518,7 @@ def _policy_name(policy: str | None) -> str | None:
 # =========================================================================================
 def check(
     policy: str | None,
-    config: str | Path = "small",
+    config: str | Path | ConfigPart = "small",
     properties: Sequence[str] | None = None,
     *,
     witnesses: bool = True,
@@ -528,10 +528,14 @@ def check(
     max_states: int | None = None,
 ) -> CheckResult:
     """Check ``properties`` (None: all) on every part of ``config`` under ``policy`` (None:
-    each part's own policy)."""
+    each part's own policy). ``config`` is a name, a path, or one :class:`ConfigPart` (a
+    configuration already in memory, as a scope generates them: spec/scope.py)."""
     t0 = time.perf_counter()
     pname = _policy_name(policy)
-    cname, parts = load_config(config)
+    if isinstance(config, ConfigPart):
+        cname, parts = config.name, [config]
+    else:
+        cname, parts = load_config(config)
     safety, live = resolve_properties(properties)
     results: dict[str, PropertyResult] = {
         n: PropertyResult(n, "safety", True) for n in safety

@@ -106,6 +106,8 @@ def register(subparsers: Any) -> None:
     k.add_argument("--json", action="store_true")
     k.set_defaults(func=_cmd_mutants)
 
+    register_scope(subparsers)
+
 
 def _validate_policy(policy: str) -> Policy:
     return parse_policy(policy)  # UnknownPolicy -> one line, exit 2
@@ -246,3 +248,180 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
         for n in survivors:
             print(f"  SURVIVES every mutant: {n}")
     return 1 if survivors else 0
+
+
+# =========================================================================================
+# failclosed scope
+# =========================================================================================
+def register_scope(subparsers: Any) -> None:
+    import os
+
+    s = subparsers.add_parser(
+        "scope", help="check every configuration of a declared scope (in parallel): holds "
+                      "across the scope, or the shortest counterexample over all of them",
+        description="Expand a scope (spec/scopes/*.toml: dimensions of small configurations) "
+                    "into its configurations, drop renamings and subsumed ones, and check "
+                    "each one under each policy as an independent task. A verdict holds only "
+                    "if it holds in every configuration. Exit 0: all hold; 1: a counterexample "
+                    "(printed with the configuration that produced it); 2: bad input.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    s.add_argument("scope", nargs="?", default="standard",
+                   help="standard | quick | full | a scope TOML FILE")
+    s.add_argument("--policy", action="append", dest="policies", metavar="P",
+                   help="policy to check (repeatable; default: current)")
+    s.add_argument("--property", action="append", dest="properties", metavar="NAME",
+                   help="check only this property (repeatable; default: all)")
+    s.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                   help="local worker processes")
+    s.add_argument("--dask", metavar="ADDR", help="run the tasks on the dask.distributed "
+                   "scheduler at ADDR (host:port) instead of local processes")
+    s.add_argument("--max-states", type=int, default=None,
+                   help="bound per configuration (truncates; the verdict then says so)")
+    s.add_argument("--out", metavar="DIR", help="write each shortest counterexample as a trace "
+                   "table, a scenario file and a pytest regression test")
+    s.add_argument("--json", action="store_true", help="machine-readable result on stdout")
+    s.add_argument("--list", action="store_true",
+                   help="list the configurations (after reduction) and exit")
+    s.add_argument("--show", metavar="CONFIG", help="print one configuration as TOML "
+                   "(for `failclosed check --config FILE`) and exit")
+    s.add_argument("--cache-dir", metavar="DIR", help="where finished configurations are "
+                   "kept (default: $FAILCLOSED_CACHE_DIR or ~/.cache/failclosed)")
+    s.add_argument("--no-cache", action="store_true", help="recheck every configuration")
+    s.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    s.set_defaults(func=_cmd_scope)
+
+
+def _scope_policies(args: argparse.Namespace) -> list[str]:
+    pols = args.policies or ["current"]
+    for p in pols:
+        _validate_policy(p)
+    return pols
+
+
+def _scope_args(args: argparse.Namespace) -> None:
+    from model.config import UsageError
+
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs: must be >= 1, got {args.jobs}")
+    if args.max_states is not None and args.max_states < 1:
+        raise UsageError(f"--max-states: must be >= 1, got {args.max_states}")
+    if args.out:
+        _writable_dir(args.out, "--out")
+
+
+def _writable_dir(path: str, flag: str) -> None:
+    """Fail before any work if ``path`` cannot be created or written."""
+    import os
+
+    from model.config import UsageError
+
+    p = Path(path)
+    probe = p
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK):
+        raise UsageError(f"{flag}: cannot write into {path} ({probe} is not a writable "
+                         "directory); give a directory you can write")
+
+
+def run_scope_cli(scope_name: str, policies: list[str], properties: list[str] | None,
+                  args: argparse.Namespace) -> Any:
+    """Load, run with progress and the cache, merge: the ScopeResult."""
+    from spec.progress import Progress
+    from spec.scope import Cache, check_scope, load_scope, model_version
+
+    scope = load_scope(scope_name)
+    cache = None
+    if not getattr(args, "no_cache", False):
+        root = Path(args.cache_dir) if getattr(args, "cache_dir", None) else Cache.default_root()
+        cache = Cache(root, model_version())
+    total = len(scope.members) * len(policies)
+    quiet = getattr(args, "quiet", False)
+    with Progress(f"scope {scope.name}", total, unit="configurations", interval=60,
+                  enabled=not quiet) as pg:
+        if not quiet:
+            pg.note(_scope_header(scope, policies))
+        return check_scope(scope, policies, properties, jobs=getattr(args, "jobs", 1) or 1,
+                           dask=getattr(args, "dask", None),
+                           max_states=getattr(args, "max_states", None), cache=cache,
+                           on_result=lambda r: pg.advance(states=r.states))
+
+
+def _scope_header(scope: Any, policies: list[str]) -> str:
+    return (f"scope {scope.name}: {scope.generated:,} configurations generated, "
+            f"{scope.equivalent:,} renamings and {scope.subsumed:,} subsumed dropped, "
+            f"{len(scope.members):,} to check under {len(policies)} "
+            f"polic{'y' if len(policies) == 1 else 'ies'}")
+
+
+def _cmd_scope(args: argparse.Namespace) -> int:
+    from spec.checker import check, resolve_properties, write_counterexample
+    from spec.scope import load_scope, member
+
+    _scope_args(args)
+    if args.list or args.show:
+        scope = load_scope(args.scope)
+        if args.show:
+            from model.scenario import dump_scenario
+
+            print(dump_scenario(member(scope, args.show).data, []), end="")
+            return 0
+        for m in scope.members:
+            print(f"{m.name}\t{m.origin}")
+        print(_scope_header(scope, ["?"]).rsplit(" to check", 1)[0]
+              + f", {len(scope.members):,} kept", file=sys.stderr)
+        return 0
+    policies = _scope_policies(args)
+    resolve_properties(args.properties)  # an unknown name: one line, before any work
+    res = run_scope_cli(args.scope, policies, args.properties, args)
+    written: list[str] = []
+    if args.out:
+        for pol in policies:
+            for n, v in res.verdicts[pol].items():
+                if v.holds:
+                    continue
+                m = member(res.scope, v.member)
+                from spec.checker import ConfigPart
+
+                one = check(pol, ConfigPart(m.name, "", m.data), [n], witnesses=False,
+                            coverage=False)
+                written += [str(x) for x in write_counterexample(one.properties[n],
+                                                                 Path(args.out), pol)]
+    if args.json:
+        d = res.to_json()
+        if written:
+            d["written"] = written
+        print(json.dumps(d, indent=2))
+    else:
+        _print_scope(res)
+        for x in written:
+            print(f"  wrote {x}")
+    bad = any(not v.holds for p in policies for v in res.verdicts[p].values())
+    return 1 if bad else 0
+
+
+def _print_scope(res: Any) -> None:
+    for pol in res.policies:
+        print(f"{pol} over {res.reach()}:")
+        width = max(len(n) for n in res.properties)
+        for n in res.properties:
+            v = res.verdicts[pol][n]
+            if v.holds:
+                verdict = "holds" if not res.truncated else "holds up to the bound"
+            else:
+                verdict = (f"VIOLATED: {v.length} steps in {v.member} "
+                           f"({v.violating} of {len(res.scope.members)} configurations)")
+            print(f"  {n:<{width}}  {verdict}")
+        bad = [n for n in res.properties if not res.verdicts[pol][n].holds]
+        print(f"{len(res.properties)} properties under {pol}: {len(bad)} violated, "
+              f"{len(res.properties) - len(bad)} hold in {res.reach()}")
+    if res.truncated:
+        print(f"  truncated by --max-states: {', '.join(res.truncated[:10])}"
+              + (f" and {len(res.truncated) - 10} more" if len(res.truncated) > 10 else ""))
+    if res.cached:
+        print(f"  {res.cached} of {len(res.results)} results came from the cache "
+              f"({res.seconds:.1f}s)")
+    if any(not v.holds for p in res.policies for v in res.verdicts[p].values()):
+        print(f"  traces: add --out DIR; one configuration as TOML: "
+              f"failclosed scope {res.scope.name} --show NAME")

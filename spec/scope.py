@@ -1,0 +1,688 @@
+"""Scopes: verdicts over every small configuration of a declared scope, not one hand-picked bound.
+
+A bounded checker cannot say "the runtime has this guarantee"; it can say "no counterexample
+in ANY configuration of this declared scope" (the small-scope hypothesis: most bugs show up
+in some small instance). A scope is data, a TOML file under spec/scopes/:
+
+    description = "..."
+    configs = ["small"]                    # members kept as they are (spec/configs names, paths)
+
+    [constants]                            # the short constants of every generated member
+    LEASE_SECONDS = 1
+
+    [tools.nonidem]                        # the catalogue: a key -> a [[tools]] table
+    name = "create_page_draft"
+    effect = "non_idempotent_write"
+
+    [shapes.queued]                        # run shapes: a [[runs]] table without id and plan
+    entry = "queued"
+    decisions = ["approve"]
+
+    [ends]                                 # how a run's plan ends, after its tool round
+    completed = { final = "completed" }
+
+    [[product]]                            # one cartesian product of the dimensions
+    name = "queued"
+    workers = [1, 2]
+    transport = ["async", "sync"]
+    runs = [["queued"], ["queued", "queued"]]   # the shapes of one member's runs
+    tools = ["read", "nonidem"]            # the tool each run calls (every run the same one)
+    ends = ["completed"]
+    faults = ["crash", "pause"]            # the fault kinds the fault sets are drawn from
+    fault_sets = ["singles", "pairs"]      # none | singles | pairs | all
+    fault_budget = [1, 2]
+    provider_faults = ["rateLimit", "auth"]  # the classes of provider_error, when drawn
+    horizon = [4]
+
+A member is one configuration in model/config.py's format. Generation expands every product,
+then drops the members that are **equivalent** to another one (the same configuration up to
+the order of its runs and of its catalogue, and run ids: a renaming) and those **subsumed**
+by another member: the same configuration with a subset of its fault kinds, a subset of its
+provider classes and store statements, and at most its fault budget. Every history of the
+smaller one is a history of the larger (a fault only adds branches, and the budget only
+bounds how many are taken), so it reaches no state the larger does not reach, and a
+counterexample of the smaller one is one of the larger, no longer
+(tests/test_scope.py compares reachable states on pairs of members).
+
+:func:`run_scope` checks every (member, policy) as an independent task, in this process,
+on local processes (``jobs``) or on a Dask cluster, keeps each result in a cache keyed by
+(member, policy, properties, bound, model version), and :func:`merge` turns them into one
+verdict per policy and property: holds across the scope, or the shortest counterexample over
+all members with the member that produced it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from model.config import ConfigError, UsageError, check_keys, load_spec, read_toml
+
+SCOPE_DIR = Path(__file__).resolve().parent / "scopes"
+_ROOT = Path(__file__).resolve().parent.parent
+
+__all__ = [
+    "SCOPE_DIR",
+    "Member",
+    "Scope",
+    "ScopeResult",
+    "TaskResult",
+    "expand",
+    "load_scope",
+    "merge",
+    "model_version",
+    "reduce_members",
+    "run_scope",
+    "subsumes",
+]
+
+FAULT_SET_KINDS = ("none", "singles", "pairs", "all")
+TOP_KEYS = {"description", "configs", "constants", "tools", "shapes", "ends", "product"}
+PRODUCT_KEYS = {"name", "workers", "transport", "runs", "tools", "ends", "faults", "fault_sets",
+                "fault_budget", "provider_faults", "fault_ops", "horizon", "observer", "cancels"}
+
+
+# =========================================================================================
+# the scope as data
+# =========================================================================================
+@dataclass(frozen=True)
+class Member:
+    """One configuration of a scope: ``data`` is a model/config.py table."""
+
+    name: str
+    data: dict[str, Any] = field(hash=False, compare=False)
+    origin: str  # "product NAME" or "config NAME"
+
+    @property
+    def key(self) -> str:
+        """Equal for members that are the same configuration up to a renaming."""
+        return _canonical_json(self.data)
+
+
+@dataclass
+class Scope:
+    name: str
+    path: str
+    description: str
+    members: list[Member]  # after reduction, in generation order
+    generated: int  # before reduction
+    equivalent: int  # dropped as a renaming of another member
+    subsumed: int  # dropped as subsumed by another member
+    by_origin: dict[str, int]  # members kept per product / config
+
+
+def _err(where: str, msg: str) -> ConfigError:
+    return ConfigError(f"{where}: {msg}")
+
+
+def _list_of(v: Any, where: str, what: str, typ: type = str) -> list[Any]:
+    if not isinstance(v, list) or not v or not all(isinstance(x, typ) and not isinstance(x, bool)
+                                                   for x in v):
+        raise _err(where, f"expected a non-empty list of {what}, got {v!r}")
+    return v
+
+
+def resolve_scope_path(scope: str | Path) -> Path:
+    """``standard`` / ``quick`` (spec/scopes) or a path."""
+    s = str(scope)
+    p = Path(s)
+    if p.suffix or p.exists():
+        return p
+    p = SCOPE_DIR / f"{s}.toml"
+    if not p.exists():
+        known = ", ".join(sorted(x.stem for x in SCOPE_DIR.glob("*.toml")))
+        raise ConfigError(f"scope: unknown scope {s!r}; use one of {known} or a FILE")
+    return p
+
+
+def load_scope(scope: str | Path, *, reduce: bool = True) -> Scope:
+    """Read, validate and expand a scope (one ConfigError line on bad input)."""
+    path = resolve_scope_path(scope)
+    data = read_toml(str(path))
+    where = path.name
+    check_keys(data, TOP_KEYS, f"{where}: ")
+    members = expand(data, where, path.parent)
+    generated = len(members)
+    if reduce:
+        kept, eq, sub = reduce_members(members)
+    else:
+        kept, eq, sub = members, 0, 0
+    by_origin: dict[str, int] = {}
+    for m in kept:
+        by_origin[m.origin] = by_origin.get(m.origin, 0) + 1
+    return Scope(path.stem, str(path), str(data.get("description", "")), kept, generated, eq, sub,
+                 by_origin)
+
+
+def expand(data: dict[str, Any], where: str, base: Path) -> list[Member]:
+    """Every member the scope declares, before reduction, in a fixed order."""
+    from spec.checker import load_config
+
+    out: list[Member] = []
+    configs = data.get("configs", [])
+    if configs:
+        _list_of(configs, f"{where}: configs", "configuration names or paths")
+    for c in configs:
+        p = base / c if (base / c).suffix == ".toml" and (base / c).exists() else c
+        cname, parts = load_config(p)
+        for part in parts:
+            out.append(Member(part.name, dict(part.data), f"config {cname}"))
+    constants = data.get("constants", {})
+    if not isinstance(constants, dict):
+        raise _err(f"{where}: constants", "expected a table of constants")
+    tools = _table_of_tables(data.get("tools", {}), f"{where}: tools")
+    shapes = _table_of_tables(data.get("shapes", {}), f"{where}: shapes")
+    ends = _table_of_tables(data.get("ends", {}), f"{where}: ends")
+    products = data.get("product", [])
+    if not isinstance(products, list):
+        raise _err(f"{where}: product", "expected an array of [[product]] tables")
+    names = set()
+    for n, prod in enumerate(products):
+        pw = f"{where}: product[{n}]"
+        if not isinstance(prod, dict):
+            raise _err(pw, "expected a table")
+        check_keys(prod, PRODUCT_KEYS, f"{pw}.")
+        pname = prod.get("name", f"p{n + 1}")
+        if pname in names:
+            raise _err(f"{pw}.name", f"duplicate product name {pname!r}; give each its own")
+        names.add(pname)
+        out.extend(_expand_product(prod, pname, pw, constants, tools, shapes, ends))
+    if not out:
+        raise _err(where, "declares no member: add configs = [...] or a [[product]]")
+    return out
+
+
+def _table_of_tables(v: Any, where: str) -> dict[str, dict[str, Any]]:
+    if not isinstance(v, dict) or not all(isinstance(x, dict) for x in v.values()):
+        raise _err(where, "expected a table of tables ([NAME.key] = ...)")
+    return v
+
+
+def _expand_product(prod: dict[str, Any], pname: str, pw: str, constants: dict[str, Any],
+                    tools: dict[str, dict], shapes: dict[str, dict], ends: dict[str, dict],
+                    ) -> list[Member]:
+    workers = _list_of(prod.get("workers", [1]), f"{pw}.workers", "worker counts", int)
+    transports = _list_of(prod.get("transport", ["async"]), f"{pw}.transport", "transports")
+    runs = prod.get("runs")
+    if not isinstance(runs, list) or not runs or not all(isinstance(r, list) and r for r in runs):
+        raise _err(f"{pw}.runs", "expected a list of lists of shape names, e.g. [[\"queued\"]]")
+    for r in runs:
+        for s in r:
+            if s not in shapes:
+                raise _err(f"{pw}.runs", f"unknown shape {s!r}; declared: {', '.join(shapes) or 'none'}")
+    tool_keys = _list_of(prod.get("tools"), f"{pw}.tools", "tool keys")
+    for t in tool_keys:
+        if t not in tools:
+            raise _err(f"{pw}.tools", f"unknown tool {t!r}; declared: {', '.join(tools) or 'none'}")
+    end_keys = _list_of(prod.get("ends", list(ends)[:1] or ["?"]), f"{pw}.ends", "end keys")
+    for e in end_keys:
+        if e not in ends:
+            raise _err(f"{pw}.ends", f"unknown end {e!r}; declared: {', '.join(ends) or 'none'}")
+    kinds = prod.get("faults", [])
+    if kinds:
+        _list_of(kinds, f"{pw}.faults", "fault kinds")
+    set_kinds = _list_of(prod.get("fault_sets", ["singles"] if kinds else ["none"]),
+                         f"{pw}.fault_sets", "of none, singles, pairs, all")
+    for k in set_kinds:
+        if k not in FAULT_SET_KINDS:
+            raise _err(f"{pw}.fault_sets", f"{k!r}; use {', '.join(FAULT_SET_KINDS)}")
+    budgets = _list_of(prod.get("fault_budget", [1]), f"{pw}.fault_budget", "budgets", int)
+    horizons = _list_of(prod.get("horizon", [4]), f"{pw}.horizon", "horizons", int)
+    pf = prod.get("provider_faults", [])
+    fault_sets = _fault_sets(list(kinds), set_kinds)
+    out = []
+    for w, tr, shape_names, tk, ek, fs, b, h in itertools.product(
+            workers, transports, runs, tool_keys, end_keys, fault_sets, budgets, horizons):
+        if not fs:
+            b = 0
+        model: dict[str, Any] = {"workers": w, "transport": tr, "faults": list(fs),
+                                 "fault_budget": b, "horizon": h}
+        if "provider_error" in fs:
+            model["provider_faults"] = list(pf)
+        if "fault_ops" in prod:
+            model["fault_ops"] = list(prod["fault_ops"])
+        run_tables = []
+        for k, s in enumerate(shape_names):
+            r = {"id": f"r{k + 1}", **shapes[s]}
+            r["plan"] = [{"tools": [tools[tk]["name"]]}, dict(ends[ek])]
+            run_tables.append(r)
+        data = {"policy": "current", "constants": dict(constants), "model": model,
+                "tools": [dict(tools[tk])], "runs": run_tables}
+        fault_txt = "+".join(fs) if fs else "nofault"
+        name = (f"{pname}:w{w}-{tr}-{'+'.join(shape_names)}-{tk}-{ek}-{fault_txt}-b{b}"
+                + (f"-h{h}" if len(horizons) > 1 else ""))
+        data["description"] = f"scope member {name}"
+        try:
+            load_spec(data)
+        except ConfigError as e:
+            raise _err(pw, f"generates an invalid configuration {name}: {e}") from None
+        out.append(Member(name, data, f"product {pname}"))
+    return out
+
+
+def _fault_sets(kinds: list[str], set_kinds: Sequence[str]) -> list[tuple[str, ...]]:
+    out: list[tuple[str, ...]] = []
+    for k in set_kinds:
+        if k == "none":
+            out.append(())
+        elif k == "singles":
+            out.extend((f,) for f in kinds)
+        elif k == "pairs":
+            out.extend(itertools.combinations(kinds, 2))
+        elif k == "all" and kinds:
+            out.append(tuple(kinds))
+    seen: set[tuple[str, ...]] = set()
+    return [s for s in out if not (s in seen or seen.add(s))]
+
+
+# =========================================================================================
+# reduction: renamings and subsumption
+# =========================================================================================
+_FAULT_FIELDS = ("faults", "fault_budget", "provider_faults", "fault_ops")
+
+
+def _normal(data: dict[str, Any]) -> dict[str, Any]:
+    """The member without names: runs in a canonical order and renumbered, tools sorted,
+    fault lists as sets (provider_error implied by provider classes), no description."""
+    d = {k: v for k, v in data.items() if k != "description"}
+    model = dict(d.get("model", {}))
+    faults = set(model.get("faults", []))
+    pf = sorted(set(model.get("provider_faults", [])))
+    if pf:
+        faults.add("provider_error")
+    elif "provider_error" in faults:
+        faults.discard("provider_error")  # no class to fail with: never enabled
+    model["faults"] = sorted(faults)
+    model["provider_faults"] = pf
+    if model.get("fault_ops") is not None:
+        model["fault_ops"] = sorted(set(model["fault_ops"]))
+    if not faults:
+        model["fault_budget"] = 0
+    w = model.get("workers", 1)
+    model["workers"] = len(w) if isinstance(w, list) else w
+    model.setdefault("transport", "async")
+    if model["transport"] == "sync":
+        # No message is ever sent on sync (dispatch runs the pick-up nested in the
+        # dispatching process), so workers never act: their number is a renaming.
+        model["workers"] = 1
+    d["model"] = model
+    d["tools"] = sorted(json.dumps(t, sort_keys=True) for t in d.get("tools", []))
+    runs = [{k: v for k, v in r.items() if k != "id"} for r in d.get("runs", [])]
+    ids = {r.get("id", f"r{n + 1}"): n for n, r in enumerate(d.get("runs", []))}
+    d["runs"] = sorted(json.dumps(r, sort_keys=True) for r in runs)
+    d["_ids"] = len(ids)
+    return d
+
+
+def _canonical_json(data: dict[str, Any]) -> str:
+    return json.dumps(_normal(data), sort_keys=True)
+
+
+def _fault_free_key(n: dict[str, Any]) -> str:
+    m = {k: v for k, v in n["model"].items() if k not in _FAULT_FIELDS}
+    return json.dumps({**n, "model": m}, sort_keys=True)
+
+
+def subsumes(big: dict[str, Any], small: dict[str, Any]) -> bool:
+    """``big`` reaches every state ``small`` reaches: the same configuration with a superset
+    of its fault kinds, provider classes and store statements, and at least its budget."""
+    b, s = _normal(big), _normal(small)
+    if _fault_free_key(b) != _fault_free_key(s):
+        return False
+    bm, sm = b["model"], s["model"]
+    if not set(sm["faults"]) <= set(bm["faults"]):
+        return False
+    if not set(sm["provider_faults"]) <= set(bm["provider_faults"]):
+        return False
+    if sm.get("fault_budget", 0) > bm.get("fault_budget", 0) and sm["faults"]:
+        return False
+    bo, so = bm.get("fault_ops"), sm.get("fault_ops")  # None: every statement
+    if "store_error" in sm["faults"] and bo is not None:  # fault_ops restricts store_error only
+        return so is not None and set(so) <= set(bo)
+    return True
+
+
+def reduce_members(members: Sequence[Member]) -> tuple[list[Member], int, int]:
+    """(kept, dropped as renamings, dropped as subsumed); the first of equals is kept, and a
+    member is dropped for the largest members that subsume it (never two for each other)."""
+    seen: dict[str, Member] = {}
+    for m in members:
+        seen.setdefault(m.key, m)
+    unique = list(seen.values())
+    equivalent = len(members) - len(unique)
+    groups: dict[str, list[tuple[Member, dict[str, Any]]]] = {}
+    for m in unique:
+        n = _normal(m.data)
+        groups.setdefault(_fault_free_key(n), []).append((m, m.data))
+    dropped: set[str] = set()
+    for group in groups.values():
+        for m, d in group:
+            for o, od in group:
+                if o is m or o.name in dropped:
+                    continue
+                if subsumes(od, d):
+                    dropped.add(m.name)
+                    break
+    kept = [m for m in unique if m.name not in dropped]
+    return kept, equivalent, len(unique) - len(kept)
+
+
+# =========================================================================================
+# one task: a member under a policy
+# =========================================================================================
+def model_version() -> str:
+    """A hash of the semantics and the checker (every .py of model/ and spec/): a cached
+    result is reused only while neither changed."""
+    h = hashlib.sha256()
+    for sub in ("model", "spec"):
+        for p in sorted((_ROOT / sub).rglob("*.py")):
+            h.update(p.relative_to(_ROOT).as_posix().encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+@dataclass
+class TaskResult:
+    """The verdicts of one member under one policy (JSON-able: the cache keeps it)."""
+
+    member: str
+    policy: str
+    states: int
+    transitions: int
+    seconds: float
+    truncated: bool
+    violations: dict[str, dict[str, Any]]  # property -> {length, kind, explanation}
+    cached: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"member": self.member, "policy": self.policy, "states": self.states,
+                "transitions": self.transitions, "seconds": round(self.seconds, 3),
+                "truncated": self.truncated, "violations": self.violations}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> TaskResult:
+        return cls(d["member"], d["policy"], d["states"], d["transitions"], d["seconds"],
+                   d["truncated"], d["violations"])
+
+
+def check_member(name: str, data: dict[str, Any], policy: str,
+                 properties: Sequence[str] | None = None,
+                 max_states: int | None = None) -> TaskResult:
+    """Check one member under one policy (no witnesses, no coverage: verdicts only)."""
+    from spec.checker import ConfigPart, check
+
+    res = check(policy, ConfigPart(name, "", data), properties, witnesses=False,
+                coverage=False, max_states=max_states)
+    viol = {
+        n: {"length": r.trace_length, "kind": r.kind, "explanation": r.explanation}
+        for n, r in res.properties.items() if not r.holds
+    }
+    return TaskResult(name, policy, res.states, res.transitions, res.seconds,
+                      not res.complete, viol)
+
+
+def _task(args: tuple[str, dict[str, Any], str, tuple[str, ...] | None, int | None]) -> dict[str, Any]:
+    name, data, policy, props, max_states = args
+    return check_member(name, data, policy, props, max_states).to_json()
+
+
+class Cache:
+    """One JSON file per (member, policy, properties, bound, model version) under ``root``."""
+
+    def __init__(self, root: Path | None, version: str) -> None:
+        self.root = root
+        self.version = version
+
+    @staticmethod
+    def default_root() -> Path:
+        env = os.environ.get("FAILCLOSED_CACHE_DIR")
+        if env:
+            return Path(env)
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        return Path(base) / "failclosed"
+
+    def key(self, m: Member, policy: str, props: Sequence[str] | None,
+            max_states: int | None) -> str:
+        raw = json.dumps([self.version, m.key, policy, sorted(props or []), max_states])
+        return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+    def path(self, key: str) -> Path | None:
+        return None if self.root is None else self.root / "scope" / key[:2] / f"{key}.json"
+
+    def get(self, key: str, member: str) -> TaskResult | None:
+        p = self.path(key)
+        if p is None or not p.exists():
+            return None
+        try:
+            r = TaskResult.from_json(json.loads(p.read_text()))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # a damaged entry is recomputed
+        r.member, r.cached = member, True
+        return r
+
+    def put(self, key: str, r: TaskResult) -> None:
+        p = self.path(key)
+        if p is None:
+            return
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_suffix(".tmp")
+        tmp.write_text(json.dumps(r.to_json()))
+        tmp.replace(p)  # atomic: an interrupted run leaves no half entry
+
+
+# =========================================================================================
+# running a scope
+# =========================================================================================
+def _cost(m: Member) -> tuple[int, ...]:
+    """A guess at a member's size, largest first: the pool finishes sooner (LPT order)."""
+    md = m.data.get("model", {})
+    return (m.origin.startswith("config"), len(m.data.get("runs", [])), md.get("fault_budget", 0),
+            len(md.get("faults", [])), md.get("workers", 1))
+
+
+def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] | None = None,
+              *, jobs: int = 1, dask: str | None = None, max_states: int | None = None,
+              cache: Cache | None = None,
+              on_result: Callable[[TaskResult], None] | None = None) -> list[TaskResult]:
+    """Every (member, policy) checked once; cached results are not recomputed. ``on_result``
+    sees each result as it arrives (progress); the list comes back in task order."""
+    props = tuple(properties) if properties else None
+    tasks = [(m, p) for p in policies for m in scope.members]
+    results: dict[int, TaskResult] = {}
+    todo: list[int] = []
+    keys: dict[int, str] = {}
+    for i, (m, p) in enumerate(tasks):
+        if cache is not None:
+            keys[i] = cache.key(m, p, props, max_states)
+            hit = cache.get(keys[i], m.name)
+            if hit is not None:
+                results[i] = hit
+                if on_result:
+                    on_result(hit)
+                continue
+        todo.append(i)
+    todo.sort(key=lambda i: _cost(tasks[i][0]), reverse=True)
+
+    def done(i: int, d: dict[str, Any]) -> None:
+        r = TaskResult.from_json(d)
+        if cache is not None:
+            cache.put(keys[i], r)
+        results[i] = r
+        if on_result:
+            on_result(r)
+
+    args = {i: (tasks[i][0].name, tasks[i][0].data, tasks[i][1], props, max_states) for i in todo}
+    if dask:
+        _run_dask(dask, args, done)
+    elif jobs <= 1 or len(todo) <= 1:
+        for i in todo:
+            done(i, _task(args[i]))
+    else:
+        _run_local(jobs, args, done)
+    return [results[i] for i in range(len(tasks))]
+
+
+def _run_local(jobs: int, args: dict[int, tuple], done: Callable[[int, dict[str, Any]], None]) -> None:
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    # spawn, never fork: safe inside a notebook kernel or a threaded caller
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
+        pending = {ex.submit(_task, a): i for i, a in args.items()}
+        try:
+            while pending:
+                fin, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for f in fin:
+                    done(pending.pop(f), f.result())
+        except BaseException:
+            for f in pending:
+                f.cancel()
+            raise
+
+
+def dask_client(address: str, timeout: float = 5.0) -> Any:
+    """A connected ``distributed.Client``, or one UsageError line (bad or unreachable
+    address) within ``timeout`` seconds."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise UsageError("--dask: dask.distributed is not installed; pip install 'failclosed[dask]'") from None
+    if not isinstance(address, str) or ":" not in address:
+        raise UsageError(f"--dask: {address!r} is not a scheduler address; give HOST:PORT or tcp://HOST:PORT")
+    try:
+        return Client(address, timeout=timeout)
+    except (OSError, TimeoutError, ValueError) as e:
+        raise UsageError(f"--dask: no scheduler reachable at {address} ({type(e).__name__}); "
+                         "start one with `dask scheduler` or check the address") from None
+
+
+def _run_dask(address: str, args: dict[int, tuple], done: Callable[[int, dict[str, Any]], None]) -> None:
+    from distributed import as_completed
+
+    client = dask_client(address)
+    try:
+        futs = {client.submit(_task, a, pure=False, key=f"failclosed-scope-{i}-{os.getpid()}"): i
+                for i, a in args.items()}
+        for f in as_completed(futs):
+            done(futs[f], f.result())
+    finally:
+        client.close()
+
+
+# =========================================================================================
+# merging
+# =========================================================================================
+@dataclass
+class Verdict:
+    """One (policy, property) over the scope."""
+
+    holds: bool
+    length: int | None = None  # the shortest counterexample over all members
+    member: str | None = None  # the member that produced it
+    explanation: str = ""
+    violating: int = 0  # members with a counterexample
+    kind: str = "safety"
+
+
+@dataclass
+class ScopeResult:
+    scope: Scope
+    policies: list[str]
+    properties: list[str]
+    verdicts: dict[str, dict[str, Verdict]]  # policy -> property -> verdict
+    results: list[TaskResult]
+    seconds: float
+
+    @property
+    def states(self) -> int:
+        return sum(r.states for r in self.results)
+
+    @property
+    def truncated(self) -> list[str]:
+        return sorted({r.member for r in self.results if r.truncated})
+
+    @property
+    def cached(self) -> int:
+        return sum(r.cached for r in self.results)
+
+    def reach(self) -> str:
+        """What a ``holds`` here means: never a bare one."""
+        n = len(self.scope.members)
+        txt = f"scope {self.scope.name}: {n} configurations, {self.states:,} states"
+        if self.truncated:
+            txt += f"; {len(self.truncated)} truncated (holds up to the bound there)"
+        return txt
+
+    def cell(self, policy: str, prop: str) -> dict[str, Any]:
+        v = self.verdicts[policy][prop]
+        d: dict[str, Any] = {"holds": v.holds, "trace_length": v.length}
+        if not v.holds:
+            d["config"] = v.member
+            d["violating_configurations"] = v.violating
+        return d
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.scope
+        return {
+            "scope": s.name,
+            "configurations": len(s.members),
+            "generated": s.generated,
+            "dropped_equivalent": s.equivalent,
+            "dropped_subsumed": s.subsumed,
+            "states": self.states,
+            "seconds": round(self.seconds, 3),
+            "truncated": self.truncated,
+            "complete": not self.truncated,
+            "properties": self.properties,
+            "policies": {p: {n: self.cell(p, n) for n in self.properties} for p in self.policies},
+        }
+
+
+def merge(scope: Scope, policies: Sequence[str], properties: Sequence[str],
+          results: Iterable[TaskResult], seconds: float = 0.0,
+          kinds: dict[str, str] | None = None) -> ScopeResult:
+    """Per policy and property: holds across the scope, or the shortest counterexample (ties:
+    the member that comes first in the scope)."""
+    order = {m.name: k for k, m in enumerate(scope.members)}
+    res = list(results)
+    verdicts: dict[str, dict[str, Verdict]] = {
+        p: {n: Verdict(True, kind=(kinds or {}).get(n, "safety")) for n in properties}
+        for p in policies
+    }
+    for r in sorted(res, key=lambda r: order.get(r.member, len(order))):
+        for n, v in r.violations.items():
+            cur = verdicts[r.policy].get(n)
+            if cur is None:
+                continue
+            cur.violating += 1
+            if cur.holds or v["length"] < (cur.length or 0):
+                cur.holds, cur.length, cur.member = False, v["length"], r.member
+                cur.explanation, cur.kind = v.get("explanation", ""), v.get("kind", cur.kind)
+    return ScopeResult(scope, list(policies), list(properties), verdicts, res, seconds)
+
+
+def check_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] | None = None,
+                **kw: Any) -> ScopeResult:
+    """:func:`run_scope` then :func:`merge`."""
+    from spec.checker import resolve_properties
+
+    safety, live = resolve_properties(properties)
+    t0 = time.perf_counter()
+    results = run_scope(scope, policies, properties, **kw)
+    kinds = {n: "safety" for n in safety} | {n: "liveness" for n in live}
+    return merge(scope, policies, [*safety, *live], results, time.perf_counter() - t0, kinds)
+
+
+def member(scope: Scope, name: str) -> Member:
+    for m in scope.members:
+        if m.name == name:
+            return m
+    raise UsageError(f"scope {scope.name}: no member {name!r}")

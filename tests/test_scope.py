@@ -1,0 +1,396 @@
+"""Scopes (spec/scope.py): generation, reduction, parallel and cached checking, the merge,
+the ``failclosed scope`` command, and a Hypothesis cross-check on random members of
+``quick``."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from model.config import ConfigError, initial_world, load_spec, load_world  # noqa: E402
+from model.runtime import apply, enabled, successors  # noqa: E402
+from sim.cli import main  # noqa: E402
+from spec import engine  # noqa: E402
+from spec.checker import load_config  # noqa: E402
+from spec.properties import SAFETY, explain  # noqa: E402
+from spec.scope import (  # noqa: E402
+    Cache,
+    Member,
+    check_member,
+    check_scope,
+    load_scope,
+    model_version,
+    reduce_members,
+    subsumes,
+)
+
+
+@functools.cache
+def quick():
+    return load_scope("quick")
+
+
+@functools.cache
+def standard():
+    return load_scope("standard")
+
+
+def _reachable(data: dict) -> set:
+    """Every reachable world (no symmetry reduction); worlds compare without their spec."""
+    spec, budget = load_spec(data)
+    ex = engine.explore([initial_world(spec, budget)], successors, invariants={})
+    assert not ex.stats.truncated
+    return set(ex.worlds)
+
+
+def _with_faults(data: dict, faults: list[str], budget: int) -> dict:
+    d = copy.deepcopy(data)
+    d["model"]["faults"] = faults
+    d["model"]["fault_budget"] = budget
+    return d
+
+
+# -- the scope files -----------------------------------------------------------------------
+def test_shipped_scopes_load_and_reduce():
+    for name in ("quick", "standard", "full"):
+        s = load_scope(name)
+        assert s.members and len(s.members) == s.generated - s.equivalent - s.subsumed
+        assert len({m.name for m in s.members}) == len(s.members)
+        assert len({m.key for m in s.members}) == len(s.members)  # no two renamings kept
+
+
+def test_every_part_of_small_is_inside_standard():
+    """Moving the verdicts to the scope loses none: every hand-picked part of ``small`` is a
+    member of ``standard`` or subsumed by one."""
+    members = standard().members
+    for part in load_config("small")[1]:
+        assert any(m.key == Member(part.name, part.data, "").key or subsumes(m.data, part.data)
+                   for m in members), part.name
+
+
+def test_standard_covers_every_dimension_the_issue_names():
+    s = standard()
+    models = [m.data["model"] for m in s.members]
+    runs = [r for m in s.members for r in m.data["runs"]]
+    tools = [t for m in s.members for t in m.data["tools"]]
+    assert {m["workers"] for m in models} == {1, 2}
+    assert {m.get("transport", "async") for m in models} == {"async", "sync"}
+    assert {r.get("entry") for r in runs} == {"queued", "interactive"}
+    assert {r["row"]["status"] for r in runs if "row" in r} == {"waiting_for_approval",
+                                                                 "waiting_for_input"}
+    assert any(len(m.data["runs"]) == 2 for m in s.members)
+    assert {t.get("effect", "read_only") for t in tools} == {"read_only", "idempotent_write",
+                                                              "non_idempotent_write"}
+    assert any(t.get("remote") for t in tools) and any(not t.get("remote") for t in tools)
+    assert any(t.get("removable") for t in tools) and any(t.get("server_flag") == 1 for t in tools)
+    singles = {tuple(m["faults"]) for m in models if len(m["faults"]) == 1}
+    pairs = {tuple(m["faults"]) for m in models if len(m["faults"]) == 2}
+    from model.runtime import FAULT_KINDS
+
+    assert {f for (f,) in singles} | {f for p in pairs for f in p} == set(FAULT_KINDS)
+    assert ("slow_operation", "pause") in pairs
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ('[[product]]\nname = "a"\nrunz = [["q"]]\n', "runz"),
+    ('[shapes.q]\nentry = "queued"\n[tools.t]\nname = "x"\n[ends]\nc = {final = "completed"}\n'
+     '[[product]]\nruns = [["nope"]]\ntools = ["t"]\n', "unknown shape 'nope'"),
+    ('[shapes.q]\nentry = "queued"\n[tools.t]\nname = "x"\n[ends]\nc = {final = "completed"}\n'
+     '[[product]]\nruns = [["q"]]\ntools = ["t"]\nfault_sets = ["triples"]\nfaults = ["crash"]\n',
+     "fault_sets"),
+    ('[shapes.q]\nentry = "bogus"\n[tools.t]\nname = "x"\n[ends]\nc = {final = "completed"}\n'
+     '[[product]]\nruns = [["q"]]\ntools = ["t"]\n', "entry"),
+    ('description = "nothing"\n', "declares no member"),
+])
+def test_a_bad_scope_is_one_line_naming_the_field(tmp_path, capsys, text, field):
+    p = tmp_path / "bad.toml"
+    p.write_text(text)
+    with pytest.raises(ConfigError, match=field):
+        load_scope(p)
+    assert main(["scope", str(p), "--jobs", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and field.split("'")[0] in err and "Traceback" not in err
+
+
+# -- reduction ------------------------------------------------------------------------------
+def test_renamings_are_dropped():
+    m = next(m for m in standard().members if len(m.data["runs"]) == 2)
+    swapped = copy.deepcopy(m.data)
+    swapped["runs"] = swapped["runs"][::-1]
+    for k, r in enumerate(swapped["runs"]):
+        r["id"] = f"x{k}"
+    kept, eq, sub = reduce_members([m, Member("swapped", swapped, "test")])
+    assert (len(kept), eq, sub) == (1, 1, 0)
+
+
+@pytest.mark.parametrize(("small_faults", "big_faults", "budget_small", "budget_big"), [
+    (["crash"], ["crash", "audit_insert_fails"], 2, 2),
+    (["slow_operation"], ["slow_operation", "store_error"], 1, 1),
+    (["audit_insert_fails"], ["audit_insert_fails", "ambiguous_commit"], 2, 2),
+    ([], ["crash"], 0, 1),
+])
+def test_subsumption_is_reachable_state_inclusion(small_faults, big_faults, budget_small, budget_big):
+    """A member with a superset of the fault kinds and the same budget reaches every state
+    the smaller one reaches (compared world by world: worlds compare without their spec)."""
+    base = next(m.data for m in quick().members if m.name.startswith("queued:w1-async-queued-remote"))
+    a = _with_faults(base, small_faults, budget_small)
+    b = _with_faults(base, big_faults, budget_big)
+    assert subsumes(b, a) and not subsumes(a, b)
+    ra, rb = _reachable(a), _reachable(b)
+    if budget_small == budget_big:
+        assert ra <= rb
+    else:  # the remaining budget differs: compare without it
+        assert {replace(w, faults=0) for w in ra} <= {replace(w, faults=0) for w in rb}
+    assert len(rb) > len(ra)
+
+
+def test_workers_are_a_renaming_on_sync():
+    """No message is ever sent on sync, so a second worker never acts: the reachable worlds
+    of one and two workers are the same."""
+    m = next(m for m in quick().members if "-sync-" in m.name)
+    two = copy.deepcopy(m.data)
+    two["model"]["workers"] = 2
+    assert Member("a", m.data, "").key == Member("b", two, "").key
+    assert _reachable(m.data) == _reachable(two)
+
+
+def test_reduction_loses_no_verdict_on_quick():
+    """Checking every generated member of quick, unreduced, gives the same merged verdicts
+    (and the same shortest lengths) as checking the reduced set."""
+    full = load_scope("quick", reduce=False)
+    assert len(full.members) > len(quick().members)
+    a = check_scope(quick(), ["current"])
+    b = check_scope(full, ["current"])
+    for n in a.properties:
+        va, vb = a.verdicts["current"][n], b.verdicts["current"][n]
+        assert (va.holds, va.length) == (vb.holds, vb.length), n
+
+
+# -- running, merging, caching --------------------------------------------------------------
+def test_merge_keeps_the_shortest_counterexample_and_its_member():
+    s = quick()
+    res = check_scope(s, ["current"], ["no_orphan_queued_run", "no_write_applied_twice_without_audit"])
+    for n, v in res.verdicts["current"].items():
+        assert not v.holds
+        lengths = [r.violations[n]["length"] for r in res.results if n in r.violations]
+        assert v.length == min(lengths) and v.violating == len(lengths)
+        assert res.results[[r.member for r in res.results].index(v.member)].violations[n]["length"] == v.length
+    d = res.to_json()
+    assert d["policies"]["current"]["no_orphan_queued_run"]["config"] == res.verdicts["current"]["no_orphan_queued_run"].member
+    assert d["configurations"] == len(s.members) and d["complete"] is True
+
+
+def test_parallel_and_serial_give_the_same_results():
+    s = quick()
+    a = check_scope(s, ["current"], jobs=1)
+    b = check_scope(s, ["current"], jobs=2)
+    assert [r.to_json() | {"seconds": 0} for r in a.results] == [r.to_json() | {"seconds": 0} for r in b.results]
+
+
+def test_cache_reuses_finished_configurations(tmp_path):
+    s = quick()
+    cache = Cache(tmp_path, model_version())
+    first = check_scope(s, ["proposed"], cache=cache)
+    assert first.cached == 0
+    again = check_scope(s, ["proposed"], cache=cache)
+    assert again.cached == len(s.members)
+    assert again.to_json()["policies"] == first.to_json()["policies"]
+    # a changed model is a different key: nothing reused
+    other = check_scope(s, ["proposed"], cache=Cache(tmp_path, "another-version"))
+    assert other.cached == 0
+    # an interrupted run keeps what finished: remove half the entries, rerun the rest only
+    files = sorted(tmp_path.rglob("*.json"))
+    for f in files[: len(files) // 2]:
+        f.unlink()
+    third = check_scope(s, ["proposed"], cache=cache)
+    assert 0 < third.cached < len(s.members)
+
+
+def test_truncated_members_are_named(tmp_path):
+    s = quick()
+    res = check_scope(s, ["current"], ["bounded_attempts"], max_states=50)
+    assert res.truncated and "truncated" in res.reach()
+
+
+# -- the command ----------------------------------------------------------------------------
+def test_scope_command_json(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FAILCLOSED_CACHE_DIR", str(tmp_path / "cache"))
+    rc = main(["scope", "quick", "--jobs", "1", "--json", "--quiet", "--policy", "proposed",
+               "--property", "no_unaudited_write_settles_successfully",
+               "--property", "no_orphan_queued_run", "--out", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    d = json.loads(out[: out.rindex("}") + 1])
+    assert rc == 1
+    cells = d["policies"]["proposed"]
+    assert cells["no_unaudited_write_settles_successfully"] == {"holds": True, "trace_length": None}
+    bad = cells["no_orphan_queued_run"]
+    assert bad["holds"] is False and bad["config"].startswith("queued:")
+    assert any(w.endswith(".toml") for w in d["written"])
+    scen = next(w for w in d["written"] if w.endswith(".toml"))
+    assert main(["replay", scen]) == 0  # the written counterexample replays
+
+
+def test_scope_command_text_states_its_reach(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FAILCLOSED_CACHE_DIR", str(tmp_path))
+    rc = main(["scope", "quick", "--jobs", "1", "--quiet",
+               "--property", "no_unaudited_write_settles_successfully"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert f"hold in scope quick: {len(quick().members)} configurations" in out
+    assert "1 properties under current: 0 violated, 1 hold" in out
+
+
+def test_scope_list_and_show(capsys):
+    assert main(["scope", "quick", "--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(quick().members)
+    name = lines[0].split("\t")[0]
+    assert main(["scope", "quick", "--show", name]) == 0
+    import tomllib
+
+    data = tomllib.loads(capsys.readouterr().out)
+    load_spec(data)
+    assert Member("x", data, "").key == quick().members[0].key
+
+
+@pytest.mark.parametrize(("argv", "field"), [
+    (["scope", "nosuchscope"], "scope: unknown scope"),
+    (["scope", "quick", "--jobs", "0"], "--jobs"),
+    (["scope", "quick", "--max-states", "0"], "--max-states"),
+    (["scope", "quick", "--policy", "adr-999"], "adr-999"),
+    (["scope", "quick", "--property", "no_such_property"], "no_such_property"),
+    (["scope", "quick", "--out", "/dev/null/x"], "--out"),
+    (["scope", "quick", "--dask", "not-an-address"], "--dask"),
+])
+def test_scope_bad_input_is_one_line(capsys, argv, field):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert field in err and "Traceback" not in err
+
+
+def test_unreachable_dask_scheduler_is_one_line_within_seconds(capsys):
+    t0 = time.monotonic()
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main(["scope", "quick", "--quiet", "--no-cache", "--dask", f"127.0.0.1:{port}"]) == 2
+    assert time.monotonic() - t0 < 20
+    err = capsys.readouterr().err
+    assert "--dask: no scheduler reachable" in err and "Traceback" not in err
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.skipif(shutil.which("dask") is None and not (Path(sys.executable).parent / "dask").exists(),
+                    reason="dask.distributed is not installed")
+def test_scope_on_a_real_dask_cluster(tmp_path):
+    """A real `dask scheduler` and `dask worker`: the same results as local processes."""
+    dask = str(Path(sys.executable).parent / "dask") if (Path(sys.executable).parent / "dask").exists() else "dask"
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    sched = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                              "--no-dashboard"], cwd=ROOT, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen([dask, "worker", f"tcp://127.0.0.1:{port}", "--nworkers", "1",
+                               "--nthreads", "1", "--no-dashboard"], cwd=ROOT, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        from distributed import Client
+
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with Client(f"tcp://127.0.0.1:{port}", timeout=5) as c:
+                    if c.scheduler_info()["workers"]:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "dask cluster did not start"
+            time.sleep(0.5)
+        s = quick()
+        props = ["no_orphan_queued_run", "no_unaudited_write_settles_successfully"]
+        remote = check_scope(s, ["current"], props, dask=f"tcp://127.0.0.1:{port}")
+        local = check_scope(s, ["current"], props)
+        assert remote.to_json()["policies"] == local.to_json()["policies"]
+        assert remote.states == local.states
+    finally:
+        for p in (worker, sched):
+            p.terminate()
+        for p in (worker, sched):
+            p.wait(timeout=30)
+
+
+# -- Hypothesis: a random member of quick, cross-checked with a state machine ---------------
+from tests.test_crosscheck import pick  # noqa: E402
+
+
+@functools.cache
+def _proven(name: str, policy: str) -> frozenset[str]:
+    m = next(m for m in quick().members if m.name == name)
+    r = check_member(m.name, m.data, policy, list(SAFETY))
+    assert not r.truncated
+    return frozenset(n for n in SAFETY if n not in r.violations)
+
+
+class QuickMemberMachine(RuleBasedStateMachine):
+    """A random member of quick under a random policy; the invariants are the properties
+    the checker proves on that member: a disagreement is a bug in one of them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.world = None
+        self.proven: frozenset[str] = frozenset()
+
+    @initialize(name=st.sampled_from(sorted(m.name for m in load_scope("quick").members)),
+                policy=st.sampled_from(["current", "proposed", "adr-111"]))
+    def start(self, name: str, policy: str) -> None:
+        m = next(m for m in quick().members if m.name == name)
+        self.world = load_world(m.data, policy)
+        self.proven = _proven(name, policy)
+
+    @rule(choice=st.integers(0, 2**16 - 1))
+    def step(self, choice: int) -> None:
+        en = enabled(self.world)
+        if en:
+            self.world = apply(self.world, pick(en, choice))
+
+    @invariant()
+    def proven_properties_hold(self) -> None:
+        if self.world is None:
+            return
+        for n in self.proven:
+            assert SAFETY[n].check(self.world), f"{n}: {explain(n, self.world)}"
+
+
+def test_hypothesis_agrees_with_the_checker_on_random_members_of_quick():
+    run_state_machine_as_test(QuickMemberMachine, settings=settings(
+        max_examples=30, stateful_step_count=50, derandomize=True, deadline=None, database=None,
+        suppress_health_check=list(HealthCheck)))
+
