@@ -129,9 +129,12 @@ now, limit), ``requeue_stale`` (T11: now), ``dead_letter_stale`` (T12: reason, n
 ``cancel`` (T13), and the reads ``find_run`` and ``max_sequence``. ``now`` defaults to the
 clock. Every one but T10 names its ``run``.
 
-``failclosed replay --all --policy P`` reruns every shipped scenario and every
-spec/findings trace under P (its own ``policy`` and ``[switches]`` set aside) and prints what
-changed against its own policy: exit 0 if nothing did, 1 if something did.
+``failclosed replay FILE --policy P`` replays the file under P (its own ``policy`` and
+``[switches]`` set aside). ``failclosed replay --all --policy P`` does that for every shipped
+scenario and every spec/findings trace and prints what changed against its own policy (passed
+and fails now, with the first failure; or the reverse, with the failure P fixed): exit 0 if
+nothing changed, 1 if something did. ``replay --json`` on a failure adds ``world``, a snapshot
+of the world where the replay ended (and each failed step expectation its own).
 """
 
 from __future__ import annotations
