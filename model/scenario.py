@@ -166,8 +166,10 @@ TRANSITION_NAMES = frozenset({
     "record_approval", "record_input", "find_stale_running", "dead_letter_stale",
     "requeue_stale", "duplicate_message", "remove_tool", "advance_time", "crash",
 })
+# every argument a transition of model/runtime.py carries (``order``: T10's order of rows of
+# equal lease; ``status``: the row status a settle expects, proposal fallback_settles_requeued_row)
 ARG_KEYS = frozenset({"run", "fault", "step", "tool", "effect", "reason", "owner", "delay", "to",
-                      "not_before"})
+                      "not_before", "order", "status"})
 # store statement -> (REFERENCE.md 4 label, required arguments, optional arguments)
 STATEMENTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "start_run": ("T1", ("run",), ("owner", "leased")),

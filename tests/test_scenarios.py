@@ -288,7 +288,7 @@ expect = { result = true }
         ('store = "cancel"\nrun = "r1"\nactor = "w1"', "steps[1].actor: a store statement runs directly"),
         ('do = "enqueue_run"\nactor = "caller"\nrun = "r1"\nexpect = { result = true }',
          "steps[1].expect.result: only a store"),
-        ('do = "enqueue_run"\nactor = "caller"\nstatus = "queued"', "steps[1].status: only a store"),
+        ('do = "enqueue_run"\nactor = "caller"\nleased = true', "steps[1].leased: only a store"),
         ('store = "renew_lease"\nrun = "r1"\nowner = "w"\nexpect = { result = 3 }',
          "renew_lease returns true or false"),
     ],
@@ -606,3 +606,31 @@ def test_store_steps_round_trip_through_dump(tmp_path) -> None:
     again = replay(scenario_from_dict(tomllib.loads(text)))
     assert again.ok and [s.result for s in again.steps] == [s.result for s in res.steps]
     assert again.world == res.world
+
+
+def test_every_transition_argument_round_trips(tmp_path) -> None:
+    """Counterexamples are dumped with every argument: T10's ``order`` (rows of equal lease)
+    and a settle's expected ``status`` (proposal fallback_settles_requeued_row) replay too."""
+    from model.runtime import apply, enabled
+
+    tie = BASE.replace('id = "r1"\n', 'id = "r1"\n\n[runs.row]\nstatus = "running"\nlease_expires = 5\n'
+                       'queued_request = true\n\n[[runs]]\nid = "r2"\n\n[runs.row]\nstatus = "running"\n'
+                       'lease_expires = 5\nqueued_request = true\n')
+    sc = load_scenario(_write(tmp_path, 'policy = "current"\n' + tie))
+    w = sc.world
+    steps = [Transition.make("advance_time", "clock", to=6)]
+    w = apply(w, steps[0])
+    picks = [t for t in enabled(w, "reaper") if t.arg("order") == "r2,r1"]
+    assert len(picks) == 1
+    steps.append(picks[0])
+    text = dump_scenario(sc.data, steps, {"reaper": {"snapshot": ["r2", "r1"]}})
+    assert 'order = "r2,r1"' in text
+    res = replay(scenario_from_dict(tomllib.loads(text)))
+    assert res.ok and [s.transition for s in res.steps][:2] == steps, (res.stopped, res.failures)
+
+    sc = load_scenario(SCENARIO_DIR / "recovery-b8-dispatch-fails-unguarded.toml")
+    first = replay(sc)
+    trace = [s.transition for s in first.steps]
+    assert any(t.arg("status") is not None for t in trace)
+    again = replay(scenario_from_dict(tomllib.loads(dump_scenario(sc.data, trace))))
+    assert again.ok and again.world == first.world, again.stopped
