@@ -91,7 +91,7 @@ def misplaced(key: str, where: str) -> str | None:
     names = [p.split("[")[0] for p in parts]
     header = ".".join(names)
     header = f"[[{header}]]" if "[" in parts[-1] else f"[{header}]"
-    return (f"`{key}` belongs at the top level, before any [table]: move it above {header}")
+    return f"`{key}` belongs at the top level, before any [table]: move it above {header}"
 
 
 def check_keys(d: dict, allowed: set[str], where: str) -> None:
