@@ -75,10 +75,33 @@ def _expect(value: Any, typ: type | tuple[type, ...], field: str, fix: str) -> A
     return value
 
 
+# Keys that belong at the top level of a file. TOML puts ``key = value`` written after a
+# ``[table]`` header into that table, so ``messages = [...]`` below ``[model]`` becomes
+# ``model.messages``: the error says where the key belongs instead of "unknown key".
+TOP_LEVEL_ONLY = frozenset({"policy", "description", "messages", "switches", "constants", "model",
+                            "tools", "runs", "steps", "expect"})
+
+
+def misplaced(key: str, where: str) -> str | None:
+    """The hint for a top-level key found inside the table ``where`` (``"model."``,
+    ``"runs[0].row."``, ``"steps[3]"``), or None if ``key`` is not a top-level key."""
+    if key not in TOP_LEVEL_ONLY or not where.strip("."):
+        return None
+    parts = where.strip(".").split(".")
+    names = [p.split("[")[0] for p in parts]
+    header = ".".join(names)
+    header = f"[[{header}]]" if "[" in parts[-1] else f"[{header}]"
+    return f"`{key}` belongs at the top level, before any [table]: move it above {header}"
+
+
 def check_keys(d: dict, allowed: set[str], where: str) -> None:
-    """An unknown key is one line naming it, with the nearest allowed key as the fix."""
+    """An unknown key is one line naming it, with the nearest allowed key as the fix (or, for
+    a top-level key that TOML put into a table, where it belongs)."""
     for k in d:
         if k not in allowed:
+            hint = misplaced(k, where)
+            if hint:
+                raise ConfigError(f"{where}{k}: {hint}")
             import difflib
 
             near = difflib.get_close_matches(k, sorted(allowed), n=1)

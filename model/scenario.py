@@ -1,20 +1,27 @@
 """Scenarios: a scripted list of transitions replayed through the model, with expectations.
 
 A scenario file is a model configuration (model/config.py: ``policy``, ``[switches]``,
-``[constants]``, ``[model]``, ``[[tools]]``, ``[[runs]]`` with an optional ``[runs.row]``)
-plus a description, the steps, and what must hold. The checker and the simulator write
-their counterexamples in the same format (``dump_scenario``), so every trace they find can
-be replayed, read and kept as a regression test (DESIGN.md, "Scenarios").
+``[constants]``, ``[model]``, ``[[tools]]``, ``[[runs]]`` with an optional ``[runs.row]``
+and ``[[runs.events]]``) plus a description, the steps, and what must hold. The checker and
+the simulator write their counterexamples in the same format (``dump_scenario``), so every
+trace they find can be replayed, read and kept as a regression test (DESIGN.md, "Scenarios").
 
     description = "16.5: a zombie's unguarded dead-letter kills B's healthy run"
     policy = "adr-104"
-
+    messages = [{ run = "r1", not_before = 0 }]   # optional: messages pending at the start
+                                                  # (top level: above the first [table])
     [[runs]]
     id = "r1"
     plan = [{fail = "auth"}]
 
-    messages = [{ run = "r1", not_before = 0 }]   # optional: messages pending at the start
-                                                  # (beside a [runs.row] that already exists)
+    [runs.row]                         # optional: the row exists at the start (config.py)
+    status = "running"
+
+    [[runs.events]]                    # optional: the run's stored event stream at the start,
+    kind = "request"                   # in stored order: kind (request | llm | tool |
+    sequence = 0                       # approval | input), sequence (default: its position),
+    turn = 0                           # turn (0), call and tool (tool events only; call 0),
+    seg = "seed"                       # seg: the writing segment (default "seed")
 
     [[steps]]                          # one transition: Transition.to_dict() with name -> do
     do = "enqueue_run"
@@ -29,6 +36,12 @@ be replayed, read and kept as a regression test (DESIGN.md, "Scenarios").
     [[steps]]                          # a macro: fire the actor's only non-fault move until
     actor = "w1"                       # its next move is named ``until`` ("end": the process
     until = "provider_call"            # has ended; for the reaper: the tick is over)
+
+    [[steps]]                          # ONE store statement run directly (model/store.py),
+    store = "renew_lease"              # as the runtime's own store tests do: no process,
+    run = "r1"                         # no guard of the runtime, the clock as it is
+    owner = "worker:w1"
+    expect = { result = false }        # its result: true/false, a row, a number, run ids
 
     [[steps]]
     do = "advance_time"
@@ -49,6 +62,11 @@ be replayed, read and kept as a regression test (DESIGN.md, "Scenarios").
     procs = ["w1"]                     # live processes, exactly
     holds = ["no_zombie_settle"]       # named properties of spec.properties, if installed
     violates = ["terminal_absorption"]
+    fired = [{ do = "requeue_stale", actor = "reaper", times = 1 }]   # the trace so far
+    never = [{ do = "dead_letter_stale" }]
+    order = [{ do = "requeue_stale" }, { do = "claim_queued", actor = "w2" }]
+    reaper = { finished = true, requeued = 1, snapshot = ["r1"] }
+    enqueue.r1 = { error = "EnqueueFailed", returned = true }
 
 Expectation keys and what they compare:
 
@@ -58,11 +76,65 @@ Expectation keys and what they compare:
 - ``outcomes`` / ``no_outcomes``: entries of ``World.outcomes`` matched on the given keys
   among ``seg``, ``run``, ``kind``, ``outcome``.
 - ``events.<run>``: ``count``, ``kinds`` and ``sequences`` (in stored order), ``tools``
-  (tool names of the ``tool`` events), ``duplicate_sequences`` (some sequence is stored
+  (tool names of the ``tool`` events), ``tool_errors`` (per ``tool`` event, in stored
+  order: its call got an error result, i.e. ``invoke`` took the ``tool_error`` fault or
+  found the tool missing or removed), ``duplicate_sequences`` (some sequence is stored
   twice: 16.4, 16.17).
 - ``ledger``: each entry filters applications on ``run``, ``tool``, ``turn``, ``call``,
   ``effect``, ``seg`` and ``audited`` (a ``tool`` event of the same run, turn, call and
   segment is stored) and asserts their ``count``.
+- ``fired`` / ``never`` / ``order``: the trace up to this point (every fired transition and
+  store statement), each entry a filter on ``do`` (the name), ``actor``, ``fault`` (``""``:
+  the normal branch), the transition's arguments (``run``, ``tool``, ``effect``, ``reason``,
+  ``owner``, ...) and, for store statements (actor ``store``), ``result``. ``fired``: the
+  filter matches ``times`` entries (without ``times``: at least one); ``never``: none;
+  ``order``: the filters match entries in this order (other entries may come between).
+- ``reaper``: the current tick, or the last one if none runs: ``active`` (a tick is in
+  progress), ``pc``, ``now``, ``snapshot`` (its SELECT, oldest lease first: run ids, or
+  tables of ``run``, ``pending_effect``, ``queued_request``, ``requeue_count``),
+  ``finished`` (the tick decided every row; false while it runs or if it died), the tick's
+  counters ``requeued`` (T11 matched and its dispatch did not raise), ``dead_lettered``
+  (T12 matched, or branch 5's settle after a failed dispatch matched), ``skipped`` (T11 or
+  T12 matched nothing or hit a store error), ``dispatch_failed``; and ``ticks`` (SELECTs
+  run so far).
+- ``enqueue.<run>``: the enqueue caller (6.1): ``error`` (``"EnqueueFailed"`` when T2
+  failed or the dispatch raised, ``""`` otherwise) and ``returned`` (the call has
+  returned: on the sync transport only after the nested run ends; false if it died).
+- ``result`` (a store step's own ``expect`` only): what the statement returned: ``true`` or
+  ``false`` (the guard matched), for ``find_run`` the row (a table of row fields, or
+  ``"absent"``), for ``max_sequence`` a number (-1: no event), for ``find_stale_running``
+  the run ids in the order returned.
+
+Comparisons. Wherever an expectation compares one value (a row field, a count, the clock, a
+filter's value, a reaper field, a result), it may be a table of operators instead of the
+value; every operator must hold:
+
+    rows.r1 = { requeue_count = { ">=" = 1 }, claimed_by = { prefix = "worker:" } }
+    events.r1 = { count = { ">" = 2, "<=" = 6 }, kinds = { "not contains" = "tool" } }
+    fired = [{ do = "renew_lease", actor = { prefix = "resume:" }, times = { ">=" = 2 } }]
+
+``"=="``, ``"!="``; ``">"``, ``">="``, ``"<"``, ``"<="`` (numbers); ``prefix`` (a string
+starts with it, or a list starts with the given list); ``contains`` / ``"not contains"``
+(a substring of a string, an element of a list; a list operand: each of its elements);
+``in`` / ``"not in"`` (the value is one of a list).
+
+Store statements (``store = ...``; REFERENCE.md 4, the functions of model/store.py):
+``start_run`` (T1: run, owner = the identity, default ``interactive:<run>``, leased =
+default the policy's), ``enqueue_run`` (T2), ``claim_queued`` (T3: owner = the worker
+identity), ``renew_lease`` (T4: owner), ``mark_pending_effect`` (T5: owner, effect, ``""`` to
+clear), ``suspend`` / ``suspend_for_input`` (T6: turn, default 0), ``claim_for_resume`` /
+``claim_for_resume_from_input`` (T7: owner, leased), ``finish_run`` (T8: status, reason,
+error_class, owner = owner-guarded), ``requeue`` (T9: owner), ``find_stale_running`` (T10:
+now, limit), ``requeue_stale`` (T11: now), ``dead_letter_stale`` (T12: reason, now),
+``cancel`` (T13), and the reads ``find_run`` and ``max_sequence``. ``now`` defaults to the
+clock. Every one but T10 names its ``run``.
+
+``failclosed replay FILE --policy P`` replays the file under P (its own ``policy`` and
+``[switches]`` set aside). ``failclosed replay --all --policy P`` does that for every shipped
+scenario and every spec/findings trace and prints what changed against its own policy (passed
+and fails now, with the first failure; or the reverse, with the failure P fixed): exit 0 if
+nothing changed, 1 if something did. ``replay --json`` on a failure adds ``world``, a snapshot
+of the world where the replay ended (and each failed step expectation its own).
 """
 
 from __future__ import annotations
@@ -76,9 +148,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .config import ConfigError, initial_world, load_spec, read_toml
+from . import store
+from .config import ConfigError, initial_world, load_spec, misplaced, read_toml
+from .policy import UnknownPolicy, parse_policy
 from .runtime import GuardFailed, apply, enabled
-from .state import Message, Row, World
+from .state import REASONS, STATUSES, TERMINAL, Event, Message, Row, World
 from .transition import Transition
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
@@ -92,16 +166,51 @@ TRANSITION_NAMES = frozenset({
     "record_approval", "record_input", "find_stale_running", "dead_letter_stale",
     "requeue_stale", "duplicate_message", "remove_tool", "advance_time", "crash",
 })
+# every argument a transition of model/runtime.py carries (``order``: T10's order of rows of
+# equal lease; ``status``: the row status a settle expects, proposal fallback_settles_requeued_row)
 ARG_KEYS = frozenset({"run", "fault", "step", "tool", "effect", "reason", "owner", "delay", "to",
-                      "not_before"})
-STEP_KEYS = frozenset({"do", "actor", "until", "expect", "note"}) | ARG_KEYS
+                      "not_before", "order", "status"})
+# store statement -> (REFERENCE.md 4 label, required arguments, optional arguments)
+STATEMENTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "start_run": ("T1", ("run",), ("owner", "leased")),
+    "enqueue_run": ("T2", ("run",), ()),
+    "claim_queued": ("T3", ("run", "owner"), ()),
+    "renew_lease": ("T4", ("run", "owner"), ()),
+    "mark_pending_effect": ("T5", ("run", "owner", "effect"), ()),
+    "suspend": ("T6", ("run",), ("turn",)),
+    "suspend_for_input": ("T6", ("run",), ("turn",)),
+    "claim_for_resume": ("T7", ("run", "owner"), ("leased",)),
+    "claim_for_resume_from_input": ("T7", ("run", "owner"), ("leased",)),
+    "finish_run": ("T8", ("run", "status", "reason"), ("error_class", "owner")),
+    "requeue": ("T9", ("run", "owner"), ()),
+    "find_stale_running": ("T10", (), ("now", "limit")),
+    "requeue_stale": ("T11", ("run",), ("now",)),
+    "dead_letter_stale": ("T12", ("run", "reason"), ("now",)),
+    "cancel": ("T13", ("run",), ()),
+    "find_run": ("4.2", ("run",), ()),
+    "max_sequence": ("4.2", ("run",), ()),
+}
+STORE_ARG_KEYS = frozenset({"run", "owner", "leased", "effect", "turn", "status", "reason",
+                            "error_class", "now", "limit"})
+STORE_ACTOR = "store"  # the actor of a store statement in the trace
+STEP_KEYS = frozenset({"do", "actor", "until", "store", "expect", "note"}) | ARG_KEYS | STORE_ARG_KEYS
 EXPECT_KEYS = frozenset({
     "rows", "outcomes", "no_outcomes", "events", "ledger", "messages", "marks", "no_marks",
-    "clock", "procs", "holds", "violates",
+    "clock", "procs", "holds", "violates", "fired", "never", "order", "reaper", "enqueue",
+    "result",
 })
 OUTCOME_KEYS = ("seg", "run", "kind", "outcome")
-EVENT_KEYS = frozenset({"count", "kinds", "sequences", "tools", "duplicate_sequences"})
+EVENT_KEYS = frozenset({"count", "kinds", "sequences", "tools", "tool_errors",
+                        "duplicate_sequences"})
 LEDGER_KEYS = frozenset({"run", "tool", "turn", "call", "effect", "seg", "audited", "count"})
+TRACE_KEYS = frozenset({"do", "actor", "result", "times"}) | ARG_KEYS | STORE_ARG_KEYS
+REAPER_KEYS = frozenset({"active", "pc", "now", "snapshot", "finished", "requeued",
+                         "dead_lettered", "skipped", "dispatch_failed", "ticks"})
+SNAPSHOT_KEYS = ("run", "pending_effect", "queued_request", "requeue_count")
+ENQUEUE_KEYS = frozenset({"error", "returned"})
+SEED_EVENT_KEYS = frozenset({"kind", "sequence", "turn", "call", "tool", "seg"})
+SEED_EVENT_KINDS = ("request", "llm", "tool", "approval", "input")
+OPS = ("==", "!=", ">", ">=", "<", "<=", "prefix", "contains", "not contains", "in", "not in")
 MAX_MACRO_STEPS = 500
 ROW_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Row))
 
@@ -111,7 +220,8 @@ ROW_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Row))
 # =========================================================================================
 @dataclass(frozen=True)
 class Step:
-    """One ``[[steps]]`` table: a transition (``do``) or a macro (``until``)."""
+    """One ``[[steps]]`` table: a transition (``do``), a macro (``until``) or one store
+    statement run directly (``store``)."""
 
     index: int  # 1-based position in the file
     do: str | None
@@ -120,11 +230,14 @@ class Step:
     until: str | None = None
     expect: dict[str, Any] | None = None
     note: str = ""
+    store: str | None = None
 
     def describe(self) -> str:
         if self.until:
             return f"{self.actor}: ... until {self.until}"
         inner = ", ".join(f"{k}={v}" for k, v in sorted(self.args.items()))
+        if self.store:
+            return f"{STORE_ACTOR}: {self.store}({inner})"
         return f"{self.actor or '?'}: {self.do}({inner})"
 
 
@@ -149,10 +262,14 @@ class Failure:
     key: str
     expected: Any
     actual: Any
+    world: World | None = None  # where it was checked (a step's expectation)
 
     def __str__(self) -> str:
         where = "final" if self.step is None else f"after step {self.step}"
         return f"{where}: {self.key}: expected {self.expected!r}, actual {self.actual!r}"
+
+
+_NONE = object()  # StepResult.result of a transition (a store statement's may be None)
 
 
 @dataclass
@@ -160,6 +277,11 @@ class StepResult:
     step: int  # the file step this transition belongs to
     transition: Transition
     world: World  # the world after it
+    result: Any = _NONE  # a store statement's result (``store`` steps only)
+
+    @property
+    def is_store(self) -> bool:
+        return self.result is not _NONE
 
 
 @dataclass
@@ -181,26 +303,62 @@ class ReplayResult:
         return self.steps[-1].world if self.steps else self.scenario.world
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        steps = []
+        for s in self.steps:
+            d = {"step": s.step, "transition": s.transition.to_dict(), "clock": s.world.clock}
+            if s.is_store:
+                d["result"] = _jsonable(s.result)
+            steps.append(d)
+        out = {
             "scenario": self.scenario.name,
             "path": self.scenario.path,
             "description": self.scenario.description,
             "policy": self.scenario.policy,
             "ok": self.ok,
             "checked": self.checked,
-            "steps": [
-                {"step": s.step, "transition": s.transition.to_dict(), "clock": s.world.clock}
-                for s in self.steps
-            ],
+            "steps": steps,
             "failures": [
                 {"step": f.step, "key": f.key, "expected": _jsonable(f.expected),
-                 "actual": _jsonable(f.actual)}
+                 "actual": _jsonable(f.actual),
+                 **({"world": world_dict(f.world)} if f.world is not None else {})}
                 for f in self.failures
             ],
             "stopped": self.stopped or None,
             "stopped_at": self.stopped_at,
             "enabled": [t.to_dict() for t in self.enabled_then],
         }
+        if not self.ok:  # the world where it ended, to read the failure without rerunning
+            out["world"] = world_dict(self.world)
+        return out
+
+
+def world_dict(w: World) -> dict[str, Any]:
+    """A JSON-ready snapshot of a world: rows, events, ledger, processes, messages, clock,
+    the reaper, outcomes, marks, the fault budget left and the removed tools."""
+    r = w.reaper
+    return {
+        "clock": w.clock,
+        "rows": {w.run_id(i): (_row_dict(row) if row is not None else None)
+                 for i, row in enumerate(w.rows)},
+        "events": [{"run": w.run_id(e.run), "sequence": e.seq, "kind": e.kind, "turn": e.turn,
+                    "call": e.call, "tool": e.tool, "seg": e.seg} for e in w.events],
+        "ledger": [{**_app_dict(w, a), "fenced": a.fenced, "attempt": a.attempt}
+                   for a in w.ledger],
+        "procs": [{"name": p.name, "kind": p.kind, "run": w.run_id(p.run), "pc": p.pc,
+                   "seg": p.seg, "identity": p.identity, "owner": p.owner, "guard": p.guard,
+                   "handle": p.handle, "turn": p.turn, "call": p.call,
+                   "nested_in": [f.name + "@" + f.pc for f in p.outer]} for p in w.procs],
+        "messages": [{"run": w.run_id(m.run), "not_before": m.not_before} for m in w.messages],
+        "reaper": None if r is None else {
+            "pc": r.pc, "now": r.now, "row": r.idx,
+            "snapshot": [dict(zip(SNAPSHOT_KEYS, (w.run_id(x[0]), *x[1:]), strict=True))
+                         for x in r.rows]},
+        "outcomes": [dict(zip(OUTCOME_KEYS, (s, w.run_id(i), k, o), strict=True))
+                     for s, i, k, o in w.outcomes],
+        "marks": sorted(w.marks),
+        "faults_left": w.faults,
+        "removed": sorted(w.removed),
+    }
 
 
 def _jsonable(v: Any) -> Any:
@@ -214,20 +372,109 @@ def _jsonable(v: Any) -> Any:
 
 
 # =========================================================================================
+# comparisons
+# =========================================================================================
+def _is_cmp(v: Any) -> bool:
+    return isinstance(v, dict) and bool(v) and all(k in OPS for k in v)
+
+
+class Cmp:
+    """An expected value given as operators, printed as ``>= 1 and < 3``."""
+
+    def __init__(self, ops: dict[str, Any]):
+        self.ops = ops
+
+    def __repr__(self) -> str:
+        return " and ".join(f"{op} {x!r}" for op, x in self.ops.items())
+
+
+def _shown(want: Any) -> Any:
+    return Cmp(want) if _is_cmp(want) else want
+
+
+def _num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _op(op: str, x: Any, got: Any) -> bool:
+    if op == "==":
+        return got == x
+    if op == "!=":
+        return got != x
+    if op in (">", ">=", "<", "<="):
+        if not (_num(got) and _num(x)):
+            return False
+        return {">": got > x, ">=": got >= x, "<": got < x, "<=": got <= x}[op]
+    if op == "prefix":
+        if isinstance(got, str) and isinstance(x, str):
+            return got.startswith(x)
+        if isinstance(got, (list, tuple)) and isinstance(x, list):
+            return list(got[:len(x)]) == x
+        return False
+    if op in ("contains", "not contains"):
+        if isinstance(got, str) and isinstance(x, str):
+            hit = x in got
+        elif isinstance(got, (list, tuple)):
+            hit = all(y in got for y in x) if isinstance(x, list) else x in got
+        else:
+            return False
+        return hit if op == "contains" else not hit
+    if op in ("in", "not in"):
+        return (got in x) == (op == "in")
+    raise AssertionError(op)  # pragma: no cover - validated at load time
+
+
+def _match(want: Any, got: Any) -> bool:
+    """``got`` is ``want``, or satisfies every operator of a comparison table."""
+    if _is_cmp(want):
+        return all(_op(op, x, got) for op, x in want.items())
+    if isinstance(want, bool) or isinstance(got, bool):
+        return type(want) is type(got) and want == got
+    return want == got
+
+
+def _check_value(v: Any, where: str) -> None:
+    """A value an expectation compares: a plain value, or a valid comparison table."""
+    if not isinstance(v, dict):
+        return
+    for op, x in v.items():
+        if op not in OPS:
+            raise ConfigError(f"{where}: unknown comparison {op!r}; use one of "
+                              + ", ".join(repr(o) for o in OPS) + " (or a plain value)")
+        if op in (">", ">=", "<", "<=") and not _num(x):
+            raise ConfigError(f"{where}.{op}: expected a number, got {x!r}")
+        if op == "prefix" and not isinstance(x, (str, list)):
+            raise ConfigError(f"{where}.prefix: expected a string or a list, got {x!r}")
+        if op in ("in", "not in") and not isinstance(x, list):
+            raise ConfigError(f"{where}.{op}: expected a list of values, got {x!r}")
+    if not v:
+        raise ConfigError(f"{where}: an empty table compares nothing; give a value or an operator")
+
+
+# =========================================================================================
 # loading and validation
 # =========================================================================================
-def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario file; a malformed one raises one-line ``ConfigError``."""
+def load_scenario(path: str | Path, policy: str | None = None) -> Scenario:
+    """Read and validate a scenario file; a malformed one raises one-line ``ConfigError``.
+    ``policy``: replay it under that policy instead (its ``policy`` and ``[switches]`` set
+    aside)."""
     data = read_toml(str(path))
-    return scenario_from_dict(data, name=Path(path).name.removesuffix(".toml"), path=str(path))
+    return scenario_from_dict(data, name=Path(path).name.removesuffix(".toml"), path=str(path),
+                              policy=policy)
 
 
-def scenario_from_dict(data: dict[str, Any], name: str = "scenario", path: str = "") -> Scenario:
+def scenario_from_dict(data: dict[str, Any], name: str = "scenario", path: str = "",
+                       policy: str | None = None) -> Scenario:
     config = {k: v for k, v in data.items()
               if k not in ("steps", "expect", "description", "messages")}
-    spec, budget = load_spec(config)
+    if policy is not None:
+        config.pop("switches", None)
+    seeds = _strip_seeded_events(config)
+    spec, budget = load_spec(config, policy)
     world = initial_world(spec, budget)
     run_ids = {r.id for r in spec.runs}
+    if seeds:
+        world = replace(world, events=_seeded_events(spec, seeds))
     msgs = data.get("messages", [])
     _list_of_tables(msgs, "messages", {"run", "not_before"})
     for n, m in enumerate(msgs):
@@ -240,6 +487,9 @@ def scenario_from_dict(data: dict[str, Any], name: str = "scenario", path: str =
         world = replace(world, messages=tuple(sorted(
             (Message(spec.run_index(m["run"]), m.get("not_before", 0)) for m in msgs),
             key=lambda m: (m.run, m.not_before))))
+    if seeds:  # keep the seeded streams in the configuration part (dump_scenario writes it)
+        config = {**config, "runs": [dict(r, events=seeds[n]) if n in seeds else r
+                                     for n, r in enumerate(config["runs"])]}
     config = {**config, **({"messages": msgs} if msgs else {})}
     desc = data.get("description", "")
     if not isinstance(desc, str):
@@ -258,11 +508,71 @@ def scenario_from_dict(data: dict[str, Any], name: str = "scenario", path: str =
                     expect=expect, path=path)
 
 
+def _strip_seeded_events(config: dict[str, Any]) -> dict[int, Any]:
+    """Take the ``[[runs.events]]`` arrays out of ``config`` (load_spec does not know them):
+    run position -> the raw array. ``config`` is a shallow copy of the file's table."""
+    runs = config.get("runs")
+    if not isinstance(runs, list) or not any(isinstance(r, dict) and "events" in r for r in runs):
+        return {}
+    seeds = {n: r["events"] for n, r in enumerate(runs) if isinstance(r, dict) and "events" in r}
+    config["runs"] = [{k: v for k, v in r.items() if k != "events"} if n in seeds else r
+                      for n, r in enumerate(runs)]
+    return seeds
+
+
+def _seeded_events(spec: Any, seeds: dict[int, Any]) -> tuple[Event, ...]:
+    """The stored event streams at the start, run by run, each in the order written."""
+    out: list[Event] = []
+    for n in sorted(seeds):
+        evs = seeds[n]
+        if not isinstance(evs, list):
+            raise ConfigError(f"runs[{n}].events: expected an array of [[runs.events]] tables")
+        for k, e in enumerate(evs):
+            where = f"runs[{n}].events[{k}]"
+            if not isinstance(e, dict):
+                raise ConfigError(f"{where}: expected a table such as {{ kind = \"request\", sequence = 0 }}")
+            for key in e:
+                if key not in SEED_EVENT_KEYS:
+                    hint = misplaced(key, where + ".")
+                    raise ConfigError(f"{where}.{key}: " + (hint or f"unknown key; {_near(key, SEED_EVENT_KEYS)}"))
+            kind = e.get("kind")
+            if kind not in SEED_EVENT_KINDS:
+                raise ConfigError(f"{where}.kind: {kind!r}; use one of {', '.join(SEED_EVENT_KINDS)}")
+            for key in ("sequence", "turn", "call"):
+                if key in e:
+                    v = e[key]
+                    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                        raise ConfigError(f"{where}.{key}: expected an integer >= 0, got {v!r}")
+            for key in ("tool", "seg"):
+                if key in e and (not isinstance(e[key], str) or not e[key]):
+                    raise ConfigError(f"{where}.{key}: expected a non-empty string, got {e[key]!r}")
+            if kind == "tool" and "tool" not in e:
+                raise ConfigError(f"{where}.tool: missing; a tool event names its tool, e.g. tool = \"lookup\"")
+            if kind != "tool":
+                for key in ("tool", "call"):
+                    if key in e:
+                        raise ConfigError(f"{where}.{key}: only a tool event has a {key}; remove it or use kind = \"tool\"")
+            out.append(Event(
+                run=n, seq=e.get("sequence", k), kind=kind, turn=e.get("turn", 0),
+                call=e.get("call", 0) if kind == "tool" else -1, tool=e.get("tool", ""),
+                seg=e.get("seg", "seed"),
+            ))
+    return tuple(out)
+
+
 def _near(key: str, allowed: frozenset[str] | set[str]) -> str:
     import difflib
 
     near = difflib.get_close_matches(key, sorted(allowed), n=1)
     return f"did you mean {near[0]!r}?" if near else f"allowed: {', '.join(sorted(allowed))}"
+
+
+def _unknown(key: str, where: str, allowed: frozenset[str] | set[str], what: str = "key") -> str:
+    """The message for an unknown ``key`` of the table ``where``: a top-level key TOML put
+    into this table says where it belongs; any other, the nearest allowed key."""
+    # (an inline ``expect = { ... }`` of a step is explicit: no TOML header moved the key)
+    hint = misplaced(key, where + ".") if ".expect" not in where else None
+    return f"{where}.{key}: " + (hint or f"unknown {what}; {_near(key, allowed)}")
 
 
 def _step(s: Any, n: int, run_ids: set[str]) -> Step:
@@ -271,10 +581,16 @@ def _step(s: Any, n: int, run_ids: set[str]) -> Step:
         raise ConfigError(f"{where}: expected a [[steps]] table")
     for k in s:
         if k not in STEP_KEYS:
-            raise ConfigError(f"{where}.{k}: unknown key; {_near(k, STEP_KEYS)}")
-    do, until, actor = s.get("do"), s.get("until"), s.get("actor")
-    if (do is None) == (until is None):
-        raise ConfigError(f"{where}: give exactly one of do = \"<transition>\" or until = \"<transition>\"")
+            raise ConfigError(_unknown(k, where, STEP_KEYS))
+    do, until, actor, stmt = s.get("do"), s.get("until"), s.get("actor"), s.get("store")
+    if sum(x is not None for x in (do, until, stmt)) != 1:
+        raise ConfigError(f"{where}: give exactly one of do = \"<transition>\", until = \"<transition>\" "
+                          "or store = \"<statement>\"")
+    if stmt is not None:
+        return _store_step(s, n, run_ids)
+    extra = sorted((STORE_ARG_KEYS - ARG_KEYS) & s.keys())
+    if extra:
+        raise ConfigError(f"{where}.{extra[0]}: only a store = \"<statement>\" step takes {extra[0]}")
     if do is not None:
         if not isinstance(do, str) or do not in TRANSITION_NAMES:
             raise ConfigError(f"{where}.do: unknown transition {do!r}; {_near(str(do), TRANSITION_NAMES)}")
@@ -309,13 +625,72 @@ def _step(s: Any, n: int, run_ids: set[str]) -> Step:
     return Step(index=n, do=do, actor=actor, args=args, until=until, expect=exp, note=note)
 
 
-def _expectation(e: Any, where: str, run_ids: set[str]) -> dict[str, Any]:
+def _store_step(s: dict[str, Any], n: int, run_ids: set[str]) -> Step:
+    """A ``store = "<statement>"`` step: its arguments checked against the statement's."""
+    where = f"steps[{n}]"
+    stmt = s["store"]
+    if not isinstance(stmt, str) or stmt not in STATEMENTS:
+        hint = _near(str(stmt), set(STATEMENTS))
+        if isinstance(stmt, str) and stmt.startswith("settle_"):
+            hint = "the settle wrappers are T8: use store = \"finish_run\" with status and reason"
+        raise ConfigError(f"{where}.store: unknown store statement {stmt!r}; {hint}")
+    label, required, optional = STATEMENTS[stmt]
+    takes = set(required) | set(optional)
+    if s.get("actor") not in (None, STORE_ACTOR):
+        raise ConfigError(f"{where}.actor: a store statement runs directly, not as {s['actor']!r}; "
+                          "remove actor (the trace names it \"store\")")
+    args: dict[str, Any] = {}
+    for k in s.keys() - {"store", "actor", "expect", "note"}:
+        if k not in takes:
+            takes_s = ", ".join(sorted(takes)) or "no arguments"
+            raise ConfigError(f"{where}.{k}: {stmt} ({label}) takes {takes_s}")
+        args[k] = s[k]
+    for k in required:
+        if k not in args:
+            raise ConfigError(f"{where}.{k}: missing; {stmt} ({label}) needs {', '.join(required)}")
+    for k, v in args.items():
+        w = f"{where}.{k}"
+        if k in ("run", "owner", "reason", "error_class", "status", "effect"):
+            if not isinstance(v, str):
+                raise ConfigError(f"{w}: expected a string, got {v!r}")
+        elif k == "leased":
+            if not isinstance(v, bool):
+                raise ConfigError(f"{w}: expected true or false, got {v!r}")
+        elif isinstance(v, bool) or not isinstance(v, int) or v < (1 if k == "limit" else 0):
+            raise ConfigError(f"{w}: expected an integer >= {1 if k == 'limit' else 0}, got {v!r}")
+    if "run" in args and args["run"] not in run_ids:
+        raise ConfigError(f"{where}.run: unknown run {args['run']!r}; use one of {', '.join(sorted(run_ids))}")
+    if "owner" in args and not args["owner"]:
+        raise ConfigError(f"{where}.owner: empty; give the identity, e.g. owner = \"worker:w1\""
+                          + (" (leave it out for an unguarded settle)" if stmt == "finish_run" else ""))
+    if "effect" in args and args["effect"] not in ("", "idempotent_write", "non_idempotent_write"):
+        raise ConfigError(f"{where}.effect: {args['effect']!r}; use \"idempotent_write\", "
+                          "\"non_idempotent_write\" (a stamp) or \"\" (a clear)")
+    if stmt == "finish_run" and args["status"] not in TERMINAL:
+        raise ConfigError(f"{where}.status: {args['status']!r}; T8 settles to one of {', '.join(sorted(TERMINAL))}")
+    if "status" in args and args["status"] not in STATUSES:  # pragma: no cover - T8 only
+        raise ConfigError(f"{where}.status: {args['status']!r}; use one of {', '.join(STATUSES)}")
+    if "reason" in args and args["reason"] not in REASONS:
+        raise ConfigError(f"{where}.reason: {args['reason']!r}; use one of {', '.join(REASONS)}")
+    if stmt == "dead_letter_stale" and args["reason"] not in ("not_retryable", "retries_exhausted"):
+        raise ConfigError(f"{where}.reason: T12 dead-letters with not_retryable or retries_exhausted, "
+                          f"not {args['reason']!r}")
+    note = s.get("note", "")
+    if not isinstance(note, str):
+        raise ConfigError(f"{where}.note: expected a string")
+    exp = None
+    if "expect" in s:
+        exp = _expectation(s["expect"], f"{where}.expect.", run_ids, statement=stmt)
+    return Step(index=n, do=None, actor=STORE_ACTOR, args=args, expect=exp, note=note, store=stmt)
+
+
+def _expectation(e: Any, where: str, run_ids: set[str], statement: str | None = None) -> dict[str, Any]:
     if not isinstance(e, dict):
         raise ConfigError(f"{where.rstrip('.')}: expected a table of expectations")
     for k, v in e.items():
         w = where + k
         if k not in EXPECT_KEYS:
-            raise ConfigError(f"{w}: unknown expectation; {_near(k, EXPECT_KEYS)}")
+            raise ConfigError(_unknown(k, where.rstrip("."), EXPECT_KEYS, "expectation"))
         if k == "rows":
             _per_run(v, w, run_ids)
             for rid, fields_ in v.items():
@@ -323,38 +698,105 @@ def _expectation(e: Any, where: str, run_ids: set[str]) -> dict[str, Any]:
                     continue
                 if not isinstance(fields_, dict):
                     raise ConfigError(f"{w}.{rid}: expected a table of row fields or \"absent\"")
-                for f in fields_:
+                for f, x in fields_.items():
                     if f not in ROW_FIELDS:
                         raise ConfigError(f"{w}.{rid}.{f}: unknown row field; {_near(f, set(ROW_FIELDS))}")
+                    _check_value(x, f"{w}.{rid}.{f}")
         elif k in ("outcomes", "no_outcomes"):
             _list_of_tables(v, w, set(OUTCOME_KEYS))
+            _values_of_tables(v, w)
         elif k == "events":
             _per_run(v, w, run_ids)
             for rid, spec in v.items():
                 if not isinstance(spec, dict):
                     raise ConfigError(f"{w}.{rid}: expected a table such as {{ count = 3 }}")
-                for f in spec:
+                for f, x in spec.items():
                     if f not in EVENT_KEYS:
                         raise ConfigError(f"{w}.{rid}.{f}: unknown key; {_near(f, EVENT_KEYS)}")
+                    _check_value(x, f"{w}.{rid}.{f}")
         elif k == "ledger":
             _list_of_tables(v, w, LEDGER_KEYS)
+            _values_of_tables(v, w)
             for n, entry in enumerate(v):
                 if "count" not in entry:
                     raise ConfigError(f"{w}[{n}].count: missing; say how many applications match")
-                if "run" in entry and entry["run"] not in run_ids:
+                if "run" in entry and isinstance(entry["run"], str) and entry["run"] not in run_ids:
                     raise ConfigError(f"{w}[{n}].run: unknown run {entry['run']!r}")
         elif k == "messages":
-            if not isinstance(v, (int, list)) or isinstance(v, bool):
+            if not isinstance(v, (int, list, dict)) or isinstance(v, bool):
                 raise ConfigError(f"{w}: expected a count or a list of {{ run, not_before }}")
             if isinstance(v, list):
                 _list_of_tables(v, w, {"run", "not_before"})
-        elif k in ("marks", "no_marks", "procs", "holds", "violates"):
+            else:
+                _check_value(v, w)
+        elif k in ("marks", "no_marks", "holds", "violates"):
             if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
                 raise ConfigError(f"{w}: expected a list of strings")
+        elif k == "procs":
+            if isinstance(v, dict):
+                _check_value(v, w)
+            elif not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise ConfigError(f"{w}: expected a list of process names (or a comparison)")
         elif k == "clock":
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            if isinstance(v, dict):
+                _check_value(v, w)
+            elif not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ConfigError(f"{w}: expected an integer >= 0, got {v!r}")
+        elif k in ("fired", "never", "order"):
+            _list_of_tables(v, w, TRACE_KEYS if k == "fired" else TRACE_KEYS - {"times"})
+            _values_of_tables(v, w)
+            for n, entry in enumerate(v):
+                if not entry or entry.keys() == {"times"}:
+                    raise ConfigError(f"{w}[{n}]: an empty filter; give do = \"<name>\" and/or actor, arguments")
+                name = entry.get("do")
+                if isinstance(name, str) and name not in TRANSITION_NAMES | set(STATEMENTS):
+                    raise ConfigError(f"{w}[{n}].do: unknown transition or statement {name!r}; "
+                                      f"{_near(name, TRANSITION_NAMES | set(STATEMENTS))}")
+        elif k == "reaper":
+            if not isinstance(v, dict):
+                raise ConfigError(f"{w}: expected a table such as {{ finished = true, requeued = 1 }}")
+            for f, x in v.items():
+                if f not in REAPER_KEYS:
+                    raise ConfigError(f"{w}.{f}: unknown key; {_near(f, REAPER_KEYS)}")
+                if f == "snapshot" and isinstance(x, list):
+                    for j, s in enumerate(x):
+                        if isinstance(s, dict):
+                            _list_of_tables([s], f"{w}.snapshot[{j}]", set(SNAPSHOT_KEYS))
+                            for sk, sv in s.items():
+                                _check_value(sv, f"{w}.snapshot[{j}].{sk}")
+                        elif not isinstance(s, str):
+                            raise ConfigError(f"{w}.snapshot[{j}]: expected a run id or a table of {', '.join(SNAPSHOT_KEYS)}")
+                else:
+                    _check_value(x, f"{w}.{f}")
+        elif k == "enqueue":
+            _per_run(v, w, run_ids)
+            for rid, spec in v.items():
+                if not isinstance(spec, dict):
+                    raise ConfigError(f"{w}.{rid}: expected a table such as {{ error = \"EnqueueFailed\" }}")
+                for f, x in spec.items():
+                    if f not in ENQUEUE_KEYS:
+                        raise ConfigError(f"{w}.{rid}.{f}: unknown key; {_near(f, ENQUEUE_KEYS)}")
+                    _check_value(x, f"{w}.{rid}.{f}")
+        elif k == "result":
+            if statement is None:
+                raise ConfigError(f"{w}: only a store = \"<statement>\" step's expect checks a result")
+            if statement == "find_run" and isinstance(v, dict) and not _is_cmp(v):
+                for f, x in v.items():
+                    if f not in ROW_FIELDS:
+                        raise ConfigError(f"{w}.{f}: unknown row field; {_near(f, set(ROW_FIELDS))}")
+                    _check_value(x, f"{w}.{f}")
+            else:
+                _check_value(v, w)
+                if statement not in ("find_run", "max_sequence", "find_stale_running") \
+                        and not isinstance(v, (bool, dict)):
+                    raise ConfigError(f"{w}: {statement} returns true or false, got {v!r}")
     return e
+
+
+def _values_of_tables(v: list[dict[str, Any]], where: str) -> None:
+    for n, x in enumerate(v):
+        for k, y in x.items():
+            _check_value(y, f"{where}[{n}].{k}")
 
 
 def _per_run(v: Any, where: str, run_ids: set[str]) -> None:
@@ -455,6 +897,65 @@ def _macro(w: World, step: Step) -> list[Transition]:
                 f"{MAX_MACRO_STEPS} moves", enabled(w))
 
 
+def run_statement(w: World, step: Step) -> tuple[World, Transition, Any]:
+    """Run the one store statement a ``store`` step names, through model/store.py, with the
+    step's arguments (defaults: the clock for ``now``, the configuration's reaper limit, the
+    policy's ``leased``). Returns the world after it, the trace entry (actor ``store``, every
+    argument spelled) and what the statement returned."""
+    name = step.store
+    assert name is not None
+    a = dict(step.args)
+    spec = w.spec
+    i = spec.run_index(a["run"]) if "run" in a else -1
+    leased = spec.policy.lease_all_segments
+    if name == "start_run":
+        a.setdefault("owner", f"interactive:{a['run']}")
+        a.setdefault("leased", leased)
+        w, res = store.start_run(w, i, a["owner"], a["leased"])
+    elif name == "enqueue_run":
+        w, res = store.enqueue_run(w, i)
+    elif name == "claim_queued":
+        w, res = store.claim_queued(w, i, a["owner"])
+    elif name == "renew_lease":
+        w, res = store.renew_lease(w, i, a["owner"])
+    elif name == "mark_pending_effect":
+        w, res = store.mark_pending_effect(w, i, a["owner"], a["effect"])
+    elif name in ("suspend", "suspend_for_input"):
+        a.setdefault("turn", 0)
+        status = "waiting_for_input" if name == "suspend_for_input" else "waiting_for_approval"
+        w, res = store.suspend(w, i, status, a["turn"])
+    elif name in ("claim_for_resume", "claim_for_resume_from_input"):
+        a.setdefault("leased", leased)
+        status = "waiting_for_input" if name.endswith("_from_input") else "waiting_for_approval"
+        w, res = store.claim_for_resume(w, i, status, a["owner"], a["leased"])
+    elif name == "finish_run":
+        a.setdefault("error_class", "")
+        w, res = store.finish_run(w, i, a["status"], a["reason"], a["error_class"],
+                                  owner=a.get("owner", ""))
+    elif name == "requeue":
+        w, res = store.requeue(w, i, a["owner"])
+    elif name == "find_stale_running":
+        a.setdefault("now", w.clock)
+        a.setdefault("limit", spec.reaper_limit)
+        res = [w.run_id(r[0]) for r in store.find_stale_running(w, a["now"], a["limit"])]
+    elif name == "requeue_stale":
+        a.setdefault("now", w.clock)
+        w, res = store.requeue_stale(w, i, a["now"])
+    elif name == "dead_letter_stale":
+        a.setdefault("now", w.clock)
+        w, res = store.dead_letter_stale(w, i, a["now"], a["reason"])
+    elif name == "cancel":
+        w, res = store.cancel(w, i)
+    elif name == "find_run":
+        row = w.rows[i]
+        res = _row_dict(row) if row is not None else "absent"
+    elif name == "max_sequence":
+        res = store.max_sequence(w, i)
+    else:  # pragma: no cover - validated at load time
+        raise AssertionError(name)
+    return w, Transition.make(name, STORE_ACTOR, **a), res
+
+
 def replay(scenario: Scenario) -> ReplayResult:
     """Fire every step in order, checking each step's expectations, then the final ones.
 
@@ -464,7 +965,10 @@ def replay(scenario: Scenario) -> ReplayResult:
     w = scenario.world
     for step in scenario.steps:
         try:
-            if step.until:
+            if step.store:
+                w, t, out = run_statement(w, step)
+                res.steps.append(StepResult(step.index, t, w, out))
+            elif step.until:
                 try:
                     ts = _macro(w, step)
                 except _Stop as s:
@@ -489,23 +993,153 @@ def replay(scenario: Scenario) -> ReplayResult:
             res.enabled_then = s.enabled_then
             return res
         if step.expect:
-            res.failures += check(w, step.expect, step.index)
+            fails = check(w, step.expect, step.index, History(scenario.world, list(res.steps)))
+            for f in fails:
+                f.world = w
+            res.failures += fails
             res.checked += len(step.expect)
+    hist = History(scenario.world, res.steps)
     for e in scenario.expect:
-        res.failures += check(w, e, None)
+        res.failures += check(w, e, None, hist)
         res.checked += len(e)
     return res
 
 
 # =========================================================================================
+# the trace: what a world does not keep (store results, the reaper's counters, errors)
+# =========================================================================================
+class History:
+    """The trace of a replay up to a point, and the facts read off it: every entry as a
+    filterable table, the reaper's ticks, the enqueue callers, the tool calls that got an
+    error result. Each transition is read with the world before it (``pairs``)."""
+
+    def __init__(self, initial: World, steps: list[StepResult]):
+        self.initial = initial
+        self.steps = steps
+        self._cache: dict[str, Any] = {}
+
+    def pairs(self) -> list[tuple[World, StepResult]]:
+        out = []
+        prev = self.initial
+        for s in self.steps:
+            out.append((prev, s))
+            prev = s.world
+        return out
+
+    def entries(self) -> list[dict[str, Any]]:
+        if "entries" not in self._cache:
+            out = []
+            for s in self.steps:
+                t = s.transition
+                d: dict[str, Any] = {"do": t.name, "actor": t.actor, "fault": t.fault or ""}
+                d.update((k, v) for k, v in t.args if k != "fault")
+                if s.is_store:
+                    d["result"] = s.result
+                out.append(d)
+            self._cache["entries"] = out
+        return self._cache["entries"]
+
+    def reaper(self, final: World) -> dict[str, Any]:
+        """The current tick (or the last): REFERENCE.md 10, counted off the transitions."""
+        ticks = 0
+        cur: dict[str, Any] = {"now": None, "snapshot": [], "finished": None, "requeued": 0,
+                               "dead_lettered": 0, "skipped": 0, "dispatch_failed": 0}
+        for before, s in self.pairs():
+            t, after = s.transition, s.world
+            if t.actor != "reaper" or s.is_store:
+                continue
+            r = before.reaper
+            if r is not None and r.pc == "nested":  # the run nested in the tick's dispatch
+                if after.reaper is None:
+                    cur["finished"] = t.name != "crash"
+                continue
+            if r is None:
+                if t.name != "find_stale_running":
+                    continue  # a crash before any SELECT: no tick
+                ticks += 1
+                rows = after.reaper.rows if after.reaper is not None else ()
+                cur = {"now": before.clock, "finished": after.reaper is None, "requeued": 0,
+                       "dead_lettered": 0, "skipped": 0, "dispatch_failed": 0,
+                       "snapshot": [dict(zip(SNAPSHOT_KEYS, (before.run_id(x[0]), *x[1:]),
+                                             strict=True)) for x in rows]}
+                continue
+            if t.name == "crash":
+                cur["finished"] = False
+                continue
+            run = r.rows[r.idx][0]
+            changed = before.rows[run] != after.rows[run]
+            if t.name == "requeue_stale":
+                nxt = after.reaper
+                if nxt is None or nxt.pc != "dispatch" or nxt.idx != r.idx:
+                    cur["skipped"] += 1  # matched nothing, or a store error
+            elif t.name == "dead_letter_stale":
+                cur["dead_lettered" if (changed and not t.fault) else "skipped"] += 1
+            elif t.name == "dispatch":
+                cur["dispatch_failed" if t.fault else "requeued"] += 1
+            elif t.name == "settle_failed" and changed and not t.fault:
+                cur["dead_lettered"] += 1
+            if after.reaper is None:
+                cur["finished"] = True
+        r = final.reaper
+        return {**cur, "ticks": ticks, "active": r is not None, "pc": r.pc if r else ""}
+
+    def enqueue(self, final: World) -> dict[str, dict[str, Any]]:
+        """Per run, the enqueue caller (6.1): its error and whether it has returned."""
+        out: dict[str, dict[str, Any]] = {}
+        died: set[str] = set()
+        for s in self.steps:
+            t = s.transition
+            if s.is_store:
+                continue
+            if t.actor == "caller" and t.name == "enqueue_run":
+                out[t.arg("run")] = {"error": "EnqueueFailed" if t.fault else ""}
+            elif t.actor.startswith("enqueue:"):
+                rid = t.actor.removeprefix("enqueue:")
+                if t.name == "dispatch" and t.fault and rid in out:
+                    out[rid]["error"] = "EnqueueFailed"
+                if t.name == "crash":
+                    died.add(rid)
+        for rid, d in out.items():
+            d["returned"] = rid not in died and final.proc(f"enqueue:{rid}") is None
+        return out
+
+    def tool_errors(self) -> set[tuple[int, str, int, int]]:
+        """(run, segment, turn, call) of every tool call whose invoke got an error result:
+        the tool_error fault, or the tool missing from the catalogue or removed (7.4 #3)."""
+        if "tool_errors" not in self._cache:
+            out = set()
+            for before, s in self.pairs():
+                t = s.transition
+                if t.name != "invoke" or s.is_store:
+                    continue
+                p = before.proc(t.actor)
+                if p is None:  # pragma: no cover - invoke is a process's move
+                    continue
+                name = t.arg("tool")
+                if t.fault == "tool_error" or before.spec.tool(name) is None or name in before.removed:
+                    out.add((p.run, p.seg, p.turn, p.call))
+            self._cache["tool_errors"] = out
+        return self._cache["tool_errors"]
+
+
+def _trace_hits(entries: list[dict[str, Any]], flt: dict[str, Any]) -> list[int]:
+    return [n for n, e in enumerate(entries)
+            if all(k in e and _match(x, e[k]) for k, x in flt.items())]
+
+
+# =========================================================================================
 # expectations
 # =========================================================================================
-def check(w: World, exp: dict[str, Any], step: int | None = None) -> list[Failure]:
-    """Every expectation of ``exp`` that does not hold in ``w``, expected vs actual."""
+def check(w: World, exp: dict[str, Any], step: int | None = None,
+          history: History | None = None) -> list[Failure]:
+    """Every expectation of ``exp`` that does not hold in ``w``, expected vs actual.
+    ``history``: the trace that led to ``w`` (trace, reaper, enqueue and tool-error
+    expectations read it; without it the trace is empty)."""
     out: list[Failure] = []
+    hist = history if history is not None else History(w, [])
 
     def fail(key: str, expected: Any, actual: Any) -> None:
-        out.append(Failure(step, key, expected, actual))
+        out.append(Failure(step, key, _shown(expected), actual))
 
     spec = w.spec
     for key, v in exp.items():
@@ -521,18 +1155,19 @@ def check(w: World, exp: dict[str, Any], step: int | None = None) -> list[Failur
                     continue
                 for f, want in fields_.items():
                     got = getattr(row, f)
-                    if got != want:
+                    if not _match(want, got):
                         fail(f"rows.{rid}.{f}", want, got)
         elif key in ("outcomes", "no_outcomes"):
             have = [dict(zip(OUTCOME_KEYS, (s, w.run_id(r), k, o), strict=True))
                     for s, r, k, o in w.outcomes]
             for pat in v:
-                hit = any(all(o[k] == x for k, x in pat.items()) for o in have)
+                hit = any(all(_match(x, o[k]) for k, x in pat.items()) for o in have)
                 if key == "outcomes" and not hit:
                     fail(f"outcomes contains {_fmt(pat)}", "present", have)
                 if key == "no_outcomes" and hit:
                     fail(f"no_outcomes {_fmt(pat)}", "absent", have)
         elif key == "events":
+            errs = hist.tool_errors() if any("tool_errors" in x for x in v.values()) else set()
             for rid, want in v.items():
                 i = spec.run_index(rid)
                 evs = [e for e in w.events if e.run == i]
@@ -542,22 +1177,24 @@ def check(w: World, exp: dict[str, Any], step: int | None = None) -> list[Failur
                     "kinds": [e.kind for e in evs],
                     "sequences": seqs,
                     "tools": [e.tool for e in evs if e.kind == "tool"],
+                    "tool_errors": [(e.run, e.seg, e.turn, e.call) in errs
+                                    for e in evs if e.kind == "tool"],
                     "duplicate_sequences": len(set(seqs)) != len(seqs),
                 }
                 for f, x in want.items():
-                    if actual[f] != x:
+                    if not _match(x, actual[f]):
                         fail(f"events.{rid}.{f}", x, actual[f])
         elif key == "ledger":
             apps = [_app_dict(w, a) for a in w.ledger]
             for pat in v:
                 flt = {k: x for k, x in pat.items() if k != "count"}
-                n = sum(all(a[k] == x for k, x in flt.items()) for a in apps)
-                if n != pat["count"]:
+                n = sum(all(_match(x, a[k]) for k, x in flt.items()) for a in apps)
+                if not _match(pat["count"], n):
                     fail(f"ledger {_fmt(flt)} count", pat["count"], n)
         elif key == "messages":
             msgs = [{"run": w.run_id(m.run), "not_before": m.not_before} for m in w.messages]
-            if isinstance(v, int):
-                if len(msgs) != v:
+            if isinstance(v, (int, dict)):
+                if not _match(v, len(msgs)):
                     fail("messages", v, msgs)
             elif sorted(map(_fmt, v)) != sorted(map(_fmt, msgs)):
                 fail("messages", v, msgs)
@@ -571,11 +1208,14 @@ def check(w: World, exp: dict[str, Any], step: int | None = None) -> list[Failur
                 if hits:
                     fail(f"no_marks {pat!r}", "absent", hits)
         elif key == "clock":
-            if w.clock != v:
+            if not _match(v, w.clock):
                 fail("clock", v, w.clock)
         elif key == "procs":
             names = sorted(p.name for p in w.procs)
-            if names != sorted(v):
+            if isinstance(v, dict):
+                if not _match(v, names):
+                    fail("procs", v, names)
+            elif names != sorted(v):
                 fail("procs", sorted(v), names)
         elif key in ("holds", "violates"):
             for prop in v:
@@ -588,6 +1228,62 @@ def check(w: World, exp: dict[str, Any], step: int | None = None) -> list[Failur
                     fail(f"holds {prop!r}", "holds", f"violated: {detail}")
                 if key == "violates" and held:
                     fail(f"violates {prop!r}", "violated", "holds")
+        elif key == "order":
+            entries = hist.entries()
+            pos, at = 0, []
+            for flt in v:
+                hits = [n for n in _trace_hits(entries, flt) if n >= pos]
+                if not hits:
+                    fail(f"order {' -> '.join(map(_fmt, v))}",
+                         f"{_fmt(flt)} after trace entry {pos}" if at else f"{_fmt(flt)} fired",
+                         f"{len(at)} of {len(v)} matched, at trace entries {at}")
+                    break
+                at.append(hits[0] + 1)
+                pos = hits[0] + 1
+        elif key in ("fired", "never"):
+            entries = hist.entries()
+            for pat in v:
+                flt = {k: x for k, x in pat.items() if k != "times"}
+                n = len(_trace_hits(entries, flt))
+                if key == "never" and n:
+                    fail(f"never {_fmt(flt)}", 0, n)
+                elif key == "fired":
+                    want = pat.get("times", {">=": 1})
+                    if not _match(want, n):
+                        fail(f"fired {_fmt(flt)} times", want, n)
+        elif key == "reaper":
+            actual = hist.reaper(w)
+            for f, x in v.items():
+                got = actual[f]
+                if f == "snapshot" and isinstance(x, list):
+                    ok = len(x) == len(got) and all(
+                        all(_match(y, g[k]) for k, y in e.items()) if isinstance(e, dict)
+                        else _match(e, g["run"])
+                        for e, g in zip(x, got, strict=False))
+                    if not ok:
+                        fail("reaper.snapshot", x, got)
+                elif not _match(x, got):
+                    fail(f"reaper.{f}", x, got)
+        elif key == "enqueue":
+            calls = hist.enqueue(w)
+            for rid, want in v.items():
+                if rid not in calls:
+                    fail(f"enqueue.{rid}", want, "never enqueued")
+                    continue
+                for f, x in want.items():
+                    if not _match(x, calls[rid][f]):
+                        fail(f"enqueue.{rid}.{f}", x, calls[rid][f])
+        elif key == "result":
+            got = hist.steps[-1].result if hist.steps and hist.steps[-1].is_store else None
+            if isinstance(v, dict) and not _is_cmp(v):  # find_run: row fields
+                if not isinstance(got, dict):
+                    fail("result", v, got)
+                    continue
+                for f, x in v.items():
+                    if not _match(x, got[f]):
+                        fail(f"result.{f}", x, got[f])
+            elif not _match(v, got):
+                fail("result", v, got)
     return out
 
 
@@ -696,14 +1392,22 @@ def _value(v: Any) -> str:
 
 
 def _table(lines: list[str], header: str, d: dict[str, Any], sub: tuple[str, ...] = ()) -> None:
+    """``d`` under ``header``; its keys named in ``sub`` as sub-tables (a table: ``[a.k]``;
+    an array of tables: ``[[a.k]]``, each belonging to the last ``[[a]]``)."""
     lines.append(header)
     for k, v in d.items():
         if k not in sub:
             lines.append(f"{_key(k)} = {_value(v)}")
     for k in sub:
         if k in d:
-            lines.append("")
-            _table(lines, f"[{header.strip('[]')}.{k}]", d[k])
+            name = f"{header.strip('[]')}.{k}"
+            if isinstance(d[k], list):
+                for item in d[k]:
+                    lines.append("")
+                    _table(lines, f"[[{name}]]", item)
+            else:
+                lines.append("")
+                _table(lines, f"[{name}]", d[k])
 
 
 def dump_scenario(
@@ -743,7 +1447,7 @@ def dump_scenario(
         else:  # a non-empty array of tables
             for item in v:
                 lines.append("")
-                _table(lines, f"[[{_key(k)}]]", item, sub=("row",) if k == "runs" else ())
+                _table(lines, f"[[{_key(k)}]]", item, sub=("row", "events") if k == "runs" else ())
     for n, s in enumerate(steps):
         if isinstance(s, dict):  # a step table as written by hand (partial args, until)
             lines.append("")
@@ -756,8 +1460,11 @@ def dump_scenario(
         assert isinstance(t, Transition)
         lines.append("")
         lines.append("[[steps]]")
-        lines.append(f"do = {_value(t.name)}")
-        lines.append(f"actor = {_value(t.actor)}")
+        if t.actor == STORE_ACTOR:  # a store statement run directly (run_statement)
+            lines.append(f"store = {_value(t.name)}")
+        else:
+            lines.append(f"do = {_value(t.name)}")
+            lines.append(f"actor = {_value(t.actor)}")
         for k, v in t.args:
             lines.append(f"{_key(k)} = {_value(v)}")
         if notes and n in notes:
@@ -781,28 +1488,55 @@ def shipped() -> list[Path]:
     return sorted(SCENARIO_DIR.glob("*.toml"))
 
 
+def findings() -> list[Path]:
+    """The checker's findings traces (spec/findings/*.toml), if the spec package is there.
+    Read as files: model does not import spec."""
+    import importlib.util
+
+    found = importlib.util.find_spec("spec")
+    if found is None or not found.submodule_search_locations:
+        return []
+    return sorted(Path(next(iter(found.submodule_search_locations)), "findings").glob("*.toml"))
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "replay", help="replay a scenario file through the model and check its expectations",
         description="Replay a scenario (a configuration plus [[steps]] and expectations). "
                     "Exit 0: every expectation holds; 1: one fails or a step's guard does "
-                    "not hold; 2: the file is malformed.",
+                    "not hold; 2: the file is malformed. With --all --policy P: every shipped "
+                    "scenario and every spec/findings trace under P, against its own policy; "
+                    "exit 0: nothing changed, 1: something did.",
     )
     p.add_argument("file", nargs="?", help="a scenario .toml file")
     p.add_argument("--all", action="store_true", help="replay every shipped scenario (a table)")
+    p.add_argument("--policy", metavar="P",
+                   help="replay under policy P instead of the file's own (its policy and "
+                        "[switches] set aside); with --all: a table of what changed")
     p.add_argument("--json", action="store_true", help="print a machine-readable result")
     p.add_argument("-v", "--verbose", action="store_true", help="print every transition")
     p.set_defaults(func=_cmd_replay)
 
 
+def _policy_arg(name: str | None) -> str | None:
+    if name is None:
+        return None
+    try:
+        parse_policy(name)
+    except UnknownPolicy as e:
+        raise ConfigError(f"--policy: {e}") from None
+    return name
+
+
 def _cmd_replay(args: argparse.Namespace) -> int:
+    policy = _policy_arg(args.policy)
     if args.all:
         if args.file:
             raise ConfigError("replay: give a FILE or --all, not both")
-        return _replay_all(args)
+        return _replay_changes(args, policy) if policy else _replay_all(args)
     if not args.file:
         raise ConfigError("replay: give a scenario FILE, or --all for the shipped scenarios")
-    res = replay(load_scenario(args.file))
+    res = replay(load_scenario(args.file, policy))
     if args.json:
         print(json.dumps(res.to_dict(), indent=2))
     else:
@@ -822,7 +1556,8 @@ def _print_result(res: ReplayResult, verbose: bool) -> None:
             if r.step != last and r.step in notes:
                 print(f"  # {notes[r.step]}")
             last = r.step
-            print(f"  {r.step:>3}  t={r.world.clock:<5} {r.transition}")
+            shown = f" = {_jsonable(r.result)!r}" if r.is_store else ""
+            print(f"  {r.step:>3}  t={r.world.clock:<5} {r.transition}{shown}")
     for f in res.failures:
         print(f"  FAIL {f}")
     if res.stopped:
@@ -835,17 +1570,22 @@ def _print_result(res: ReplayResult, verbose: bool) -> None:
           f"{len(res.failures)} failed")
 
 
+def _verdict(path: Path, policy: str | None) -> tuple[str, bool, str, int, int]:
+    """(policy name, ok, the first failure or the stop, transitions, expectations checked)."""
+    try:
+        res = replay(load_scenario(path, policy))
+    except ConfigError as e:
+        return policy or "?", False, f"malformed: {e}", 0, 0
+    note = res.stopped or (str(res.failures[0]) if res.failures else "")
+    return res.scenario.policy, res.ok, note, len(res.steps), res.checked
+
+
 def _replay_all(args: argparse.Namespace) -> int:
     rows = []
     bad = 0
     for path in shipped():
-        try:
-            res = replay(load_scenario(path))
-            ok, note = res.ok, (res.stopped or (str(res.failures[0]) if res.failures else ""))
-            rows.append((path.stem, res.scenario.policy, len(res.steps), res.checked, ok, note))
-        except ConfigError as e:
-            rows.append((path.stem, "?", 0, 0, False, f"malformed: {e}"))
-            ok = False
+        pol, ok, note, s, c = _verdict(path, None)
+        rows.append((path.stem, pol, s, c, ok, note))
         bad += not ok
     if args.json:
         print(json.dumps([
@@ -861,6 +1601,40 @@ def _replay_all(args: argparse.Namespace) -> int:
     return 0 if bad == 0 else 1
 
 
-__all__ = ["Failure", "ReplayResult", "Scenario", "Step", "StepResult", "check", "dump_scenario",
-           "load_scenario", "register", "replay", "resolve", "scenario_from_dict", "shipped"]
+def _replay_changes(args: argparse.Namespace, policy: str) -> int:
+    """Every shipped scenario and findings trace under its own policy and under ``policy``:
+    what changed (passed before and fails now, with the first failing expectation, or the
+    reverse). Exit 1 if anything changed: the workflow after a change to the runtime."""
+    rows = []
+    for kind, paths in (("scenario", shipped()), ("finding", findings())):
+        for path in paths:
+            own, ok0, note0, _, _ = _verdict(path, None)
+            _, ok1, note1, _, _ = _verdict(path, policy)
+            rows.append({"file": path.stem, "kind": kind, "own_policy": own,
+                         "before": "PASS" if ok0 else "FAIL", "after": "PASS" if ok1 else "FAIL",
+                         "changed": ok0 != ok1, "detail": note1 if not ok1 else note0})
+    changed = [r for r in rows if r["changed"]]
+    broke = sum(r["before"] == "PASS" for r in changed)
+    n_sc = sum(r["kind"] == "scenario" for r in rows)
+    summary = (f"{len(rows)} replayed under {policy} ({n_sc} scenarios, {len(rows) - n_sc} "
+               f"findings traces): {len(changed)} changed ({broke} pass -> fail, "
+               f"{len(changed) - broke} fail -> pass), {len(rows) - len(changed)} unchanged")
+    if args.json:
+        print(json.dumps({"policy": policy, "changed": len(changed), "rows": rows,
+                          "summary": summary}, indent=2))
+    else:
+        if changed:
+            w = max(len(r["file"]) for r in changed)
+            pw = max(max(len(r["own_policy"]) for r in changed), len("own policy"))
+            print(f"{'file':<{w}}  {'kind':<8}  {'own policy':<{pw}}  before  under {policy}: "
+                  "first failure (or the one fixed)")
+            for r in changed:
+                print(f"{r['file']:<{w}}  {r['kind']:<8}  {r['own_policy']:<{pw}}  "
+                      f"{r['before']:<6}  {r['after']} {r['detail']}")
+        print(summary)
+    return 1 if changed else 0
 
+
+__all__ = ["Failure", "History", "ReplayResult", "Scenario", "Step", "StepResult", "check",
+           "dump_scenario", "findings", "load_scenario", "register", "replay", "resolve",
+           "run_statement", "scenario_from_dict", "shipped", "world_dict"]

@@ -126,3 +126,511 @@ def test_holds_and_violates_name_spec_properties(tmp_path, capsys) -> None:
     assert main(["replay", _write(tmp_path, ok)]) == 0
     bad = BASE + '[expect]\nholds = ["no_such_property"]\n'
     assert main(["replay", _write(tmp_path, bad)]) in (1, 2)
+
+
+# -----------------------------------------------------------------------------------------
+# issue 10: what writing regression cases from the runtime's own tests needed
+# -----------------------------------------------------------------------------------------
+def _replay_text(tmp_path, text: str):
+    return replay(load_scenario(_write(tmp_path, text)))
+
+
+def _err(capsys, tmp_path, text: str) -> str:
+    """Replay a malformed file through the CLI: exit 2, one line, no traceback."""
+    assert main(["replay", _write(tmp_path, text)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+SEEDED = '''[[tools]]
+name = "lookup"
+
+[[runs]]
+id = "r1"
+
+[runs.row]
+status = "queued"
+queued_request = true
+
+[[runs.events]]
+kind = "request"
+
+[[runs.events]]
+kind = "tool"
+sequence = 4
+turn = 1
+tool = "lookup"
+seg = "w9/r1#1"
+
+[[runs]]
+id = "r2"
+
+[[runs.events]]
+kind = "llm"
+sequence = 2
+'''
+
+
+def test_seeded_event_stream_is_the_initial_stream(tmp_path) -> None:
+    from model.state import Event
+
+    sc = load_scenario(_write(tmp_path, SEEDED))
+    assert sc.world.events == (
+        Event(0, 0, "request", 0, -1, "", "seed"),
+        Event(0, 4, "tool", 1, 0, "lookup", "w9/r1#1"),
+        Event(1, 2, "llm", 0, -1, "", "seed"),
+    )
+    # the same world after a dump and a reload: dump_scenario writes [[runs.events]]
+    text = dump_scenario(sc.data, [])
+    assert "[[runs.events]]" in text
+    assert scenario_from_dict(tomllib.loads(text)).world == sc.world
+
+
+def test_seeded_stream_sets_the_claimed_handle(tmp_path) -> None:
+    """3.2: the worker's handle is max(stored sequence) + 1 of the seeded stream."""
+    text = 'messages = [{ run = "r1" }]\n' + SEEDED + (
+        '\n[[steps]]\ndo = "run_queued"\nactor = "w1"\nrun = "r1"\n'
+        '\n[[steps]]\nactor = "w1"\nuntil = "end"\n'
+        '\n[expect]\nevents.r1 = { sequences = [0, 4, 5, 6] }\n')
+    res = _replay_text(tmp_path, text)
+    assert res.ok, (res.stopped, [str(f) for f in res.failures])
+
+
+@pytest.mark.parametrize(
+    ("event", "needle"),
+    [
+        ('kind = "tool_call"', "runs[0].events[0].kind: 'tool_call'; use one of request"),
+        ('kind = "tool"', "runs[0].events[0].tool: missing"),
+        ('kind = "llm"\ntool = "lookup"', "runs[0].events[0].tool: only a tool event"),
+        ('kind = "llm"\nsequence = -1', "runs[0].events[0].sequence: expected an integer >= 0"),
+        ('kind = "llm"\nsequnce = 1', "runs[0].events[0].sequnce: unknown key; did you mean 'sequence'"),
+        ('kind = "llm"\nseg = ""', "runs[0].events[0].seg: expected a non-empty string"),
+    ],
+)
+def test_seeded_event_errors_name_the_field(tmp_path, capsys, event: str, needle: str) -> None:
+    err = _err(capsys, tmp_path, f'[[runs]]\nid = "r1"\n\n[[runs.events]]\n{event}\n')
+    assert needle in err
+
+
+STORE_BASE = '''policy = "{policy}"
+
+[[runs]]
+id = "r1"
+
+[runs.row]
+status = "running"
+claimed_by = "worker:w1"
+lease_expires = 500
+'''
+
+
+def test_store_step_runs_the_models_statement_under_the_policy(tmp_path) -> None:
+    """A store step is the model's own T4: a renewal by another identity fails under the
+    current owner guard and matches under the mutant whose guard ignores claimed_by."""
+    step = '\n[[steps]]\nstore = "renew_lease"\nrun = "r1"\nowner = "worker:w2"\n'
+    for policy, matched in (("current", False), ("current+mutant_owner_guard_ignores_claim", True)):
+        res = _replay_text(tmp_path, STORE_BASE.format(policy=policy) + step)
+        (s,) = res.steps
+        assert s.is_store and s.result is matched
+        assert s.transition == Transition.make("renew_lease", "store", run="r1", owner="worker:w2")
+        assert s.world.rows[0].lease_expires == (900 if matched else 500)  # now + LEASE_SECONDS
+
+
+def test_store_step_result_expectation_and_defaults(tmp_path, capsys) -> None:
+    text = STORE_BASE.format(policy="current") + '''
+[[steps]]
+store = "find_stale_running"
+expect = { result = [] }
+
+[[steps]]
+store = "dead_letter_stale"
+run = "r1"
+reason = "retries_exhausted"
+now = 901
+expect = { result = true, rows.r1 = { status = "failed", termination_reason = "retries_exhausted" } }
+
+[[steps]]
+store = "find_run"
+run = "r1"
+expect = { result = { status = "failed", lease_expires = { "<" = 1 } } }
+
+[[steps]]
+store = "max_sequence"
+run = "r1"
+expect = { result = -1 }
+
+[[steps]]
+store = "cancel"
+run = "r1"
+expect = { result = true }
+'''
+    res = _replay_text(tmp_path, text)
+    assert [str(f) for f in res.failures] == [
+        "after step 5: result: expected True, actual False"]  # T13 on a terminal row
+    assert res.steps[0].transition.args == (("limit", 50), ("now", 0))  # the defaults, spelled
+    assert main(["replay", "-v", _write(tmp_path, text)]) == 1
+    out = capsys.readouterr().out
+    assert "store: cancel(run=r1) = False" in out
+
+
+@pytest.mark.parametrize(
+    ("step", "needle"),
+    [
+        ('store = "renew_lease"\nrun = "r1"', "steps[1].owner: missing; renew_lease (T4) needs run, owner"),
+        ('store = "settle_failed"\nrun = "r1"', 'the settle wrappers are T8: use store = "finish_run"'),
+        ('store = "renw_lease"\nrun = "r1"', "did you mean 'renew_lease'"),
+        ('store = "cancel"\nrun = "r1"\nowner = "x"', "steps[1].owner: cancel (T13) takes run"),
+        ('store = "finish_run"\nrun = "r1"\nstatus = "running"\nreason = "completed"',
+         "steps[1].status: 'running'; T8 settles to one of"),
+        ('store = "mark_pending_effect"\nrun = "r1"\nowner = "worker:w1"\neffect = "write"',
+         "steps[1].effect: 'write'"),
+        ('store = "cancel"\nrun = "r1"\nactor = "w1"', "steps[1].actor: a store statement runs directly"),
+        ('do = "enqueue_run"\nactor = "caller"\nrun = "r1"\nexpect = { result = true }',
+         "steps[1].expect.result: only a store"),
+        ('do = "enqueue_run"\nactor = "caller"\nleased = true', "steps[1].leased: only a store"),
+        ('store = "renew_lease"\nrun = "r1"\nowner = "w"\nexpect = { result = 3 }',
+         "renew_lease returns true or false"),
+    ],
+)
+def test_store_step_errors_name_the_field(tmp_path, capsys, step: str, needle: str) -> None:
+    err = _err(capsys, tmp_path, BASE + f"\n[[steps]]\n{step}\n")
+    assert needle in err
+
+
+def test_comparisons_every_operator(tmp_path) -> None:
+    """Each operator both ways on one world: a queued row after a requeue_count of 1."""
+    head = BASE + '\n[runs.row]\nstatus = "queued"\nrequeue_count = 1\nclaimed_by = "worker:w1"\n'
+    holds = [
+        'requeue_count = { ">" = 0 }', 'requeue_count = { ">=" = 1 }', 'requeue_count = { "<" = 2 }',
+        'requeue_count = { "<=" = 1 }', 'requeue_count = { "==" = 1 }', 'status = { "!=" = "failed" }',
+        'claimed_by = { prefix = "worker:" }', 'claimed_by = { contains = ":w" }',
+        'claimed_by = { "not contains" = "reaper" }', 'status = { in = ["queued", "running"] }',
+        'status = { "not in" = ["failed"] }', 'requeue_count = { ">" = 0, "<" = 2 }',
+    ]
+    for h in holds:
+        res = _replay_text(tmp_path, head + f"\n[expect]\nrows.r1 = {{ {h} }}\n")
+        assert res.ok, (h, [str(f) for f in res.failures])
+    fails = [
+        ('requeue_count = { ">" = 1 }', "rows.r1.requeue_count: expected > 1, actual 1"),
+        ('requeue_count = { ">=" = 0, "<" = 1 }', "expected >= 0 and < 1, actual 1"),
+        ('claimed_by = { prefix = "resume:" }', "expected prefix 'resume:', actual 'worker:w1'"),
+        ('claimed_by = { "not contains" = "w1" }', "expected not contains 'w1'"),
+        ('status = { "<" = 3 }', "expected < 3, actual 'queued'"),  # not a number: fails
+        ('status = { in = ["failed"] }', "expected in ['failed'], actual 'queued'"),
+    ]
+    for h, needle in fails:
+        res = _replay_text(tmp_path, head + f"\n[expect]\nrows.r1 = {{ {h} }}\n")
+        assert [needle in str(f) for f in res.failures] == [True], (h, [str(f) for f in res.failures])
+
+
+def test_comparison_on_lists_and_counts(tmp_path) -> None:
+    text = BASE + '''
+[[runs.events]]
+kind = "request"
+
+[[runs.events]]
+kind = "llm"
+
+[expect]
+events.r1 = { count = { ">=" = 2 }, kinds = { prefix = ["request"], contains = "llm", "not contains" = "tool" } }
+messages = { "<" = 1 }
+clock = { "<=" = 0 }
+procs = { "not contains" = "w1" }
+'''
+    res = _replay_text(tmp_path, text)
+    assert res.ok, [str(f) for f in res.failures]
+
+
+@pytest.mark.parametrize(
+    ("exp", "needle"),
+    [
+        ('rows.r1 = { requeue_count = { ">==" = 1 } }', "rows.r1.requeue_count: unknown comparison '>=='"),
+        ('rows.r1 = { requeue_count = { ">=" = "one" } }', "rows.r1.requeue_count.>=: expected a number"),
+        ('rows.r1 = { status = { in = "queued" } }', "rows.r1.status.in: expected a list"),
+        ('fired = [{ do = "requeue_stal" }]', "fired[0].do: unknown transition or statement"),
+        ('fired = [{ times = 1 }]', "fired[0]: an empty filter"),
+        ('reaper = { requeud = 1 }', "reaper.requeud: unknown key; did you mean 'requeued'"),
+        ('enqueue.r1 = { err = "x" }', "enqueue.r1.err: unknown key; did you mean 'error'"),
+        ('events.r1 = { tool_error = [true] }', "did you mean 'tool_errors'"),
+    ],
+)
+def test_expectation_errors_name_the_field(tmp_path, capsys, exp: str, needle: str) -> None:
+    err = _err(capsys, tmp_path, BASE + f"\n[expect]\n{exp}\n")
+    assert needle in err
+
+
+TRACE = BASE + '''
+[[steps]]
+do = "enqueue_run"
+actor = "caller"
+run = "r1"
+
+[[steps]]
+do = "dispatch"
+actor = "enqueue:r1"
+
+[[steps]]
+do = "run_queued"
+actor = "w1"
+run = "r1"
+
+[[steps]]
+actor = "w1"
+until = "end"
+'''
+
+
+def test_trace_expectations_fired_never_order(tmp_path) -> None:
+    ok = TRACE + '''
+[expect]
+fired = [{ do = "renew_lease", actor = "w1", times = 2 }, { do = "record_step", times = { ">=" = 2 } }, { do = "claim_queued" }]
+never = [{ do = "crash" }, { do = "renew_lease", fault = "store_error" }]
+order = [{ do = "claim_queued" }, { do = "record_step", step = "request" }, { do = "record_step", step = "llm" }, { do = "settle_completed", owner = "worker:w1" }]
+'''
+    res = _replay_text(tmp_path, ok)
+    assert res.ok, [str(f) for f in res.failures]
+    bad = TRACE + '''
+[expect]
+fired = [{ do = "renew_lease", times = 3 }, { do = "requeue" }]
+never = [{ do = "provider_call", fault = "" }]
+order = [{ do = "record_step", step = "llm" }, { do = "record_step", step = "request" }]
+'''
+    res = _replay_text(tmp_path, bad)
+    got = [str(f) for f in res.failures]
+    assert got[0] == "final: fired {do='renew_lease'} times: expected 3, actual 2"
+    assert got[1] == "final: fired {do='requeue'} times: expected >= 1, actual 0"
+    assert got[2] == "final: never {do='provider_call', fault=''}: expected 0, actual 1"
+    assert got[3].startswith("final: order {do='record_step', step='llm'} -> {do='record_step', "
+                             "step='request'}: expected \"{do='record_step', step='request'} after")
+    assert len(got) == 4
+
+
+def test_step_expectations_see_the_trace_so_far(tmp_path) -> None:
+    text = TRACE.replace('until = "end"\n', 'until = "end"\nexpect = { fired = [{ do = "settle_completed" }] }\n')
+    text = text.replace('do = "dispatch"\nactor = "enqueue:r1"\n',
+                        'do = "dispatch"\nactor = "enqueue:r1"\nexpect = { never = [{ do = "enqueue_run" }] }\n')
+    res = _replay_text(tmp_path, text)
+    assert [str(f) for f in res.failures] == [
+        "after step 2: never {do='enqueue_run'}: expected 0, actual 1"]
+
+
+def test_reaper_expectation_reads_the_tick(tmp_path) -> None:
+    """The counters come from the trace: change one expected figure and it fails."""
+    path = SCENARIO_DIR / "reaper-tick-counters.toml"
+    data = tomllib.loads(path.read_text())
+    data["expect"][0]["reaper"] = {"requeued": 2, "finished": False, "snapshot": ["r1", "r2"]}
+    res = replay(scenario_from_dict(data))
+    assert sorted(str(f) for f in res.failures) == [
+        "final: reaper.finished: expected False, actual True",
+        "final: reaper.requeued: expected 2, actual 1",
+        "final: reaper.snapshot: expected ['r1', 'r2'], actual [{'run': 'r2', 'pending_effect': '', "
+        "'queued_request': True, 'requeue_count': 0}, {'run': 'r1', 'pending_effect': "
+        "'non_idempotent_write', 'queued_request': True, 'requeue_count': 0}]",
+    ]
+
+
+def test_reaper_crash_leaves_the_tick_unfinished(tmp_path) -> None:
+    text = '''policy = "current"
+
+[model]
+faults = ["crash"]
+fault_budget = 1
+
+[[runs]]
+id = "r1"
+
+[runs.row]
+status = "running"
+claimed_by = "worker:gone"
+lease_expires = 5
+queued_request = true
+
+[[steps]]
+do = "advance_time"
+actor = "clock"
+to = 6
+
+[[steps]]
+do = "find_stale_running"
+actor = "reaper"
+
+[[steps]]
+do = "crash"
+actor = "reaper"
+
+[expect]
+reaper = { active = false, finished = false, ticks = 1, requeued = 0, skipped = 0 }
+rows.r1 = { status = "running" }
+'''
+    res = _replay_text(tmp_path, text)
+    assert res.ok, [str(f) for f in res.failures]
+
+
+def test_enqueue_and_tool_error_expectations_can_fail(tmp_path) -> None:
+    data = tomllib.loads((SCENARIO_DIR / "tool-error-result.toml").read_text())
+    data["expect"][0]["events"]["r1"]["tool_errors"] = [False, False]
+    data["expect"][0]["enqueue"]["r1"] = {"error": "EnqueueFailed"}
+    res = replay(scenario_from_dict(data))
+    assert sorted(str(f) for f in res.failures) == [
+        "final: enqueue.r1.error: expected 'EnqueueFailed', actual ''",
+        "final: events.r1.tool_errors: expected [False, False], actual [False, True]",
+    ]
+    text = BASE + '[expect]\nenqueue.r1 = { returned = true }\n'
+    assert [str(f) for f in _replay_text(tmp_path, text).failures] == [
+        "final: enqueue.r1: expected {'returned': True}, actual 'never enqueued'"]
+
+
+def test_json_failure_carries_a_world_snapshot(tmp_path, capsys) -> None:
+    text = TRACE.replace('until = "end"\n', 'until = "provider_call"\nexpect = { rows.r1 = { status = "queued" } }\n') \
+        + '\n[expect]\nclock = 5\n'
+    assert main(["replay", "--json", _write(tmp_path, text)]) == 1
+    data = json.loads(capsys.readouterr().out)
+    world = data["world"]
+    assert set(world) >= {"rows", "events", "ledger", "procs", "messages", "clock", "reaper", "outcomes"}
+    assert world["rows"]["r1"]["status"] == "running" and world["rows"]["r1"]["claimed_by"] == "worker:w1"
+    assert [e["kind"] for e in world["events"]] == ["request"]
+    assert [(p["name"], p["pc"]) for p in world["procs"]] == [("w1", "provider")]
+    assert world["clock"] == 0 and world["messages"] == [] and world["ledger"] == []
+    step_fail, final_fail = data["failures"]
+    assert step_fail["step"] == 4 and step_fail["world"]["rows"]["r1"]["status"] == "running"
+    assert final_fail["step"] is None and "world" not in final_fail  # the top-level one
+    # a passing replay carries none
+    assert main(["replay", "--json", str(SCENARIO_DIR / "t02-enqueue.toml")]) == 0
+    assert "world" not in json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        (BASE + '\n[model]\nworkers = 1\nmessages = [{ run = "r1" }]\n',
+         "model.messages: `messages` belongs at the top level, before any [table]: move it above [model]"),
+        (BASE + 'policy = "current"\n', "runs[0].policy: `policy` belongs at the top level, before any "
+                                        "[table]: move it above [[runs]]"),
+        (BASE + '\n[runs.row]\nstatus = "queued"\ndescription = "x"\n',
+         "runs[0].row.description: `description` belongs at the top level, before any [table]: "
+         "move it above [runs.row]"),
+        (BASE + '\n[switches]\nwrite_fence = true\npolicy = "adr-111"\n', "move it above [switches]"),
+        (BASE + '\n[[steps]]\ndo = "enqueue_run"\nactor = "caller"\nrun = "r1"\npolicy = "current"\n',
+         "steps[1].policy: `policy` belongs at the top level, before any [table]: move it above [[steps]]"),
+        (BASE + '\n[expect]\nclock = 0\ndescription = "x"\n', "expect.description: `description` belongs "
+                                                          "at the top level"),
+        (BASE + '\n[[runs.events]]\nkind = "llm"\nmessages = []\n', "move it above [[runs.events]]"),
+    ],
+)
+def test_top_level_key_in_a_table_says_where_it_belongs(tmp_path, capsys, text: str, needle: str) -> None:
+    assert needle in _err(capsys, tmp_path, text)
+
+
+def test_top_level_messages_still_seed_and_expect(tmp_path) -> None:
+    """``messages`` above the tables seeds the bus; in [expect] it is the expectation."""
+    text = 'messages = [{ run = "r1", not_before = 3 }]\n' + BASE + \
+        '\n[runs.row]\nstatus = "queued"\nqueued_request = true\n\n[expect]\nmessages = 1\n'
+    assert _replay_text(tmp_path, text).ok
+
+
+def _own_policy_is(path: Path, name: str) -> bool:
+    data = tomllib.loads(path.read_text())
+    return data.get("policy", "current") == name and "switches" not in data
+
+
+def test_replay_all_under_another_policy_reports_what_changed(capsys) -> None:
+    from model.scenario import findings
+
+    assert main(["replay", "--all", "--policy", "proposed", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    rows = {r["file"]: r for r in data["rows"]}
+    files = SHIPPED + findings()
+    assert len(rows) == len(files) and {r["kind"] for r in data["rows"]} == {"scenario", "finding"}
+    # every row agrees with replaying that file by itself, both ways
+    for path in files:
+        r = rows[path.stem]
+        own = replay(load_scenario(path))
+        under = replay(load_scenario(path, "proposed"))
+        assert (r["before"] == "PASS") == own.ok and (r["after"] == "PASS") == under.ok, path
+        assert r["changed"] == (own.ok != under.ok)
+        if not under.ok:
+            first = under.stopped or str(under.failures[0])
+            assert r["detail"] == first
+    # the central finding is closed by the proposal: its trace no longer replays as written
+    assert rows["no_write_applied_twice_without_audit--current"]["changed"]
+    assert data["changed"] == sum(r["changed"] for r in data["rows"]) > 0
+    # the text form: one line per changed file, then the summary
+    assert main(["replay", "--all", "--policy", "proposed"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == data["changed"] + 2 and out[-1] == data["summary"]
+    assert ["no_write_applied_twice_without_audit--current", "finding", "current", "PASS", "FAIL"] in [
+        line.split()[:5] for line in out]
+
+
+def test_replay_all_under_a_policy_exit_0_when_nothing_changed(monkeypatch, capsys, tmp_path) -> None:
+    import model.scenario as scenario_mod
+
+    same = [p for p in SHIPPED if _own_policy_is(p, "current")]
+    assert same
+    monkeypatch.setattr(scenario_mod, "shipped", lambda: same)
+    monkeypatch.setattr(scenario_mod, "findings", lambda: [])
+    assert main(["replay", "--all", "--policy", "current"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines() == [f"{len(same)} replayed under current ({len(same)} scenarios, 0 findings "
+                                f"traces): 0 changed (0 pass -> fail, 0 fail -> pass), {len(same)} unchanged"]
+    # and a scenario that fails under its own policy but passes under another is reported too
+    fixed = tmp_path / "fixed.toml"
+    fixed.write_text('policy = "adr-134"\n[[runs]]\nid = "r1"\nentry = "interactive"\n\n[[steps]]\n'
+                     'do = "start_run"\nactor = "caller"\nrun = "r1"\n\n'
+                     '[expect]\nrows.r1 = { claimed_by = "interactive:r1" }\n')
+    monkeypatch.setattr(scenario_mod, "shipped", lambda: [fixed])
+    assert main(["replay", "--all", "--policy", "current"]) == 1
+    out = capsys.readouterr().out
+    line = out.splitlines()[1]
+    assert line.split()[:5] == ["fixed", "scenario", "adr-134", "FAIL", "PASS"]
+    assert "rows.r1.claimed_by: expected 'interactive:r1', actual ''" in line  # what was fixed
+    assert "1 fail -> pass" in out
+
+
+def test_replay_policy_option_errors_and_single_file(tmp_path, capsys) -> None:
+    assert main(["replay", "--all", "--policy", "adr-999"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("failclosed: error: --policy:") and err.count("\n") == 1
+    # a FILE under another policy: the red 16.5 trace under current no longer kills the run
+    red = SCENARIO_DIR / "hist-16.5-zombie-settle.red.toml"
+    assert main(["replay", str(red)]) == 0
+    assert main(["replay", str(red), "--policy", "current"]) == 1
+    assert "[current]" in capsys.readouterr().out
+
+
+def test_store_steps_round_trip_through_dump(tmp_path) -> None:
+    sc = load_scenario(SCENARIO_DIR / "store-t10-t12-stale-predicate.toml")
+    res = replay(sc)
+    text = dump_scenario(sc.data, [s.transition for s in res.steps])
+    again = replay(scenario_from_dict(tomllib.loads(text)))
+    assert again.ok and [s.result for s in again.steps] == [s.result for s in res.steps]
+    assert again.world == res.world
+
+
+def test_every_transition_argument_round_trips(tmp_path) -> None:
+    """Counterexamples are dumped with every argument: T10's ``order`` (rows of equal lease)
+    and a settle's expected ``status`` (proposal fallback_settles_requeued_row) replay too."""
+    from model.runtime import apply, enabled
+
+    tie = BASE.replace('id = "r1"\n', 'id = "r1"\n\n[runs.row]\nstatus = "running"\nlease_expires = 5\n'
+                       'queued_request = true\n\n[[runs]]\nid = "r2"\n\n[runs.row]\nstatus = "running"\n'
+                       'lease_expires = 5\nqueued_request = true\n')
+    sc = load_scenario(_write(tmp_path, 'policy = "current"\n' + tie))
+    w = sc.world
+    steps = [Transition.make("advance_time", "clock", to=6)]
+    w = apply(w, steps[0])
+    picks = [t for t in enabled(w, "reaper") if t.arg("order") == "r2,r1"]
+    assert len(picks) == 1
+    steps.append(picks[0])
+    text = dump_scenario(sc.data, steps, {"reaper": {"snapshot": ["r2", "r1"]}})
+    assert 'order = "r2,r1"' in text
+    res = replay(scenario_from_dict(tomllib.loads(text)))
+    assert res.ok and [s.transition for s in res.steps][:2] == steps, (res.stopped, res.failures)
+
+    sc = load_scenario(SCENARIO_DIR / "recovery-b8-dispatch-fails-unguarded.toml")
+    first = replay(sc)
+    trace = [s.transition for s in first.steps]
+    assert any(t.arg("status") is not None for t in trace)
+    again = replay(scenario_from_dict(tomllib.loads(dump_scenario(sc.data, trace))))
+    assert again.ok and again.world == first.world, again.stopped
