@@ -264,6 +264,12 @@ def column_chunks(first: int, cols: Sequence[int], width: int) -> list[list[int]
     return chunks
 
 
+def _say(text: str, width: int, indent: str = "  ") -> None:
+    """Print ``text`` wrapped to ``width`` (continuation lines indented two more)."""
+    print(textwrap.fill(text, max(20, width), initial_indent=indent,
+                        subsequent_indent=indent + "  ", break_on_hyphens=False))
+
+
 def _plural(n: int, one: str, many: str | None = None) -> str:
     return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
@@ -339,13 +345,14 @@ def _recorded_reason(command: str, config: str, r: Any) -> str:
 
 
 def _baseline_entries(found: list[tuple[str, Any]], baseline: Baseline, command: str,
-                      config: str) -> list[Known]:
-    """A Known per violated (policy, PropertyResult), keeping the reasons ``baseline`` gives."""
+                      config_arg: str, config: str) -> list[Known]:
+    """A Known per violated (policy, PropertyResult) observed on ``config`` (its name; the
+    command ran with ``--config config_arg``), keeping the reasons ``baseline`` gives."""
     out = []
     for pol, r in found:
         k = baseline.find(pol, r.name, config)
         out.append(k if k is not None else
-                   Known(pol, r.name, _recorded_reason(command, config, r), config=config))
+                   Known(pol, r.name, _recorded_reason(command, config_arg, r), config=config))
     return out
 
 
@@ -382,7 +389,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     notes: list[str] = []
     if args.write_baseline:
         entries = _baseline_entries([(args.policy, r) for r in failed], baseline, "check",
-                                    res.config)
+                                    args.config, res.config)
         notes.append(_write_baseline(args, entries, "check"))
         baseline = Baseline(tuple(entries), args.write_baseline)
     cmp = baseline.compare(cells, res.config)
@@ -487,7 +494,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     if args.write_baseline:
         found = [(pol, res.properties[n]) for pol, res in zip(pols, results, strict=True)
                  for n in props if not res.properties[n].holds]
-        entries = _baseline_entries(found, baseline, "matrix", cname)
+        entries = _baseline_entries(found, baseline, "matrix", args.config, cname)
         notes.append(_write_baseline(args, entries, "matrix"))
         baseline = Baseline(tuple(entries), args.write_baseline)
     cmp = baseline.compare(cells, cname)
@@ -525,19 +532,18 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     for i, chunk in enumerate(chunks):
         cols = [pols[j] for j in chunk]
         part = f" [{i + 1}/{len(chunks)}]" if len(chunks) > 1 else ""
-        print(f"properties x policies on {cname}{part} ({legend})")
+        _say(f"properties x policies on {cname}{part} ({legend})", width, "")
         for line in text_table(["property", *cols], [[n, *(word(c, n) for c in cols)]
                                                      for n in props], width=width):
             print(line)
         print()
     for pol, res in zip(pols, results, strict=True):
-        print(textwrap.fill(f"{pol}: {res.stats_line()}", width, initial_indent="  ",
-                            subsequent_indent="    "))
+        _say(f"{pol}: {res.stats_line()}", width)
     for x in notes:
-        print(f"  {x}")
+        _say(x, width)
     if args.baseline:
         for line in cmp.lines():
-            print(f"  {line}")
+            _say(line, width)
     print(summary)
     return rc
 
@@ -575,7 +581,7 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
     notes: list[str] = []
     if args.write_baseline:
         found = [("current", r) for r in base.properties.values() if not r.holds]
-        entries = _baseline_entries(found, baseline, "mutants", cname)
+        entries = _baseline_entries(found, baseline, "mutants", args.config, cname)
         notes.append(_write_baseline(args, entries, "mutants"))
         baseline = Baseline(tuple(entries), args.write_baseline)
     judged = bool(args.baseline or args.write_baseline)
@@ -602,28 +608,28 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
         c = base.properties[n].trace_length
         killed = ", ".join(f"{m}: {v}" for m, v in table[n]["killed_by"].items())
         rows.append([n, "ok" if c is None else str(c), killed or "NOBODY"])
-    print(f"kill table on {cname}: the variants under which each property is violated "
-          "(shortest trace length)")
+    _say(f"kill table on {cname}: the variants under which each property is violated "
+         "(shortest trace length)", width, "")
     for line in text_table(["property", "current", "killed by (mutant: length)"], rows,
                            width=width, align="lrl"):
         print(line)
     print()
     for m, c in configs.items():
         if c != args.config:
-            print(f"  {m} runs on its own bound {Path(c).stem} (spec/mutant_configs)")
+            _say(f"{m} runs on its own bound {Path(c).stem} (spec/mutant_configs)", width)
     known = {k.property for k in cmp.known}
     for n in props:
         length = base.properties[n].trace_length
         if length is not None:
             tag = " (in the baseline)" if n in known else ""
-            print(f"  note: {n} is violated under current too ({length} steps){tag}: "
-                  "see FINDINGS.md")
+            _say(f"note: {n} is violated under current too ({length} steps){tag}: "
+                 "see FINDINGS.md", width)
     for n in survivors:
         print(f"  SURVIVES every mutant: {n}")
     for x in notes:
-        print(f"  {x}")
+        _say(x, width)
     if args.baseline:
         for line in cmp.lines():
-            print(f"  {line}")
+            _say(line, width)
     print(summary)
     return rc
