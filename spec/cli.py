@@ -324,7 +324,8 @@ def register(subparsers: Any) -> None:
 
 
 # -- check --------------------------------------------------------------------------------
-def _check_summary(res: Any, cmp: Comparison, baseline_given: bool, max_states: int | None) -> str:
+def _check_summary(res: Any, cmp: Comparison, baseline_given: bool, max_states: int | None,
+                   unreached: int) -> str:
     n = len(res.properties)
     bad = sum(not r.holds for r in res.properties.values())
     held = n - bad
@@ -335,6 +336,8 @@ def _check_summary(res: Any, cmp: Comparison, baseline_given: bool, max_states: 
     if not res.complete:
         hold += f" up to {max_states:,} states per part (truncated)"
     fixed = f", {len(cmp.fixed)} fixed" if cmp.fixed else ""
+    if unreached:
+        fixed += f", {_plural(unreached, 'witness', 'witnesses')} unreached"
     where = f"{res.config}: {_plural(len(res.parts), 'part')}, {_plural(res.states, 'state')}"
     return f"{_plural(n, 'property', 'properties')}: {viol}, {hold}{fixed} ({where})"
 
@@ -393,9 +396,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
         notes.append(_write_baseline(args, entries, "check"))
         baseline = Baseline(tuple(entries), args.write_baseline)
     cmp = baseline.compare(cells, res.config)
-    summary = _check_summary(res, cmp, bool(args.baseline or args.write_baseline), args.max_states)
     # a witness is a proof of non-vacuity only on a complete search
     unreached = res.unreached_witnesses if res.complete else []
+    summary = _check_summary(res, cmp, bool(args.baseline or args.write_baseline), args.max_states,
+                             len(unreached))
     rc = max(verdict(cmp), 1 if unreached else 0)
 
     # counterexamples are written for the violations a reader must look at: the new ones
@@ -421,26 +425,28 @@ def _cmd_check(args: argparse.Namespace) -> int:
             print(trace_text(r))
             print()
     known = {k.property: k for k in cmp.known}
+    width = table_width()
+    nw = max(len(n) for n in res.properties)
     for n, r in res.properties.items():
         if r.holds:
             mark = "holds" if res.complete else f"holds up to {args.max_states:,} states per part (truncated)"
         else:
-            mark = f"VIOLATED (trace of {r.trace_length} steps, {r.part})"
+            mark = f"VIOLATED ({r.trace_length} steps, {r.part})"
             if n in known:
                 mark += f", known: {known[n].finding or 'in the baseline'}"
-        print(f"  {n:48s} {mark}")
+        print(f"  {n:{nw}s}  {mark}".rstrip())
     for w in res.unreached_witnesses:
         tail = "" if res.complete else " (the search was truncated: not judged)"
-        print(f"  witness unreached: {w}{tail}")
+        _say(f"witness unreached: {w}{tail}", width)
     if res.coverage is not None and res.coverage.never_enabled and res.complete:
-        print(f"  never enabled: {', '.join(res.coverage.never_enabled)}")
+        _say(f"never enabled: {', '.join(res.coverage.never_enabled)}", width)
     for x in written:
         print(f"  wrote {x}")
     for x in notes:
-        print(f"  {x}")
+        _say(x, width)
     if args.baseline:
         for line in cmp.lines():
-            print(f"  {line}")
+            _say(line, width)
     print(f"{res.policy} on {res.config}: {res.stats_line()}")
     print(summary)
     return rc

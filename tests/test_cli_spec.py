@@ -229,7 +229,7 @@ def test_help_shows_every_default(capsys):
                 assert f"(default: {a.default})" in text, (name, a.option_strings)
 
 
-@pytest.mark.parametrize("command", ["check", "matrix", "simulate"])
+@pytest.mark.parametrize("command", ["check", "matrix", "simulate", "sweep"])
 def test_help_lists_the_policies_from_the_model(command, capsys):
     text = _help(command, capsys)
     at = [text.index(p) for p in PRESET_ORDER]
@@ -511,3 +511,13 @@ def test_the_full_matrix_on_small_matches_the_shipped_baseline(capsys):
     assert main(["matrix", "--baseline", str(BASELINE), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "NEW" not in out and "warning: fixed" not in out
+
+
+def test_an_unreached_witness_fails_check_and_the_summary_says_so(capsys):
+    # tiny cannot reach every witness of current: every violation known, exit 1 all the same
+    assert main(["check", "--policy", "current", "--config", "tiny", "--quiet", "--baseline",
+                 str(BASELINE)]) == 1
+    out = capsys.readouterr().out
+    n = sum(ln.startswith("  witness unreached:") for ln in out.splitlines())
+    last = out.strip().splitlines()[-1]
+    assert n > 0 and f"(6 known, 0 new), 15 hold, {n} witnesses unreached (tiny" in last, last
