@@ -180,7 +180,7 @@ def _add_common(p: argparse.ArgumentParser, *, baseline: bool = True) -> None:
                             "only on a violation it does not list")
         p.add_argument("--write-baseline", metavar="FILE",
                        help="record the violations found as a baseline FILE to start from "
-                            "(entries of --baseline keep their reasons); exit 0")
+                            "(entries of --baseline keep their reasons); they count as known in this run")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
