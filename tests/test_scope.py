@@ -238,7 +238,7 @@ def test_truncated_members_are_named(tmp_path):
 # -- the command ----------------------------------------------------------------------------
 def test_scope_command_json(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("FAILCLOSED_CACHE_DIR", str(tmp_path / "cache"))
-    rc = main(["scope", "quick", "--jobs", "1", "--json", "--quiet", "--policy", "proposed",
+    rc = main(["scope", "quick", "--jobs", "1", "--json", "-", "--quiet", "--policy", "proposed",
                "--property", "no_unaudited_write_settles_successfully",
                "--property", "no_orphan_queued_run", "--out", str(tmp_path / "out")])
     out = capsys.readouterr().out
@@ -260,7 +260,7 @@ def test_scope_command_text_states_its_reach(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert rc == 0
     assert f"hold in scope quick: {len(quick().members)} configurations" in out
-    assert "1 properties under current: 0 violated, 1 hold" in out
+    assert "1 policy x 1 property: 0 violated, 1 hold in scope quick" in out
 
 
 def test_scope_list_and_show(capsys):
@@ -394,3 +394,45 @@ def test_hypothesis_agrees_with_the_checker_on_random_members_of_quick():
         max_examples=30, stateful_step_count=50, derandomize=True, deadline=None, database=None,
         suppress_health_check=list(HealthCheck)))
 
+
+
+def test_matrix_over_a_scope_names_the_configuration_of_each_failing_cell(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FAILCLOSED_CACHE_DIR", str(tmp_path))
+    rc = main(["matrix", "--scope", "quick", "--policy", "current", "--policy", "proposed",
+               "--jobs", "1", "--quiet", "--json", "-"])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 1  # violations, and no baseline accepts them
+    names = {m.name for m in quick().members}
+    for pol in ("current", "proposed"):
+        for c in d["policies"][pol].values():
+            assert set(c) >= {"holds", "trace_length"}
+            if not c["holds"]:
+                assert c["config"] in names and c["violating_configurations"] >= 1
+    assert d["scope"]["configurations"] == len(quick().members)
+    assert d["policies"]["proposed"]["no_write_applied_twice_without_audit"]["holds"] is True
+
+
+def test_scope_baseline_gate(tmp_path, capsys, monkeypatch):
+    """--write-baseline records the violations; with it the run exits 0; an entry taken out
+    is a NEW violation (exit 1); an entry for a property that holds is reported fixed."""
+    monkeypatch.setenv("FAILCLOSED_CACHE_DIR", str(tmp_path / "cache"))
+    base = tmp_path / "base.toml"
+    args = ["scope", "quick", "--jobs", "1", "--quiet", "--property", "no_orphan_queued_run",
+            "--property", "stream_order", "--property", "bounded_attempts"]
+    assert main([*args, "--write-baseline", str(base)]) == 0
+    capsys.readouterr()
+    assert main([*args, "--baseline", str(base)]) == 0
+    text = base.read_text()
+    import tomllib
+
+    entries = tomllib.loads(text)["known"]
+    assert {e["property"] for e in entries} == {"no_orphan_queued_run", "stream_order"}
+    cut = tmp_path / "cut.toml"  # stream_order taken out; bounded_attempts holds
+    cut.write_text("\n".join(
+        f'[[known]]\npolicy = "current"\nproperty = "{p}"\nreason = "test"\n'
+        for p in ("no_orphan_queued_run", "bounded_attempts")))
+    capsys.readouterr()
+    assert main([*args, "--baseline", str(cut)]) == 1
+    out = capsys.readouterr().out
+    assert "NEW violation (not in the baseline): current / stream_order" in out
+    assert "fixed" in out and "bounded_attempts" in out
