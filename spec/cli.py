@@ -854,7 +854,7 @@ def _cmd_scope(args: argparse.Namespace) -> int:
     width = table_width()
     known = {k.cell: k for k in cmp.known}
     for pol in policies:
-        _say(f"{pol} over {res.reach()}:", width, "")
+        _say(f"{pol} over {res.reach(pol)}:", width, "")
         rows = []
         for n in res.properties:
             v = res.verdicts[pol][n]

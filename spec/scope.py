@@ -613,12 +613,14 @@ class ScopeResult:
     def cached(self) -> int:
         return sum(r.cached for r in self.results)
 
-    def reach(self) -> str:
-        """What a ``holds`` here means: never a bare one."""
+    def reach(self, policy: str | None = None) -> str:
+        """What a ``holds`` here means (under ``policy``, or all): never a bare one."""
+        rs = [r for r in self.results if policy is None or r.policy == policy]
         n = len(self.scope.members)
-        txt = f"scope {self.scope.name}: {n} configurations, {self.states:,} states"
-        if self.truncated:
-            txt += f"; {len(self.truncated)} truncated (holds up to the bound there)"
+        cut = {r.member for r in rs if r.truncated}
+        txt = f"scope {self.scope.name}: {n:,} configurations, {sum(r.states for r in rs):,} states"
+        if cut:
+            txt += f"; {len(cut)} truncated (holds up to the bound there)"
         return txt
 
     def cell(self, policy: str, prop: str) -> dict[str, Any]:

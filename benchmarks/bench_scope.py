@@ -1,0 +1,120 @@
+"""Benchmark of scope checking (spec/scope.py).
+
+Prints, for a scope (default ``standard``) and policies (default ``current`` and
+``proposed``): configurations generated / after reduction (renamings, subsumed) and per
+product; then checks it with ``--jobs`` processes (no cache) and prints total states, wall
+time and CPU seconds per product (which dimension costs what). With ``--speedup`` it also
+checks a sample with one and with two processes (the speed-up of ``--jobs 2``), and with
+``--dask`` the overhead of one configuration as a task on an in-process Dask cluster against
+the same call in this process.
+
+    python benchmarks/bench_scope.py [SCOPE] [--policy P ...] [--jobs 2] [--sample N]
+                                     [--speedup] [--dask]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from spec.scope import Scope, check_member, check_scope, load_scope  # noqa: E402
+
+
+def _sample(scope: Scope, n: int) -> Scope:
+    """Every k-th member, so each product keeps its share."""
+    if n <= 0 or n >= len(scope.members):
+        return scope
+    step = len(scope.members) / n
+    members = [scope.members[int(k * step)] for k in range(n)]
+    return Scope(f"{scope.name}-sample{n}", scope.path, scope.description, members,
+                 len(members), 0, 0, {})
+
+
+def _fmt(s: float) -> str:
+    return f"{s / 60:.1f} min" if s >= 120 else f"{s:.1f} s"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("scope", nargs="?", default="standard")
+    ap.add_argument("--policy", action="append", dest="policies")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--sample", type=int, default=0, help="check only N members (0: all)")
+    ap.add_argument("--speedup", action="store_true", help="--jobs 1 against --jobs 2")
+    ap.add_argument("--dask", action="store_true", help="overhead of a Dask task")
+    args = ap.parse_args(argv)
+    policies = args.policies or ["current", "proposed"]
+
+    t0 = time.perf_counter()
+    scope = load_scope(args.scope)
+    print(f"scope {scope.name}: {scope.generated:,} generated, {scope.equivalent:,} renamings and "
+          f"{scope.subsumed:,} subsumed dropped, {len(scope.members):,} configurations "
+          f"(generation and reduction {time.perf_counter() - t0:.2f} s)")
+    for origin, n in scope.by_origin.items():
+        print(f"  {origin:28s} {n:6,}")
+    target = _sample(scope, args.sample)
+
+    t0 = time.perf_counter()
+    res = check_scope(target, policies, jobs=args.jobs)
+    wall = time.perf_counter() - t0
+    cpu: dict[str, float] = defaultdict(float)
+    states: dict[str, int] = defaultdict(int)
+    origin = {m.name: m.origin for m in target.members}
+    for r in res.results:
+        cpu[origin[r.member]] += r.seconds
+        states[origin[r.member]] += r.states
+    print(f"checked {len(target.members):,} configurations x {len(policies)} policies "
+          f"({', '.join(policies)}) with --jobs {args.jobs}: {res.states:,} states, "
+          f"wall {_fmt(wall)}, CPU {_fmt(sum(cpu.values()))}")
+    for o in sorted(cpu, key=cpu.get, reverse=True):
+        print(f"  {o:28s} CPU {_fmt(cpu[o]):>10s}  {states[o]:12,} states")
+    slow = sorted(res.results, key=lambda r: r.seconds, reverse=True)[:5]
+    for r in slow:
+        print(f"  slowest: {r.seconds:6.1f} s {r.states:9,} states  {r.policy} {r.member}")
+    for pol in policies:
+        bad = [n for n, v in res.verdicts[pol].items() if not v.holds]
+        print(f"  {pol}: {len(bad)} of {len(res.properties)} properties violated in {res.reach(pol)}")
+
+    if args.speedup:
+        sample = _sample(scope, min(len(scope.members), args.sample or 120))
+        t1 = time.perf_counter()
+        check_scope(sample, policies[:1], jobs=1)
+        one = time.perf_counter() - t1
+        t2 = time.perf_counter()
+        check_scope(sample, policies[:1], jobs=2)
+        two = time.perf_counter() - t2
+        print(f"--jobs 1: {one:.1f} s, --jobs 2: {two:.1f} s on {len(sample.members)} "
+              f"configurations: speed-up x{one / two:.2f}")
+
+    if args.dask:
+        from distributed import Client, LocalCluster
+
+        m = min(scope.members, key=lambda m: len(m.data["runs"]))
+        reps = 20
+        t3 = time.perf_counter()
+        for _ in range(reps):
+            check_member(m.name, m.data, policies[0])
+        local = (time.perf_counter() - t3) / reps
+        with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            from spec.scope import _task
+
+            args_ = (m.name, m.data, policies[0], None, None)
+            client.submit(_task, args_, pure=False).result()  # warm the worker
+            t4 = time.perf_counter()
+            futs = [client.submit(_task, args_, pure=False) for _ in range(reps)]
+            for f in futs:
+                f.result()
+            remote = (time.perf_counter() - t4) / reps
+        print(f"one configuration ({m.name}): {local * 1000:.1f} ms in process, "
+              f"{remote * 1000:.1f} ms as a Dask task: overhead {1000 * (remote - local):+.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
