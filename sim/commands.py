@@ -1,26 +1,34 @@
 """``failclosed simulate``, ``failclosed sweep`` and ``failclosed plot``.
 
+Every command checks its whole input first (files to read, every output path, every number)
+and only then starts working: bad input is one line naming the field and the fix, exit 2,
+and nothing is written. Exit codes are the same for every command: 0 when everything checked
+holds (or only the baseline's known violations occur), 1 when something new is violated,
+2 for bad input. Long commands report progress on stderr (``spec.progress``).
+
 simulate
-    With a CONFIG: one simulation under the config's policy (or ``--policy``); it stops at the
-    first safety violation unless ``--keep-going`` (then every violating run is counted).
-    Exit 1 if a property was violated.
-
-    Without CONFIG: the shipped ``sim/configs/default.toml`` under ``current`` and the closest
-    earlier presets (``SIDE_BY_SIDE``) on the same seed and the same workload, side by side;
-    violations are counted (keep-going is implied, since the earlier presets are expected to
-    violate), and the exit code is 1 only if ``current`` violates a property.
-    ``--json FILE`` writes one object ``{"policy", "seed", "runs", "history_sha256",
-    "outcomes", "violations", "metrics"}`` per simulation; the side-by-side run writes a
-    list of such objects, in ``SIDE_BY_SIDE`` order.
-
-    Each violation's affected runs are written as a scenario (``model/scenario.py``'s
-    format; ``failclosed replay FILE`` reproduces it) under ``--violations-dir``.
+    With a CONFIG: one simulation under the config's policy (or ``--policy``). Without CONFIG:
+    the shipped ``sim/configs/default.toml`` under ``current``, the proposal and the closest
+    earlier presets (``SIDE_BY_SIDE``) on the same seed and workload, side by side, judged
+    against the shipped baseline (``spec/baselines/current.toml``: the known findings).
+    In both modes every violating run is counted (``--keep-going`` is the default and kept
+    for compatibility); ``--fail-fast`` stops the whole command at the first violation and
+    says where (policy, run, property, instant) and how many runs were simulated.
+    ``--baseline FILE``: violations listed there are reported as known (exit 0), anything
+    else is new (exit 1); a listed pair that did not fail is reported (fixed, or not reached
+    by this sample). ``--json FILE`` writes one object ``{"policy", "seed", "runs",
+    "history_sha256", "outcomes", "violations", "metrics", ...}`` per simulation (a list
+    for the side-by-side run, in ``SIDE_BY_SIDE`` order). Counterexample scenarios
+    (``failclosed replay FILE`` reproduces each) are written only under an explicit
+    ``--violations-dir``; the side-by-side run writes the one its closing advice replays
+    into one directory under the system's temporary directory, and says which.
 
 sweep
     The grid of ``--param NAME=V1,V2`` values (dotted config keys; ``policy`` too) times
-    ``--seeds N`` seeds, on local processes (``--jobs``) or a dask cluster (``--dask``);
-    one CSV row per simulation, appended as it completes (an interrupted sweep keeps its
-    rows, and a rerun skips the rows already in the file).
+    ``--seeds N`` seeds, on local processes (``--jobs``, spawned) or a dask cluster
+    (``--dask``); one CSV row per simulation, appended as it completes (an interrupted sweep
+    keeps its rows, and a rerun skips the rows already in the file; a file with other
+    columns is refused).
 
 plot
     ``swimlane`` of a history (JSONL) or a scenario (TOML); ``lease-curves`` of a sweep CSV.
@@ -33,13 +41,95 @@ import csv
 import itertools
 import json
 import os
-import sys
+import re
+import shutil
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
-from model.config import ConfigError, read_toml
+from model.config import ConfigError, UsageError, read_toml
 
 SIDE_BY_SIDE = ("proposed", "current", "adr-134", "adr-122", "adr-111", "owner-guard")
+PLOT_FORMATS = (".png", ".svg", ".pdf")
+DASK_CONNECT_TIMEOUT = 5  # seconds to reach a dask scheduler before giving up
+LIST_FILES = 10  # files listed by name; the rest are counted
+
+
+# -- checking input before any work --------------------------------------------------------------
+def _int_arg(lo: int, what: str):
+    """An argparse type: an integer >= lo (argparse prints the message, one line, exit 2)."""
+
+    def parse(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}; give {what}") from None
+        if v < lo:
+            raise argparse.ArgumentTypeError(f"must be >= {lo}, got {v}; give {what}")
+        return v
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def check_input_file(path: str, flag: str) -> None:
+    """``path`` is a readable regular file (else one ConfigError line naming ``flag``)."""
+    if not os.path.exists(path):
+        raise ConfigError(f"{flag} {path}: no such file; check the path")
+    if os.path.isdir(path):
+        raise ConfigError(f"{flag} {path}: is a directory; give a file")
+    if not os.access(path, os.R_OK):
+        raise ConfigError(f"{flag} {path}: not readable; check its permissions")
+
+
+def read_config(path: str, flag: str = "CONFIG") -> dict[str, Any]:
+    """A TOML file's table; a directory, binary or unreadable file is one ConfigError line."""
+    check_input_file(path, flag)
+    try:
+        return read_toml(path)
+    except UnicodeDecodeError:
+        raise ConfigError(f"{flag} {path}: not a text file (not UTF-8); give a TOML config such as sim/configs/default.toml") from None
+    except OSError as e:
+        raise ConfigError(f"{flag} {path}: cannot read it ({e.strerror or e}); check the path") from None
+
+
+def check_output_file(path: str | None, flag: str, formats: tuple[str, ...] | None = None) -> None:
+    """``path`` can be written: its directory exists and is writable, it is not a directory,
+    and (with ``formats``) its extension is one of them. Checked before any work starts."""
+    if not path:
+        return
+    if formats is not None and os.path.splitext(path)[1].lower() not in formats:
+        raise ConfigError(f"{flag} {path}: unsupported file type; end the name with {' or '.join(formats)}")
+    if os.path.isdir(path):
+        raise ConfigError(f"{flag} {path}: is a directory; give a file name")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ConfigError(f"{flag} {path}: directory {parent} does not exist; create it first or write elsewhere")
+    if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise ConfigError(f"{flag} {path}: not writable; write elsewhere or fix the permissions")
+
+
+def check_output_dir(path: str | None, flag: str) -> None:
+    """``path`` is a writable directory, or can be created (its parent exists, writable)."""
+    if not path:
+        return
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            raise ConfigError(f"{flag} {path}: exists and is not a directory; give a directory")
+        if not os.access(path, os.W_OK):
+            raise ConfigError(f"{flag} {path}: not writable; write elsewhere or fix the permissions")
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ConfigError(f"{flag} {path}: directory {parent} does not exist; create it first or write elsewhere")
+    if not os.access(parent, os.W_OK):
+        raise ConfigError(f"{flag} {path}: cannot be created in {parent} (not writable); write elsewhere")
+
+
+def terminal_width() -> int:
+    """The terminal's width (COLUMNS wins); 100 when the output is not a terminal."""
+    return max(40, shutil.get_terminal_size((100, 24)).columns)
 
 
 # -- one simulation ------------------------------------------------------------------------
@@ -52,8 +142,12 @@ def simulate_one(
     history: str | None = None,
     violations_dir: str | None = None,
     keep_history: bool = False,
+    on_archive: Any = None,
 ) -> tuple[dict[str, Any], Any]:
-    """Run one simulation; returns (the JSON result object, the Simulation)."""
+    """Run one simulation; returns (the JSON result object, the Simulation).
+
+    ``on_archive(n)`` is called after each run is archived (progress; read-only). A history
+    file is complete or not written at all: an interruption removes its temporary file."""
     from . import config as sconfig
     from . import metrics
     from .engine import Simulation
@@ -61,19 +155,27 @@ def simulate_one(
     cfg = sconfig.load(raw)
     t0 = time.perf_counter()
     sim = Simulation(cfg, policy=policy, seed=seed, runs=runs, keep_going=keep_going,
-                     history_path=history, keep_history=keep_history).run()
+                     history_path=history, keep_history=keep_history)
+    sim.on_archive = on_archive
+    try:
+        sim.run()
+    except BaseException:
+        sim.history.abort()
+        raise
     elapsed = time.perf_counter() - t0
     recs = sim.all_records()
     viol = []
     for k, v in enumerate(sim.violations):
         d: dict[str, Any] = {"property": v.property, "runs": v.runs, "time": round(v.time, 6)}
         if v.scenario is not None and violations_dir:
-            d["scenario"] = write_scenario(sim, v, k, violations_dir)
+            d["scenario"] = write_scenario(sim.policy_name, sim.seed, v, k, violations_dir)
         viol.append(d)
     result = {
         "policy": sim.policy_name,
         "seed": sim.seed,
         "runs": sim.n_runs,
+        "runs_simulated": len(recs),
+        "stopped_early": bool(sim.stopped),
         "history_sha256": sim.history.hexdigest(),
         "outcomes": metrics.outcomes(recs),
         "violations": viol,
@@ -87,8 +189,9 @@ def simulate_one(
     return result, sim
 
 
-def write_scenario(sim, v, k: int, directory: str) -> str:
+def write_scenario(policy: str, seed: int, v, k: int, directory: str) -> str:
     """Write a violation's trace as a scenario file; returns its path."""
+    from model.scenario import dump_scenario
     from model.transition import Transition
 
     os.makedirs(directory, exist_ok=True)
@@ -96,15 +199,8 @@ def write_scenario(sim, v, k: int, directory: str) -> str:
     steps = [Transition.from_dict(s) for s in sc["steps"]]
     expect: dict[str, Any] = {"violates": [v.property]}
     desc = (f"simulator counterexample: {v.property} violated by {', '.join(v.runs)} "
-            f"(policy {sim.policy_name}, seed {sim.seed}, t={v.time:.3f} s)")
-    path = os.path.join(directory, f"sim-{_safe(sim.policy_name)}-seed{sim.seed}-{v.property}-{k}.toml")
-    try:
-        from model.scenario import dump_scenario
-    except ImportError:  # pragma: no cover - the scenario module is part of the package now
-        path = path[:-5] + ".json"
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump({"description": desc, **sc, "expect": expect}, f, indent=1)
-        return path
+            f"(policy {policy}, seed {seed}, t={v.time:.3f} s)")
+    path = os.path.join(directory, f"sim-{_safe(policy)}-seed{seed}-{v.property}-{k}.toml")
     text = dump_scenario(sc["config"], steps, expect, description=desc)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
@@ -115,34 +211,151 @@ def _safe(s: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in s)
 
 
+# -- baselines -------------------------------------------------------------------------------
+def default_baseline_path() -> str:
+    import spec
+
+    return str(Path(spec.__file__).resolve().parent / "baselines" / "current.toml")
+
+
+def load_known(path: str) -> dict[tuple[str, str], str]:
+    """``{(policy, property): reason}`` of a baseline file (spec/baseline.py's format)."""
+    from spec import baseline as sbaseline
+
+    check_input_file(path, "--baseline")
+    bl = sbaseline.load(path)
+    return {(e.policy, e.property): e.reason for e in bl.entries}
+
+
 # -- simulate --------------------------------------------------------------------------------
 def _cmd_simulate(args: argparse.Namespace) -> int:
+    from model.policy import parse_policy
+    from spec.progress import Progress
+
     from . import config as sconfig
 
     side = args.config is None and args.policy is None
     path = args.config or sconfig.default_path()
-    raw = read_toml(path)
-    sconfig.load(raw)  # validate before anything runs
-    policies = list(SIDE_BY_SIDE) if side else [args.policy or raw.get("policy", "current")]
+    raw = read_config(path)
+    cfg = sconfig.load(raw)  # validate before anything runs
+    if args.policy:
+        parse_policy(args.policy)
+    policies = list(SIDE_BY_SIDE) if side else [args.policy or cfg.policy]
     if args.history and len(policies) > 1:
-        raise ConfigError("--history: give a CONFIG or --policy to record one history (the side-by-side run simulates several)")
-    results = []
+        raise UsageError("--history: give a CONFIG or --policy to record one history (the side-by-side run simulates several)")
+    check_output_file(args.json, "--json")
+    check_output_file(args.history, "--history")
+    check_output_dir(args.violations_dir, "--violations-dir")
+    baseline_path = args.baseline
+    if baseline_path is None and side and not args.no_baseline:
+        baseline_path = default_baseline_path()
+    if args.no_baseline:
+        baseline_path = None
+    known = load_known(baseline_path) if baseline_path else None
+    n_runs = args.runs if args.runs is not None else cfg.runs
+    seed = args.seed if args.seed is not None else cfg.seed
+
+    results: list[dict[str, Any]] = []
+    viol_objs: dict[str, list] = {}
+    stop: dict[str, Any] | None = None
     t0 = time.perf_counter()
-    for pol in policies:
-        res, _ = simulate_one(raw, policy=pol, seed=args.seed, runs=args.runs,
-                              keep_going=args.keep_going or side, history=args.history,
-                              violations_dir=args.violations_dir)
-        results.append(res)
+    with Progress("simulate", total=len(policies) * n_runs, unit="runs", enabled=not args.quiet) as pg:
+        for pol in policies:
+            counted = [0]
+
+            def tick(n: int, counted=counted) -> None:
+                counted[0] = n
+                pg.advance()
+
+            res, sim = simulate_one(raw, policy=pol, seed=seed, runs=n_runs, keep_going=not args.fail_fast,
+                                    history=args.history, violations_dir=args.violations_dir,
+                                    on_archive=tick)
+            pg.advance(max(0, n_runs - counted[0]))  # runs left unfinished at the end count as done
+            results.append(res)
+            viol_objs[pol] = sim.violations
+            props = len({v["property"] for v in res["violations"]})
+            pg.note(f"failclosed simulate: {pol}: {res['runs_simulated']} runs, "
+                    + (f"{_plural(props, 'property', 'properties')} violated" if props else "all properties hold")
+                    + f" ({res['elapsed_seconds']:.1f} s)")
+            if args.fail_fast and sim.violations:
+                v = sim.violations[0]
+                stop = {"policy": pol, "property": v.property, "runs": v.runs, "time": v.time,
+                        "runs_simulated": res["runs_simulated"], "runs_finished": res["metrics"]["finished"],
+                        "not_simulated": policies[len(results):]}
+                break
+            del sim
     total = time.perf_counter() - t0
-    print_summary(results, path, total)
+
+    headline = None
+    if side and not args.violations_dir and stop is None:
+        headline = _write_headline(results, viol_objs, known, seed)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(results if side else results[0], f, indent=1, sort_keys=True)
-    if side:
-        return 0  # a comparison report: every policy's verdicts are in the table
-    return 1 if results[0]["violations"] else 0
+    verdict = judge(results, known, stop is not None)
+    report(results, path, total, verdict, stop=stop, known=known, baseline_path=baseline_path,
+           headline=headline, side=side, violations_dir=args.violations_dir, n_runs=n_runs, seed=seed)
+    return 1 if verdict["new"] else 0
 
 
+def judge(results: list[dict[str, Any]], known: dict[tuple[str, str], str] | None,
+          stopped: bool) -> dict[str, Any]:
+    """The verdict: violated (policy, property) pairs split into new and known, and the
+    baseline entries of the simulated policies that did not fail."""
+    violated: dict[tuple[str, str], int] = {}
+    for r in results:
+        for v in r["violations"]:
+            key = (r["policy"], v["property"])
+            violated[key] = violated.get(key, 0) + len(v["runs"])
+    if known is None:
+        return {"violated": violated, "new": sorted(violated), "known": [], "unseen": []}
+    new = sorted(k for k in violated if k not in known)
+    kn = sorted(k for k in violated if k in known)
+    unseen: list[tuple[str, str]] = []
+    if not stopped:
+        from .invariants import load_safety
+
+        checked = set(load_safety()[0])
+        simulated = {r["policy"] for r in results}
+        unseen = sorted(k for k in known if k[0] in simulated and k[1] in checked and k not in violated)
+    return {"violated": violated, "new": new, "known": kn, "unseen": unseen}
+
+
+def _policy_rank(pol: str, order: list[str]) -> tuple[int, int]:
+    return (0 if pol == "current" else 1, order.index(pol))
+
+
+def _headline_violation(results, viol_objs, known):
+    """The violation the closing advice replays: a new one first, else current's first by
+    property order (the central guarantees first); None if nothing was violated."""
+    from spec.properties import SAFETY
+
+    order = [r["policy"] for r in results]
+    prop_rank = {n: k for k, n in enumerate(SAFETY)}
+    best = None
+    for pol, vs in viol_objs.items():
+        for k, v in enumerate(vs):
+            if v.scenario is None:
+                continue
+            is_known = known is not None and (pol, v.property) in known
+            key = (is_known, _policy_rank(pol, order), prop_rank.get(v.property, 99), v.time)
+            if best is None or key < best[0]:
+                best = (key, pol, k, v)
+    return best
+
+
+def _write_headline(results, viol_objs, known, seed) -> dict[str, Any] | None:
+    best = _headline_violation(results, viol_objs, known)
+    if best is None:
+        return None
+    _key, pol, k, v = best
+    directory = os.path.join(tempfile.gettempdir(), f"failclosed-simulate-seed{seed}")
+    path = write_scenario(pol, seed, v, k, directory)
+    return {"policy": pol, "property": v.property, "runs": v.runs, "time": v.time, "path": path,
+            "known": known is not None and (pol, v.property) in known}
+
+
+# -- the report ---------------------------------------------------------------------------------
 def _pct(w: dict[str, Any]) -> str:
     if w.get("p") is None:
         return "-"
@@ -156,59 +369,209 @@ def _q(d: dict[str, Any], key: str) -> str:
     return f"{v[0]:,.0f} [{v[1]:,.0f}, {v[2]:,.0f}]"
 
 
-def print_summary(results: list[dict[str, Any]], path: str, total: float) -> None:
+def _f(x: float | None, nd: int) -> str:
+    return "-" if x is None else f"{x:.{nd}f}"
+
+
+def _plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def fit_tables(header: str, columns: list[str], rows: list[tuple[str, list[str]]], width: int) -> list[Any]:
+    """Tables of ``rows`` (a label and one cell per column, rich markup allowed) no wider
+    than ``width``: as many columns per table as fit, the label column repeated in each.
+    Labels and cells are never cut (a single column wider than ``width`` still gets a table)."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=max(120, 32 + 30 * len(results)))
-    r0 = results[0]
-    title = (f"failclosed simulate: {os.path.relpath(path)}  seed {r0['seed']}, {r0['runs']} runs per policy, "
-             f"{sum(r['transitions'] for r in results):,} transitions in {total:.1f} s")
-    t = Table(title=title, show_lines=False)
-    t.add_column("metric", style="bold")
-    for r in results:
-        t.add_column(r["policy"], justify="right")
+    def make(cols: list[int]) -> Table:
+        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
+        t.add_column(header, style="bold", no_wrap=True)
+        for c in cols:
+            t.add_column(columns[c], justify="right", no_wrap=True)
+        for label, cells in rows:
+            t.add_row(label, *[cells[c] for c in cols])
+        return t
 
-    def row(name: str, fn) -> None:
-        t.add_row(name, *[fn(r) for r in results])
+    def wide(t: Table) -> int:
+        con = Console(width=10_000, file=open(os.devnull, "w"), color_system=None)  # noqa: SIM115
+        with con.capture() as cap:
+            con.print(t)
+        con.file.close()
+        return max((len(line.rstrip()) for line in cap.get().splitlines()), default=0)
 
+    tables, start = [], 0
+    while start < len(columns):
+        end = start + 1
+        while end < len(columns) and wide(make(list(range(start, end + 1)))) <= width:
+            end += 1
+        tables.append(make(list(range(start, end))))
+        start = end
+    return tables
+
+
+def _metric_rows(results: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
     ni, iw = "non_idempotent_write", "idempotent_write"
-    row("finished / unfinished", lambda r: f"{r['metrics']['finished']} / {r['metrics']['unfinished']}")
-    row("completed", lambda r: _pct(r["metrics"]["completed"]))
-    row("dead-lettered", lambda r: _pct(r["metrics"]["dead_letter"]))
-    row("failed provider_failed", lambda r: str(r["outcomes"].get("failed/provider_failed", 0)))
-    row("stuck (unfinished at end)", lambda r: _pct(r["metrics"]["stuck"]))
-    row("non-idem. write calls", lambda r: str(r["metrics"]["writes"][ni]["logical_calls"]))
-    row("  applied twice or more", lambda r: _pct(r["metrics"]["writes"][ni]["double"]))
-    row("  applications per call", lambda r: _f(r["metrics"]["writes"][ni]["per_call"], 3))
-    row("idem. write calls", lambda r: str(r["metrics"]["writes"][iw]["logical_calls"]))
-    row("  applied twice or more", lambda r: _pct(r["metrics"]["writes"][iw]["double"]))
-    row("unaudited applications", lambda r: _pct(r["metrics"]["unaudited_applications"]))
-    row("reaped while segment alive", lambda r: _pct(r["metrics"]["reaped_while_alive"]))
-    row("wasted work (LEASE_LOST)", lambda r: f"{r['metrics']['wasted_work']['seconds']:,.0f} s")
-    row("renewals per run", lambda r: _f(r["metrics"]["renewals"]["per_run"], 1))
-    row("queue wait p50 [95% CI] s", lambda r: _q(r["metrics"]["queue_wait_s"], "p50"))
-    row("end-to-end p50 s", lambda r: _q(r["metrics"]["end_to_end_s"], "p50"))
-    row("end-to-end p99 s", lambda r: _q(r["metrics"]["end_to_end_s"], "p99"))
-    row("throughput runs/h", lambda r: f"{r['metrics']['throughput_per_hour']:,.0f}")
-    props = sorted({v["property"] for r in results for v in r["violations"]})
-    row("invariants", lambda r: "[green]all hold[/]" if not r["violations"] else f"[red]{len(r['violations'])} violated[/]")
-    for p in props:
-        row(f"  {p}", lambda r, p=p: (lambda n: f"[red]{n} runs[/]" if n else "[green]ok[/]")(
-            sum(len(v["runs"]) for v in r["violations"] if v["property"] == p)))
-    row("transitions asserted enabled", lambda r: f"{r['asserted_enabled']:,} (+{r['transitions'] - r['asserted_enabled']:,} clock)")
-    row("history sha256", lambda r: r["history_sha256"][:16])
-    row("wall time", lambda r: f"{r['elapsed_seconds']:.2f} s")
-    console.print(t)
-    console.print(f"properties: {r0['properties']}")
-    for r in results:
-        for v in r["violations"][:3]:
-            if "scenario" in v:
-                console.print(f"  {r['policy']}: {v['property']} ({', '.join(v['runs'][:3])}) -> {v['scenario']}")
+    spec = [
+        ("runs simulated", lambda r: f"{r['runs_simulated']:,}" + (" (stopped)" if r["stopped_early"] else "")),
+        ("finished / unfinished", lambda r: f"{r['metrics']['finished']} / {r['metrics']['unfinished']}"),
+        ("completed", lambda r: _pct(r["metrics"]["completed"])),
+        ("dead-lettered", lambda r: _pct(r["metrics"]["dead_letter"])),
+        ("failed provider_failed", lambda r: str(r["outcomes"].get("failed/provider_failed", 0))),
+        ("stuck (unfinished at end)", lambda r: _pct(r["metrics"]["stuck"])),
+        ("non-idem. write calls", lambda r: str(r["metrics"]["writes"][ni]["logical_calls"])),
+        ("  applied twice or more", lambda r: _pct(r["metrics"]["writes"][ni]["double"])),
+        ("  applications per call", lambda r: _f(r["metrics"]["writes"][ni]["per_call"], 3)),
+        ("idem. write calls", lambda r: str(r["metrics"]["writes"][iw]["logical_calls"])),
+        ("  applied twice or more", lambda r: _pct(r["metrics"]["writes"][iw]["double"])),
+        ("unaudited applications", lambda r: _pct(r["metrics"]["unaudited_applications"])),
+        ("reaped while segment alive", lambda r: _pct(r["metrics"]["reaped_while_alive"])),
+        ("wasted work (LEASE_LOST)", lambda r: f"{r['metrics']['wasted_work']['seconds']:,.0f} s"),
+        ("renewals per run", lambda r: _f(r["metrics"]["renewals"]["per_run"], 1)),
+        ("queue wait p50 [95% CI] s", lambda r: _q(r["metrics"]["queue_wait_s"], "p50")),
+        ("end-to-end p50 s", lambda r: _q(r["metrics"]["end_to_end_s"], "p50")),
+        ("end-to-end p99 s", lambda r: _q(r["metrics"]["end_to_end_s"], "p99")),
+        ("throughput runs/h", lambda r: f"{r['metrics']['throughput_per_hour']:,.0f}"),
+        ("transitions asserted", lambda r: f"{r['asserted_enabled']:,}"),
+        ("  + clock moves", lambda r: f"{r['transitions'] - r['asserted_enabled']:,}"),
+        ("history sha256", lambda r: r["history_sha256"][:16]),
+        ("wall time", lambda r: f"{r['elapsed_seconds']:.2f} s"),
+    ]
+    return [(name, [fn(r) for r in results]) for name, fn in spec]
 
 
-def _f(x: float | None, nd: int) -> str:
-    return "-" if x is None else f"{x:.{nd}f}"
+def _property_rows(results: list[dict[str, Any]], verdict: dict[str, Any],
+                   known: dict | None) -> list[tuple[str, list[str]]]:
+    from spec.properties import SAFETY
+
+    order = {n: k for k, n in enumerate(SAFETY)}
+    props = sorted({p for (_pol, p) in verdict["violated"]}, key=lambda p: (order.get(p, 99), p))
+
+    def cell(pol: str, p: str) -> str:
+        n = verdict["violated"].get((pol, p), 0)
+        if not n:
+            return "[green]ok[/]"
+        if known is None:
+            return f"[red]{_plural(n, 'run')}[/]"
+        return f"[yellow]{n} known[/]" if (pol, p) in known else f"[bold red]{n} NEW[/]"
+
+    rows = [("all properties", [
+        "[green]hold[/]" if not r["violations"] else f"[red]{len({v['property'] for v in r['violations']})} violated[/]"
+        for r in results])]
+    rows += [(p, [cell(r["policy"], p) for r in results]) for p in props]
+    return rows
+
+
+def summary_line(results: list[dict[str, Any]], verdict: dict[str, Any], known: dict | None,
+                 stop: dict | None, n_runs: int, seed: int) -> str:
+    """``6 policies x 1000 runs: 2 policies violate 3 properties, 4 clean (seed 7)``."""
+    pols = [r["policy"] for r in results]
+    bad_pols = sorted({p for (p, _) in verdict["violated"]}, key=pols.index)
+    props = {q for (_, q) in verdict["violated"]}
+    head = f"{_plural(len(pols), 'policy', 'policies')} x {n_runs} runs"
+    if stop is not None:
+        return (f"{head}: stopped at the first violation ({stop['policy']}: {stop['property']}), "
+                f"{stop['runs_simulated']} runs simulated (seed {seed})")
+    clean = len(pols) - len(bad_pols)
+    if not bad_pols:
+        return f"{head}: every property holds, {clean} clean (seed {seed})"
+    verb = "violates" if len(bad_pols) == 1 else "violate"
+    s = f"{head}: {_plural(len(bad_pols), 'policy', 'policies')} {verb} {_plural(len(props), 'property', 'properties')}"
+    if known is not None:
+        s += f" ({len(verdict['new'])} new, {len(verdict['known'])} known)"
+    return s + f", {clean} clean (seed {seed})"
+
+
+def report(results, path, total, verdict, *, stop, known, baseline_path, headline, side,
+           violations_dir, n_runs, seed) -> None:
+    from rich.console import Console
+
+    width = terminal_width()
+    con = Console(width=width, highlight=False, soft_wrap=False)
+    where = os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path
+    if side:
+        where = "the shipped default (sim/configs/default.toml)"
+    con.print(f"[bold]failclosed simulate[/]: {where}, seed {seed}, {n_runs} runs per policy, "
+              f"{sum(r['transitions'] for r in results):,} transitions in {total:.1f} s")
+    if stop is not None:
+        rest = f"; not simulated: {', '.join(stop['not_simulated'])}" if stop["not_simulated"] else ""
+        con.print(f"[bold red]STOPPED at the first violation (--fail-fast)[/]: policy {stop['policy']}, "
+                  f"run {', '.join(stop['runs'])}, property {stop['property']}, t={stop['time']:.3f} s; "
+                  f"{stop['runs_simulated']} of {n_runs} runs simulated ({stop['runs_finished']} finished){rest}. "
+                  "The figures below cover only those runs; drop --fail-fast to count every violation.")
+    pols = [r["policy"] for r in results]
+    for t in fit_tables("metric", pols, _metric_rows(results), width):
+        con.print(t)
+    title = "violating runs per property" + (f" (baseline {_rel(baseline_path)})" if known is not None else "")
+    con.print(title)
+    for t in fit_tables("property", pols, _property_rows(results, verdict, known), width):
+        con.print(t)
+    _report_files(con, results, violations_dir)
+    if known is not None:
+        _report_meaning(con, verdict, known, pols)
+    if headline is not None:
+        what = "" if known is None else ("known: " if headline["known"] else "NEW: ")
+        first = "first new" if known is not None and not headline["known"] else "first"
+        con.print(f"Next: the {first} violation ({what}{headline['policy']}, "
+                  f"{headline['property']}, run {', '.join(headline['runs'])}, t={headline['time']:.3f} s) "
+                  f"was written to {os.path.dirname(headline['path'])}/ (pass --violations-dir DIR to write "
+                  "every counterexample). Replay it step by step, and draw it:")
+        con.print(f"    failclosed replay {headline['path']}", soft_wrap=True)
+        con.print(f"    failclosed plot swimlane {headline['path']} --out swimlane.png", soft_wrap=True)
+    elif verdict["violated"] and not violations_dir and not side:
+        con.print("Next: rerun with --violations-dir DIR to write the counterexamples as scenarios "
+                  "(failclosed replay FILE reproduces each).")
+    line = summary_line(results, verdict, known, stop, n_runs, seed)
+    style = "bold red" if verdict["new"] else ("bold yellow" if verdict["violated"] else "bold green")
+    con.print(f"[{style}]{line}[/]")
+
+
+def _rel(path: str | None) -> str:
+    if not path:
+        return ""
+    rel = os.path.relpath(path)
+    if not rel.startswith(".."):
+        return rel
+    try:
+        return os.path.relpath(path, Path(__file__).resolve().parents[1])
+    except ValueError:
+        return path
+
+
+def _report_files(con, results, violations_dir) -> None:
+    files = [(r["policy"], v) for r in results for v in r["violations"] if "scenario" in v]
+    if not files:
+        return
+    con.print(f"{_plural(len(files), 'counterexample scenario')} written to {violations_dir}/"
+              " (failclosed replay FILE reproduces each):")
+    for pol, v in files[:LIST_FILES]:
+        con.print(f"    {v['scenario']}  ({pol}: {v['property']}, {', '.join(v['runs'][:3])})", soft_wrap=True)
+    if len(files) > LIST_FILES:
+        con.print(f"    and {len(files) - LIST_FILES} more in {violations_dir}/")
+
+
+def _report_meaning(con, verdict, known, pols) -> None:
+    """What the violations mean: each known one with its baseline reason, each new one."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for pol, prop in verdict["known"]:
+        groups.setdefault((prop, known[(pol, prop)]), []).append(pol)
+    if verdict["known"]:
+        con.print("What this means: known violations (the baseline's reasons):")
+        for (prop, reason), ps in sorted(groups.items(), key=lambda kv: min(pols.index(p) for p in kv[1])):
+            ps = sorted(ps, key=pols.index)
+            con.print(f"  [yellow]{prop}[/] ({', '.join(ps)}): {reason}")
+    if verdict["new"]:
+        con.print("[bold red]NEW violations[/] (not in the baseline; a regression, or a finding to record):")
+        for pol, prop in verdict["new"]:
+            con.print(f"  [bold red]{prop}[/] under {pol}: {verdict['violated'][(pol, prop)]} runs")
+    if verdict["unseen"]:
+        by: dict[str, list[str]] = {}
+        for pol, prop in verdict["unseen"]:
+            by.setdefault(pol, []).append(prop)
+        con.print("Baseline entries not violated in this simulation (fixed, or not reached by this sample; "
+                  "`failclosed check` decides): "
+                  + "; ".join(f"{pol}: {', '.join(ps)}" for pol, ps in sorted(by.items(), key=lambda kv: pols.index(kv[0]))))
 
 
 # -- sweep -----------------------------------------------------------------------------------
@@ -239,6 +602,16 @@ def parse_params(items: list[str]) -> list[tuple[str, list[Any]]]:
     return out
 
 
+SWEEP_COLUMNS = ("seed", "policy", "runs", "lease_seconds", "violations", "history_sha256", "elapsed_s")
+
+
+def sweep_columns(names: list[str]) -> list[str]:
+    """The CSV header of a sweep over the parameters ``names``."""
+    from .metrics import FLAT_COLUMNS
+
+    return [f"param:{n}" for n in names] + list(SWEEP_COLUMNS) + list(FLAT_COLUMNS)
+
+
 def sweep_task(raw: dict[str, Any], params: dict[str, Any], seed: int) -> dict[str, Any]:
     """One grid point and seed (top level so that process pools and dask can ship it)."""
     from . import config as sconfig
@@ -255,46 +628,71 @@ def sweep_task(raw: dict[str, Any], params: dict[str, Any], seed: int) -> dict[s
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from model.policy import parse_policy
+    from spec.progress import Progress
 
     from . import config as sconfig
 
-    raw = read_toml(args.config)
+    raw = read_config(args.config)
     sconfig.load(raw)
     grid = parse_params(args.param)
-    if args.seeds < 1:
-        raise ConfigError("--seeds: must be >= 1; give the number of seeds per grid point")
-    if args.jobs < 1:
-        raise ConfigError("--jobs: must be >= 1")
     names = [n for n, _ in grid]
     points = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*[v for _, v in grid])]
     for p in points:  # validate every grid point before anything runs
         sconfig.load(sconfig.with_overrides(raw, {k: v for k, v in p.items() if k != "policy"}))
         if "policy" in p:
-            from model.policy import parse_policy
-
             parse_policy(str(p["policy"]))
+    check_output_file(args.out, "--out")
+    header = _check_csv_columns(args.out, sweep_columns(names))
     tasks = [(p, s) for p in points for s in range(1, args.seeds + 1)]
     done = _done_keys(args.out, names)
     todo = [(p, s) for p, s in tasks if _key(p, s, names) not in done]
+    client = _dask_client(args.dask) if args.dask and todo else None
     ok = 0
-    with Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  transient=not sys.stderr.isatty(), disable=args.quiet) as prog:
-        bar = prog.add_task("sweep", total=len(tasks), completed=len(tasks) - len(todo))
-        for row in _execute(raw, todo, args.jobs, args.dask):
-            _append(args.out, row)
+    with Progress("sweep", total=len(todo), unit="simulations", enabled=not args.quiet) as pg:
+        if len(todo) < len(tasks):
+            pg.note(f"failclosed sweep: {len(tasks) - len(todo)} of {len(tasks)} simulations already in {args.out}")
+        for row in _execute(raw, todo, args.jobs, client):
+            header = _append(args.out, row, header)
             ok += 1
-            prog.advance(bar)
+            pg.advance(violations=row["violations"])
     print(f"sweep: {len(tasks)} simulations ({len(points)} grid points x {args.seeds} seeds), "
           f"{ok} run now, {len(tasks) - len(todo)} already in {args.out}")
     return 0
 
 
-def _execute(raw, todo, jobs: int, dask_address: str | None):
-    if dask_address:
-        from dask.distributed import Client, as_completed
+_DASK_ADDRESS = re.compile(r"^(?:(?:tcp|tls|ws|wss|ucx|inproc)://)?\[?[A-Za-z0-9_.:-]*[A-Za-z0-9_.-]\]?:\d{1,5}$")
 
-        with Client(dask_address) as client:
+
+def _dask_client(address: str):
+    """A connected dask client, or one UsageError line within DASK_CONNECT_TIMEOUT seconds."""
+    import logging
+
+    if not _DASK_ADDRESS.match(address) or address.startswith("inproc"):
+        raise UsageError(f"--dask {address}: not a scheduler address; give tcp://HOST:PORT, e.g. tcp://127.0.0.1:8786")
+    from dask.distributed import Client
+
+    quiet = [logging.getLogger(n) for n in ("distributed", "distributed.client", "distributed.comm",
+                                            "distributed.core", "tornado")]
+    levels = [lg.level for lg in quiet]
+    for lg in quiet:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        return Client(address, timeout=f"{DASK_CONNECT_TIMEOUT}s")
+    except (OSError, TimeoutError, ValueError) as e:
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise UsageError(f"--dask {address}: no scheduler reachable within {DASK_CONNECT_TIMEOUT} s ({reason[:120]}); "
+                         "start one (`dask scheduler`) and pass its address, or drop --dask to run locally") from None
+    finally:
+        for lg, lv in zip(quiet, levels, strict=True):
+            lg.setLevel(lv)
+
+
+def _execute(raw, todo, jobs: int, client=None):
+    if client is not None:
+        from dask.distributed import as_completed
+
+        with client:
             futs = [client.submit(sweep_task, raw, p, s, pure=False) for p, s in todo]
             for fut in as_completed(futs):
                 yield fut.result()
@@ -303,59 +701,125 @@ def _execute(raw, todo, jobs: int, dask_address: str | None):
         for p, s in todo:
             yield sweep_task(raw, p, s)
         return
+    yield from run_in_processes(sweep_task, [(raw, p, s) for p, s in todo], jobs, ordered=False)
+
+
+def run_in_processes(fn, arg_tuples: list[tuple], jobs: int, ordered: bool = True):
+    """``fn(*args)`` for each args tuple on ``jobs`` spawned processes (never forked, so a
+    Jupyter kernel or any threaded caller is safe); results in order, or as they complete.
+    ``fn`` must be importable by name (a module-level function of the project)."""
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    with ProcessPoolExecutor(max_workers=jobs) as ex:
-        futs = [ex.submit(sweep_task, raw, p, s) for p, s in todo]
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
+        futs = [ex.submit(fn, *a) for a in arg_tuples]
         try:
-            for fut in as_completed(futs):
+            for fut in (futs if ordered else as_completed(futs)):
                 yield fut.result()
-        except KeyboardInterrupt:
+        except BaseException:
             for f in futs:
                 f.cancel()
             raise
+
+
+def simulate_records(raw: dict[str, Any], policy: str | None, seed: int, runs: int | None = None
+                     ) -> tuple[dict[str, Any], list[Any]]:
+    """One simulation (every violation counted): its result object and its run records,
+    without their plans (what the notebooks need from a process pool)."""
+    import dataclasses
+
+    res, sim = simulate_one(raw, policy=policy, seed=seed, runs=runs, keep_going=True)
+    return res, [dataclasses.replace(r, spec=None) for r in sim.all_records()]
+
+
+def simulate_many(tasks: list[dict[str, Any]], jobs: int = 1) -> list[tuple[dict[str, Any], list[Any]]]:
+    """``simulate_records(**task)`` for each task, on ``jobs`` spawned processes, in order."""
+    if jobs <= 1:
+        return [simulate_records(**t) for t in tasks]
+    args = [(t["raw"], t.get("policy"), t["seed"], t.get("runs")) for t in tasks]
+    return list(run_in_processes(simulate_records, args, jobs))
 
 
 def _key(p: dict[str, Any], seed: int, names: list[str]) -> tuple:
     return tuple(str(p[n]) for n in names) + (str(seed),)
 
 
+def _read_header(path: str) -> list[str] | None:
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return None
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            return next(csv.reader(f), None)
+    except (UnicodeDecodeError, csv.Error):
+        raise ConfigError(f"--out {path}: exists and is not a CSV file; give a new --out file") from None
+
+
+def _check_csv_columns(path: str, columns: list[str]) -> list[str] | None:
+    """Refuse to append rows of other columns to an existing CSV; returns its header."""
+    header = _read_header(path)
+    if header is None:
+        return None
+    if set(header) != set(columns):
+        extra = sorted(set(header) - set(columns))
+        missing = sorted(set(columns) - set(header))
+        what = "; ".join(x for x in (
+            f"it has {', '.join(extra[:3])}{' ...' if len(extra) > 3 else ''} this sweep does not" if extra else "",
+            f"it lacks {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}" if missing else "") if x)
+        raise ConfigError(f"--out {path}: holds another sweep's columns ({what}); give a new --out file, "
+                          "or delete it to start over")
+    return header
+
+
 def _done_keys(path: str, names: list[str]) -> set[tuple]:
-    if not os.path.exists(path):
+    if _read_header(path) is None:
         return set()
     with open(path, newline="", encoding="utf-8") as f:
-        rd = csv.DictReader(f)
-        if rd.fieldnames is None or any(f"param:{n}" not in rd.fieldnames for n in names):
-            return set()
-        return {tuple(r[f"param:{n}"] for n in names) + (r["seed"],) for r in rd}
+        return {tuple(r[f"param:{n}"] for n in names) + (r["seed"],) for r in csv.DictReader(f)}
 
 
-def _append(path: str, row: dict[str, Any]) -> None:
-    new = not os.path.exists(path) or os.path.getsize(path) == 0
+def _append(path: str, row: dict[str, Any], header: list[str] | None) -> list[str]:
+    fields = header or list(row)
     with open(path, "a", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=list(row))
-        if new:
+        w = csv.DictWriter(f, fieldnames=fields)
+        if header is None:
             w.writeheader()
         w.writerow(row)
         f.flush()
+    return fields
 
 
 # -- plot --------------------------------------------------------------------------------------
+def parse_window(text: str) -> tuple[float, float]:
+    import math
+
+    try:
+        a, b = text.split(":")
+        window = (float(a), float(b))
+    except ValueError:
+        raise ConfigError(f"--window {text}: expected START:END in simulated seconds, e.g. 0:3600") from None
+    if not all(math.isfinite(x) for x in window) or window[0] < 0:
+        raise ConfigError(f"--window {text}: START and END must be finite seconds >= 0, e.g. 0:3600")
+    if window[0] >= window[1]:
+        raise ConfigError(f"--window {text}: START must be below END; e.g. {window[1]:g}:{window[0]:g}")
+    return window
+
+
 def _cmd_plot(args: argparse.Namespace) -> int:
     from . import plots
 
+    check_output_file(args.out, "--out", PLOT_FORMATS)
+    what = "HISTORY" if args.kind == "swimlane" else "CSV"
+    check_input_file(args.input, what)
     if args.kind == "swimlane":
-        runs = [r for r in (args.runs or "").split(",") if r]
-        window = None
-        if args.window:
-            try:
-                a, b = args.window.split(":")
-                window = (float(a), float(b))
-            except ValueError:
-                raise ConfigError("--window: expected START:END in seconds, e.g. 0:3600") from None
-        plots.swimlane(args.input, args.out, runs=runs or None, window=window, axis=args.axis)
+        window = parse_window(args.window) if args.window else None
+        runs = [r.strip() for r in (args.runs or "").split(",") if r.strip()]
+        recs = plots.load_records(args.input)
+        plots.check_runs(recs, runs, args.input)
+        plots.swimlane(args.input, args.out, runs=runs or None, window=window, axis=args.axis, records=recs)
     else:
-        plots.lease_curves(args.input, args.out)
+        rows = plots.read_sweep_csv(args.input)
+        plots.lease_curves(args.input, args.out, rows=rows)
     print(f"wrote {args.out}")
     return 0
 
@@ -363,39 +827,60 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "simulate", help="run the model in simulated time with faults (SimPy)",
-        description="Simulate a workload; without CONFIG, the shipped default under current and earlier presets side by side.",
+        description="Simulate a workload; without CONFIG, the shipped default under current, the proposal "
+                    "and earlier presets side by side, judged against the shipped baseline of known findings. "
+                    "Exit 0: nothing new violated; 1: a violation not in the baseline (every violation when "
+                    "there is no baseline); 2: bad input.",
     )
-    p.add_argument("config", nargs="?", help="a simulator TOML config (default: sim/configs/default.toml, side by side)")
-    p.add_argument("--policy", help="policy to simulate (overrides the config's)")
-    p.add_argument("--seed", type=int, help="random seed (overrides the config's)")
-    p.add_argument("--runs", type=int, help="number of runs (overrides runs.count)")
-    p.add_argument("--json", metavar="FILE", help="write the result object(s) as JSON")
-    p.add_argument("--history", metavar="FILE.jsonl", help="write the history as JSON lines")
-    p.add_argument("--keep-going", action="store_true", help="count violations instead of stopping at the first")
-    p.add_argument("--violations-dir", default="sim-violations", metavar="DIR",
-                   help="where counterexample scenarios are written (default: sim-violations)")
+    p.add_argument("config", nargs="?",
+                   help="a simulator TOML config (default: sim/configs/default.toml under several policies, side by side)")
+    p.add_argument("--policy", help="policy to simulate (default: the config's policy)")
+    p.add_argument("--seed", type=_int_arg(0, "a seed >= 0"), help="random seed (default: the config's seed)")
+    p.add_argument("--runs", type=_int_arg(1, "the number of runs, >= 1"),
+                   help="number of runs per policy (default: the config's runs.count)")
+    p.add_argument("--json", metavar="FILE", help="write the result object(s) as JSON (default: not written)")
+    p.add_argument("--history", metavar="FILE.jsonl",
+                   help="write the history as JSON lines, complete or not at all (default: not written)")
+    p.add_argument("--keep-going", action="store_true",
+                   help="count every violating run (the default; kept for compatibility)")
+    p.add_argument("--fail-fast", action="store_true",
+                   help="stop the whole command at the first violation and say where (default: off)")
+    p.add_argument("--violations-dir", metavar="DIR",
+                   help="write every violation's counterexample scenario here (default: none written; the "
+                        "side-by-side run writes the one it suggests replaying to a temporary directory)")
+    p.add_argument("--baseline", metavar="FILE",
+                   help="a baseline TOML of known violations: those exit 0, anything new exits 1 (default: "
+                        "spec/baselines/current.toml without CONFIG and --policy, else none)")
+    p.add_argument("--no-baseline", action="store_true",
+                   help="judge without a baseline: every violation exits 1 (default: off)")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr (default: progress shown)")
     p.set_defaults(func=_cmd_simulate)
 
     s = subparsers.add_parser("sweep", help="simulate a parameter grid x seeds, results to CSV",
-                              description="Simulate a grid of config parameters times seeds.")
-    s.add_argument("config")
+                              description="Simulate a grid of config parameters times seeds; one CSV row per simulation.")
+    s.add_argument("config", help="a simulator TOML config")
     s.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2",
-                   help="a dotted config key and its values, e.g. constants.LEASE_SECONDS=300,900 (repeatable; 'policy' too)")
-    s.add_argument("--seeds", type=int, default=3, help="seeds per grid point (1..N)")
-    s.add_argument("--jobs", type=int, default=1, help="local worker processes")
-    s.add_argument("--dask", metavar="ADDRESS", help="run on a dask.distributed scheduler at ADDRESS")
-    s.add_argument("--out", default="results.csv", help="CSV file rows are appended to")
-    s.add_argument("--quiet", action="store_true", help="no progress bar")
+                   help="a dotted config key and its values, e.g. constants.LEASE_SECONDS=300,900 "
+                        "(repeatable; 'policy' too; default: none, one grid point)")
+    s.add_argument("--seeds", type=_int_arg(1, "the number of seeds per grid point, >= 1"), default=3,
+                   help="seeds per grid point, 1..N (default: 3)")
+    s.add_argument("--jobs", type=_int_arg(1, "the number of local processes, >= 1"), default=1,
+                   help="local worker processes (default: 1)")
+    s.add_argument("--dask", metavar="ADDRESS",
+                   help="run on a dask.distributed scheduler at tcp://HOST:PORT (default: local processes)")
+    s.add_argument("--out", default="results.csv",
+                   help="CSV file rows are appended to (default: results.csv in the current directory)")
+    s.add_argument("--quiet", action="store_true", help="no progress on stderr (default: progress shown)")
     s.set_defaults(func=_cmd_sweep)
 
     pl = subparsers.add_parser("plot", help="plots: swimlane of a history or scenario; lease curves of a sweep",
                                description="Render a plot (matplotlib, Agg).")
     pl.add_argument("kind", choices=("swimlane", "lease-curves"))
-    pl.add_argument("input", help="swimlane: HISTORY.jsonl or SCENARIO.toml; lease-curves: results.csv")
-    pl.add_argument("--out", required=True, help="output file (.png or .svg)")
-    pl.add_argument("--runs", help="swimlane: only these run ids (comma-separated)")
-    pl.add_argument("--window", help="swimlane: START:END in simulated seconds")
+    pl.add_argument("input", help="swimlane: HISTORY.jsonl or SCENARIO.toml; lease-curves: a sweep's CSV")
+    pl.add_argument("--out", required=True, help=f"output file ({', '.join(PLOT_FORMATS)}; required)")
+    pl.add_argument("--runs", help="swimlane: only these run ids, comma-separated (default: every run)")
+    pl.add_argument("--window", help="swimlane: START:END in simulated seconds (default: the whole history)")
     pl.add_argument("--axis", choices=("auto", "time", "step"), default="auto",
-                    help="swimlane: x axis; step = transition order (auto: step when the "
+                    help="swimlane: x axis; step = transition order (default: auto, step when the "
                          "clock moves less than one second per transition)")
     pl.set_defaults(func=_cmd_plot)
