@@ -465,22 +465,23 @@ def _property_rows(results: list[dict[str, Any]], verdict: dict[str, Any],
 
 def summary_line(results: list[dict[str, Any]], verdict: dict[str, Any], known: dict | None,
                  stop: dict | None, n_runs: int, seed: int) -> str:
-    """``6 policies x 1000 runs: 2 policies violate 3 properties, 4 clean (seed 7)``."""
+    """One closing line, pytest style: ``6 policies x 1000 runs: 2 policies violate 3
+    properties, 4 clean (seed 7)``; with a baseline the new and known (policy, property)
+    pairs are counted instead: ``... 0 new violations, 23 known, 0 clean (seed 1)``."""
     pols = [r["policy"] for r in results]
-    bad_pols = sorted({p for (p, _) in verdict["violated"]}, key=pols.index)
+    bad_pols = {p for (p, _) in verdict["violated"]}
     props = {q for (_, q) in verdict["violated"]}
     head = f"{_plural(len(pols), 'policy', 'policies')} x {n_runs} runs"
     if stop is not None:
-        return (f"{head}: stopped at the first violation ({stop['policy']}: {stop['property']}), "
-                f"{stop['runs_simulated']} runs simulated (seed {seed})")
-    clean = len(pols) - len(bad_pols)
+        return f"{head}: stopped at the first violation after {stop['runs_simulated']} runs (seed {seed})"
+    clean = f"{len(pols) - len(bad_pols)} clean (seed {seed})"
     if not bad_pols:
-        return f"{head}: every property holds, {clean} clean (seed {seed})"
-    verb = "violates" if len(bad_pols) == 1 else "violate"
-    s = f"{head}: {_plural(len(bad_pols), 'policy', 'policies')} {verb} {_plural(len(props), 'property', 'properties')}"
+        return f"{head}: every property holds, {clean}"
     if known is not None:
-        s += f" ({len(verdict['new'])} new, {len(verdict['known'])} known)"
-    return s + f", {clean} clean (seed {seed})"
+        new = len(verdict["new"])
+        return f"{head}: {new} {'NEW' if new else 'new'} violation{'' if new == 1 else 's'}, {len(verdict['known'])} known, {clean}"
+    verb = "violates" if len(bad_pols) == 1 else "violate"
+    return f"{head}: {_plural(len(bad_pols), 'policy', 'policies')} {verb} {_plural(len(props), 'property', 'properties')}, {clean}"
 
 
 def report(results, path, total, verdict, *, stop, known, baseline_path, headline, side,
@@ -679,10 +680,13 @@ def _dask_client(address: str):
         lg.setLevel(logging.CRITICAL)
     try:
         return Client(address, timeout=f"{DASK_CONNECT_TIMEOUT}s")
-    except (OSError, TimeoutError, ValueError) as e:
+    except (OSError, TimeoutError) as e:
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise UsageError(f"--dask {address}: no scheduler reachable within {DASK_CONNECT_TIMEOUT} s ({reason[:120]}); "
                          "start one (`dask scheduler`) and pass its address, or drop --dask to run locally") from None
+    except Exception as e:  # something answered, but not a dask scheduler (an HTTP server, say)
+        raise UsageError(f"--dask {address}: did not answer as a dask scheduler ({type(e).__name__}); "
+                         "give the scheduler's tcp://HOST:PORT (default port 8786)") from None
     finally:
         for lg, lv in zip(quiet, levels, strict=True):
             lg.setLevel(lv)
