@@ -662,14 +662,14 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-_DASK_ADDRESS = re.compile(r"^(?:(?:tcp|tls|ws|wss|ucx|inproc)://)?\[?[A-Za-z0-9_.:-]*[A-Za-z0-9_.-]\]?:\d{1,5}$")
+_DASK_ADDRESS = re.compile(r"^(?:(?:tcp|tls|ws|wss|ucx)://)?\[?[A-Za-z0-9_.:-]*[A-Za-z0-9_.-]\]?:\d{1,5}$")
 
 
 def _dask_client(address: str):
     """A connected dask client, or one UsageError line within DASK_CONNECT_TIMEOUT seconds."""
     import logging
 
-    if not _DASK_ADDRESS.match(address) or address.startswith("inproc"):
+    if not (_DASK_ADDRESS.match(address) or address.startswith("inproc://")):
         raise UsageError(f"--dask {address}: not a scheduler address; give tcp://HOST:PORT, e.g. tcp://127.0.0.1:8786")
     from dask.distributed import Client
 
