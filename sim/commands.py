@@ -737,12 +737,15 @@ def simulate_records(raw: dict[str, Any], policy: str | None, seed: int, runs: i
     return res, [dataclasses.replace(r, spec=None) for r in sim.all_records()]
 
 
-def simulate_many(tasks: list[dict[str, Any]], jobs: int = 1) -> list[tuple[dict[str, Any], list[Any]]]:
-    """``simulate_records(**task)`` for each task, on ``jobs`` spawned processes, in order."""
+def simulate_many(tasks: list[dict[str, Any]], jobs: int = 1):
+    """``simulate_records(**task)`` for each task, on ``jobs`` spawned processes (never a
+    fork: safe in a Jupyter kernel), yielded in task order as they become available."""
     if jobs <= 1:
-        return [simulate_records(**t) for t in tasks]
+        for t in tasks:
+            yield simulate_records(**t)
+        return
     args = [(t["raw"], t.get("policy"), t["seed"], t.get("runs")) for t in tasks]
-    return list(run_in_processes(simulate_records, args, jobs))
+    yield from run_in_processes(simulate_records, args, jobs)
 
 
 def _key(p: dict[str, Any], seed: int, names: list[str]) -> tuple:

@@ -472,8 +472,8 @@ def test_simulate_many_on_spawned_processes_matches_in_process():
 
     raw = tomllib.loads(OUTLIVES)
     tasks = [{"raw": raw, "policy": p, "seed": s} for p in ("owner-guard", "current") for s in (1, 2)]
-    here = commands.simulate_many(tasks, jobs=1)
-    there = commands.simulate_many(tasks, jobs=2)
+    here = list(commands.simulate_many(tasks, jobs=1))
+    there = list(commands.simulate_many(tasks, jobs=2))
     assert [r["history_sha256"] for r, _ in here] == [r["history_sha256"] for r, _ in there]
     assert [len(recs) for _, recs in there] == [4, 4, 4, 4]
     assert all(r.spec is None and r.finished for _, recs in there for r in recs)
