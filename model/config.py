@@ -302,7 +302,28 @@ def load_world(data: dict[str, Any], policy_override: str | None = None) -> Worl
     return initial_world(spec, budget)
 
 
+_IO_FIXES: dict[type[OSError], tuple[str, str]] = {
+    FileNotFoundError: ("no such file or directory", "check the path"),
+    IsADirectoryError: ("is a directory", "give the path of a file"),
+    NotADirectoryError: ("a component of the path is not a directory", "check the path"),
+    PermissionError: ("permission denied", "check the file's permissions or choose another path"),
+    FileExistsError: ("already exists", "remove it or choose another path"),
+}
+
+
+def io_error_message(path: Any, e: OSError) -> str:
+    """``PATH: <what>; <fix>`` for an OSError about ``path`` (one line, no traceback)."""
+    for typ, (what, fix) in _IO_FIXES.items():
+        if isinstance(e, typ):
+            return f"{path}: {what}; {fix}"
+    what = (e.strerror or type(e).__name__).lower()
+    return f"{path}: {what}; check the path and the device"
+
+
 def read_toml(path: str) -> dict[str, Any]:
+    """The parsed TOML table at ``path``. Every way the file can be unusable (missing, a
+    directory, unreadable, not UTF-8 text, not TOML) is one ``ConfigError`` line naming the
+    path and the fix."""
     import tomllib
 
     try:
@@ -310,5 +331,13 @@ def read_toml(path: str) -> dict[str, Any]:
             return tomllib.load(f)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file; give the path of a TOML file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory; give the path of a TOML file") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {e.start}); give the path of a TOML file"
+        ) from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML ({e}); fix the syntax") from None
+    except OSError as e:  # PermissionError, NotADirectoryError, an I/O error of the device
+        raise ConfigError(io_error_message(path, e)) from None

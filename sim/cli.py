@@ -2,25 +2,111 @@
 
 Each subcommand lives in the module that owns it and exposes ``register(subparsers)``,
 which adds its parser and sets ``func`` (a callable taking the parsed args and returning
-the exit code). Exit codes: 0 everything holds, 1 a property or expectation failed,
-2 bad input (one line naming the field and the fix, never a traceback).
+the exit code).
+
+Exit codes, the same rule for every command: 0 everything checked holds (or matches the
+baseline given with ``--baseline``), 1 something new is violated (a property, an
+expectation), 2 bad input: one line ``failclosed: error: ...`` naming the field or the path
+and the fix, never a traceback. 130: interrupted (Ctrl-C). 141: stdout was closed by the
+reader (``failclosed replay --all | head -2``): the command stops quietly, as a program
+killed by SIGPIPE would.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
+import textwrap
 from collections.abc import Sequence
+from typing import Any
 
-from model.config import ConfigError, UsageError  # noqa: F401 - re-exported
-from model.policy import UnknownPolicy
+from model.config import ConfigError, UsageError, io_error_message
+from model.policy import PRESET_ORDER, PRESETS, SWITCHES, UnknownPolicy
 
 COMMAND_MODULES = ("model.scenario", "spec.cli", "sim.commands")
 
+EXIT_INTERRUPTED = 130
+EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for a program killed by it
 
+
+def version() -> str:
+    """The installed distribution's version (importlib.metadata), else pyproject.toml's."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("failclosed")
+    except metadata.PackageNotFoundError:
+        return _pyproject_version()
+
+
+def _pyproject_version() -> str:
+    import tomllib
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    try:
+        return str(tomllib.loads(path.read_text(encoding="utf-8"))["project"]["version"])
+    except (OSError, UnicodeDecodeError, KeyError, TypeError, tomllib.TOMLDecodeError):
+        return "unknown (not installed, no pyproject.toml)"
+
+
+def policy_help() -> str:
+    """The policies a ``--policy`` accepts, from model/policy.py (never a hand-written list)."""
+    cur = PRESETS["current"]
+    same = next((p for p in PRESET_ORDER if PRESETS[p].switches() == cur.switches()), None)
+    prop = PRESETS["proposed"]
+    fixes = [f"{'+' if getattr(prop, s) else '-'}{s}" for s in SWITCHES
+             if getattr(prop, s) != getattr(cur, s)]
+    mutant = [s for s in SWITCHES if s.startswith("mutant_")]
+    on = [s for s in SWITCHES if s not in mutant and getattr(cur, s)]
+    off = [s for s in SWITCHES if s not in mutant and not getattr(cur, s)]
+    return "\n".join([
+        "policies:",
+        f"  presets, in the order of REFERENCE.md 15.1: {', '.join(PRESET_ORDER)}",
+        f"  current: the runtime as it is{f' (= {same})' if same else ''}",
+        f"  proposed: current {' '.join(fixes)} (the fixes of FINDINGS.md)",
+        "  PRESET+switch / PRESET-switch turns a switch on / off, repeatable: "
+        "adr-141-write_fence is current without the write fence, adr-111+write_fence adds it",
+        f"  switches on in current: {', '.join(on)}",
+        f"  switches off in current: {', '.join(off)}",
+        f"  deliberately broken switches (failclosed mutants): {', '.join(mutant)}",
+    ])
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Shows each option's default, and keeps the line breaks of descriptions and epilogs
+    (each line is filled on its own; an indented line keeps its indent)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        h = action.help or ""
+        d = action.default
+        if "%(default)" in h or "(default" in h or d is None or d is False or d == []:
+            return h
+        if d is argparse.SUPPRESS:
+            return h
+        if action.option_strings or action.nargs in ("?", "*"):
+            return f"{h} (default: %(default)s)"
+        return h
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        out = []
+        for line in text.splitlines():
+            body = line.lstrip(" ")
+            lead = line[: len(line) - len(body)]
+            pad = indent + lead
+            body = re.sub(r"\s+", " ", body).strip()
+            out.append(textwrap.fill(body, width, initial_indent=pad,
+                                     subsequent_indent=pad + ("  " if lead else "")) if body else "")
+        return "\n".join(out)
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # one line, exit 2
         self.exit(2, f"failclosed: error: {message}\n")
 
@@ -29,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     import importlib
 
     parser = _Parser(prog="failclosed", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"failclosed {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for mod in COMMAND_MODULES:
         try:
@@ -38,23 +125,56 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         m.register(sub)
+    ph = policy_help()
+    for p in sub.choices.values():
+        if any("--policy" in a.option_strings for a in p._actions):
+            p.epilog = f"{p.epilog}\n\n{ph}" if p.epilog else ph
     return parser
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away: point stdout at devnull so that the interpreter's
+    final flush does not raise again (the recipe of the Python docs, signal module, "Note
+    on SIGPIPE"), and end quietly."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # not a real file (captured in-process): nothing to do
+        pass
+    return EXIT_STDOUT_CLOSED
+
+
+def _error(message: str) -> int:
+    print(f"failclosed: error: {message}", file=sys.stderr)
+    return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, --version (0) and usage errors (2), already printed
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        rc = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return rc
     except (ConfigError, UnknownPolicy, UsageError) as e:
-        print(f"failclosed: error: {e}", file=sys.stderr)
-        return 2
+        return _error(str(e))
     except KeyboardInterrupt:
         print("failclosed: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return _stdout_closed()
+    except UnicodeDecodeError as e:  # the last net: read_toml names the path itself
+        return _error(f"input is not UTF-8 text ({e.reason} at byte {e.start}); give a text file")
+    except OSError as e:  # the last net: a file the command could not open, read or write
+        if e.filename is None:
+            raise
+        return _error(io_error_message(e.filename, e))
 
 
 if __name__ == "__main__":  # pragma: no cover

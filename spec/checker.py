@@ -500,9 +500,11 @@ def resolve_properties(names: Sequence[str] | None) -> tuple[list[str], list[str
 
             from model.config import UsageError
 
-            near = difflib.get_close_matches(n, [*P.SAFETY, *P.LIVENESS], n=1)
-            hint = f"did you mean {near[0]!r}?" if near else "see spec/properties.py"
-            raise UsageError(f"--property: unknown property {n!r}; {hint}")
+            valid = [*P.SAFETY, *P.LIVENESS]
+            near = difflib.get_close_matches(n, valid, n=1)
+            hint = f"did you mean {near[0]!r}? " if near else ""
+            raise UsageError(f"--property: unknown property {n!r}; {hint}"
+                             f"valid properties: {', '.join(valid)}")
     return safety, live
 
 
@@ -526,9 +528,11 @@ def check(
     symmetry: bool = True,
     measure_reduction: bool = False,
     max_states: int | None = None,
+    on_part: Callable[[str, int], None] | None = None,
 ) -> CheckResult:
     """Check ``properties`` (None: all) on every part of ``config`` under ``policy`` (None:
-    each part's own policy)."""
+    each part's own policy). ``on_part(name, states)`` is called as each part is done (for
+    progress reports)."""
     t0 = time.perf_counter()
     pname = _policy_name(policy)
     cname, parts = load_config(config)
@@ -609,6 +613,8 @@ def check(
                 lab = t.label()
                 cov_en[lab] = cov_en.get(lab, 0) + e
                 cov_tk[lab] = cov_tk.get(lab, 0) + k
+        if on_part is not None:
+            on_part(part.name, ex.stats.states)
     cov = None
     if coverage:
         expected = expected_labels(specs)

@@ -1,20 +1,39 @@
 """``failclosed check``, ``failclosed matrix`` and ``failclosed mutants``.
 
-Exit codes (sim/cli.py): 0 every property holds (every mutant killed), 1 a counterexample
-was printed (a property survives every mutant), 2 bad input (one line).
+Exit codes (the rule of sim/cli.py, the same for every command): 0 everything checked holds
+or matches the baseline (``--baseline FILE``, spec/baseline.py; without one, every violation
+is new), 1 something new is violated (``mutants``: also a property no variant violates),
+2 bad input (one line). Every argument and output path is checked before the search starts.
+Progress goes to stderr (``--quiet`` turns it off), results and a closing summary line to
+stdout.
+
+The helpers here (``positive_int``, ``require_writable_file``, ``require_writable_dir``,
+``load_baseline_arg``, ``verdict``, ``table_width``, ``text_table``) are meant for every
+checking command.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
+import tempfile
+import textwrap
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from model.config import UsageError
 from model.policy import PRESET_ORDER, PRESETS, SWITCHES, Policy, parse_policy
+from spec.baseline import Baseline, Comparison, Known, load_baseline, write_baseline
+from spec.progress import Progress
 
-__all__ = ["MUTANTS", "MUTANT_SWITCHES", "mutant_config", "mutants", "register"]
+__all__ = [
+    "MUTANTS", "MUTANT_SWITCHES", "mutant_config", "mutants", "positive_int", "register",
+    "require_writable_dir", "require_writable_file", "table_width", "text_table", "verdict",
+]
 
 # Counterfactual switches (REFERENCE.md 15: "one counterfactual switch is useful beside the
 # presets"), turned OFF on top of current: each is a deliberately broken variant.
@@ -69,86 +88,367 @@ def mutant_config(name: str, default: str) -> str:
 MUTANTS = mutants()
 
 
-def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "check", help="exhaustively check the properties on a bounded configuration",
-        description="Explore every reachable world of a configuration under a policy and "
-                    "check the named properties. Exit 0: all hold; 1: counterexample(s) "
-                    "printed (or a required witness unreached); 2: bad input.",
-    )
-    p.add_argument("--policy", required=True, help="a preset (adr-092 .. adr-141, current), "
-                   "optionally with +switch / -switch")
-    p.add_argument("--config", default="small", help="tiny | small | medium | a TOML FILE")
-    p.add_argument("--property", action="append", dest="properties", metavar="NAME",
-                   help="check only this property (repeatable)")
-    p.add_argument("--json", action="store_true", help="machine-readable result")
-    p.add_argument("--out", metavar="DIR", help="write each counterexample as a trace table, "
-                   "a scenario file and a pytest regression test")
-    p.add_argument("--max-states", type=int, default=None, help="bound per part (truncates)")
-    p.set_defaults(func=_cmd_check)
+# =========================================================================================
+# arguments, checked before any work
+# =========================================================================================
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (a usage error otherwise, exit 2)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1 (a search of {v} states checks "
+                                         f"nothing), got {v}")
+    return v
 
-    m = subparsers.add_parser(
-        "matrix", help="presets x properties: holds, or the length of the shortest trace",
-        description="Check every property under every preset. Exit 0 always (a table).",
-    )
-    m.add_argument("--config", default="small")
-    m.add_argument("--json", action="store_true")
-    m.add_argument("--policy", action="append", dest="policies", metavar="P",
-                   help="restrict to these policies (repeatable)")
-    m.set_defaults(func=_cmd_matrix)
 
-    k = subparsers.add_parser(
-        "mutants", help="kill table: for every property, the policy variants that violate it",
-        description="Check every property under switch-off and counterfactual variants of "
-                    "current. Exit 1 if some property is violated by no variant.",
-    )
-    k.add_argument("--config", default="small")
-    k.add_argument("--json", action="store_true")
-    k.set_defaults(func=_cmd_mutants)
+def _probe_dir(d: Path, flag: str, path: str) -> None:
+    """Create and remove a file in ``d``: the only test that holds for root and read-only
+    file systems alike."""
+    try:
+        with tempfile.NamedTemporaryFile(dir=d, prefix=".failclosed-probe-"):
+            pass
+    except OSError as e:
+        raise UsageError(f"{flag} {path}: cannot write in {d} ({(e.strerror or str(e)).lower()}); "
+                         "choose a writable place") from None
+
+
+def require_writable_file(path: str, flag: str) -> None:
+    """``path`` can be written as a file: its directory exists and is writable, and it is
+    not a directory. Nothing is created or changed."""
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{flag} {path}: is a directory; give a file name")
+    parent = p.parent
+    if not parent.exists():
+        raise UsageError(f"{flag} {path}: the directory {parent} does not exist; create it "
+                         "or choose another path")
+    if not parent.is_dir():
+        raise UsageError(f"{flag} {path}: {parent} is not a directory; choose another path")
+    if p.exists():
+        try:
+            with open(p, "a"):
+                pass
+        except OSError as e:
+            raise UsageError(f"{flag} {path}: cannot write it ({(e.strerror or str(e)).lower()}); "
+                             "choose a writable place") from None
+    else:
+        _probe_dir(parent, flag, path)
+
+
+def require_writable_dir(path: str, flag: str) -> None:
+    """``path`` is a writable directory, or can be created as one (its nearest existing
+    ancestor is a writable directory). Nothing is created."""
+    p = Path(path)
+    if p.exists():
+        if not p.is_dir():
+            raise UsageError(f"{flag} {path}: exists and is not a directory; give a directory")
+        _probe_dir(p, flag, path)
+        return
+    anc = p.absolute().parent
+    while not anc.exists():
+        anc = anc.parent
+    if not anc.is_dir():
+        raise UsageError(f"{flag} {path}: {anc} is not a directory; choose another path")
+    _probe_dir(anc, flag, path)
+
+
+def load_baseline_arg(path: str | None) -> Baseline:
+    """The ``--baseline`` file, or the empty baseline (every violation is new)."""
+    return load_baseline(path) if path else Baseline()
+
+
+def verdict(cmp: Comparison) -> int:
+    """The exit code of the rule: 1 when something new is violated, else 0."""
+    return 0 if cmp.ok else 1
 
 
 def _validate_policy(policy: str) -> Policy:
     return parse_policy(policy)  # UnknownPolicy -> one line, exit 2
 
 
+def _add_common(p: argparse.ArgumentParser, *, baseline: bool = True) -> None:
+    p.add_argument("--config", default="small",
+                   help="tiny | small | medium | a TOML FILE (spec/configs)")
+    p.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                   help="machine-readable result: on stdout (instead of the tables), or "
+                        "into FILE (beside them)")
+    if baseline:
+        p.add_argument("--baseline", metavar="FILE",
+                       help="known violations (TOML, e.g. spec/baselines/current.toml): exit 1 "
+                            "only on a violation it does not list")
+        p.add_argument("--write-baseline", metavar="FILE",
+                       help="record the violations found as a baseline FILE to start from "
+                            "(entries of --baseline keep their reasons); exit 0")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    if args.json and args.json != "-":
+        require_writable_file(args.json, "--json")
+    if getattr(args, "write_baseline", None):
+        require_writable_file(args.write_baseline, "--write-baseline")
+    if getattr(args, "out", None):
+        require_writable_dir(args.out, "--out")
+
+
+def _emit_json(args: argparse.Namespace, d: dict[str, Any]) -> None:
+    text = json.dumps(d, indent=2)
+    if args.json == "-":
+        print(text)
+    else:
+        Path(args.json).write_text(text + "\n", encoding="utf-8")
+
+
+def _progress(args: argparse.Namespace, what: str, total: int, unit: str) -> Progress:
+    return Progress(what, total, unit=unit, enabled=not args.quiet)
+
+
+# =========================================================================================
+# tables that fit the terminal
+# =========================================================================================
+def table_width() -> int:
+    """The terminal's width on a terminal; otherwise $COLUMNS, else 100."""
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size((100, 24)).columns
+    try:
+        return max(40, int(os.environ.get("COLUMNS", "")))
+    except ValueError:
+        return 100
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, width: int,
+               align: str = "") -> list[str]:
+    """A plain table: the first column left-aligned, the others right-aligned (``align``:
+    one of l/r per column overrides). The LAST column is wrapped to fit ``width``; no other
+    cell is ever cut."""
+    n = len(header)
+    al = align or "l" + "r" * (n - 1)
+    w = [max(len(str(x)) for x in [header[i], *(r[i] for r in rows)]) for i in range(n)]
+    fixed = sum(w[:-1]) + 2 * (n - 1)
+    last = max(12, min(w[-1], width - fixed)) if al[-1] == "l" else w[-1]
+    w[-1] = last
+
+    def fmt(cells: Sequence[str]) -> list[str]:
+        tail = textwrap.wrap(str(cells[-1]), last) or [""] if al[-1] == "l" else [str(cells[-1])]
+        out = []
+        for k, piece in enumerate(tail):
+            head = [(str(c) if k == 0 else "") for c in cells[:-1]]
+            parts = [c.ljust(w[i]) if al[i] == "l" else c.rjust(w[i]) for i, c in enumerate(head)]
+            parts.append(piece.ljust(w[-1]) if al[-1] == "l" else piece.rjust(w[-1]))
+            out.append("  ".join(parts).rstrip())
+        return out
+
+    lines = fmt(header)
+    lines.append("  ".join("-" * x for x in w))
+    for r in rows:
+        lines += fmt(r)
+    return lines
+
+
+def column_chunks(first: int, cols: Sequence[int], width: int) -> list[list[int]]:
+    """Split columns (their widths) into groups that fit ``width`` beside a first column of
+    width ``first`` (2 spaces between columns); at least one column per group."""
+    chunks: list[list[int]] = []
+    cur: list[int] = []
+    used = first
+    for i, cw in enumerate(cols):
+        if cur and used + 2 + cw > width:
+            chunks.append(cur)
+            cur, used = [], first
+        cur.append(i)
+        used += 2 + cw
+    if cur:
+        chunks.append(cur)
+    return chunks
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+# =========================================================================================
+# commands
+# =========================================================================================
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "check", help="exhaustively check the properties on a bounded configuration",
+        description="Explore every reachable world of a configuration under a policy and "
+                    "check the named properties.\n"
+                    "Exit 0: every property holds (or its violation is in --baseline); "
+                    "1: a new violation (its counterexample is printed) or a required witness "
+                    "unreached; 2: bad input.",
+    )
+    p.add_argument("--policy", required=True, help="the policy (see policies below)")
+    p.add_argument("--property", action="append", dest="properties", metavar="NAME",
+                   help="check only this property (repeatable; default: every property)")
+    p.add_argument("--out", metavar="DIR", help="write each new counterexample (every one without "
+                   "--baseline) as a trace table, a scenario file and a pytest regression test")
+    p.add_argument("--max-states", type=positive_int, default=None, metavar="N",
+                   help="stop each part's search after N states (the result then says "
+                        "'holds up to N states (truncated)'; default: no bound)")
+    _add_common(p)
+    p.set_defaults(func=_cmd_check)
+
+    m = subparsers.add_parser(
+        "matrix", help="policies x properties: ok, or the length of the shortest trace",
+        description="Check every property under every preset (historical presets in order, "
+                    "then proposed), or the --policy ones.\n"
+                    "Exit 0: every violation is in --baseline (or none); 1: a new violation; "
+                    "2: bad input.",
+    )
+    m.add_argument("--policy", action="append", dest="policies", metavar="P",
+                   help="restrict to these policies (repeatable; default: "
+                        f"{', '.join([*PRESET_ORDER, 'proposed'])})")
+    _add_common(m)
+    m.set_defaults(func=_cmd_matrix)
+
+    k = subparsers.add_parser(
+        "mutants", help="kill table: for every property, the policy variants that violate it",
+        description="Check every property under switch-off and counterfactual variants of "
+                    "current, the earlier presets and the deliberately broken mutant_ "
+                    "switches.\n"
+                    "Exit 1 if some property is violated by no variant, or (with --baseline) "
+                    "if current has a violation the baseline does not list; 0 otherwise; "
+                    "2: bad input.",
+    )
+    _add_common(k)
+    k.set_defaults(func=_cmd_mutants)
+
+
+# -- check --------------------------------------------------------------------------------
+def _check_summary(res: Any, cmp: Comparison, baseline_given: bool, max_states: int | None) -> str:
+    n = len(res.properties)
+    bad = sum(not r.holds for r in res.properties.values())
+    held = n - bad
+    viol = f"{bad} violated"
+    if baseline_given:
+        viol += f" ({len(cmp.known)} known, {len(cmp.new)} new)"
+    hold = f"{held} hold"
+    if not res.complete:
+        hold += f" up to {max_states:,} states per part (truncated)"
+    fixed = f", {len(cmp.fixed)} fixed" if cmp.fixed else ""
+    where = f"{res.config}: {_plural(len(res.parts), 'part')}, {_plural(res.states, 'state')}"
+    return f"{_plural(n, 'property', 'properties')}: {viol}, {hold}{fixed} ({where})"
+
+
+def _recorded_reason(command: str, config: str, r: Any) -> str:
+    return (f"recorded by `failclosed {command} --config {config}`: shortest counterexample "
+            f"{r.trace_length} steps (part {r.part}); replace this with why it is accepted")
+
+
+def _baseline_entries(found: list[tuple[str, Any]], baseline: Baseline, command: str,
+                      config: str) -> list[Known]:
+    """A Known per violated (policy, PropertyResult), keeping the reasons ``baseline`` gives."""
+    out = []
+    for pol, r in found:
+        k = baseline.find(pol, r.name, config)
+        out.append(k if k is not None else
+                   Known(pol, r.name, _recorded_reason(command, config, r), config=config))
+    return out
+
+
+def _write_baseline(args: argparse.Namespace, entries: list[Known], command: str) -> str:
+    header = (f"Known violations, written by `failclosed {command} --config {args.config} "
+              f"--write-baseline {args.write_baseline}`.\n"
+              f"Check against it: `failclosed {command} --config {args.config} --baseline "
+              f"{args.write_baseline}` (exit 1 only on a violation not listed here).")
+    write_baseline(args.write_baseline, entries, header)
+    return f"wrote a baseline of {_plural(len(entries), 'known violation')}: {args.write_baseline}"
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
-    from spec.checker import check, trace_text, write_counterexample
+    from spec.checker import (
+        check,
+        load_config,
+        resolve_properties,
+        trace_text,
+        write_counterexample,
+    )
 
     _validate_policy(args.policy)
-    res = check(args.policy, args.config, args.properties, max_states=args.max_states,
-                witnesses=not args.properties, coverage=not args.properties)
+    resolve_properties(args.properties)  # an unknown name: one line, before any work
+    _, parts = load_config(args.config)
+    baseline = load_baseline_arg(args.baseline)
+    _check_outputs(args)
+
+    with _progress(args, "check", len(parts), "parts") as pg:
+        res = check(args.policy, args.config, args.properties, max_states=args.max_states,
+                    witnesses=not args.properties, coverage=not args.properties,
+                    on_part=lambda name, states: pg.advance(states=states))
+    cells = {(args.policy, n): not r.holds for n, r in res.properties.items()}
     failed = [r for r in res.properties.values() if not r.holds]
+    notes: list[str] = []
+    if args.write_baseline:
+        entries = _baseline_entries([(args.policy, r) for r in failed], baseline, "check",
+                                    res.config)
+        notes.append(_write_baseline(args, entries, "check"))
+        baseline = Baseline(tuple(entries), args.write_baseline)
+    cmp = baseline.compare(cells, res.config)
+    summary = _check_summary(res, cmp, bool(args.baseline or args.write_baseline), args.max_states)
+    # a witness is a proof of non-vacuity only on a complete search
+    unreached = res.unreached_witnesses if res.complete else []
+    rc = max(verdict(cmp), 1 if unreached else 0)
+
+    # counterexamples are written for the violations a reader must look at: the new ones
+    new = {prop for _, prop in cmp.new}
     written: list[str] = []
     if args.out:
         for r in failed:
-            written += [str(x) for x in write_counterexample(r, Path(args.out), args.policy)]
+            if r.name in new:
+                written += [str(x) for x in write_counterexample(r, Path(args.out), args.policy)]
+
     if args.json:
         d = res.to_json()
         if written:
             d["written"] = written
-        print(json.dumps(d, indent=2))
-    else:
-        for r in failed:
+        d["baseline"] = cmp.to_json()
+        d["summary"] = summary
+        d["exit_code"] = rc
+        _emit_json(args, d)
+        if args.json == "-":
+            return rc
+    for r in failed:
+        if r.name in new:
             print(trace_text(r))
             print()
-        for n, r in res.properties.items():
-            mark = "holds" if r.holds else f"VIOLATED (trace of {r.trace_length} steps, {r.part})"
-            print(f"  {n:48s} {mark}")
-        for w in res.unreached_witnesses:
-            print(f"  witness unreached: {w}")
-        if res.coverage is not None and res.coverage.never_enabled:
-            print(f"  never enabled: {', '.join(res.coverage.never_enabled)}")
-        for x in written:
-            print(f"  wrote {x}")
-        print(f"{res.policy} on {res.config}: {res.stats_line()}")
-    return 0 if res.ok else 1
+    known = {k.property: k for k in cmp.known}
+    for n, r in res.properties.items():
+        if r.holds:
+            mark = "holds" if res.complete else f"holds up to {args.max_states:,} states per part (truncated)"
+        else:
+            mark = f"VIOLATED (trace of {r.trace_length} steps, {r.part})"
+            if n in known:
+                mark += f", known: {known[n].finding or 'in the baseline'}"
+        print(f"  {n:48s} {mark}")
+    for w in res.unreached_witnesses:
+        tail = "" if res.complete else " (the search was truncated: not judged)"
+        print(f"  witness unreached: {w}{tail}")
+    if res.coverage is not None and res.coverage.never_enabled and res.complete:
+        print(f"  never enabled: {', '.join(res.coverage.never_enabled)}")
+    for x in written:
+        print(f"  wrote {x}")
+    for x in notes:
+        print(f"  {x}")
+    if args.baseline:
+        for line in cmp.lines():
+            print(f"  {line}")
+    print(f"{res.policy} on {res.config}: {res.stats_line()}")
+    print(summary)
+    return rc
 
 
+# -- matrix -------------------------------------------------------------------------------
 def _cell(r: Any) -> dict[str, Any]:
     return {"holds": r.holds, "trace_length": r.trace_length}
 
 
-def run_matrix(config: str, policies: list[str]) -> tuple[list[str], dict[str, dict[str, Any]], list[Any]]:
+def run_matrix(config: str, policies: list[str],
+               on_policy: Callable[[str, Any], None] | None = None,
+               ) -> tuple[list[str], dict[str, dict[str, Any]], list[Any]]:
+    """Check every property under each policy: (properties, {policy: {property: cell}},
+    the CheckResults). ``on_policy(policy, result)`` is called as each is done."""
     from spec.checker import check
 
     table: dict[str, dict[str, Any]] = {}
@@ -159,90 +459,171 @@ def run_matrix(config: str, policies: list[str]) -> tuple[list[str], dict[str, d
         results.append(res)
         props = list(res.properties)
         table[pol] = {n: _cell(r) for n, r in res.properties.items()}
+        if on_policy is not None:
+            on_policy(pol, res)
     return props, table, results
 
 
-def _render(title: str, props: list[str], cols: list[str], cell: Any) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    t = Table(title=title, show_lines=False)
-    t.add_column("property")
-    for c in cols:
-        t.add_column(c, justify="center")
-    for n in props:
-        t.add_row(n, *(cell(c, n) for c in cols))
-    Console(width=max(120, 50 + 9 * len(cols))).print(t)
+def matrix_word(cell: dict[str, Any]) -> str:
+    """A matrix cell as the README's matrix spells it: ``ok`` or the trace length."""
+    return "ok" if cell["holds"] else str(cell["trace_length"])
 
 
 def _cmd_matrix(args: argparse.Namespace) -> int:
+    from spec.checker import load_config
+
     pols = args.policies or [*PRESET_ORDER, "proposed"]  # history, then the proposal
     for p in pols:
         _validate_policy(p)
-    props, table, results = run_matrix(args.config, pols)
+    cname, _ = load_config(args.config)
+    baseline = load_baseline_arg(args.baseline)
+    _check_outputs(args)
+
+    with _progress(args, "matrix", len(pols), "policies") as pg:
+        props, table, results = run_matrix(
+            args.config, pols, lambda pol, res: pg.advance(states=res.states))
+    cells = {(pol, n): not table[pol][n]["holds"] for pol in pols for n in props}
+    notes: list[str] = []
+    if args.write_baseline:
+        found = [(pol, res.properties[n]) for pol, res in zip(pols, results, strict=True)
+                 for n in props if not res.properties[n].holds]
+        entries = _baseline_entries(found, baseline, "matrix", cname)
+        notes.append(_write_baseline(args, entries, "matrix"))
+        baseline = Baseline(tuple(entries), args.write_baseline)
+    cmp = baseline.compare(cells, cname)
+    judged = bool(args.baseline or args.write_baseline)
+    states = sum(r.states for r in results)
+    bad = sum(cells.values())
+    viol = _plural(bad, "cell") + " violated"
+    if judged:
+        viol += f" ({len(cmp.known)} known, {len(cmp.new)} new)"
+    fixed = f", {len(cmp.fixed)} fixed" if cmp.fixed else ""
+    summary = (f"{_plural(len(pols), 'policy', 'policies')} x "
+               f"{_plural(len(props), 'property', 'properties')}: {viol}, "
+               f"{len(cells) - bad} hold{fixed} ({cname}, {_plural(states, 'state')})")
+    rc = verdict(cmp)
+
     if args.json:
-        print(json.dumps({"properties": props, "policies": table}, indent=2))
-        return 0
+        _emit_json(args, {"properties": props, "policies": table, "baseline": cmp.to_json(),
+                          "summary": summary, "exit_code": rc})
+        if args.json == "-":
+            return rc
 
-    def cell(pol: str, n: str) -> str:
-        c = table[pol][n]
-        return "holds" if c["holds"] else str(c["trace_length"])
+    new = set(cmp.new)
 
-    _render(f"properties x presets on {args.config} (cell: holds, or shortest trace length)",
-            props, pols, cell)
+    def word(pol: str, n: str) -> str:
+        w = matrix_word(table[pol][n])
+        return f"!{w}" if judged and (pol, n) in new else w
+
+    width = table_width()
+    first = max(len("property"), *(len(n) for n in props))
+    colw = [max(len(pol), *(len(word(pol, n)) for n in props)) for pol in pols]
+    chunks = column_chunks(first, colw, width)
+    legend = "cell: ok, or the length of the shortest counterexample"
+    if judged:
+        legend += "; !: not in the baseline"
+    for i, chunk in enumerate(chunks):
+        cols = [pols[j] for j in chunk]
+        part = f" [{i + 1}/{len(chunks)}]" if len(chunks) > 1 else ""
+        print(f"properties x policies on {cname}{part} ({legend})")
+        for line in text_table(["property", *cols], [[n, *(word(c, n) for c in cols)]
+                                                     for n in props], width=width):
+            print(line)
+        print()
     for pol, res in zip(pols, results, strict=True):
-        print(f"  {pol}: {res.stats_line()}")
-    return 0
+        print(textwrap.fill(f"{pol}: {res.stats_line()}", width, initial_indent="  ",
+                            subsequent_indent="    "))
+    for x in notes:
+        print(f"  {x}")
+    if args.baseline:
+        for line in cmp.lines():
+            print(f"  {line}")
+    print(summary)
+    return rc
 
 
+# -- mutants ------------------------------------------------------------------------------
 def _cmd_mutants(args: argparse.Namespace) -> int:
-    from spec.checker import check
+    from spec.checker import check, load_config
 
+    cname, _ = load_config(args.config)
+    baseline = load_baseline_arg(args.baseline)
+    _check_outputs(args)
     muts = mutants()
     configs = {name: mutant_config(name, args.config) for name in muts}
     kills: dict[str, dict[str, int | None]] = {}
     props: list[str] = []
-    for name, pol in muts.items():
-        res = check(pol, configs[name], None, witnesses=False, coverage=False)
-        props = list(res.properties)
-        kills[name] = {n: r.trace_length for n, r in res.properties.items()}
-        print(f"  {name:36s} {res.config:8s} {res.stats_line()}", file=sys.stderr)
-    base = check("current", args.config, None, witnesses=False, coverage=False)
+    states = 0
+    with _progress(args, "mutants", len(muts) + 1, "variants") as pg:
+        for name, pol in muts.items():
+            res = check(pol, configs[name], None, witnesses=False, coverage=False)
+            props = list(res.properties)
+            kills[name] = {n: r.trace_length for n, r in res.properties.items()}
+            states += res.states
+            pg.advance(states=res.states)
+        base = check("current", args.config, None, witnesses=False, coverage=False)
+        states += base.states
+        pg.advance(states=base.states)
     survivors = []
     table: dict[str, dict[str, Any]] = {}
     for n in props:
         killed_by = {m: k[n] for m, k in kills.items() if k[n] is not None}
-        table[n] = {
-            "current": base.properties[n].trace_length,
-            "killed_by": killed_by,
-        }
+        table[n] = {"current": base.properties[n].trace_length, "killed_by": killed_by}
         if not killed_by:
             survivors.append(n)
+    cells = {("current", n): not r.holds for n, r in base.properties.items()}
+    notes: list[str] = []
+    if args.write_baseline:
+        found = [("current", r) for r in base.properties.values() if not r.holds]
+        entries = _baseline_entries(found, baseline, "mutants", cname)
+        notes.append(_write_baseline(args, entries, "mutants"))
+        baseline = Baseline(tuple(entries), args.write_baseline)
+    judged = bool(args.baseline or args.write_baseline)
+    cmp = baseline.compare(cells, cname)
+    cur_bad = sum(cells.values())
+    cur = f"current: {cur_bad} violated"
+    if judged:
+        cur += f" ({len(cmp.known)} known, {len(cmp.new)} new)"
+    summary = (f"{_plural(len(muts), 'variant')} x {_plural(len(props), 'property', 'properties')}: "
+               f"{len(props) - len(survivors)} killed, {len(survivors)} survive; {cur} "
+               f"({cname}, {_plural(states, 'state')})")
+    rc = 1 if survivors or (judged and not cmp.ok) else 0
+
     if args.json:
         own = {m: Path(c).stem for m, c in configs.items() if c != args.config}
-        print(json.dumps({"mutants": muts, "configs": own, "properties": table,
-                          "survivors": survivors}, indent=2))
-    else:
-        from rich.console import Console
-        from rich.table import Table
-
-        t = Table(title=f"kill table on {args.config}: the variants under which each property "
-                        "is violated (shortest trace length)")
-        t.add_column("property")
-        t.add_column("current", justify="center")
-        t.add_column("killed by (mutant: length)")
-        for n in props:
-            cur = base.properties[n].trace_length
-            killed = ", ".join(f"{m}: {v}" for m, v in table[n]["killed_by"].items())
-            t.add_row(n, "holds" if cur is None else str(cur), killed or "NOBODY")
-        Console(width=200).print(t)
-        for m, c in configs.items():
-            if c != args.config:
-                print(f"  {m} runs on its own bound {Path(c).stem} (spec/mutant_configs)")
-        for n in props:
-            if base.properties[n].trace_length is not None:
-                print(f"  note: {n} is violated under current too "
-                      f"({base.properties[n].trace_length} steps): see FINDINGS.md")
-        for n in survivors:
-            print(f"  SURVIVES every mutant: {n}")
-    return 1 if survivors else 0
+        _emit_json(args, {"mutants": muts, "configs": own, "properties": table,
+                          "survivors": survivors, "baseline": cmp.to_json() if judged else None,
+                          "summary": summary, "exit_code": rc})
+        if args.json == "-":
+            return rc
+    width = table_width()
+    rows = []
+    for n in props:
+        c = base.properties[n].trace_length
+        killed = ", ".join(f"{m}: {v}" for m, v in table[n]["killed_by"].items())
+        rows.append([n, "ok" if c is None else str(c), killed or "NOBODY"])
+    print(f"kill table on {cname}: the variants under which each property is violated "
+          "(shortest trace length)")
+    for line in text_table(["property", "current", "killed by (mutant: length)"], rows,
+                           width=width, align="lrl"):
+        print(line)
+    print()
+    for m, c in configs.items():
+        if c != args.config:
+            print(f"  {m} runs on its own bound {Path(c).stem} (spec/mutant_configs)")
+    known = {k.property for k in cmp.known}
+    for n in props:
+        length = base.properties[n].trace_length
+        if length is not None:
+            tag = " (in the baseline)" if n in known else ""
+            print(f"  note: {n} is violated under current too ({length} steps){tag}: "
+                  "see FINDINGS.md")
+    for n in survivors:
+        print(f"  SURVIVES every mutant: {n}")
+    for x in notes:
+        print(f"  {x}")
+    if args.baseline:
+        for line in cmp.lines():
+            print(f"  {line}")
+    print(summary)
+    return rc

@@ -210,9 +210,12 @@ def test_json_shape_and_exit_codes(slow_writer: Path, capsys):
 
 
 def test_matrix_json_shape(slow_writer: Path, capsys):
+    # adr-111 repeats the write (no fence yet): a violation no baseline lists, so exit 1
     assert main(["matrix", "--config", str(slow_writer), "--policy", "adr-111",
-                 "--policy", "current", "--json"]) == 0
+                 "--policy", "current", "--json"]) == 1
     d = json.loads(capsys.readouterr().out)
+    assert d["exit_code"] == 1
+    assert ["adr-111", "no_write_applied_twice_without_audit"] in d["baseline"]["new"]
     assert d["properties"] == [*P.SAFETY, *P.LIVENESS]
     assert set(d["policies"]) == {"adr-111", "current"}
     cell = d["policies"]["adr-111"]["no_write_applied_twice_without_audit"]

@@ -1,0 +1,223 @@
+"""Baselines: the violations a project knows about and accepts for a stated reason, so that
+a CI job fails only on a new one.
+
+A baseline is a TOML file of ``[[known]]`` entries (spec/baselines/current.toml is the
+shipped one)::
+
+    [[known]]
+    policy = "current"                                  # or policies = ["adr-112", ...]
+    property = "no_write_applied_twice_without_audit"   # or properties = [...]
+    finding = "F1"                                      # optional
+    config = "small"                                    # optional: where it was observed
+    reason = "FINDINGS.md F1: a crash between a write's fence clear and its audit insert ..."
+
+``load_baseline(path)`` validates it like a configuration (one ``ConfigError`` line naming
+the entry, the field and the fix). ``Baseline.compare(cells)`` takes what a command observed,
+``{(policy, property): violated}``, and sorts it into
+
+* known: violated and listed (accepted),
+* new: violated and not listed (a regression: exit 1),
+* fixed: listed but holding now (a warning: the entry can go). An entry whose
+  (policy, property) was not checked is not judged at all; nor is an entry with a ``config``
+  when another configuration was checked: a violation is accepted on any configuration, but
+  that it holds only means "fixed" on the configuration it was observed on (a smaller one
+  may simply not reach it).
+
+Any command that judges (policy, property) cells can use it: ``check``, ``matrix`` and
+``mutants`` (spec/cli.py), ``simulate`` (its observed violations per policy), ``scope``.
+:func:`write_baseline` records observed violations as a baseline to start from.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from model.config import ConfigError, check_keys, read_toml
+from model.policy import UnknownPolicy, parse_policy
+
+__all__ = ["Baseline", "Comparison", "Known", "load_baseline", "write_baseline", "baseline_text"]
+
+Cell = tuple[str, str]  # (policy, property)
+
+ENTRY_KEYS = {"policy", "policies", "property", "properties", "finding", "config", "reason"}
+
+
+@dataclass(frozen=True)
+class Known:
+    """One accepted violation: ``property`` is violated under ``policy`` for ``reason``
+    (observed on ``config``: only there does a holding cell make it "fixed")."""
+
+    policy: str
+    property: str
+    reason: str
+    finding: str | None = None
+    config: str | None = None
+
+    @property
+    def cell(self) -> Cell:
+        return (self.policy, self.property)
+
+    def judged_on(self, config: str | None) -> bool:
+        """May a holding cell on ``config`` report this entry as fixed?"""
+        return self.config is None or self.config == config
+
+    def label(self) -> str:
+        f = f" [{self.finding}]" if self.finding else ""
+        return f"{self.policy} / {self.property}{f}"
+
+
+@dataclass
+class Comparison:
+    """Observed cells against a baseline (see the module docstring)."""
+
+    known: list[Known] = field(default_factory=list)
+    new: list[Cell] = field(default_factory=list)
+    fixed: list[Known] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Nothing new is violated (fixed entries are warnings, not failures)."""
+        return not self.new
+
+    def lines(self) -> list[str]:
+        """One line per new violation and per fixed entry, for the person reading."""
+        out = [f"NEW violation (not in the baseline): {pol} / {prop}" for pol, prop in self.new]
+        out += [f"warning: fixed (listed in the baseline, holds now; remove the entry): {k.label()}"
+                for k in self.fixed]
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "known": [list(k.cell) for k in self.known],
+            "new": [list(c) for c in self.new],
+            "fixed": [list(k.cell) for k in self.fixed],
+        }
+
+
+@dataclass(frozen=True)
+class Baseline:
+    entries: tuple[Known, ...] = ()
+    path: str | None = None
+
+    def find(self, policy: str, prop: str, config: str | None = None) -> Known | None:
+        """The entry accepting (policy, property): the one observed on ``config`` if there is
+        one, else any."""
+        hits = [k for k in self.entries if k.policy == policy and k.property == prop]
+        return next((k for k in hits if k.config == config), hits[0] if hits else None)
+
+    def compare(self, cells: Mapping[Cell, bool], config: str | None = None) -> Comparison:
+        """``cells``: (policy, property) -> violated, for every cell the command checked.
+        ``config``: the checked configuration's name (an entry observed on another one is
+        never reported as fixed)."""
+        cmp = Comparison()
+        for (pol, prop), violated in cells.items():
+            if not violated:
+                continue
+            k = self.find(pol, prop, config)
+            if k is None:
+                cmp.new.append((pol, prop))
+            else:
+                cmp.known.append(k)
+        for k in self.entries:
+            if k.judged_on(config) and k.cell in cells and not cells[k.cell]:
+                cmp.fixed.append(k)
+        return cmp
+
+
+def _names(e: dict[str, Any], one: str, many: str, where: str, fix: str) -> list[str]:
+    if (one in e) == (many in e):
+        raise ConfigError(f"{where}{one}: give exactly one of {one} = \"...\" or {many} = [...]")
+    if one in e:
+        v = e[one]
+        if not isinstance(v, str) or not v:
+            raise ConfigError(f"{where}{one}: expected {fix}, got {v!r}")
+        return [v]
+    v = e[many]
+    if not isinstance(v, list) or not v or not all(isinstance(x, str) and x for x in v):
+        raise ConfigError(f"{where}{many}: expected a non-empty list of {fix}s, got {v!r}")
+    return list(v)
+
+
+def baseline_from_dict(data: dict[str, Any], source: str = "baseline") -> Baseline:
+    """Validate a parsed baseline table (``source`` prefixes every error)."""
+    from spec.properties import LIVENESS, SAFETY
+
+    props = [*SAFETY, *LIVENESS]
+    check_keys(data, {"known", "description"}, f"{source}: ")
+    raw = data.get("known", [])
+    if not isinstance(raw, list) or not all(isinstance(x, dict) for x in raw):
+        raise ConfigError(f"{source}: known: expected an array of [[known]] tables")
+    entries: list[Known] = []
+    seen: dict[tuple[str, str, str | None], int] = {}
+    for i, e in enumerate(raw):
+        where = f"{source}: known[{i}]."
+        check_keys(e, ENTRY_KEYS, where)
+        pols = _names(e, "policy", "policies", where, "a policy name")
+        names = _names(e, "property", "properties", where, "a property name")
+        for p in pols:
+            try:
+                parse_policy(p)
+            except UnknownPolicy as err:
+                raise ConfigError(f"{where}policy: {err}") from None
+        for n in names:
+            if n not in props:
+                import difflib
+
+                near = difflib.get_close_matches(n, props, n=1)
+                hint = f"did you mean {near[0]!r}?" if near else f"use one of {', '.join(props)}"
+                raise ConfigError(f"{where}property: unknown property {n!r}; {hint}")
+        reason = e.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise ConfigError(f"{where}reason: missing; say why this violation is accepted "
+                              "(a finding, a REFERENCE.md section)")
+        finding = e.get("finding")
+        if finding is not None and (not isinstance(finding, str) or not finding):
+            raise ConfigError(f"{where}finding: expected a finding's name such as \"F1\", "
+                              f"got {finding!r}")
+        config = e.get("config")
+        if config is not None and (not isinstance(config, str) or not config):
+            raise ConfigError(f"{where}config: expected a configuration's name such as "
+                              f"\"small\", got {config!r}")
+        for p in pols:
+            for n in names:
+                key = (p, n, config)
+                if key in seen:
+                    raise ConfigError(f"{where}: {p} / {n} is already listed in "
+                                      f"known[{seen[key]}]; remove one of them")
+                seen[key] = i
+                entries.append(Known(p, n, reason.strip(), finding, config))
+    return Baseline(tuple(entries), source)
+
+
+def load_baseline(path: str | Path) -> Baseline:
+    """The baseline at ``path``; any problem is one ConfigError line naming the path."""
+    return baseline_from_dict(read_toml(str(path)), str(path))
+
+
+def _q(s: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's)."""
+    return json.dumps(s, ensure_ascii=False)
+
+
+def baseline_text(entries: Iterable[Known], header: str = "") -> str:
+    """TOML text of ``entries``, one ``[[known]]`` table each (``header``: comment lines)."""
+    out = [f"# {line}".rstrip() for line in header.splitlines()]
+    for k in entries:
+        out += ["", "[[known]]", f"policy = {_q(k.policy)}", f"property = {_q(k.property)}"]
+        if k.finding:
+            out.append(f"finding = {_q(k.finding)}")
+        if k.config:
+            out.append(f"config = {_q(k.config)}")
+        out.append(f"reason = {_q(k.reason)}")
+    return "\n".join(out).lstrip("\n") + "\n"
+
+
+def write_baseline(path: str | Path, entries: Iterable[Known], header: str = "") -> Path:
+    """Write ``entries`` as a baseline file (it loads back with :func:`load_baseline`)."""
+    p = Path(path)
+    p.write_text(baseline_text(entries, header), encoding="utf-8")
+    return p
