@@ -218,13 +218,12 @@ def default_baseline_path() -> str:
     return str(Path(spec.__file__).resolve().parent / "baselines" / "current.toml")
 
 
-def load_known(path: str) -> dict[tuple[str, str], str]:
-    """``{(policy, property): reason}`` of a baseline file (spec/baseline.py's format)."""
-    from spec import baseline as sbaseline
+def load_known(path: str):
+    """The baseline at ``path`` (spec/baseline.py; one ConfigError line if it is unusable)."""
+    from spec.baseline import load_baseline
 
     check_input_file(path, "--baseline")
-    bl = sbaseline.load(path)
-    return {(e.policy, e.property): e.reason for e in bl.entries}
+    return load_baseline(path)
 
 
 # -- simulate --------------------------------------------------------------------------------
@@ -251,7 +250,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         baseline_path = default_baseline_path()
     if args.no_baseline:
         baseline_path = None
-    known = load_known(baseline_path) if baseline_path else None
+    baseline = load_known(baseline_path) if baseline_path else None
     n_runs = args.runs if args.runs is not None else cfg.runs
     seed = args.seed if args.seed is not None else cfg.seed
 
@@ -286,39 +285,67 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             del sim
     total = time.perf_counter() - t0
 
+    verdict = judge(results, baseline, Path(path).stem, stop is not None)
+    known = verdict["knowns"] if baseline is not None else None
     headline = None
     if side and not args.violations_dir and stop is None:
         headline = _write_headline(results, viol_objs, known, seed)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(results if side else results[0], f, indent=1, sort_keys=True)
-    verdict = judge(results, known, stop is not None)
     report(results, path, total, verdict, stop=stop, known=known, baseline_path=baseline_path,
            headline=headline, side=side, violations_dir=args.violations_dir, n_runs=n_runs, seed=seed)
     return 1 if verdict["new"] else 0
 
 
-def judge(results: list[dict[str, Any]], known: dict[tuple[str, str], str] | None,
-          stopped: bool) -> dict[str, Any]:
-    """The verdict: violated (policy, property) pairs split into new and known, and the
-    baseline entries of the simulated policies that did not fail."""
+def judge(results: list[dict[str, Any]], baseline: Any, config: str, stopped: bool) -> dict[str, Any]:
+    """The verdict: the violated (policy, property) pairs (with their violating runs) split
+    into new and known (``knowns``: pair -> the baseline's entry), and the baseline entries
+    reported as fixed (spec/baseline.py: only an entry without ``config``, or observed on a
+    configuration of this name, is judged; a stopped simulation judges none)."""
+    from .invariants import load_safety
+
     violated: dict[tuple[str, str], int] = {}
     for r in results:
         for v in r["violations"]:
             key = (r["policy"], v["property"])
             violated[key] = violated.get(key, 0) + len(v["runs"])
-    if known is None:
-        return {"violated": violated, "new": sorted(violated), "known": [], "unseen": []}
-    new = sorted(k for k in violated if k not in known)
-    kn = sorted(k for k in violated if k in known)
-    unseen: list[tuple[str, str]] = []
+    if baseline is None:
+        return {"violated": violated, "new": sorted(violated), "known": [], "knowns": {}, "fixed": []}
+    cells = {k: True for k in violated}
     if not stopped:
-        from .invariants import load_safety
+        for r in results:
+            for prop in load_safety()[0]:
+                cells.setdefault((r["policy"], prop), False)
+    cmp = baseline.compare(cells, config)
+    knowns = {k.cell: k for k in cmp.known}
+    return {"violated": violated, "new": sorted(cmp.new), "known": sorted(knowns), "knowns": knowns,
+            "fixed": list(cmp.fixed)}
 
-        checked = set(load_safety()[0])
-        simulated = {r["policy"] for r in results}
-        unseen = sorted(k for k in known if k[0] in simulated and k[1] in checked and k not in violated)
-    return {"violated": violated, "new": new, "known": kn, "unseen": unseen}
+
+def finding_label(k: Any) -> str:
+    """A known entry's short name: its finding (F1), else the REFERENCE.md 16.x narrative
+    its reason cites, else 'known'."""
+    if getattr(k, "finding", None):
+        return k.finding
+    m = re.search(r"\b16\.\d+(?:/16\.\d+)?", k.reason)
+    if m:
+        return m.group(0)
+    return "not a finding" if k.reason.lower().startswith("not a finding") else "known"
+
+
+def first_clause(text: str) -> str:
+    """The reason up to its first '; ' or '. ' outside parentheses (the whole reason is in
+    the baseline file)."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        elif ch in ";." and depth == 0 and text[i + 1:i + 2] == " " and i > 0 and not text[i - 1].isdigit():
+            return text[:i]
+    return text
 
 
 def _policy_rank(pol: str, order: list[str]) -> tuple[int, int]:
@@ -326,8 +353,9 @@ def _policy_rank(pol: str, order: list[str]) -> tuple[int, int]:
 
 
 def _headline_violation(results, viol_objs, known):
-    """The violation the closing advice replays: a new one first, else current's first by
-    property order (the central guarantees first); None if nothing was violated."""
+    """The violation the closing advice replays: a new one first, else current's, one that
+    is a finding (F1..) before one that is not, in property order (the central guarantees
+    first); None if nothing was violated."""
     from spec.properties import SAFETY
 
     order = [r["policy"] for r in results]
@@ -337,8 +365,9 @@ def _headline_violation(results, viol_objs, known):
         for k, v in enumerate(vs):
             if v.scenario is None:
                 continue
-            is_known = known is not None and (pol, v.property) in known
-            key = (is_known, _policy_rank(pol, order), prop_rank.get(v.property, 99), v.time)
+            entry = known.get((pol, v.property)) if known is not None else None
+            finding = bool(entry is not None and getattr(entry, "finding", None))
+            key = (entry is not None, _policy_rank(pol, order), not finding, prop_rank.get(v.property, 99), v.time)
             if best is None or key < best[0]:
                 best = (key, pol, k, v)
     return best
@@ -351,8 +380,9 @@ def _write_headline(results, viol_objs, known, seed) -> dict[str, Any] | None:
     _key, pol, k, v = best
     directory = os.path.join(tempfile.gettempdir(), f"failclosed-simulate-seed{seed}")
     path = write_scenario(pol, seed, v, k, directory)
+    k = known.get((pol, v.property)) if known is not None else None
     return {"policy": pol, "property": v.property, "runs": v.runs, "time": v.time, "path": path,
-            "known": known is not None and (pol, v.property) in known}
+            "known": k is not None, "label": finding_label(k) if k is not None else ""}
 
 
 # -- the report ---------------------------------------------------------------------------------
@@ -454,7 +484,8 @@ def _property_rows(results: list[dict[str, Any]], verdict: dict[str, Any],
             return "[green]ok[/]"
         if known is None:
             return f"[red]{_plural(n, 'run')}[/]"
-        return f"[yellow]{n} known[/]" if (pol, p) in known else f"[bold red]{n} NEW[/]"
+        k = known.get((pol, p))
+        return f"[yellow]{n} {finding_label(k)}[/]" if k is not None else f"[bold red]{n} NEW[/]"
 
     rows = [("all properties", [
         "[green]hold[/]" if not r["violations"] else f"[red]{len({v['property'] for v in r['violations']})} violated[/]"
@@ -512,7 +543,7 @@ def report(results, path, total, verdict, *, stop, known, baseline_path, headlin
     if known is not None:
         _report_meaning(con, verdict, known, pols)
     if headline is not None:
-        what = "" if known is None else ("known: " if headline["known"] else "NEW: ")
+        what = "" if known is None else (f"known, {headline['label']}: " if headline["known"] else "NEW: ")
         first = "first new" if known is not None and not headline["known"] else "first"
         con.print(f"Next: the {first} violation ({what}{headline['policy']}, "
                   f"{headline['property']}, run {', '.join(headline['runs'])}, t={headline['time']:.3f} s) "
@@ -552,27 +583,36 @@ def _report_files(con, results, violations_dir) -> None:
         con.print(f"    and {len(files) - LIST_FILES} more in {violations_dir}/")
 
 
+def _hanging(con, text: str) -> None:
+    """One item, wrapped to the console's width with a hanging indent."""
+    import textwrap
+
+    con.print(textwrap.fill(text, con.width, initial_indent="  ", subsequent_indent="      ",
+                            break_long_words=False, break_on_hyphens=False), markup=False)
+
+
 def _report_meaning(con, verdict, known, pols) -> None:
-    """What the violations mean: each known one with its baseline reason, each new one."""
-    groups: dict[tuple[str, str], list[str]] = {}
+    """What the violations mean: each known one with its finding and the first clause of
+    the baseline's reason, each new one, and the entries reported as fixed."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
     for pol, prop in verdict["known"]:
-        groups.setdefault((prop, known[(pol, prop)]), []).append(pol)
-    if verdict["known"]:
-        con.print("What this means: known violations (the baseline's reasons):")
-        for (prop, reason), ps in sorted(groups.items(), key=lambda kv: min(pols.index(p) for p in kv[1])):
-            ps = sorted(ps, key=pols.index)
-            con.print(f"  [yellow]{prop}[/] ({', '.join(ps)}): {reason}")
+        k = known[(pol, prop)]
+        groups.setdefault((prop, finding_label(k), k.reason), []).append(pol)
+    if verdict["known"] and not verdict["new"]:
+        con.print("What this means: every violation is a known one (the baseline's reasons, in full in the file):")
+    elif verdict["known"]:
+        con.print("Known violations (the baseline's reasons, in full in the file):")
+    for (prop, label, reason), ps in sorted(groups.items(), key=lambda kv: min(pols.index(p) for p in kv[1])):
+        ps = sorted(ps, key=pols.index)
+        _hanging(con, f"{label} {prop} ({', '.join(ps)}): {first_clause(reason)}")
     if verdict["new"]:
-        con.print("[bold red]NEW violations[/] (not in the baseline; a regression, or a finding to record):")
+        con.print("[bold red]NEW violations[/] (not in the baseline: a regression, or a finding to record "
+                  "in FINDINGS.md and the baseline):")
         for pol, prop in verdict["new"]:
-            con.print(f"  [bold red]{prop}[/] under {pol}: {verdict['violated'][(pol, prop)]} runs")
-    if verdict["unseen"]:
-        by: dict[str, list[str]] = {}
-        for pol, prop in verdict["unseen"]:
-            by.setdefault(pol, []).append(prop)
-        con.print("Baseline entries not violated in this simulation (fixed, or not reached by this sample; "
-                  "`failclosed check` decides): "
-                  + "; ".join(f"{pol}: {', '.join(ps)}" for pol, ps in sorted(by.items(), key=lambda kv: pols.index(kv[0]))))
+            con.print(f"  [bold red]{prop}[/] under {pol}: {_plural(verdict['violated'][(pol, prop)], 'run')}")
+    for k in verdict["fixed"]:
+        con.print(f"[yellow]warning: fixed[/] (listed in the baseline, holds in this simulation; "
+                  f"remove the entry): {k.label()}")
 
 
 # -- sweep -----------------------------------------------------------------------------------

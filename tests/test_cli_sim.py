@@ -477,3 +477,103 @@ def test_simulate_many_on_spawned_processes_matches_in_process():
     assert [r["history_sha256"] for r, _ in here] == [r["history_sha256"] for r, _ in there]
     assert [len(recs) for _, recs in there] == [4, 4, 4, 4]
     assert all(r.spec is None and r.finished for _, recs in there for r in recs)
+
+
+# -- baselines --------------------------------------------------------------------------------
+def _violated(tmp_path, capsys) -> tuple[str, list[str]]:
+    cfg = write(tmp_path, "outlives.toml", OUTLIVES)
+    js = tmp_path / "v.json"
+    code, _, _ = run(["simulate", cfg, "--json", str(js), "--quiet"], capsys)
+    assert code == 1
+    props = sorted({v["property"] for v in json.loads(js.read_text())["violations"]})
+    assert len(props) >= 2
+    return cfg, props
+
+
+def _baseline(tmp_path, name: str, entries: list[tuple[str, str]]) -> str:
+    text = "".join(f'[[known]]\npolicy = "{p}"\nproperty = "{q}"\nreason = "accepted for the test ({q})"\n\n'
+                   for p, q in entries)
+    return write(tmp_path, name, text)
+
+
+def test_simulate_baseline_known_violations_exit_0_and_a_holding_entry_is_fixed(tmp_path, capsys,
+                                                                                 quiet_progress):
+    cfg, props = _violated(tmp_path, capsys)
+    bl = _baseline(tmp_path, "bl.toml", [("owner-guard", p) for p in props] + [("owner-guard", "no_zombie_settle")])
+    code, out, _ = run(["simulate", cfg, "--baseline", bl], capsys)
+    assert code == 0
+    flat = " ".join(out.split())
+    assert "every violation is a known one" in flat
+    for p in props:
+        assert f"known {p} (owner-guard): accepted for the test ({p})" in flat
+    assert "warning: fixed" in flat and "owner-guard / no_zombie_settle" in flat
+    assert out.strip().splitlines()[-1] == f"1 policy x 4 runs: 0 new violations, {len(props)} known, 0 clean (seed 1)"
+
+
+def test_simulate_baseline_a_violation_it_does_not_list_exits_1(tmp_path, capsys, quiet_progress):
+    cfg, props = _violated(tmp_path, capsys)
+    bl = _baseline(tmp_path, "bl.toml", [("owner-guard", props[0])])
+    code, out, _ = run(["simulate", cfg, "--baseline", bl], capsys)
+    assert code == 1
+    flat = " ".join(out.split())
+    for p in props[1:]:
+        assert re.search(rf"{p} under owner-guard: \d+ runs?", flat)
+    new = len(props) - 1
+    assert out.strip().splitlines()[-1] == (f"1 policy x 4 runs: {new} NEW violation{'' if new == 1 else 's'}, "
+                                            "1 known, 0 clean (seed 1)")
+
+
+def test_simulate_shipped_baseline_entries_of_another_config_are_not_reported_fixed(tmp_path, capsys,
+                                                                                    quiet_progress):
+    cfg, _ = _violated(tmp_path, capsys)
+    code, out, _ = run(["simulate", cfg, "--baseline", commands.default_baseline_path()], capsys)
+    assert code == 0  # owner-guard's violations of this workload are REFERENCE.md 16.x narratives
+    assert "16.8" in out and "warning: fixed" not in out
+
+
+@pytest.mark.parametrize("text, needle", [
+    (None, "no such file"),
+    ('[[known]]\npolicy = "current"\nproperty = "no_such_property"\nreason = "x"\n', "unknown property"),
+    ('[[known]]\npolicy = "current"\nproperty = "stream_order"\n', "reason: missing"),
+])
+def test_simulate_bad_baseline_is_one_line_before_any_work(tmp_path, capsys, no_work, text, needle):
+    cfg = write(tmp_path, "c.toml", CLEAN)
+    bl = str(tmp_path / "none.toml") if text is None else write(tmp_path, "bl.toml", text)
+    code, _, err = run(["simulate", cfg, "--baseline", bl], capsys)
+    assert code == 2
+    assert needle in one_error_line(err)
+
+
+def test_side_by_side_uses_the_shipped_baseline(tmp_path, capsys, monkeypatch, quiet_progress):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run(["simulate", "--runs", "30"], capsys)
+    assert code == 0  # only known violations: the README's first command passes
+    assert not [x for x in out.splitlines() if len(x) > 80 and not x.startswith("    failclosed ")]
+    assert "(baseline spec/baselines/current.toml)" in out
+    assert "every violation is a known one" in out
+    assert re.fullmatch(r"6 policies x 30 runs: 0 new violations, \d+ known, \d clean \(seed 1\)",
+                        out.strip().splitlines()[-1])
+    code, _, _ = run(["simulate", "--runs", "30", "--no-baseline"], capsys)
+    assert code == 1
+
+
+@pytest.mark.slow
+def test_the_main_job_names_the_findings_and_how_to_replay_one(tmp_path, capsys, monkeypatch, quiet_progress):
+    """`failclosed simulate`, the README's first command, as shipped (about 30 s)."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    code, out, _ = run(["simulate"], capsys)
+    assert code == 0
+    flat = " ".join(out.split())
+    for label in ("F1 no_write_applied_twice_without_audit", "F2 stream_order", "F4 no_zombie_append",
+                  "16.9 writes_only_under_fence"):
+        assert label in flat
+    replay = [x.split()[-1] for x in out.splitlines() if x.startswith("    failclosed replay ")]
+    assert len(replay) == 1 and "no_write_applied_twice_without_audit" in replay[0]
+    proc = subprocess.run([sys.executable, "-m", "sim.cli", "replay", replay[0]], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
