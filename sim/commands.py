@@ -86,12 +86,7 @@ def check_input_file(path: str, flag: str) -> None:
 def read_config(path: str, flag: str = "CONFIG") -> dict[str, Any]:
     """A TOML file's table; a directory, binary or unreadable file is one ConfigError line."""
     check_input_file(path, flag)
-    try:
-        return read_toml(path)
-    except UnicodeDecodeError:
-        raise ConfigError(f"{flag} {path}: not a text file (not UTF-8); give a TOML config such as sim/configs/default.toml") from None
-    except OSError as e:
-        raise ConfigError(f"{flag} {path}: cannot read it ({e.strerror or e}); check the path") from None
+    return read_toml(path)  # not UTF-8, not TOML: one line naming the path (model/config.py)
 
 
 def check_output_file(path: str | None, flag: str, formats: tuple[str, ...] | None = None) -> None:
@@ -543,12 +538,11 @@ def report(results, path, total, verdict, *, stop, known, baseline_path, headlin
     if known is not None:
         _report_meaning(con, verdict, known, pols)
     if headline is not None:
-        what = "" if known is None else (f"known, {headline['label']}: " if headline["known"] else "NEW: ")
-        first = "first new" if known is not None and not headline["known"] else "first"
-        con.print(f"Next: the {first} violation ({what}{headline['policy']}, "
-                  f"{headline['property']}, run {', '.join(headline['runs'])}, t={headline['time']:.3f} s) "
-                  f"was written to {os.path.dirname(headline['path'])}/ (pass --violations-dir DIR to write "
-                  "every counterexample). Replay it step by step, and draw it:")
+        what = "" if known is None else (f"{headline['label']} " if headline["known"] else "NEW ")
+        con.print(f"Next: look at {headline['policy']}'s {what}violation of {headline['property']} (run "
+                  f"{', '.join(headline['runs'])}, t={headline['time']:.3f} s), written as a scenario to "
+                  f"{os.path.dirname(headline['path'])}/ (--violations-dir DIR writes every counterexample). "
+                  "Replay it step by step, and draw it:")
         con.print(f"    failclosed replay {headline['path']}", soft_wrap=True)
         con.print(f"    failclosed plot swimlane {headline['path']} --out swimlane.png", soft_wrap=True)
     elif verdict["violated"] and not violations_dir and not side:
@@ -594,17 +588,23 @@ def _hanging(con, text: str) -> None:
 def _report_meaning(con, verdict, known, pols) -> None:
     """What the violations mean: each known one with its finding and the first clause of
     the baseline's reason, each new one, and the entries reported as fixed."""
-    groups: dict[tuple[str, str, str], list[str]] = {}
+    from spec.properties import SAFETY
+
+    order = {n: k for k, n in enumerate(SAFETY)}
+    groups: dict[tuple[str, str], tuple[set[str], set[str]]] = {}  # (label, reason) -> props, policies
     for pol, prop in verdict["known"]:
         k = known[(pol, prop)]
-        groups.setdefault((prop, finding_label(k), k.reason), []).append(pol)
+        props, ps = groups.setdefault((finding_label(k), k.reason), (set(), set()))
+        props.add(prop)
+        ps.add(pol)
     if verdict["known"] and not verdict["new"]:
         con.print("What this means: every violation is a known one (the baseline's reasons, in full in the file):")
     elif verdict["known"]:
         con.print("Known violations (the baseline's reasons, in full in the file):")
-    for (prop, label, reason), ps in sorted(groups.items(), key=lambda kv: min(pols.index(p) for p in kv[1])):
-        ps = sorted(ps, key=pols.index)
-        _hanging(con, f"{label} {prop} ({', '.join(ps)}): {first_clause(reason)}")
+    for (label, reason), (props, ps) in sorted(groups.items(), key=lambda kv: (min(pols.index(p) for p in kv[1][1]),
+                                                                             min(order.get(q, 99) for q in kv[1][0]))):
+        names = ", ".join(sorted(props, key=lambda q: order.get(q, 99)))
+        _hanging(con, f"{label} {names} ({', '.join(sorted(ps, key=pols.index))}): {first_clause(reason)}")
     if verdict["new"]:
         con.print("[bold red]NEW violations[/] (not in the baseline: a regression, or a finding to record "
                   "in FINDINGS.md and the baseline):")

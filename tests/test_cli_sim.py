@@ -112,7 +112,7 @@ def quiet_progress(monkeypatch):
 @pytest.mark.parametrize("kind, needle", [
     ("dir", "is a directory"),
     ("missing", "no such file"),
-    ("binary", "not a text file"),
+    ("binary", "not UTF-8 text"),
 ])
 def test_simulate_rejects_a_config_that_is_not_a_toml_file(tmp_path, capsys, no_work, kind, needle):
     path = {"dir": str(tmp_path),
