@@ -28,7 +28,8 @@ sweep
     ``--seeds N`` seeds, on local processes (``--jobs``, spawned) or a dask cluster
     (``--dask``); one CSV row per simulation, appended as it completes (an interrupted sweep
     keeps its rows, and a rerun skips the rows already in the file; a file with other
-    columns is refused).
+    columns is refused). Exit 1 if a simulation of the grid violated a property that
+    ``--baseline FILE`` does not list (any violation without one).
 
 plot
     ``swimlane`` of a history (JSONL) or a scenario (TOML); ``lease-curves`` of a sweep CSV.
@@ -643,7 +644,7 @@ def parse_params(items: list[str]) -> list[tuple[str, list[Any]]]:
     return out
 
 
-SWEEP_COLUMNS = ("seed", "policy", "runs", "lease_seconds", "violations", "history_sha256", "elapsed_s")
+SWEEP_COLUMNS = ("seed", "policy", "runs", "lease_seconds", "violations", "violated", "history_sha256", "elapsed_s")
 
 
 def sweep_columns(names: list[str]) -> list[str]:
@@ -663,6 +664,7 @@ def sweep_task(raw: dict[str, Any], params: dict[str, Any], seed: int) -> dict[s
     row = {**{f"param:{k}": v for k, v in params.items()}, "seed": seed, "policy": res["policy"],
            "runs": res["runs"], "lease_seconds": res["metrics"]["lease_seconds"],
            "violations": sum(len(v["runs"]) for v in res["violations"]),
+           "violated": ";".join(sorted({v["property"] for v in res["violations"]})),
            "history_sha256": res["history_sha256"], "elapsed_s": res["elapsed_seconds"]}
     row.update(flat(res["metrics"]))
     return row
@@ -684,6 +686,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         if "policy" in p:
             parse_policy(str(p["policy"]))
     check_output_file(args.out, "--out")
+    baseline = load_known(args.baseline) if args.baseline else None
     header = _check_csv_columns(args.out, sweep_columns(names))
     tasks = [(p, s) for p in points for s in range(1, args.seeds + 1)]
     done = _done_keys(args.out, names)
@@ -699,7 +702,42 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             pg.advance(violations=row["violations"])
     print(f"sweep: {len(tasks)} simulations ({len(points)} grid points x {args.seeds} seeds), "
           f"{ok} run now, {len(tasks) - len(todo)} already in {args.out}")
-    return 0
+    return _judge_sweep(args.out, names, tasks, baseline, Path(args.config).stem)
+
+
+def _judge_sweep(path: str, names: list[str], tasks, baseline: Any, config: str) -> int:
+    """The sweep's verdict over its rows in ``path`` (those run now and earlier): exit 1 if
+    a (policy, property) violation is not in the baseline (any violation without one)."""
+    want = {_key(p, s, names) for p, s in tasks}
+    violated: dict[tuple[str, str], int] = {}
+    with open(path, newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            if tuple(r[f"param:{n}"] for n in names) + (r["seed"],) not in want:
+                continue
+            for prop in filter(None, (r.get("violated") or "").split(";")):
+                violated[(r["policy"], prop)] = violated.get((r["policy"], prop), 0) + 1
+    if baseline is None:
+        new, known = sorted(violated), []
+    else:
+        cmp = baseline.compare({k: True for k in violated}, config)
+        new, known = sorted(cmp.new), cmp.known
+    if not violated:
+        print("sweep: every property holds in every simulation")
+        return 0
+    names_new = ", ".join(f"{p} / {q} ({_plural(violated[(p, q)], 'simulation')})" for p, q in new[:6])
+    more = f" and {len(new) - 6} more" if len(new) > 6 else ""
+    if baseline is None:
+        print(f"sweep: {_plural(len(new), 'violated (policy, property) pair')}: {names_new}{more} "
+              "(exit 1; --baseline FILE accepts known ones)")
+    elif new:
+        print(f"sweep: {len(new)} NEW violations (not in {args_rel(baseline)}): {names_new}{more}; {len(known)} known")
+    else:
+        print(f"sweep: 0 new violations, {len(known)} known ({args_rel(baseline)})")
+    return 1 if new else 0
+
+
+def args_rel(baseline: Any) -> str:
+    return _rel(getattr(baseline, "path", None)) or "the baseline"
 
 
 _DASK_ADDRESS = re.compile(r"^(?:(?:tcp|tls|ws|wss|ucx)://)?\[?[A-Za-z0-9_.:-]*[A-Za-z0-9_.-]\]?:\d{1,5}$")
@@ -904,7 +942,9 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_cmd_simulate)
 
     s = subparsers.add_parser("sweep", help="simulate a parameter grid x seeds, results to CSV",
-                              description="Simulate a grid of config parameters times seeds; one CSV row per simulation.")
+                              description="Simulate a grid of config parameters times seeds; one CSV row per simulation. "
+                                          "Exit 0: no violation (or only --baseline's known ones); 1: a violation "
+                                          "not in the baseline; 2: bad input.")
     s.add_argument("config", help="a simulator TOML config")
     s.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2",
                    help="a dotted config key and its values, e.g. constants.LEASE_SECONDS=300,900 "
@@ -917,6 +957,9 @@ def register(subparsers: Any) -> None:
                    help="run on a dask.distributed scheduler at tcp://HOST:PORT (default: local processes)")
     s.add_argument("--out", default="results.csv",
                    help="CSV file rows are appended to (default: results.csv in the current directory)")
+    s.add_argument("--baseline", metavar="FILE",
+                   help="known violations (TOML, e.g. spec/baselines/current.toml): exit 1 only on a "
+                        "violation it does not list (default: none, every violation exits 1)")
     s.add_argument("--quiet", action="store_true", help="no progress on stderr (default: progress shown)")
     s.set_defaults(func=_cmd_sweep)
 
