@@ -114,7 +114,15 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     import importlib
 
-    parser = _Parser(prog="failclosed", description=__doc__.splitlines()[0])
+    parser = _Parser(
+        prog="failclosed",
+        description="The reference model, exhaustive checker and deterministic fault-injection "
+                    "simulator of an at-least-once agent-run queue.",
+        epilog="exit codes, the same for every command: 0 everything checked holds (or "
+               "matches --baseline); 1 something new is violated; 2 bad input (one line); "
+               f"{EXIT_INTERRUPTED} interrupted; {EXIT_STDOUT_CLOSED} stdout closed by its "
+               "reader (| head).",
+    )
     parser.add_argument("--version", action="version", version=f"failclosed {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for mod in COMMAND_MODULES:
@@ -126,8 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         m.register(sub)
     ph = policy_help()
-    for p in sub.choices.values():
-        if any("--policy" in a.option_strings for a in p._actions):
+    for p in sub.choices.values():  # every command that takes a policy (--policy, --param)
+        if any("--policy" in a.option_strings or "policy" in (a.help or "")
+               for a in p._actions):
             p.epilog = f"{p.epilog}\n\n{ph}" if p.epilog else ph
     return parser
 

@@ -186,7 +186,7 @@ def baseline_from_dict(data: dict[str, Any], source: str = "baseline") -> Baseli
             for n in names:
                 key = (p, n, config)
                 if key in seen:
-                    raise ConfigError(f"{where}: {p} / {n} is already listed in "
+                    raise ConfigError(f"{where.rstrip('.')}: {p} / {n} is already listed in "
                                       f"known[{seen[key]}]; remove one of them")
                 seen[key] = i
                 entries.append(Known(p, n, reason.strip(), finding, config))

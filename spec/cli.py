@@ -264,6 +264,12 @@ def column_chunks(first: int, cols: Sequence[int], width: int) -> list[list[int]
     return chunks
 
 
+def _say(text: str, width: int, indent: str = "  ") -> None:
+    """Print ``text`` wrapped to ``width`` (continuation lines indented two more)."""
+    print(textwrap.fill(text, max(20, width), initial_indent=indent,
+                        subsequent_indent=indent + "  ", break_on_hyphens=False))
+
+
 def _plural(n: int, one: str, many: str | None = None) -> str:
     return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
@@ -318,7 +324,8 @@ def register(subparsers: Any) -> None:
 
 
 # -- check --------------------------------------------------------------------------------
-def _check_summary(res: Any, cmp: Comparison, baseline_given: bool, max_states: int | None) -> str:
+def _check_summary(res: Any, cmp: Comparison, baseline_given: bool, max_states: int | None,
+                   unreached: int) -> str:
     n = len(res.properties)
     bad = sum(not r.holds for r in res.properties.values())
     held = n - bad
@@ -329,6 +336,8 @@ def _check_summary(res: Any, cmp: Comparison, baseline_given: bool, max_states: 
     if not res.complete:
         hold += f" up to {max_states:,} states per part (truncated)"
     fixed = f", {len(cmp.fixed)} fixed" if cmp.fixed else ""
+    if unreached:
+        fixed += f", {_plural(unreached, 'witness', 'witnesses')} unreached"
     where = f"{res.config}: {_plural(len(res.parts), 'part')}, {_plural(res.states, 'state')}"
     return f"{_plural(n, 'property', 'properties')}: {viol}, {hold}{fixed} ({where})"
 
@@ -339,13 +348,14 @@ def _recorded_reason(command: str, config: str, r: Any) -> str:
 
 
 def _baseline_entries(found: list[tuple[str, Any]], baseline: Baseline, command: str,
-                      config: str) -> list[Known]:
-    """A Known per violated (policy, PropertyResult), keeping the reasons ``baseline`` gives."""
+                      config_arg: str, config: str) -> list[Known]:
+    """A Known per violated (policy, PropertyResult) observed on ``config`` (its name; the
+    command ran with ``--config config_arg``), keeping the reasons ``baseline`` gives."""
     out = []
     for pol, r in found:
         k = baseline.find(pol, r.name, config)
         out.append(k if k is not None else
-                   Known(pol, r.name, _recorded_reason(command, config, r), config=config))
+                   Known(pol, r.name, _recorded_reason(command, config_arg, r), config=config))
     return out
 
 
@@ -382,13 +392,14 @@ def _cmd_check(args: argparse.Namespace) -> int:
     notes: list[str] = []
     if args.write_baseline:
         entries = _baseline_entries([(args.policy, r) for r in failed], baseline, "check",
-                                    res.config)
+                                    args.config, res.config)
         notes.append(_write_baseline(args, entries, "check"))
         baseline = Baseline(tuple(entries), args.write_baseline)
     cmp = baseline.compare(cells, res.config)
-    summary = _check_summary(res, cmp, bool(args.baseline or args.write_baseline), args.max_states)
     # a witness is a proof of non-vacuity only on a complete search
     unreached = res.unreached_witnesses if res.complete else []
+    summary = _check_summary(res, cmp, bool(args.baseline or args.write_baseline), args.max_states,
+                             len(unreached))
     rc = max(verdict(cmp), 1 if unreached else 0)
 
     # counterexamples are written for the violations a reader must look at: the new ones
@@ -414,26 +425,28 @@ def _cmd_check(args: argparse.Namespace) -> int:
             print(trace_text(r))
             print()
     known = {k.property: k for k in cmp.known}
+    width = table_width()
+    nw = max(len(n) for n in res.properties)
     for n, r in res.properties.items():
         if r.holds:
             mark = "holds" if res.complete else f"holds up to {args.max_states:,} states per part (truncated)"
         else:
-            mark = f"VIOLATED (trace of {r.trace_length} steps, {r.part})"
+            mark = f"VIOLATED ({r.trace_length} steps, {r.part})"
             if n in known:
                 mark += f", known: {known[n].finding or 'in the baseline'}"
-        print(f"  {n:48s} {mark}")
+        print(f"  {n:{nw}s}  {mark}".rstrip())
     for w in res.unreached_witnesses:
         tail = "" if res.complete else " (the search was truncated: not judged)"
-        print(f"  witness unreached: {w}{tail}")
+        _say(f"witness unreached: {w}{tail}", width)
     if res.coverage is not None and res.coverage.never_enabled and res.complete:
-        print(f"  never enabled: {', '.join(res.coverage.never_enabled)}")
+        _say(f"never enabled: {', '.join(res.coverage.never_enabled)}", width)
     for x in written:
         print(f"  wrote {x}")
     for x in notes:
-        print(f"  {x}")
+        _say(x, width)
     if args.baseline:
         for line in cmp.lines():
-            print(f"  {line}")
+            _say(line, width)
     print(f"{res.policy} on {res.config}: {res.stats_line()}")
     print(summary)
     return rc
@@ -487,7 +500,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     if args.write_baseline:
         found = [(pol, res.properties[n]) for pol, res in zip(pols, results, strict=True)
                  for n in props if not res.properties[n].holds]
-        entries = _baseline_entries(found, baseline, "matrix", cname)
+        entries = _baseline_entries(found, baseline, "matrix", args.config, cname)
         notes.append(_write_baseline(args, entries, "matrix"))
         baseline = Baseline(tuple(entries), args.write_baseline)
     cmp = baseline.compare(cells, cname)
@@ -525,19 +538,18 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     for i, chunk in enumerate(chunks):
         cols = [pols[j] for j in chunk]
         part = f" [{i + 1}/{len(chunks)}]" if len(chunks) > 1 else ""
-        print(f"properties x policies on {cname}{part} ({legend})")
+        _say(f"properties x policies on {cname}{part} ({legend})", width, "")
         for line in text_table(["property", *cols], [[n, *(word(c, n) for c in cols)]
                                                      for n in props], width=width):
             print(line)
         print()
     for pol, res in zip(pols, results, strict=True):
-        print(textwrap.fill(f"{pol}: {res.stats_line()}", width, initial_indent="  ",
-                            subsequent_indent="    "))
+        _say(f"{pol}: {res.stats_line()}", width)
     for x in notes:
-        print(f"  {x}")
+        _say(x, width)
     if args.baseline:
         for line in cmp.lines():
-            print(f"  {line}")
+            _say(line, width)
     print(summary)
     return rc
 
@@ -575,7 +587,7 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
     notes: list[str] = []
     if args.write_baseline:
         found = [("current", r) for r in base.properties.values() if not r.holds]
-        entries = _baseline_entries(found, baseline, "mutants", cname)
+        entries = _baseline_entries(found, baseline, "mutants", args.config, cname)
         notes.append(_write_baseline(args, entries, "mutants"))
         baseline = Baseline(tuple(entries), args.write_baseline)
     judged = bool(args.baseline or args.write_baseline)
@@ -602,28 +614,28 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
         c = base.properties[n].trace_length
         killed = ", ".join(f"{m}: {v}" for m, v in table[n]["killed_by"].items())
         rows.append([n, "ok" if c is None else str(c), killed or "NOBODY"])
-    print(f"kill table on {cname}: the variants under which each property is violated "
-          "(shortest trace length)")
+    _say(f"kill table on {cname}: the variants under which each property is violated "
+         "(shortest trace length)", width, "")
     for line in text_table(["property", "current", "killed by (mutant: length)"], rows,
                            width=width, align="lrl"):
         print(line)
     print()
     for m, c in configs.items():
         if c != args.config:
-            print(f"  {m} runs on its own bound {Path(c).stem} (spec/mutant_configs)")
+            _say(f"{m} runs on its own bound {Path(c).stem} (spec/mutant_configs)", width)
     known = {k.property for k in cmp.known}
     for n in props:
         length = base.properties[n].trace_length
         if length is not None:
             tag = " (in the baseline)" if n in known else ""
-            print(f"  note: {n} is violated under current too ({length} steps){tag}: "
-                  "see FINDINGS.md")
+            _say(f"note: {n} is violated under current too ({length} steps){tag}: "
+                 "see FINDINGS.md", width)
     for n in survivors:
         print(f"  SURVIVES every mutant: {n}")
     for x in notes:
-        print(f"  {x}")
+        _say(x, width)
     if args.baseline:
         for line in cmp.lines():
-            print(f"  {line}")
+            _say(line, width)
     print(summary)
     return rc
