@@ -956,7 +956,7 @@ def register(subparsers: Any) -> None:
     s.add_argument("--dask", metavar="ADDRESS",
                    help="run on a dask.distributed scheduler at tcp://HOST:PORT (default: local processes)")
     s.add_argument("--out", default="results.csv",
-                   help="CSV file rows are appended to (default: results.csv in the current directory)")
+                   help="CSV file rows are appended to; a bare name is in the current directory (default: results.csv)")
     s.add_argument("--baseline", metavar="FILE",
                    help="known violations (TOML, e.g. spec/baselines/current.toml): exit 1 only on a "
                         "violation it does not list (default: none, every violation exits 1)")
@@ -971,6 +971,6 @@ def register(subparsers: Any) -> None:
     pl.add_argument("--runs", help="swimlane: only these run ids, comma-separated (default: every run)")
     pl.add_argument("--window", help="swimlane: START:END in simulated seconds (default: the whole history)")
     pl.add_argument("--axis", choices=("auto", "time", "step"), default="auto",
-                    help="swimlane: x axis; step = transition order (default: auto, step when the "
-                         "clock moves less than one second per transition)")
+                    help="swimlane: x axis; step = transition order, auto = step when the clock moves "
+                         "less than one second per transition (default: auto)")
     pl.set_defaults(func=_cmd_plot)

@@ -463,7 +463,7 @@ def test_every_option_states_its_default():
         for action in sub.choices[name]._actions:
             if action.option_strings and action.dest != "help":
                 assert "default" in (action.help or "") or "required" in (action.help or ""), (name, action.dest)
-    assert "(default: results.csv" in sub.choices["sweep"].format_help()
+    assert "(default: results.csv)" in sub.choices["sweep"].format_help()
 
 
 # -- process pools never fork ------------------------------------------------------------------
