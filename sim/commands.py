@@ -44,6 +44,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -157,6 +158,9 @@ def simulate_one(
         sim.run()
     except BaseException:
         sim.history.abort()
+        if history:
+            print(f"failclosed simulate: {history} not written (the simulation did not finish); "
+                  "an earlier file of that name is untouched", file=sys.stderr)
         raise
     elapsed = time.perf_counter() - t0
     recs = sim.all_records()

@@ -323,6 +323,7 @@ def test_ctrl_c_during_simulate_history_leaves_no_partial_file(tmp_path, capsys,
     code, _, err = run(["simulate", cfg, "--history", str(hist), "--quiet"], capsys)
     assert code == 130
     assert "interrupted" in err and "Traceback" not in err
+    assert f"{hist} not written" in err
     assert hist.read_text() == "an earlier history\n"  # untouched
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml", "h.jsonl"]  # no partial file left
     monkeypatch.setattr(Simulation, "_archive", real)
