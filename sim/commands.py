@@ -15,10 +15,13 @@ simulate
     for compatibility); ``--fail-fast`` stops the whole command at the first violation and
     says where (policy, run, property, instant) and how many runs were simulated.
     ``--baseline FILE``: violations listed there are reported as known (exit 0), anything
-    else is new (exit 1); a listed pair that did not fail is reported (fixed, or not reached
-    by this sample). ``--json FILE`` writes one object ``{"policy", "seed", "runs",
+    else is new (exit 1); a listed pair that held is reported as fixed (a warning) when
+    its entry has no ``config`` or names this CONFIG's stem (spec/baseline.py: the shipped
+    entries were observed on the checker's configurations, and a simulation that does not
+    reach one proves nothing). ``--json FILE`` writes one object ``{"policy", "seed", "runs",
     "history_sha256", "outcomes", "violations", "metrics", ...}`` per simulation (a list
-    for the side-by-side run, in ``SIDE_BY_SIDE`` order). Counterexample scenarios
+    for the side-by-side run, in ``SIDE_BY_SIDE`` order), with a baseline also
+    ``"baseline": {"file", "known", "new", "fixed"}`` (property names). Counterexample scenarios
     (``failclosed replay FILE`` reproduces each) are written only under an explicit
     ``--violations-dir``; the side-by-side run writes the one its closing advice replays
     into one directory under the system's temporary directory, and says which.
@@ -290,6 +293,13 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     headline = None
     if side and not args.violations_dir and stop is None:
         headline = _write_headline(results, viol_objs, known, seed)
+    if baseline is not None:  # the verdict per simulation, for a CI job reading the JSON
+        for r in results:
+            pol = r["policy"]
+            r["baseline"] = {"file": baseline_path,
+                             "known": sorted(q for p, q in verdict["known"] if p == pol),
+                             "new": sorted(q for p, q in verdict["new"] if p == pol),
+                             "fixed": sorted(k.property for k in verdict["fixed"] if k.policy == pol)}
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(results if side else results[0], f, indent=1, sort_keys=True)

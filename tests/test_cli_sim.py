@@ -514,8 +514,10 @@ def test_simulate_baseline_known_violations_exit_0_and_a_holding_entry_is_fixed(
 def test_simulate_baseline_a_violation_it_does_not_list_exits_1(tmp_path, capsys, quiet_progress):
     cfg, props = _violated(tmp_path, capsys)
     bl = _baseline(tmp_path, "bl.toml", [("owner-guard", props[0])])
-    code, out, _ = run(["simulate", cfg, "--baseline", bl], capsys)
+    js = tmp_path / "r.json"
+    code, out, _ = run(["simulate", cfg, "--baseline", bl, "--json", str(js)], capsys)
     assert code == 1
+    assert json.loads(js.read_text())["baseline"] == {"file": bl, "known": props[:1], "new": props[1:], "fixed": []}
     flat = " ".join(out.split())
     for p in props[1:]:
         assert re.search(rf"{p} under owner-guard: \d+ runs?", flat)
