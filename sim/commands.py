@@ -584,10 +584,10 @@ def _report_files(con, results, violations_dir) -> None:
     files = [(r["policy"], v) for r in results for v in r["violations"] if "scenario" in v]
     if not files:
         return
-    con.print(f"{_plural(len(files), 'counterexample scenario')} written to {violations_dir}/"
-              " (failclosed replay FILE reproduces each):")
-    for pol, v in files[:LIST_FILES]:
-        con.print(f"    {v['scenario']}  ({pol}: {v['property']}, {', '.join(v['runs'][:3])})", soft_wrap=True)
+    con.print(f"{_plural(len(files), 'counterexample scenario')} written to {violations_dir}/, named "
+              "sim-POLICY-seedN-PROPERTY-K.toml (failclosed replay FILE reproduces each):")
+    for _pol, v in files[:LIST_FILES]:
+        con.print(f"    {v['scenario']}", soft_wrap=True)
     if len(files) > LIST_FILES:
         con.print(f"    and {len(files) - LIST_FILES} more in {violations_dir}/")
 
