@@ -553,8 +553,8 @@ def report(results, path, total, verdict, *, stop, known, baseline_path, headlin
     if known is not None:
         _report_meaning(con, verdict, known, pols)
     if headline is not None:
-        what = "" if known is None else (f"{headline['label']} " if headline["known"] else "NEW ")
-        con.print(f"Next: look at {headline['policy']}'s {what}violation of {headline['property']} (run "
+        what = "" if known is None else (f"{headline['label']}, " if headline["known"] else "NEW, ")
+        con.print(f"Next: look at {headline['policy']}'s violation of {headline['property']} ({what}run "
                   f"{', '.join(headline['runs'])}, t={headline['time']:.3f} s), written as a scenario to "
                   f"{os.path.dirname(headline['path'])}/ (--violations-dir DIR writes every counterexample). "
                   "Replay it step by step, and draw it:")
