@@ -11,7 +11,9 @@ shipped one)::
     config = "small"                                    # optional: where it was observed
     reason = "FINDINGS.md F1: a crash between a write's fence clear and its audit insert ..."
 
-``load_baseline(path)`` validates it like a configuration (one ``ConfigError`` line naming
+Policies are compared as written on the command line (``current`` and ``adr-141`` are two
+names of one policy: list both, as current.toml does). ``load_baseline(path)`` validates it
+like a configuration (one ``ConfigError`` line naming
 the entry, the field and the fix). ``Baseline.compare(cells)`` takes what a command observed,
 ``{(policy, property): violated}``, and sorts it into
 

@@ -180,7 +180,7 @@ def _add_common(p: argparse.ArgumentParser, *, baseline: bool = True) -> None:
                             "only on a violation it does not list")
         p.add_argument("--write-baseline", metavar="FILE",
                        help="record the violations found as a baseline FILE to start from "
-                            "(entries of --baseline keep their reasons); exit 0")
+                            "(entries of --baseline keep their reasons); they count as known in this run")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -612,11 +612,11 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
     rows = []
     for n in props:
         c = base.properties[n].trace_length
-        killed = ", ".join(f"{m}: {v}" for m, v in table[n]["killed_by"].items())
+        killed = ", ".join(f"{m}:{v}" for m, v in table[n]["killed_by"].items())
         rows.append([n, "ok" if c is None else str(c), killed or "NOBODY"])
     _say(f"kill table on {cname}: the variants under which each property is violated "
          "(shortest trace length)", width, "")
-    for line in text_table(["property", "current", "killed by (mutant: length)"], rows,
+    for line in text_table(["property", "current", "killed by (mutant:length)"], rows,
                            width=width, align="lrl"):
         print(line)
     print()
