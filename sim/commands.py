@@ -1,26 +1,38 @@
 """``failclosed simulate``, ``failclosed sweep`` and ``failclosed plot``.
 
+Every command checks its whole input first (files to read, every output path, every number)
+and only then starts working: bad input is one line naming the field and the fix, exit 2,
+and nothing is written. Exit codes are the same for every command: 0 when everything checked
+holds (or only the baseline's known violations occur), 1 when something new is violated,
+2 for bad input. Long commands report progress on stderr (``spec.progress``).
+
 simulate
-    With a CONFIG: one simulation under the config's policy (or ``--policy``); it stops at the
-    first safety violation unless ``--keep-going`` (then every violating run is counted).
-    Exit 1 if a property was violated.
-
-    Without CONFIG: the shipped ``sim/configs/default.toml`` under ``current`` and the closest
-    earlier presets (``SIDE_BY_SIDE``) on the same seed and the same workload, side by side;
-    violations are counted (keep-going is implied, since the earlier presets are expected to
-    violate), and the exit code is 1 only if ``current`` violates a property.
-    ``--json FILE`` writes one object ``{"policy", "seed", "runs", "history_sha256",
-    "outcomes", "violations", "metrics"}`` per simulation; the side-by-side run writes a
-    list of such objects, in ``SIDE_BY_SIDE`` order.
-
-    Each violation's affected runs are written as a scenario (``model/scenario.py``'s
-    format; ``failclosed replay FILE`` reproduces it) under ``--violations-dir``.
+    With a CONFIG: one simulation under the config's policy (or ``--policy``). Without CONFIG:
+    the shipped ``sim/configs/default.toml`` under ``current``, the proposal and the closest
+    earlier presets (``SIDE_BY_SIDE``) on the same seed and workload, side by side, judged
+    against the shipped baseline (``spec/baselines/current.toml``: the known findings).
+    In both modes every violating run is counted (``--keep-going`` is the default and kept
+    for compatibility); ``--fail-fast`` stops the whole command at the first violation and
+    says where (policy, run, property, instant) and how many runs were simulated.
+    ``--baseline FILE``: violations listed there are reported as known (exit 0), anything
+    else is new (exit 1); a listed pair that held is reported as fixed (a warning) when
+    its entry has no ``config`` or names this CONFIG's stem (spec/baseline.py: the shipped
+    entries were observed on the checker's configurations, and a simulation that does not
+    reach one proves nothing). ``--json FILE`` writes one object ``{"policy", "seed", "runs",
+    "history_sha256", "outcomes", "violations", "metrics", ...}`` per simulation (a list
+    for the side-by-side run, in ``SIDE_BY_SIDE`` order), with a baseline also
+    ``"baseline": {"file", "known", "new", "fixed"}`` (property names). Counterexample scenarios
+    (``failclosed replay FILE`` reproduces each) are written only under an explicit
+    ``--violations-dir``; the side-by-side run writes the one its closing advice replays
+    into one directory under the system's temporary directory, and says which.
 
 sweep
     The grid of ``--param NAME=V1,V2`` values (dotted config keys; ``policy`` too) times
-    ``--seeds N`` seeds, on local processes (``--jobs``) or a dask cluster (``--dask``);
-    one CSV row per simulation, appended as it completes (an interrupted sweep keeps its
-    rows, and a rerun skips the rows already in the file).
+    ``--seeds N`` seeds, on local processes (``--jobs``, spawned) or a dask cluster
+    (``--dask``); one CSV row per simulation, appended as it completes (an interrupted sweep
+    keeps its rows, and a rerun skips the rows already in the file; a file with other
+    columns is refused). Exit 1 if a simulation of the grid violated a property that
+    ``--baseline FILE`` does not list (any violation without one).
 
 plot
     ``swimlane`` of a history (JSONL) or a scenario (TOML); ``lease-curves`` of a sweep CSV.
@@ -33,13 +45,91 @@ import csv
 import itertools
 import json
 import os
+import re
+import shutil
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
-from model.config import ConfigError, read_toml
+from model.config import ConfigError, UsageError, read_toml
 
 SIDE_BY_SIDE = ("proposed", "current", "adr-134", "adr-122", "adr-111", "owner-guard")
+PLOT_FORMATS = (".png", ".svg", ".pdf")
+DASK_CONNECT_TIMEOUT = 5  # seconds to reach a dask scheduler before giving up
+LIST_FILES = 10  # files listed by name; the rest are counted
+
+
+# -- checking input before any work --------------------------------------------------------------
+def _int_arg(lo: int, what: str):
+    """An argparse type: an integer >= lo (argparse prints the message, one line, exit 2)."""
+
+    def parse(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}; give {what}") from None
+        if v < lo:
+            raise argparse.ArgumentTypeError(f"must be >= {lo}, got {v}; give {what}")
+        return v
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def check_input_file(path: str, flag: str) -> None:
+    """``path`` is a readable regular file (else one ConfigError line naming ``flag``)."""
+    if not os.path.exists(path):
+        raise ConfigError(f"{flag} {path}: no such file; check the path")
+    if os.path.isdir(path):
+        raise ConfigError(f"{flag} {path}: is a directory; give a file")
+    if not os.access(path, os.R_OK):
+        raise ConfigError(f"{flag} {path}: not readable; check its permissions")
+
+
+def read_config(path: str, flag: str = "CONFIG") -> dict[str, Any]:
+    """A TOML file's table; a directory, binary or unreadable file is one ConfigError line."""
+    check_input_file(path, flag)
+    return read_toml(path)  # not UTF-8, not TOML: one line naming the path (model/config.py)
+
+
+def check_output_file(path: str | None, flag: str, formats: tuple[str, ...] | None = None) -> None:
+    """``path`` can be written: its directory exists and is writable, it is not a directory,
+    and (with ``formats``) its extension is one of them. Checked before any work starts."""
+    if not path:
+        return
+    if formats is not None and os.path.splitext(path)[1].lower() not in formats:
+        raise ConfigError(f"{flag} {path}: unsupported file type; end the name with {' or '.join(formats)}")
+    if os.path.isdir(path):
+        raise ConfigError(f"{flag} {path}: is a directory; give a file name")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ConfigError(f"{flag} {path}: directory {parent} does not exist; create it first or write elsewhere")
+    if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise ConfigError(f"{flag} {path}: not writable; write elsewhere or fix the permissions")
+
+
+def check_output_dir(path: str | None, flag: str) -> None:
+    """``path`` is a writable directory, or can be created (its parent exists, writable)."""
+    if not path:
+        return
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            raise ConfigError(f"{flag} {path}: exists and is not a directory; give a directory")
+        if not os.access(path, os.W_OK):
+            raise ConfigError(f"{flag} {path}: not writable; write elsewhere or fix the permissions")
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ConfigError(f"{flag} {path}: directory {parent} does not exist; create it first or write elsewhere")
+    if not os.access(parent, os.W_OK):
+        raise ConfigError(f"{flag} {path}: cannot be created in {parent} (not writable); write elsewhere")
+
+
+def terminal_width() -> int:
+    """The terminal's width (COLUMNS wins); 100 when the output is not a terminal."""
+    return max(40, shutil.get_terminal_size((100, 24)).columns)
 
 
 # -- one simulation ------------------------------------------------------------------------
@@ -52,8 +142,12 @@ def simulate_one(
     history: str | None = None,
     violations_dir: str | None = None,
     keep_history: bool = False,
+    on_archive: Any = None,
 ) -> tuple[dict[str, Any], Any]:
-    """Run one simulation; returns (the JSON result object, the Simulation)."""
+    """Run one simulation; returns (the JSON result object, the Simulation).
+
+    ``on_archive(n)`` is called after each run is archived (progress; read-only). A history
+    file is complete or not written at all: an interruption removes its temporary file."""
     from . import config as sconfig
     from . import metrics
     from .engine import Simulation
@@ -61,19 +155,30 @@ def simulate_one(
     cfg = sconfig.load(raw)
     t0 = time.perf_counter()
     sim = Simulation(cfg, policy=policy, seed=seed, runs=runs, keep_going=keep_going,
-                     history_path=history, keep_history=keep_history).run()
+                     history_path=history, keep_history=keep_history)
+    sim.on_archive = on_archive
+    try:
+        sim.run()
+    except BaseException:
+        sim.history.abort()
+        if history:
+            print(f"failclosed simulate: {history} not written (the simulation did not finish); "
+                  "an earlier file of that name is untouched", file=sys.stderr)
+        raise
     elapsed = time.perf_counter() - t0
     recs = sim.all_records()
     viol = []
     for k, v in enumerate(sim.violations):
         d: dict[str, Any] = {"property": v.property, "runs": v.runs, "time": round(v.time, 6)}
         if v.scenario is not None and violations_dir:
-            d["scenario"] = write_scenario(sim, v, k, violations_dir)
+            d["scenario"] = write_scenario(sim.policy_name, sim.seed, v, k, violations_dir)
         viol.append(d)
     result = {
         "policy": sim.policy_name,
         "seed": sim.seed,
         "runs": sim.n_runs,
+        "runs_simulated": len(recs),
+        "stopped_early": bool(sim.stopped),
         "history_sha256": sim.history.hexdigest(),
         "outcomes": metrics.outcomes(recs),
         "violations": viol,
@@ -87,8 +192,9 @@ def simulate_one(
     return result, sim
 
 
-def write_scenario(sim, v, k: int, directory: str) -> str:
+def write_scenario(policy: str, seed: int, v, k: int, directory: str) -> str:
     """Write a violation's trace as a scenario file; returns its path."""
+    from model.scenario import dump_scenario
     from model.transition import Transition
 
     os.makedirs(directory, exist_ok=True)
@@ -96,15 +202,8 @@ def write_scenario(sim, v, k: int, directory: str) -> str:
     steps = [Transition.from_dict(s) for s in sc["steps"]]
     expect: dict[str, Any] = {"violates": [v.property]}
     desc = (f"simulator counterexample: {v.property} violated by {', '.join(v.runs)} "
-            f"(policy {sim.policy_name}, seed {sim.seed}, t={v.time:.3f} s)")
-    path = os.path.join(directory, f"sim-{_safe(sim.policy_name)}-seed{sim.seed}-{v.property}-{k}.toml")
-    try:
-        from model.scenario import dump_scenario
-    except ImportError:  # pragma: no cover - the scenario module is part of the package now
-        path = path[:-5] + ".json"
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump({"description": desc, **sc, "expect": expect}, f, indent=1)
-        return path
+            f"(policy {policy}, seed {seed}, t={v.time:.3f} s)")
+    path = os.path.join(directory, f"sim-{_safe(policy)}-seed{seed}-{v.property}-{k}.toml")
     text = dump_scenario(sc["config"], steps, expect, description=desc)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
@@ -115,34 +214,188 @@ def _safe(s: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in s)
 
 
+# -- baselines -------------------------------------------------------------------------------
+def default_baseline_path() -> str:
+    import spec
+
+    return str(Path(spec.__file__).resolve().parent / "baselines" / "current.toml")
+
+
+def load_known(path: str):
+    """The baseline at ``path`` (spec/baseline.py; one ConfigError line if it is unusable)."""
+    from spec.baseline import load_baseline
+
+    check_input_file(path, "--baseline")
+    return load_baseline(path)
+
+
 # -- simulate --------------------------------------------------------------------------------
 def _cmd_simulate(args: argparse.Namespace) -> int:
+    from model.policy import parse_policy
+    from spec.progress import Progress
+
     from . import config as sconfig
 
     side = args.config is None and args.policy is None
     path = args.config or sconfig.default_path()
-    raw = read_toml(path)
-    sconfig.load(raw)  # validate before anything runs
-    policies = list(SIDE_BY_SIDE) if side else [args.policy or raw.get("policy", "current")]
+    raw = read_config(path)
+    cfg = sconfig.load(raw)  # validate before anything runs
+    if args.policy:
+        parse_policy(args.policy)
+    policies = list(SIDE_BY_SIDE) if side else [args.policy or cfg.policy]
     if args.history and len(policies) > 1:
-        raise ConfigError("--history: give a CONFIG or --policy to record one history (the side-by-side run simulates several)")
-    results = []
+        raise UsageError("--history: give a CONFIG or --policy to record one history (the side-by-side run simulates several)")
+    check_output_file(args.json, "--json")
+    check_output_file(args.history, "--history")
+    check_output_dir(args.violations_dir, "--violations-dir")
+    baseline_path = args.baseline
+    if baseline_path is None and side and not args.no_baseline:
+        baseline_path = default_baseline_path()
+    if args.no_baseline:
+        baseline_path = None
+    baseline = load_known(baseline_path) if baseline_path else None
+    n_runs = args.runs if args.runs is not None else cfg.runs
+    seed = args.seed if args.seed is not None else cfg.seed
+
+    results: list[dict[str, Any]] = []
+    viol_objs: dict[str, list] = {}
+    stop: dict[str, Any] | None = None
     t0 = time.perf_counter()
-    for pol in policies:
-        res, _ = simulate_one(raw, policy=pol, seed=args.seed, runs=args.runs,
-                              keep_going=args.keep_going or side, history=args.history,
-                              violations_dir=args.violations_dir)
-        results.append(res)
+    with Progress("simulate", total=len(policies) * n_runs, unit="runs", enabled=not args.quiet) as pg:
+        for pol in policies:
+            counted = [0]
+
+            def tick(n: int, counted=counted) -> None:
+                counted[0] = n
+                pg.advance()
+
+            res, sim = simulate_one(raw, policy=pol, seed=seed, runs=n_runs, keep_going=not args.fail_fast,
+                                    history=args.history, violations_dir=args.violations_dir,
+                                    on_archive=tick)
+            pg.advance(max(0, n_runs - counted[0]))  # runs left unfinished at the end count as done
+            results.append(res)
+            viol_objs[pol] = sim.violations
+            props = len({v["property"] for v in res["violations"]})
+            pg.note(f"failclosed simulate: {pol}: {res['runs_simulated']} runs, "
+                    + (f"{_plural(props, 'property', 'properties')} violated" if props else "all properties hold")
+                    + f" ({res['elapsed_seconds']:.1f} s)")
+            if args.fail_fast and sim.violations:
+                v = sim.violations[0]
+                stop = {"policy": pol, "property": v.property, "runs": v.runs, "time": v.time,
+                        "runs_simulated": res["runs_simulated"], "runs_finished": res["metrics"]["finished"],
+                        "not_simulated": policies[len(results):]}
+                break
+            del sim
     total = time.perf_counter() - t0
-    print_summary(results, path, total)
+
+    verdict = judge(results, baseline, Path(path).stem, stop is not None)
+    known = verdict["knowns"] if baseline is not None else None
+    headline = None
+    if side and not args.violations_dir and stop is None:
+        headline = _write_headline(results, viol_objs, known, seed)
+    if baseline is not None:  # the verdict per simulation, for a CI job reading the JSON
+        for r in results:
+            pol = r["policy"]
+            r["baseline"] = {"file": baseline_path,
+                             "known": sorted(q for p, q in verdict["known"] if p == pol),
+                             "new": sorted(q for p, q in verdict["new"] if p == pol),
+                             "fixed": sorted(k.property for k in verdict["fixed"] if k.policy == pol)}
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(results if side else results[0], f, indent=1, sort_keys=True)
-    if side:
-        return 0  # a comparison report: every policy's verdicts are in the table
-    return 1 if results[0]["violations"] else 0
+    report(results, path, total, verdict, stop=stop, known=known, baseline_path=baseline_path,
+           headline=headline, side=side, violations_dir=args.violations_dir, n_runs=n_runs, seed=seed)
+    return 1 if verdict["new"] else 0
 
 
+def judge(results: list[dict[str, Any]], baseline: Any, config: str, stopped: bool) -> dict[str, Any]:
+    """The verdict: the violated (policy, property) pairs (with their violating runs) split
+    into new and known (``knowns``: pair -> the baseline's entry), and the baseline entries
+    reported as fixed (spec/baseline.py: only an entry without ``config``, or observed on a
+    configuration of this name, is judged; a stopped simulation judges none)."""
+    from .invariants import load_safety
+
+    violated: dict[tuple[str, str], int] = {}
+    for r in results:
+        for v in r["violations"]:
+            key = (r["policy"], v["property"])
+            violated[key] = violated.get(key, 0) + len(v["runs"])
+    if baseline is None:
+        return {"violated": violated, "new": sorted(violated), "known": [], "knowns": {}, "fixed": []}
+    cells = {k: True for k in violated}
+    if not stopped:
+        for r in results:
+            for prop in load_safety()[0]:
+                cells.setdefault((r["policy"], prop), False)
+    cmp = baseline.compare(cells, config)
+    knowns = {k.cell: k for k in cmp.known}
+    return {"violated": violated, "new": sorted(cmp.new), "known": sorted(knowns), "knowns": knowns,
+            "fixed": list(cmp.fixed)}
+
+
+def finding_label(k: Any) -> str:
+    """A known entry's short name: its finding (F1), else the REFERENCE.md 16.x narrative
+    its reason cites, else 'known'."""
+    if getattr(k, "finding", None):
+        return k.finding
+    m = re.search(r"\b16\.\d+(?:/16\.\d+)?", k.reason)
+    if m:
+        return m.group(0)
+    return "not a finding" if k.reason.lower().startswith("not a finding") else "known"
+
+
+def first_clause(text: str) -> str:
+    """The reason up to its first '; ' or '. ' outside parentheses (the whole reason is in
+    the baseline file)."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        elif ch in ";." and depth == 0 and text[i + 1:i + 2] == " " and i > 0 and not text[i - 1].isdigit():
+            return text[:i]
+    return text
+
+
+def _policy_rank(pol: str, order: list[str]) -> tuple[int, int]:
+    return (0 if pol == "current" else 1, order.index(pol))
+
+
+def _headline_violation(results, viol_objs, known):
+    """The violation the closing advice replays: a new one first, else current's, one that
+    is a finding (F1..) before one that is not, in property order (the central guarantees
+    first); None if nothing was violated."""
+    from spec.properties import SAFETY
+
+    order = [r["policy"] for r in results]
+    prop_rank = {n: k for k, n in enumerate(SAFETY)}
+    best = None
+    for pol, vs in viol_objs.items():
+        for k, v in enumerate(vs):
+            if v.scenario is None:
+                continue
+            entry = known.get((pol, v.property)) if known is not None else None
+            finding = bool(entry is not None and getattr(entry, "finding", None))
+            key = (entry is not None, _policy_rank(pol, order), not finding, prop_rank.get(v.property, 99), v.time)
+            if best is None or key < best[0]:
+                best = (key, pol, k, v)
+    return best
+
+
+def _write_headline(results, viol_objs, known, seed) -> dict[str, Any] | None:
+    best = _headline_violation(results, viol_objs, known)
+    if best is None:
+        return None
+    _key, pol, k, v = best
+    directory = os.path.join(tempfile.gettempdir(), f"failclosed-simulate-seed{seed}")
+    path = write_scenario(pol, seed, v, k, directory)
+    k = known.get((pol, v.property)) if known is not None else None
+    return {"policy": pol, "property": v.property, "runs": v.runs, "time": v.time, "path": path,
+            "known": k is not None, "label": finding_label(k) if k is not None else ""}
+
+
+# -- the report ---------------------------------------------------------------------------------
 def _pct(w: dict[str, Any]) -> str:
     if w.get("p") is None:
         return "-"
@@ -156,59 +409,225 @@ def _q(d: dict[str, Any], key: str) -> str:
     return f"{v[0]:,.0f} [{v[1]:,.0f}, {v[2]:,.0f}]"
 
 
-def print_summary(results: list[dict[str, Any]], path: str, total: float) -> None:
+def _f(x: float | None, nd: int) -> str:
+    return "-" if x is None else f"{x:.{nd}f}"
+
+
+def _plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def fit_tables(header: str, columns: list[str], rows: list[tuple[str, list[str]]], width: int) -> list[Any]:
+    """Tables of ``rows`` (a label and one cell per column, rich markup allowed) no wider
+    than ``width``: as many columns per table as fit, the label column repeated in each.
+    Labels and cells are never cut (a single column wider than ``width`` still gets a table)."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=max(120, 32 + 30 * len(results)))
-    r0 = results[0]
-    title = (f"failclosed simulate: {os.path.relpath(path)}  seed {r0['seed']}, {r0['runs']} runs per policy, "
-             f"{sum(r['transitions'] for r in results):,} transitions in {total:.1f} s")
-    t = Table(title=title, show_lines=False)
-    t.add_column("metric", style="bold")
-    for r in results:
-        t.add_column(r["policy"], justify="right")
+    def make(cols: list[int]) -> Table:
+        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
+        t.add_column(header, style="bold", no_wrap=True)
+        for c in cols:
+            t.add_column(columns[c], justify="right", no_wrap=True)
+        for label, cells in rows:
+            t.add_row(label, *[cells[c] for c in cols])
+        return t
 
-    def row(name: str, fn) -> None:
-        t.add_row(name, *[fn(r) for r in results])
+    def wide(t: Table) -> int:
+        con = Console(width=10_000, file=open(os.devnull, "w"), color_system=None)  # noqa: SIM115
+        with con.capture() as cap:
+            con.print(t)
+        con.file.close()
+        return max((len(line.rstrip()) for line in cap.get().splitlines()), default=0)
 
+    tables, start = [], 0
+    while start < len(columns):
+        end = start + 1
+        while end < len(columns) and wide(make(list(range(start, end + 1)))) <= width:
+            end += 1
+        tables.append(make(list(range(start, end))))
+        start = end
+    return tables
+
+
+def _metric_rows(results: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
     ni, iw = "non_idempotent_write", "idempotent_write"
-    row("finished / unfinished", lambda r: f"{r['metrics']['finished']} / {r['metrics']['unfinished']}")
-    row("completed", lambda r: _pct(r["metrics"]["completed"]))
-    row("dead-lettered", lambda r: _pct(r["metrics"]["dead_letter"]))
-    row("failed provider_failed", lambda r: str(r["outcomes"].get("failed/provider_failed", 0)))
-    row("stuck (unfinished at end)", lambda r: _pct(r["metrics"]["stuck"]))
-    row("non-idem. write calls", lambda r: str(r["metrics"]["writes"][ni]["logical_calls"]))
-    row("  applied twice or more", lambda r: _pct(r["metrics"]["writes"][ni]["double"]))
-    row("  applications per call", lambda r: _f(r["metrics"]["writes"][ni]["per_call"], 3))
-    row("idem. write calls", lambda r: str(r["metrics"]["writes"][iw]["logical_calls"]))
-    row("  applied twice or more", lambda r: _pct(r["metrics"]["writes"][iw]["double"]))
-    row("unaudited applications", lambda r: _pct(r["metrics"]["unaudited_applications"]))
-    row("reaped while segment alive", lambda r: _pct(r["metrics"]["reaped_while_alive"]))
-    row("wasted work (LEASE_LOST)", lambda r: f"{r['metrics']['wasted_work']['seconds']:,.0f} s")
-    row("renewals per run", lambda r: _f(r["metrics"]["renewals"]["per_run"], 1))
-    row("queue wait p50 [95% CI] s", lambda r: _q(r["metrics"]["queue_wait_s"], "p50"))
-    row("end-to-end p50 s", lambda r: _q(r["metrics"]["end_to_end_s"], "p50"))
-    row("end-to-end p99 s", lambda r: _q(r["metrics"]["end_to_end_s"], "p99"))
-    row("throughput runs/h", lambda r: f"{r['metrics']['throughput_per_hour']:,.0f}")
-    props = sorted({v["property"] for r in results for v in r["violations"]})
-    row("invariants", lambda r: "[green]all hold[/]" if not r["violations"] else f"[red]{len(r['violations'])} violated[/]")
-    for p in props:
-        row(f"  {p}", lambda r, p=p: (lambda n: f"[red]{n} runs[/]" if n else "[green]ok[/]")(
-            sum(len(v["runs"]) for v in r["violations"] if v["property"] == p)))
-    row("transitions asserted enabled", lambda r: f"{r['asserted_enabled']:,} (+{r['transitions'] - r['asserted_enabled']:,} clock)")
-    row("history sha256", lambda r: r["history_sha256"][:16])
-    row("wall time", lambda r: f"{r['elapsed_seconds']:.2f} s")
-    console.print(t)
-    console.print(f"properties: {r0['properties']}")
-    for r in results:
-        for v in r["violations"][:3]:
-            if "scenario" in v:
-                console.print(f"  {r['policy']}: {v['property']} ({', '.join(v['runs'][:3])}) -> {v['scenario']}")
+    spec = [
+        ("runs simulated", lambda r: f"{r['runs_simulated']:,}" + (" (stopped)" if r["stopped_early"] else "")),
+        ("finished / unfinished", lambda r: f"{r['metrics']['finished']} / {r['metrics']['unfinished']}"),
+        ("completed", lambda r: _pct(r["metrics"]["completed"])),
+        ("dead-lettered", lambda r: _pct(r["metrics"]["dead_letter"])),
+        ("failed provider_failed", lambda r: str(r["outcomes"].get("failed/provider_failed", 0))),
+        ("stuck (unfinished at end)", lambda r: _pct(r["metrics"]["stuck"])),
+        ("non-idem. write calls", lambda r: str(r["metrics"]["writes"][ni]["logical_calls"])),
+        ("  applied twice or more", lambda r: _pct(r["metrics"]["writes"][ni]["double"])),
+        ("  applications per call", lambda r: _f(r["metrics"]["writes"][ni]["per_call"], 3)),
+        ("idem. write calls", lambda r: str(r["metrics"]["writes"][iw]["logical_calls"])),
+        ("  applied twice or more", lambda r: _pct(r["metrics"]["writes"][iw]["double"])),
+        ("unaudited applications", lambda r: _pct(r["metrics"]["unaudited_applications"])),
+        ("reaped while segment alive", lambda r: _pct(r["metrics"]["reaped_while_alive"])),
+        ("wasted work (LEASE_LOST)", lambda r: f"{r['metrics']['wasted_work']['seconds']:,.0f} s"),
+        ("renewals per run", lambda r: _f(r["metrics"]["renewals"]["per_run"], 1)),
+        ("queue wait p50 [95% CI] s", lambda r: _q(r["metrics"]["queue_wait_s"], "p50")),
+        ("end-to-end p50 s", lambda r: _q(r["metrics"]["end_to_end_s"], "p50")),
+        ("end-to-end p99 s", lambda r: _q(r["metrics"]["end_to_end_s"], "p99")),
+        ("throughput runs/h", lambda r: f"{r['metrics']['throughput_per_hour']:,.0f}"),
+        ("transitions asserted", lambda r: f"{r['asserted_enabled']:,}"),
+        ("  + clock moves", lambda r: f"{r['transitions'] - r['asserted_enabled']:,}"),
+        ("history sha256", lambda r: r["history_sha256"][:16]),
+        ("wall time", lambda r: f"{r['elapsed_seconds']:.2f} s"),
+    ]
+    return [(name, [fn(r) for r in results]) for name, fn in spec]
 
 
-def _f(x: float | None, nd: int) -> str:
-    return "-" if x is None else f"{x:.{nd}f}"
+def _property_rows(results: list[dict[str, Any]], verdict: dict[str, Any],
+                   known: dict | None) -> list[tuple[str, list[str]]]:
+    from spec.properties import SAFETY
+
+    order = {n: k for k, n in enumerate(SAFETY)}
+    props = sorted({p for (_pol, p) in verdict["violated"]}, key=lambda p: (order.get(p, 99), p))
+
+    def cell(pol: str, p: str) -> str:
+        n = verdict["violated"].get((pol, p), 0)
+        if not n:
+            return "[green]ok[/]"
+        if known is None:
+            return f"[red]{_plural(n, 'run')}[/]"
+        k = known.get((pol, p))
+        return f"[yellow]{n} {finding_label(k)}[/]" if k is not None else f"[bold red]{n} NEW[/]"
+
+    rows = [("all properties", [
+        "[green]hold[/]" if not r["violations"] else f"[red]{len({v['property'] for v in r['violations']})} violated[/]"
+        for r in results])]
+    rows += [(p, [cell(r["policy"], p) for r in results]) for p in props]
+    return rows
+
+
+def summary_line(results: list[dict[str, Any]], verdict: dict[str, Any], known: dict | None,
+                 stop: dict | None, n_runs: int, seed: int) -> str:
+    """One closing line, pytest style: ``6 policies x 1000 runs: 2 policies violate 3
+    properties, 4 clean (seed 7)``; with a baseline the new and known (policy, property)
+    pairs are counted instead: ``... 0 new violations, 23 known, 0 clean (seed 1)``."""
+    pols = [r["policy"] for r in results]
+    bad_pols = {p for (p, _) in verdict["violated"]}
+    props = {q for (_, q) in verdict["violated"]}
+    head = f"{_plural(len(pols), 'policy', 'policies')} x {n_runs} runs"
+    if stop is not None:
+        return f"{head}: stopped at the first violation after {stop['runs_simulated']} runs (seed {seed})"
+    clean = f"{len(pols) - len(bad_pols)} clean (seed {seed})"
+    if not bad_pols:
+        return f"{head}: every property holds, {clean}"
+    if known is not None:
+        new = len(verdict["new"])
+        return f"{head}: {new} {'NEW' if new else 'new'} violation{'' if new == 1 else 's'}, {len(verdict['known'])} known, {clean}"
+    verb = "violates" if len(bad_pols) == 1 else "violate"
+    return f"{head}: {_plural(len(bad_pols), 'policy', 'policies')} {verb} {_plural(len(props), 'property', 'properties')}, {clean}"
+
+
+def report(results, path, total, verdict, *, stop, known, baseline_path, headline, side,
+           violations_dir, n_runs, seed) -> None:
+    from rich.console import Console
+
+    width = terminal_width()
+    con = Console(width=width, highlight=False, soft_wrap=False)
+    where = os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path
+    if side:
+        where = "the shipped default (sim/configs/default.toml)"
+    con.print(f"[bold]failclosed simulate[/]: {where}, seed {seed}, {n_runs} runs per policy, "
+              f"{sum(r['transitions'] for r in results):,} transitions in {total:.1f} s")
+    if stop is not None:
+        rest = f"; not simulated: {', '.join(stop['not_simulated'])}" if stop["not_simulated"] else ""
+        con.print(f"[bold red]STOPPED at the first violation (--fail-fast)[/]: policy {stop['policy']}, "
+                  f"run {', '.join(stop['runs'])}, property {stop['property']}, t={stop['time']:.3f} s; "
+                  f"{stop['runs_simulated']} of {n_runs} runs simulated ({stop['runs_finished']} finished){rest}. "
+                  "The figures below cover only those runs; drop --fail-fast to count every violation.")
+    pols = [r["policy"] for r in results]
+    for t in fit_tables("metric", pols, _metric_rows(results), width):
+        con.print(t)
+    title = "violating runs per property" + (f" (baseline {_rel(baseline_path)})" if known is not None else "")
+    con.print(title)
+    for t in fit_tables("property", pols, _property_rows(results, verdict, known), width):
+        con.print(t)
+    _report_files(con, results, violations_dir)
+    if known is not None:
+        _report_meaning(con, verdict, known, pols)
+    if headline is not None:
+        what = "" if known is None else (f"{headline['label']}, " if headline["known"] else "NEW, ")
+        con.print(f"Next: look at {headline['policy']}'s violation of {headline['property']} ({what}run "
+                  f"{', '.join(headline['runs'])}, t={headline['time']:.3f} s), written as a scenario to "
+                  f"{os.path.dirname(headline['path'])}/ (--violations-dir DIR writes every counterexample). "
+                  "Replay it step by step, and draw it:")
+        con.print(f"    failclosed replay {headline['path']}", soft_wrap=True)
+        con.print(f"    failclosed plot swimlane {headline['path']} --out swimlane.png", soft_wrap=True)
+    elif verdict["violated"] and not violations_dir and not side:
+        con.print("Next: rerun with --violations-dir DIR to write the counterexamples as scenarios "
+                  "(failclosed replay FILE reproduces each).")
+    line = summary_line(results, verdict, known, stop, n_runs, seed)
+    style = "bold red" if verdict["new"] else ("bold yellow" if verdict["violated"] else "bold green")
+    con.print(f"[{style}]{line}[/]")
+
+
+def _rel(path: str | None) -> str:
+    if not path:
+        return ""
+    rel = os.path.relpath(path)
+    if not rel.startswith(".."):
+        return rel
+    try:
+        return os.path.relpath(path, Path(__file__).resolve().parents[1])
+    except ValueError:
+        return path
+
+
+def _report_files(con, results, violations_dir) -> None:
+    files = [(r["policy"], v) for r in results for v in r["violations"] if "scenario" in v]
+    if not files:
+        return
+    con.print(f"{_plural(len(files), 'counterexample scenario')} written to {violations_dir}/, named "
+              "sim-POLICY-seedN-PROPERTY-K.toml (failclosed replay FILE reproduces each):")
+    for _pol, v in files[:LIST_FILES]:
+        con.print(f"    {v['scenario']}", soft_wrap=True)
+    if len(files) > LIST_FILES:
+        con.print(f"    and {len(files) - LIST_FILES} more in {violations_dir}/")
+
+
+def _hanging(con, text: str) -> None:
+    """One item, wrapped to the console's width with a hanging indent."""
+    import textwrap
+
+    con.print(textwrap.fill(text, con.width, initial_indent="  ", subsequent_indent="      ",
+                            break_long_words=False, break_on_hyphens=False), markup=False)
+
+
+def _report_meaning(con, verdict, known, pols) -> None:
+    """What the violations mean: each known one with its finding and the first clause of
+    the baseline's reason, each new one, and the entries reported as fixed."""
+    from spec.properties import SAFETY
+
+    order = {n: k for k, n in enumerate(SAFETY)}
+    groups: dict[tuple[str, str], tuple[set[str], set[str]]] = {}  # (label, reason) -> props, policies
+    for pol, prop in verdict["known"]:
+        k = known[(pol, prop)]
+        props, ps = groups.setdefault((finding_label(k), k.reason), (set(), set()))
+        props.add(prop)
+        ps.add(pol)
+    if verdict["known"] and not verdict["new"]:
+        con.print("What this means: every violation is a known one (the baseline's reasons, in full in the file):")
+    elif verdict["known"]:
+        con.print("Known violations (the baseline's reasons, in full in the file):")
+    for (label, reason), (props, ps) in sorted(groups.items(), key=lambda kv: (min(pols.index(p) for p in kv[1][1]),
+                                                                             min(order.get(q, 99) for q in kv[1][0]))):
+        names = ", ".join(sorted(props, key=lambda q: order.get(q, 99)))
+        _hanging(con, f"{label} {names} ({', '.join(sorted(ps, key=pols.index))}): {first_clause(reason)}")
+    if verdict["new"]:
+        con.print("[bold red]NEW violations[/] (not in the baseline: a regression, or a finding to record "
+                  "in FINDINGS.md and the baseline):")
+        for pol, prop in verdict["new"]:
+            con.print(f"  [bold red]{prop}[/] under {pol}: {_plural(verdict['violated'][(pol, prop)], 'run')}")
+    for k in verdict["fixed"]:
+        con.print(f"[yellow]warning: fixed[/] (listed in the baseline, holds in this simulation; "
+                  f"remove the entry): {k.label()}")
 
 
 # -- sweep -----------------------------------------------------------------------------------
@@ -239,6 +658,16 @@ def parse_params(items: list[str]) -> list[tuple[str, list[Any]]]:
     return out
 
 
+SWEEP_COLUMNS = ("seed", "policy", "runs", "lease_seconds", "violations", "violated", "history_sha256", "elapsed_s")
+
+
+def sweep_columns(names: list[str]) -> list[str]:
+    """The CSV header of a sweep over the parameters ``names``."""
+    from .metrics import FLAT_COLUMNS
+
+    return [f"param:{n}" for n in names] + list(SWEEP_COLUMNS) + list(FLAT_COLUMNS)
+
+
 def sweep_task(raw: dict[str, Any], params: dict[str, Any], seed: int) -> dict[str, Any]:
     """One grid point and seed (top level so that process pools and dask can ship it)."""
     from . import config as sconfig
@@ -249,52 +678,117 @@ def sweep_task(raw: dict[str, Any], params: dict[str, Any], seed: int) -> dict[s
     row = {**{f"param:{k}": v for k, v in params.items()}, "seed": seed, "policy": res["policy"],
            "runs": res["runs"], "lease_seconds": res["metrics"]["lease_seconds"],
            "violations": sum(len(v["runs"]) for v in res["violations"]),
+           "violated": ";".join(sorted({v["property"] for v in res["violations"]})),
            "history_sha256": res["history_sha256"], "elapsed_s": res["elapsed_seconds"]}
     row.update(flat(res["metrics"]))
     return row
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from model.policy import parse_policy
+    from spec.progress import Progress
 
     from . import config as sconfig
 
-    raw = read_toml(args.config)
+    raw = read_config(args.config)
     sconfig.load(raw)
     grid = parse_params(args.param)
-    if args.seeds < 1:
-        raise ConfigError("--seeds: must be >= 1; give the number of seeds per grid point")
-    if args.jobs < 1:
-        raise ConfigError("--jobs: must be >= 1")
     names = [n for n, _ in grid]
     points = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*[v for _, v in grid])]
     for p in points:  # validate every grid point before anything runs
         sconfig.load(sconfig.with_overrides(raw, {k: v for k, v in p.items() if k != "policy"}))
         if "policy" in p:
-            from model.policy import parse_policy
-
             parse_policy(str(p["policy"]))
+    check_output_file(args.out, "--out")
+    baseline = load_known(args.baseline) if args.baseline else None
+    header = _check_csv_columns(args.out, sweep_columns(names))
     tasks = [(p, s) for p in points for s in range(1, args.seeds + 1)]
     done = _done_keys(args.out, names)
     todo = [(p, s) for p, s in tasks if _key(p, s, names) not in done]
+    client = _dask_client(args.dask) if args.dask and todo else None
     ok = 0
-    with Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  transient=not sys.stderr.isatty(), disable=args.quiet) as prog:
-        bar = prog.add_task("sweep", total=len(tasks), completed=len(tasks) - len(todo))
-        for row in _execute(raw, todo, args.jobs, args.dask):
-            _append(args.out, row)
+    with Progress("sweep", total=len(todo), unit="simulations", enabled=not args.quiet) as pg:
+        if len(todo) < len(tasks):
+            pg.note(f"failclosed sweep: {len(tasks) - len(todo)} of {len(tasks)} simulations already in {args.out}")
+        for row in _execute(raw, todo, args.jobs, client):
+            header = _append(args.out, row, header)
             ok += 1
-            prog.advance(bar)
+            pg.advance(violations=row["violations"])
     print(f"sweep: {len(tasks)} simulations ({len(points)} grid points x {args.seeds} seeds), "
           f"{ok} run now, {len(tasks) - len(todo)} already in {args.out}")
-    return 0
+    return _judge_sweep(args.out, names, tasks, baseline, Path(args.config).stem)
 
 
-def _execute(raw, todo, jobs: int, dask_address: str | None):
-    if dask_address:
-        from dask.distributed import Client, as_completed
+def _judge_sweep(path: str, names: list[str], tasks, baseline: Any, config: str) -> int:
+    """The sweep's verdict over its rows in ``path`` (those run now and earlier): exit 1 if
+    a (policy, property) violation is not in the baseline (any violation without one)."""
+    want = {_key(p, s, names) for p, s in tasks}
+    violated: dict[tuple[str, str], int] = {}
+    with open(path, newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            if tuple(r[f"param:{n}"] for n in names) + (r["seed"],) not in want:
+                continue
+            for prop in filter(None, (r.get("violated") or "").split(";")):
+                violated[(r["policy"], prop)] = violated.get((r["policy"], prop), 0) + 1
+    if baseline is None:
+        new, known = sorted(violated), []
+    else:
+        cmp = baseline.compare({k: True for k in violated}, config)
+        new, known = sorted(cmp.new), cmp.known
+    if not violated:
+        print("sweep: every property holds in every simulation")
+        return 0
+    names_new = ", ".join(f"{p} / {q} ({_plural(violated[(p, q)], 'simulation')})" for p, q in new[:6])
+    more = f" and {len(new) - 6} more" if len(new) > 6 else ""
+    if baseline is None:
+        print(f"sweep: {_plural(len(new), 'violated (policy, property) pair')}: {names_new}{more} "
+              "(exit 1; --baseline FILE accepts known ones)")
+    elif new:
+        print(f"sweep: {len(new)} NEW violations (not in {args_rel(baseline)}): {names_new}{more}; {len(known)} known")
+    else:
+        print(f"sweep: 0 new violations, {len(known)} known ({args_rel(baseline)})")
+    return 1 if new else 0
 
-        with Client(dask_address) as client:
+
+def args_rel(baseline: Any) -> str:
+    return _rel(getattr(baseline, "path", None)) or "the baseline"
+
+
+_DASK_ADDRESS = re.compile(r"^(?:(?:tcp|tls|ws|wss|ucx)://)?\[?[A-Za-z0-9_.:-]*[A-Za-z0-9_.-]\]?:\d{1,5}$")
+
+
+def _dask_client(address: str):
+    """A connected dask client, or one UsageError line within DASK_CONNECT_TIMEOUT seconds."""
+    import logging
+
+    if not (_DASK_ADDRESS.match(address) or address.startswith("inproc://")):
+        raise UsageError(f"--dask {address}: not a scheduler address; give tcp://HOST:PORT, e.g. tcp://127.0.0.1:8786")
+    from dask.distributed import Client
+
+    quiet = [logging.getLogger(n) for n in ("distributed", "distributed.client", "distributed.comm",
+                                            "distributed.core", "tornado")]
+    levels = [lg.level for lg in quiet]
+    for lg in quiet:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        return Client(address, timeout=f"{DASK_CONNECT_TIMEOUT}s")
+    except (OSError, TimeoutError) as e:
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise UsageError(f"--dask {address}: no scheduler reachable within {DASK_CONNECT_TIMEOUT} s ({reason[:120]}); "
+                         "start one (`dask scheduler`) and pass its address, or drop --dask to run locally") from None
+    except Exception as e:  # something answered, but not a dask scheduler (an HTTP server, say)
+        raise UsageError(f"--dask {address}: did not answer as a dask scheduler ({type(e).__name__}); "
+                         "give the scheduler's tcp://HOST:PORT (default port 8786)") from None
+    finally:
+        for lg, lv in zip(quiet, levels, strict=True):
+            lg.setLevel(lv)
+
+
+def _execute(raw, todo, jobs: int, client=None):
+    if client is not None:
+        from dask.distributed import as_completed
+
+        with client:
             futs = [client.submit(sweep_task, raw, p, s, pure=False) for p, s in todo]
             for fut in as_completed(futs):
                 yield fut.result()
@@ -303,59 +797,128 @@ def _execute(raw, todo, jobs: int, dask_address: str | None):
         for p, s in todo:
             yield sweep_task(raw, p, s)
         return
+    yield from run_in_processes(sweep_task, [(raw, p, s) for p, s in todo], jobs, ordered=False)
+
+
+def run_in_processes(fn, arg_tuples: list[tuple], jobs: int, ordered: bool = True):
+    """``fn(*args)`` for each args tuple on ``jobs`` spawned processes (never forked, so a
+    Jupyter kernel or any threaded caller is safe); results in order, or as they complete.
+    ``fn`` must be importable by name (a module-level function of the project)."""
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    with ProcessPoolExecutor(max_workers=jobs) as ex:
-        futs = [ex.submit(sweep_task, raw, p, s) for p, s in todo]
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
+        futs = [ex.submit(fn, *a) for a in arg_tuples]
         try:
-            for fut in as_completed(futs):
+            for fut in (futs if ordered else as_completed(futs)):
                 yield fut.result()
-        except KeyboardInterrupt:
+        except BaseException:
             for f in futs:
                 f.cancel()
             raise
+
+
+def simulate_records(raw: dict[str, Any], policy: str | None, seed: int, runs: int | None = None
+                     ) -> tuple[dict[str, Any], list[Any]]:
+    """One simulation (every violation counted): its result object and its run records,
+    without their plans (what the notebooks need from a process pool)."""
+    import dataclasses
+
+    res, sim = simulate_one(raw, policy=policy, seed=seed, runs=runs, keep_going=True)
+    return res, [dataclasses.replace(r, spec=None) for r in sim.all_records()]
+
+
+def simulate_many(tasks: list[dict[str, Any]], jobs: int = 1):
+    """``simulate_records(**task)`` for each task, on ``jobs`` spawned processes (never a
+    fork: safe in a Jupyter kernel), yielded in task order as they become available."""
+    if jobs <= 1:
+        for t in tasks:
+            yield simulate_records(**t)
+        return
+    args = [(t["raw"], t.get("policy"), t["seed"], t.get("runs")) for t in tasks]
+    yield from run_in_processes(simulate_records, args, jobs)
 
 
 def _key(p: dict[str, Any], seed: int, names: list[str]) -> tuple:
     return tuple(str(p[n]) for n in names) + (str(seed),)
 
 
+def _read_header(path: str) -> list[str] | None:
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return None
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            return next(csv.reader(f), None)
+    except (UnicodeDecodeError, csv.Error):
+        raise ConfigError(f"--out {path}: exists and is not a CSV file; give a new --out file") from None
+
+
+def _check_csv_columns(path: str, columns: list[str]) -> list[str] | None:
+    """Refuse to append rows of other columns to an existing CSV; returns its header."""
+    header = _read_header(path)
+    if header is None:
+        return None
+    if set(header) != set(columns):
+        extra = sorted(set(header) - set(columns))
+        missing = sorted(set(columns) - set(header))
+        what = "; ".join(x for x in (
+            f"it has {', '.join(extra[:3])}{' ...' if len(extra) > 3 else ''} this sweep does not" if extra else "",
+            f"it lacks {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}" if missing else "") if x)
+        raise ConfigError(f"--out {path}: holds another sweep's columns ({what}); give a new --out file, "
+                          "or delete it to start over")
+    return header
+
+
 def _done_keys(path: str, names: list[str]) -> set[tuple]:
-    if not os.path.exists(path):
+    if _read_header(path) is None:
         return set()
     with open(path, newline="", encoding="utf-8") as f:
-        rd = csv.DictReader(f)
-        if rd.fieldnames is None or any(f"param:{n}" not in rd.fieldnames for n in names):
-            return set()
-        return {tuple(r[f"param:{n}"] for n in names) + (r["seed"],) for r in rd}
+        return {tuple(r[f"param:{n}"] for n in names) + (r["seed"],) for r in csv.DictReader(f)}
 
 
-def _append(path: str, row: dict[str, Any]) -> None:
-    new = not os.path.exists(path) or os.path.getsize(path) == 0
+def _append(path: str, row: dict[str, Any], header: list[str] | None) -> list[str]:
+    fields = header or list(row)
     with open(path, "a", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=list(row))
-        if new:
+        w = csv.DictWriter(f, fieldnames=fields)
+        if header is None:
             w.writeheader()
         w.writerow(row)
         f.flush()
+    return fields
 
 
 # -- plot --------------------------------------------------------------------------------------
+def parse_window(text: str) -> tuple[float, float]:
+    import math
+
+    try:
+        a, b = text.split(":")
+        window = (float(a), float(b))
+    except ValueError:
+        raise ConfigError(f"--window {text}: expected START:END in simulated seconds, e.g. 0:3600") from None
+    if not all(math.isfinite(x) for x in window) or window[0] < 0:
+        raise ConfigError(f"--window {text}: START and END must be finite seconds >= 0, e.g. 0:3600")
+    if window[0] >= window[1]:
+        raise ConfigError(f"--window {text}: START must be below END; e.g. {window[1]:g}:{window[0]:g}")
+    return window
+
+
 def _cmd_plot(args: argparse.Namespace) -> int:
     from . import plots
 
+    check_output_file(args.out, "--out", PLOT_FORMATS)
+    what = "HISTORY" if args.kind == "swimlane" else "CSV"
+    check_input_file(args.input, what)
     if args.kind == "swimlane":
-        runs = [r for r in (args.runs or "").split(",") if r]
-        window = None
-        if args.window:
-            try:
-                a, b = args.window.split(":")
-                window = (float(a), float(b))
-            except ValueError:
-                raise ConfigError("--window: expected START:END in seconds, e.g. 0:3600") from None
-        plots.swimlane(args.input, args.out, runs=runs or None, window=window, axis=args.axis)
+        window = parse_window(args.window) if args.window else None
+        runs = [r.strip() for r in (args.runs or "").split(",") if r.strip()]
+        recs = plots.load_records(args.input)
+        plots.check_runs(recs, runs, args.input)
+        plots.swimlane(args.input, args.out, runs=runs or None, window=window, axis=args.axis, records=recs)
     else:
-        plots.lease_curves(args.input, args.out)
+        rows = plots.read_sweep_csv(args.input)
+        plots.lease_curves(args.input, args.out, rows=rows)
     print(f"wrote {args.out}")
     return 0
 
@@ -363,39 +926,65 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "simulate", help="run the model in simulated time with faults (SimPy)",
-        description="Simulate a workload; without CONFIG, the shipped default under current and earlier presets side by side.",
+        description="Simulate a workload; without CONFIG, the shipped default under current, the proposal "
+                    "and earlier presets side by side, judged against the shipped baseline of known findings. "
+                    "Exit 0: nothing new violated; 1: a violation not in the baseline (every violation when "
+                    "there is no baseline); 2: bad input.",
     )
-    p.add_argument("config", nargs="?", help="a simulator TOML config (default: sim/configs/default.toml, side by side)")
-    p.add_argument("--policy", help="policy to simulate (overrides the config's)")
-    p.add_argument("--seed", type=int, help="random seed (overrides the config's)")
-    p.add_argument("--runs", type=int, help="number of runs (overrides runs.count)")
-    p.add_argument("--json", metavar="FILE", help="write the result object(s) as JSON")
-    p.add_argument("--history", metavar="FILE.jsonl", help="write the history as JSON lines")
-    p.add_argument("--keep-going", action="store_true", help="count violations instead of stopping at the first")
-    p.add_argument("--violations-dir", default="sim-violations", metavar="DIR",
-                   help="where counterexample scenarios are written (default: sim-violations)")
+    p.add_argument("config", nargs="?",
+                   help="a simulator TOML config (default: sim/configs/default.toml under several policies, side by side)")
+    p.add_argument("--policy", help="policy to simulate (default: the config's policy)")
+    p.add_argument("--seed", type=_int_arg(0, "a seed >= 0"), help="random seed (default: the config's seed)")
+    p.add_argument("--runs", type=_int_arg(1, "the number of runs, >= 1"),
+                   help="number of runs per policy (default: the config's runs.count)")
+    p.add_argument("--json", metavar="FILE", help="write the result object(s) as JSON (default: not written)")
+    p.add_argument("--history", metavar="FILE.jsonl",
+                   help="write the history as JSON lines, complete or not at all (default: not written)")
+    p.add_argument("--keep-going", action="store_true",
+                   help="count every violating run (the default; kept for compatibility)")
+    p.add_argument("--fail-fast", action="store_true",
+                   help="stop the whole command at the first violation and say where (default: off)")
+    p.add_argument("--violations-dir", metavar="DIR",
+                   help="write every violation's counterexample scenario here (default: none written; the "
+                        "side-by-side run writes the one it suggests replaying to a temporary directory)")
+    p.add_argument("--baseline", metavar="FILE",
+                   help="a baseline TOML of known violations: those exit 0, anything new exits 1 (default: "
+                        "spec/baselines/current.toml without CONFIG and --policy, else none)")
+    p.add_argument("--no-baseline", action="store_true",
+                   help="judge without a baseline: every violation exits 1 (default: off)")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr (default: progress shown)")
     p.set_defaults(func=_cmd_simulate)
 
     s = subparsers.add_parser("sweep", help="simulate a parameter grid x seeds, results to CSV",
-                              description="Simulate a grid of config parameters times seeds.")
-    s.add_argument("config")
+                              description="Simulate a grid of config parameters times seeds; one CSV row per simulation. "
+                                          "Exit 0: no violation (or only --baseline's known ones); 1: a violation "
+                                          "not in the baseline; 2: bad input.")
+    s.add_argument("config", help="a simulator TOML config")
     s.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2",
-                   help="a dotted config key and its values, e.g. constants.LEASE_SECONDS=300,900 (repeatable; 'policy' too)")
-    s.add_argument("--seeds", type=int, default=3, help="seeds per grid point (1..N)")
-    s.add_argument("--jobs", type=int, default=1, help="local worker processes")
-    s.add_argument("--dask", metavar="ADDRESS", help="run on a dask.distributed scheduler at ADDRESS")
-    s.add_argument("--out", default="results.csv", help="CSV file rows are appended to")
-    s.add_argument("--quiet", action="store_true", help="no progress bar")
+                   help="a dotted config key and its values, e.g. constants.LEASE_SECONDS=300,900 "
+                        "(repeatable; 'policy' too; default: none, one grid point)")
+    s.add_argument("--seeds", type=_int_arg(1, "the number of seeds per grid point, >= 1"), default=3,
+                   help="seeds per grid point, 1..N (default: 3)")
+    s.add_argument("--jobs", type=_int_arg(1, "the number of local processes, >= 1"), default=1,
+                   help="local worker processes (default: 1)")
+    s.add_argument("--dask", metavar="ADDRESS",
+                   help="run on a dask.distributed scheduler at tcp://HOST:PORT (default: local processes)")
+    s.add_argument("--out", default="results.csv",
+                   help="CSV file rows are appended to; a bare name is in the current directory (default: results.csv)")
+    s.add_argument("--baseline", metavar="FILE",
+                   help="known violations (TOML, e.g. spec/baselines/current.toml): exit 1 only on a "
+                        "violation it does not list (default: none, every violation exits 1)")
+    s.add_argument("--quiet", action="store_true", help="no progress on stderr (default: progress shown)")
     s.set_defaults(func=_cmd_sweep)
 
     pl = subparsers.add_parser("plot", help="plots: swimlane of a history or scenario; lease curves of a sweep",
                                description="Render a plot (matplotlib, Agg).")
     pl.add_argument("kind", choices=("swimlane", "lease-curves"))
-    pl.add_argument("input", help="swimlane: HISTORY.jsonl or SCENARIO.toml; lease-curves: results.csv")
-    pl.add_argument("--out", required=True, help="output file (.png or .svg)")
-    pl.add_argument("--runs", help="swimlane: only these run ids (comma-separated)")
-    pl.add_argument("--window", help="swimlane: START:END in simulated seconds")
+    pl.add_argument("input", help="swimlane: HISTORY.jsonl or SCENARIO.toml; lease-curves: a sweep's CSV")
+    pl.add_argument("--out", required=True, help=f"output file ({', '.join(PLOT_FORMATS)}; required)")
+    pl.add_argument("--runs", help="swimlane: only these run ids, comma-separated (default: every run)")
+    pl.add_argument("--window", help="swimlane: START:END in simulated seconds (default: the whole history)")
     pl.add_argument("--axis", choices=("auto", "time", "step"), default="auto",
-                    help="swimlane: x axis; step = transition order (auto: step when the "
-                         "clock moves less than one second per transition)")
+                    help="swimlane: x axis; step = transition order, auto = step when the clock moves "
+                         "less than one second per transition (default: auto)")
     pl.set_defaults(func=_cmd_plot)

@@ -186,6 +186,9 @@ class Simulation:
         self.audit_down = False
         self.worker_down: dict[str, bool] = {}
         self._segment_busy: dict[str, float] = {}
+        # called with the number of runs archived so far, after each one (progress reports;
+        # it only reads, so the history does not depend on it)
+        self.on_archive: Any = None
 
     # -- the bounded world ---------------------------------------------------------------
     def _initial_world(self) -> World:
@@ -445,6 +448,8 @@ class Simulation:
         )
         del self.slot_of[rid]
         self.archived += 1
+        if self.on_archive is not None:
+            self.on_archive(self.archived)
         self.free.put(i)
         if self.archived >= self.n_runs and not self.done.triggered:
             self.done.succeed()

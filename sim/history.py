@@ -5,12 +5,18 @@ The canonical line of a record is ``{"t": "<seconds, 6 decimals>", "name": .., "
 lines, each followed by ``\\n``. The JSON-lines file written with ``--history`` holds the same
 fields plus an optional ``note`` (lease changes, segment outcomes, landed effects) that the
 swimlane plot reads; notes are derived from the model's worlds and are not hashed.
+
+The file is written under a temporary name beside it (``.NAME.partial``) and renamed to
+NAME when the simulation ends (:meth:`History.close`); an interrupted or failed simulation
+calls :meth:`History.abort`, which removes the temporary file, so NAME is either a complete
+history or left as it was (an earlier file of that name is not touched).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from json.encoder import encode_basestring_ascii as _enc
 from typing import Any, TextIO
 
@@ -75,7 +81,9 @@ class History:
         self.sha = hashlib.sha256()
         self.records: list[tuple[float, Transition]] | None = [] if keep else None
         self.count = 0
-        self._file: TextIO | None = open(path, "w", encoding="utf-8") if path else None  # noqa: SIM115
+        self.path = path
+        self.partial = partial_path(path) if path else None
+        self._file: TextIO | None = open(self.partial, "w", encoding="utf-8") if self.partial else None  # noqa: SIM115
         self.annotate = self._file is not None
         self._halves: dict[Transition, tuple] = {}  # a transition's canonical line, around "t"
         self._pending: list[str] = []  # canonical lines not hashed yet
@@ -113,9 +121,27 @@ class History:
         return self.sha.hexdigest()
 
     def close(self) -> None:
+        """The history is complete: flush it and give the file its name."""
         if self._file is not None:
             self._file.close()
             self._file = None
+            os.replace(self.partial, self.path)
+
+    def abort(self) -> None:
+        """The simulation did not finish: drop the temporary file, leave NAME as it was."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            try:
+                os.remove(self.partial)
+            except OSError:
+                pass
+
+
+def partial_path(path: str) -> str:
+    """Where a history is written until it is complete: ``DIR/.NAME.partial``."""
+    d, base = os.path.split(path)
+    return os.path.join(d, f".{base}.partial")
 
 
 def note(before: World, t: Transition, after: World) -> dict[str, Any]:

@@ -123,8 +123,16 @@ def compute(records: list[RunRecord], seed: int, lease_seconds: int) -> dict[str
     return m
 
 
+FLAT_COLUMNS = (
+    "finished", "unfinished", "dead_letters", "p_dead_letter", "nonidem_calls", "nonidem_double",
+    "p_double_nonidem", "idem_calls", "idem_double", "applications", "unaudited", "reaped_alive",
+    "wasted_s", "busy_s", "throughput_per_hour", "e2e_p50_s", "e2e_p99_s",
+)
+
+
 def flat(m: dict[str, Any]) -> dict[str, Any]:
-    """The few numbers a sweep row keeps (counts too, so intervals can be pooled over seeds)."""
+    """The few numbers a sweep row keeps (counts too, so intervals can be pooled over seeds);
+    its keys are ``FLAT_COLUMNS``, in that order."""
     ni = m["writes"][NON_IDEMPOTENT_WRITE]
     iw = m["writes"][IDEMPOTENT_WRITE]
     return {

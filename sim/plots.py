@@ -18,6 +18,7 @@ lease-curves
 from __future__ import annotations
 
 import csv
+import json
 import math
 from collections import defaultdict
 from typing import Any
@@ -29,7 +30,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from .history import note, read_jsonl  # noqa: E402
+from model.config import ConfigError, UsageError  # noqa: E402
+
+from .history import note  # noqa: E402
 
 
 # -- records -----------------------------------------------------------------------------------
@@ -50,12 +53,50 @@ def _records_from_scenario(path: str) -> list[dict[str, Any]]:
 
 
 def load_records(path: str) -> list[dict[str, Any]]:
+    """The records of a history (JSONL, from ``simulate --history``) or a scenario (TOML);
+    a file that is neither is one ``ConfigError`` line."""
     if path.endswith(".toml"):
         return _records_from_scenario(path)
-    recs = read_jsonl(path)
-    for r in recs:
-        r["t"] = float(r["t"])
+    fix = "give a history written by failclosed simulate CONFIG --history FILE.jsonl, or a scenario .toml"
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.readlines()
+    except UnicodeDecodeError:
+        raise ConfigError(f"HISTORY {path}: not a text file; {fix}") from None
+    except OSError as e:
+        raise ConfigError(f"HISTORY {path}: cannot read it ({e.strerror or e}); check the path") from None
+    recs = []
+    for k, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError:
+            raise ConfigError(f"HISTORY {path}: line {k} is not JSON; {fix}") from None
+        if not isinstance(r, dict) or not {"t", "name", "actor"} <= set(r):
+            raise ConfigError(f"HISTORY {path}: line {k} is not a history record (t, name, actor); {fix}")
+        try:
+            r["t"] = float(r["t"])
+        except (TypeError, ValueError):
+            raise ConfigError(f"HISTORY {path}: line {k}: t = {r['t']!r} is not a number; {fix}") from None
+        recs.append(r)
+    if not recs:
+        raise ConfigError(f"HISTORY {path}: empty, no records; {fix}")
     return recs
+
+
+def run_ids(recs: list[dict[str, Any]]) -> list[str]:
+    """The run ids of a history, in numeric order (r2 before r10)."""
+    return sorted({r["run"] for r in recs if isinstance(r.get("run"), str)}, key=lambda s: (len(s), s))
+
+
+def check_runs(recs: list[dict[str, Any]], runs: list[str], path: str) -> None:
+    """Every id of ``--runs`` is a run of the history (else one UsageError line listing some)."""
+    have = run_ids(recs)
+    missing = [r for r in runs if r not in set(have)]
+    if missing:
+        some = ", ".join(have[:8]) + (f", ... ({len(have)} runs)" if len(have) > 8 else "")
+        raise UsageError(f"--runs {','.join(missing)}: not in {path}; its runs are {some or 'none'}")
 
 
 def _lane_of_identity(identity: str) -> str:
@@ -75,23 +116,26 @@ STORE_NAMES = {
 
 
 def swimlane(path: str, out: str, runs: list[str] | None = None,
-             window: tuple[float, float] | None = None, axis: str = "auto") -> None:
+             window: tuple[float, float] | None = None, axis: str = "auto",
+             records: list[dict[str, Any]] | None = None) -> None:
     """A lane per worker, segment, the reaper, the stores and the outside world.
 
     ``axis``: ``time`` (simulated seconds), ``step`` (transition order: a checker
     counterexample happens in a few seconds, and what matters is the interleaving) or
     ``auto`` (step when the clock moves less than one second per transition)."""
-    recs = load_records(path)
+    recs = load_records(path) if records is None else records
     if runs:
         keep = set(runs)
         recs = [r for r in recs if r.get("run") in keep or r["name"] == "find_stale_running"]
+    recs0 = recs
     if window:
         recs = [r for r in recs if window[0] <= r["t"] <= window[1]]
     recs = [r for r in recs if r["name"] != "advance_time"]
     if not recs:
-        raise ValueError(f"{path}: no transitions to draw (check --runs / --window)")
+        span = f"{min(r['t'] for r in recs0):.0f} to {max(r['t'] for r in recs0):.0f} s" if recs0 else "empty"
+        raise UsageError(f"{path}: no transitions to draw in --window/--runs (the history spans {span}); widen --window")
     if axis not in ("auto", "time", "step"):
-        raise ValueError(f"axis: {axis!r}; use auto, time or step")
+        raise UsageError(f"--axis {axis}: use auto, time or step")
     if axis == "auto":
         span_t = max(r["t"] for r in recs) - min(r["t"] for r in recs)
         axis = "step" if span_t < len(recs) else "time"
@@ -243,11 +287,44 @@ def _mean_ci(xs: list[float]) -> tuple[float, float, float]:
     return m, m - h, m + h
 
 
-def lease_curves(csv_path: str, out: str) -> None:
-    with open(csv_path, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
+LEASE_CURVE_COLUMNS = ("policy", "seed", "runs", "lease_seconds", "finished", "dead_letters",
+                       "nonidem_calls", "nonidem_double", "throughput_per_hour", "wasted_s")
+
+
+def read_sweep_csv(csv_path: str) -> list[dict[str, str]]:
+    """The rows of a sweep CSV, checked: a text CSV with the columns lease-curves reads and
+    numbers where numbers belong (else one ``ConfigError`` line)."""
+    fix = "give a CSV written by failclosed sweep CONFIG --param constants.LEASE_SECONDS=... --out FILE.csv"
+    try:
+        with open(csv_path, newline="", encoding="utf-8") as f:
+            rd = csv.DictReader(f)
+            rows = list(rd)
+            header = rd.fieldnames or []
+    except UnicodeDecodeError:
+        raise ConfigError(f"CSV {csv_path}: not a text file; {fix}") from None
+    except csv.Error as e:
+        raise ConfigError(f"CSV {csv_path}: not a readable CSV ({e}); {fix}") from None
+    except OSError as e:
+        raise ConfigError(f"CSV {csv_path}: cannot read it ({e.strerror or e}); check the path") from None
+    if not header:
+        raise ConfigError(f"CSV {csv_path}: empty; {fix}")
+    missing = [c for c in LEASE_CURVE_COLUMNS if c not in header]
+    if missing:
+        raise ConfigError(f"CSV {csv_path}: no column {', '.join(missing[:4])}; {fix}")
     if not rows:
-        raise ValueError(f"{csv_path}: no rows")
+        raise ConfigError(f"CSV {csv_path}: a header but no rows; run the sweep first ({fix})")
+    for k, r in enumerate(rows, 2):
+        for c in LEASE_CURVE_COLUMNS[2:]:
+            try:
+                float(r[c])
+            except (TypeError, ValueError):
+                raise ConfigError(f"CSV {csv_path}: line {k}, column {c}: {r[c]!r} is not a number; {fix}") from None
+    return rows
+
+
+def lease_curves(csv_path: str, out: str, rows: list[dict[str, str]] | None = None) -> None:
+    if rows is None:
+        rows = read_sweep_csv(csv_path)
     xkey = "lease_seconds"
     groups: dict[str, dict[float, list[dict[str, str]]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:

@@ -1,11 +1,14 @@
 """The analysis notebooks run clean in quick mode, and are committed without outputs.
 
 Each notebook reads ``FAILCLOSED_NOTEBOOK_QUICK=1`` (small grids, few seeds) and is executed
-with nbclient on the ``python3`` kernel, from the repository root. A cell error fails the test.
+with nbclient on the ``python3`` kernel, from the repository root. A cell error fails the test,
+and so does a tracked file the run modified (figures are written only with ``SAVE_FIGURE``).
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -29,15 +32,26 @@ def test_committed_without_outputs(path: Path):
     params = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     assert len(params) == 1, "exactly one cell tagged 'parameters'"
     assert "FAILCLOSED_NOTEBOOK_QUICK" in params[0].source
+    assert "SAVE_FIGURE = False" in params[0].source, "writing the README figure must be asked for"
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert cell.outputs == [], f"outputs not stripped in {path.name}"
             assert cell.execution_count is None, f"execution_count set in {path.name}"
 
 
+def _git_status() -> str | None:
+    """``git status --porcelain`` of the checkout (None outside a git checkout)."""
+    if shutil.which("git") is None:
+        return None
+    proc = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT,
+                          capture_output=True, text=True)
+    return proc.stdout if proc.returncode == 0 else None
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_runs_in_quick_mode(path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("FAILCLOSED_NOTEBOOK_QUICK", "1")
+    before = _git_status()
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(
         nb,
@@ -50,3 +64,4 @@ def test_runs_in_quick_mode(path: Path, monkeypatch: pytest.MonkeyPatch):
         o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"
     ]
     assert not errors
+    assert _git_status() == before, "running the notebook modified or created files in the checkout"

@@ -248,13 +248,25 @@ def test_sweep_with_local_processes_appends_rows_and_resumes(tmp_path, capsys):
     out = tmp_path / "res.csv"
     args = ["sweep", cfg, "--param", "constants.LEASE_SECONDS=300,900", "--param", "policy=current,adr-111",
             "--seeds", "2", "--jobs", "2", "--out", str(out), "--quiet"]
-    assert main(args) == 0
+    code = main(args)
     rows = list(csv.DictReader(out.open()))
     assert len(rows) == 8
     assert {r["param:constants.LEASE_SECONDS"] for r in rows} == {"300", "900"}
     assert {r["lease_seconds"] for r in rows} == {"300", "900"}
-    assert main(args) == 0  # a rerun skips what is there
+    # exit 1 exactly when some simulation violated a property (no baseline given)
+    violated = {(r["policy"], p) for r in rows for p in r["violated"].split(";") if p}
+    assert all((int(r["violations"]) > 0) == bool(r["violated"]) for r in rows)
+    assert code == (1 if violated else 0)
+    capsys.readouterr()
+    assert main(args) == code  # a rerun skips what is there, and judges the rows in the file
     assert len(list(csv.DictReader(out.open()))) == 8
+    assert "0 run now, 8 already in" in capsys.readouterr().out
+    if violated:  # a baseline listing them all turns the verdict to 0
+        bl = tmp_path / "bl.toml"
+        bl.write_text("".join(f'[[known]]\npolicy = "{p}"\nproperty = "{q}"\nreason = "test"\n\n'
+                              for p, q in sorted(violated)))
+        assert main([*args, "--baseline", str(bl)]) == 0
+        assert "0 new violations" in capsys.readouterr().out
     # and the plot of the sweep renders
     png = tmp_path / "curves.png"
     assert main(["plot", "lease-curves", str(out), "--out", str(png)]) == 0
