@@ -856,7 +856,7 @@ def _after_probe(w: World, p: Proc) -> World:
 
 def _h_on_step(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
-        return _ladder(w, p, OBSERVER_ERROR, "unknown")
+        return _ladder(w, p, OBSERVER_ERROR, rules.classify(OBSERVER_ERROR, "", w.spec.policy))
     return _after_observer(w, p)
 
 
@@ -1014,7 +1014,7 @@ def _hook(w: World, p: Proc, name: str) -> World:
         return _put(w, replace(p, pc="invoke"))
     if p.handle < 0 or not p.owner:
         err = WRITE_WITHOUT_DURABLE_EXECUTION
-        return _ladder(w, p, err, "unknown")
+        return _ladder(w, p, err, rules.classify(err, "", w.spec.policy))
     return _put(w, replace(p, pc="stamp"))
 
 
