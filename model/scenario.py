@@ -93,7 +93,7 @@ TRANSITION_NAMES = frozenset({
     "requeue_stale", "duplicate_message", "remove_tool", "advance_time", "crash",
 })
 ARG_KEYS = frozenset({"run", "fault", "step", "tool", "effect", "reason", "owner", "delay", "to",
-                      "not_before"})
+                      "not_before", "permitted", "valid"})  # permitted, valid: [model] refusals
 STEP_KEYS = frozenset({"do", "actor", "until", "expect", "note"}) | ARG_KEYS
 EXPECT_KEYS = frozenset({
     "rows", "outcomes", "no_outcomes", "events", "ledger", "messages", "marks", "no_marks",
