@@ -178,6 +178,11 @@ def print_summary(results: list[dict[str, Any]], path: str, total: float) -> Non
     row("dead-lettered", lambda r: _pct(r["metrics"]["dead_letter"]))
     row("failed provider_failed", lambda r: str(r["outcomes"].get("failed/provider_failed", 0)))
     row("stuck (unfinished at end)", lambda r: _pct(r["metrics"]["stuck"]))
+    from .metrics import failure_rows
+
+    frows = [dict(failure_rows(r["metrics"])) for r in results]
+    for label in dict.fromkeys(k for fr in frows for k in fr):
+        t.add_row(label, *[fr.get(label, "-") for fr in frows])
     row("non-idem. write calls", lambda r: str(r["metrics"]["writes"][ni]["logical_calls"]))
     row("  applied twice or more", lambda r: _pct(r["metrics"]["writes"][ni]["double"]))
     row("  applications per call", lambda r: _f(r["metrics"]["writes"][ni]["per_call"], 3))
