@@ -225,3 +225,36 @@ def test_the_checker_reaches_both_branches_where_the_config_enables_them():
     assert ("AWAITING_APPROVAL", "ApproverNotPermitted", "COMPLETED") in outcomes
     assert ("AWAITING_APPROVAL", "COMPLETED") in outcomes
     assert ("AWAITING_APPROVAL", "ApproverNotPermitted", "ApproverNotPermitted") in outcomes
+
+
+def test_a_trace_with_a_refused_request_round_trips_through_a_scenario_file():
+    from model.scenario import dump_scenario, replay, scenario_from_dict
+
+    data = {"policy": "current", "model": {"refusals": ["ApproverNotPermitted"]},
+            "tools": [{"name": "update_page_metadata"}],
+            "runs": [{"id": "r1", "entry": "interactive", "decisions": ["approve"],
+                      "plan": [{"tools": ["update_page_metadata"]}, {"final": "completed"}]}]}
+    w = load_world(data)
+    steps = []
+    for actor, name, args in (("caller", "start_run", {"run": "r1"}),):
+        t = next(t for t in enabled(w, actor) if t.name == name and dict(t.args) == args)
+        steps.append(t)
+        w = apply(w, t)
+    while w.proc("caller:r1") is not None:
+        t = next(t for t in enabled(w, "caller:r1") if t.fault is None and t.name != "crash")
+        steps.append(t)
+        w = apply(w, t)
+    t = next(t for t in enabled(w, "caller") if t.arg("permitted") is False)
+    steps.append(t)
+    w = apply(w, t)
+    while w.proc("resume:r1#1") is not None:
+        t = next(t for t in enabled(w, "resume:r1#1") if t.fault is None and t.name != "crash")
+        steps.append(t)
+        w = apply(w, t)
+    text = dump_scenario(data, steps, {"outcomes": [{"outcome": "ApproverNotPermitted"}]})
+    assert "permitted = false" in text
+    import tomllib
+
+    res = replay(scenario_from_dict(tomllib.loads(text)))
+    assert res.ok, (res.stopped, [str(f) for f in res.failures])
+    assert res.world == w
