@@ -19,9 +19,16 @@ add ``[[steps]]``). Every key is validated: a typo, a wrong type or a negative l
     horizon = 5000                     # the clock never moves past it
     transport = "async"                # async (default here) | sync (the runtime's default:
                                        # dispatch runs the handler nested, REFERENCE.md 6.3)
+    refusals = ["ApproverNotPermitted", "InvalidInputSubmission"]  # explore both answers of
+                                       # gate 2 (12.2 step 8) / input validation (12.3): each
+                                       # approve, deny (gate 2) or submit_input (validation)
+                                       # also comes as permitted=false / valid=false
     [[tools]]
-    name = "create_page_draft"
-    effect = "non_idempotent_write"    # read_only | idempotent_write | non_idempotent_write
+    name = "create_page_draft"         # a builtin writer of REFERENCE.md 14.5: its effect is
+                                       # the runtime's (a plan may call one with no table)
+    effect = "non_idempotent_write"    # read_only | idempotent_write | non_idempotent_write;
+                                       # optional (read_only; remote: non_idempotent_write);
+                                       # contradicting a builtin's or a remote's: an error
     remote = false
     approval = false                   # explicit approval marker
     server_flag = 0                    # remote only: operator approval declaration
@@ -49,6 +56,7 @@ from .policy import SWITCHES, UnknownPolicy, parse_policy
 from .state import (
     EFFECTS,
     FAILURE_CLASSES,
+    REQUEST_REFUSALS,
     STATUSES,
     TRANSPORTS,
     Answer,
@@ -119,9 +127,50 @@ def _nonneg(v: Any, field: str) -> int:
     return v
 
 
+# REFERENCE.md 14.5: the builtin writers and the effect each declares in its code (every other
+# builtin is read_only). The default tool registry: a config may name one without declaring
+# its effect, in [[tools]] or only in a plan, and gets this effect; a config that declares
+# another effect for it contradicts the runtime (one ConfigError line).
+BUILTIN_WRITERS: dict[str, str] = {
+    "update_page_metadata": "idempotent_write",  # ADR-135
+    "set_file_alternative_text": "idempotent_write",  # amendment to ADR-135
+    "move_content_element": "idempotent_write",  # ADR-146
+    "create_content_element_draft": "non_idempotent_write",  # ADR-146
+    "create_translation_draft": "non_idempotent_write",  # ADR-146
+    "create_page_draft": "non_idempotent_write",  # ADR-180
+    "attach_file_to_content_element": "non_idempotent_write",  # commit f0b47adf
+}
+REMOTE_EFFECT = "non_idempotent_write"  # 14.2: remote (MCP) tools always declare it
+
+
+def tool_effect(t: dict[str, Any], where: str) -> str:
+    """The effect a [[tools]] table's tool declares (REFERENCE.md 14.2, 14.5): a remote tool
+    always declares ``non_idempotent_write``; a builtin writer the effect of 14.5; any other
+    tool what the table says, ``read_only`` when it says nothing (declaring is opt-in). A
+    table that contradicts the runtime's own declaration is a ``ConfigError``."""
+    name = t.get("name")
+    eff = t.get("effect")
+    if eff is not None and eff not in EFFECTS:
+        raise ConfigError(f"{where}effect: unknown effect {eff!r}; use {', '.join(EFFECTS)}")
+    if t.get("remote") is True:
+        if eff is not None and eff != REMOTE_EFFECT:
+            raise ConfigError(
+                f"{where}effect: {name!r} is remote, and a remote (MCP) tool always declares "
+                f"{REMOTE_EFFECT} (REFERENCE.md 14.2); remove effect or write effect = \"{REMOTE_EFFECT}\"")
+        return REMOTE_EFFECT
+    builtin = BUILTIN_WRITERS.get(name) if isinstance(name, str) else None
+    if builtin is not None:
+        if eff is not None and eff != builtin:
+            raise ConfigError(
+                f"{where}effect: {name!r} is a builtin writer that declares {builtin} "
+                f"(REFERENCE.md 14.5); remove effect or write effect = \"{builtin}\"")
+        return builtin
+    return eff if eff is not None else "read_only"
+
+
 TOP_KEYS = {"policy", "switches", "constants", "model", "tools", "runs", "steps", "description", "expect"}
 MODEL_KEYS = {"workers", "faults", "fault_budget", "provider_faults", "fault_ops", "reaper_limit", "horizon",
-              "transport"}
+              "transport", "refusals"}
 TOOL_KEYS = {"name", "effect", "remote", "approval", "server_flag", "needs_input", "removable"}
 RUN_KEYS = {"id", "entry", "plan", "cap", "observer", "cancels", "decisions", "row"}
 ROW_KEYS = {f.name for f in fields(Row)}
@@ -197,6 +246,12 @@ def load_spec(data: dict[str, Any], policy_override: str | None = None) -> tuple
     transport = m.get("transport", "async")
     if transport not in TRANSPORTS:
         raise ConfigError(f"model.transport: {transport!r} is not a transport; use \"async\" or \"sync\"")
+    refusals = m.get("refusals", [])
+    _expect(refusals, list, "model.refusals", f"a list of {', '.join(REQUEST_REFUSALS)}")
+    for x in refusals:
+        if x not in REQUEST_REFUSALS:
+            raise ConfigError(f"model.refusals: {x!r} is not a refusal a request can meet after the claim; "
+                              f"use {' or '.join(REQUEST_REFUSALS)}")
 
     tools = []
     raw_tools = data.get("tools", [])
@@ -207,12 +262,13 @@ def load_spec(data: dict[str, Any], policy_override: str | None = None) -> tuple
         check_keys(t, TOOL_KEYS, where)
         if "name" not in t:
             raise ConfigError(f"{where}name: missing; every tool needs a name")
-        eff = t.get("effect", "read_only")
-        if eff not in EFFECTS:
-            raise ConfigError(f"{where}effect: unknown effect {eff!r}; use {', '.join(EFFECTS)}")
         for b in ("remote", "approval", "needs_input", "removable"):
             if b in t:
                 _expect(t[b], bool, where + b, "true or false")
+        _expect(t["name"], str, where + "name", "a string")
+        if any(x.name == t["name"] for x in tools):
+            raise ConfigError(f"{where}name: duplicate tool {t['name']!r}; give each tool its own name")
+        eff = tool_effect(t, where)
         sf = t.get("server_flag")
         if sf is not None:
             _expect(sf, int, where + "server_flag", "0 or 1")
@@ -262,11 +318,18 @@ def load_spec(data: dict[str, Any], policy_override: str | None = None) -> tuple
                 decisions=tuple(decisions), initial=row,
             )
         )
+    # the default registry (14.5): a builtin writer a plan calls is registered even when no
+    # [[tools]] table names it; any other undeclared name stays unknown (14.2)
+    declared = {t.name for t in tools}
+    called = {c for r in runs for a in r.plan for c in a.calls}
+    for name, eff in BUILTIN_WRITERS.items():
+        if name in called and name not in declared:
+            tools.append(Tool(name=name, effect=eff))
     spec = Spec(
         policy=policy, constants=constants, tools=tuple(tools), runs=tuple(runs), workers=workers,
         faults=frozenset(faults), provider_faults=tuple(pf),
         fault_ops=frozenset(fault_ops) if fault_ops is not None else None,
-        reaper_limit=limit, horizon=horizon, transport=transport,
+        reaper_limit=limit, horizon=horizon, transport=transport, refusals=frozenset(refusals),
     )
     return spec, budget
 

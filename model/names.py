@@ -29,7 +29,7 @@ TRANSITIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "requeue_stale": ("T11", ("store_error",)),
     "dead_letter_stale": ("T12", ("store_error",)),
     "cancel": ("T13", ("store_error",)),
-    "find_run": ("4.2", ("store_error",)),
+    "find_run": ("4.2; 12.2 steps 1-2 (a resume decodes the loaded state)", ("store_error", "decode_error")),
     "max_sequence": ("4.2", ("store_error", "decode_error")),
     "record_step": ("4.2, 7.2 step 5", ("audit_insert_fails", "ambiguous_commit")),
     "record_approval": ("4.2, 12.2 step 9", ("audit_insert_fails",)),

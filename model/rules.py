@@ -5,6 +5,7 @@ REFERENCE.md sections 13 and 14, and the by-name rules of 7.2 and 12.2.
 
 from __future__ import annotations
 
+from . import classify as _classify
 from .policy import Policy
 from .state import (
     NON_IDEMPOTENT_WRITE,
@@ -36,14 +37,17 @@ def is_retryable(eclass: str) -> bool:
 
 
 def classify(error: str, provider_class: str, policy: Policy) -> str:
-    """``classify(error)`` (13): a provider error carries its class; everything else is
-    ``unknown``. ``audit_fail_unknown`` off is a counterfactual that makes an audit failure
-    look transient (``serverError``), the mistake ADR-111 avoided on purpose."""
+    """``classify(error)`` (13) of an error kind the ladder meets: a provider error carries
+    the class its concrete error was given (``model.classify``: the model's provider faults
+    are classes); a runtime error (``AuditPersistenceFailed``, ``ObserverError``,
+    ``WriteWithoutDurableExecution``) is rule 6's "everything else", ``unknown``.
+    ``audit_fail_unknown`` off is a counterfactual that makes an audit failure look
+    transient (``serverError``), the mistake ADR-111 avoided on purpose."""
     if error == PROVIDER_ERROR:
         return provider_class
     if error == AUDIT_PERSISTENCE_FAILED and not policy.audit_fail_unknown:
         return "serverError"
-    return "unknown"
+    return _classify.classify(_classify.OtherError(error))
 
 
 def resolve_by_name(spec: Spec, removed: frozenset[str], name: str) -> str:

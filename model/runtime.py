@@ -37,10 +37,12 @@ from .rules import (
     WRITE_WITHOUT_DURABLE_EXECUTION,
 )
 from .state import (
+    APPROVER_NOT_PERMITTED,
     AWAITING,
     CANCELLED,
     ENQUEUE,
     FAILED,
+    INVALID_INPUT_SUBMISSION,
     QUEUED,
     RESUME,
     RUNNING,
@@ -124,13 +126,26 @@ def _proc_moves(w: World, p: Proc) -> list[Transition]:
         return _with_faults(w, T("run_queued", a, run=rid), S)
     if pc == "claim_queued":
         return _with_faults(w, T("claim_queued", a, run=rid), S)
-    if pc in ("pickup_position", "resume_position"):
+    if pc == "pickup_position":
         return _with_faults(w, T("max_sequence", a, run=rid), ("store_error", "decode_error"))
+    if pc == "resume_position":
+        # 12.2 steps 5 and 6: the fresh position, and (since ADR-132) the decode of the state
+        # from the fresh row; before ADR-132 the state read before the claim was used
+        dec = ("store_error", "decode_error") if spec.policy.approval_audit_failclosed else S
+        return _with_faults(w, T("max_sequence", a, run=rid), dec)
     if pc == "resume_probe":
         return _with_faults(w, T("max_sequence", a, run=rid), S)
+    if pc == "resume_read":
+        # 12.2 steps 1 and 2: load the run; a row awaiting this decision has its stored
+        # state decoded before the claim (fault decode_error: CorruptSuspendedState)
+        t = T("find_run", a, run=rid)
+        row = w.rows[p.run]
+        if row is not None and row.status == (WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL):
+            return _with_faults(w, t, ("store_error", "decode_error"))
+        return _with_faults(w, t, S)
     if pc == "on_step":
         return _with_faults(w, T("on_step", a, run=rid, step=p.step[0]), ("observer_error",))
-    if pc in ("probe", "recovery_read", "resume_read"):
+    if pc in ("probe", "recovery_read"):
         return _with_faults(w, T("find_run", a, run=rid), S)
     if pc == "renew":
         if _clears_fence(w, p):
@@ -247,6 +262,12 @@ def _caller_moves(w: World, only: list[int] | None = None) -> list[Transition]:
             if row.status == want:
                 name = {"approve": "approve", "deny": "deny", "input": "submit_input"}[d]
                 out.append(T(name, "caller", run=rid))
+                # the request that fails its own check after the claim (12.2 gate 2, 12.3)
+                if d == "input":
+                    if INVALID_INPUT_SUBMISSION in spec.refusals:
+                        out.append(T(name, "caller", run=rid, valid=False))
+                elif APPROVER_NOT_PERMITTED in spec.refusals:
+                    out.append(T(name, "caller", run=rid, permitted=False))
     return out
 
 
@@ -671,10 +692,15 @@ def _caller(w: World, t: Transition) -> World:
         row = w.rows[i]
         decision = {"approve": "approve", "deny": "deny", "submit_input": "input"}[name]
         label = f"resume:{rid}#{k}"
+        refusal = ""
+        if t.arg("permitted") is False:
+            refusal = APPROVER_NOT_PERMITTED
+        elif t.arg("valid") is False:
+            refusal = INVALID_INPUT_SUBMISSION
         p = Proc(
             name=label, kind=RESUME, run=i, pc="resume_read", seg=label, identity=label,
             observer=r.observer, decision=decision,
-            seen_turn=row.suspended_state if row is not None else -1,
+            seen_turn=row.suspended_state if row is not None else -1, refusal=refusal,
         )
         return _spawn(w, p)
     raise AssertionError(t)  # pragma: no cover
@@ -856,7 +882,7 @@ def _after_probe(w: World, p: Proc) -> World:
 
 def _h_on_step(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
-        return _ladder(w, p, OBSERVER_ERROR, "unknown")
+        return _ladder(w, p, OBSERVER_ERROR, rules.classify(OBSERVER_ERROR, "", w.spec.policy))
     return _after_observer(w, p)
 
 
@@ -1014,7 +1040,7 @@ def _hook(w: World, p: Proc, name: str) -> World:
         return _put(w, replace(p, pc="invoke"))
     if p.handle < 0 or not p.owner:
         err = WRITE_WITHOUT_DURABLE_EXECUTION
-        return _ladder(w, p, err, "unknown")
+        return _ladder(w, p, err, rules.classify(err, "", w.spec.policy))
     return _put(w, replace(p, pc="stamp"))
 
 
@@ -1197,10 +1223,13 @@ def _h_pickup_position(w: World, p: Proc, t: Transition) -> World:
 
 # -- resume (12.2, 12.3) ------------------------------------------------------------------
 def _h_resume_read(w: World, p: Proc, t: Transition) -> World:
-    row = None if t.fault else w.rows[p.run]
+    """12.2 steps 1 and 2, before any store change: a refusal leaves the row untouched."""
+    row = None if t.fault == "store_error" else w.rows[p.run]
     want = WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL
     if row is None or row.status != want:
         return _end(w, p, "NotAwaitingInput" if _input_side(p) else "NotAwaitingApproval")
+    if t.fault == "decode_error":  # step 2: the stored state does not decode
+        return _end(w, p, "CorruptSuspendedState")
     return _put(w, replace(p, pc="resume_probe", turn=row.suspended_state))
 
 
@@ -1236,9 +1265,15 @@ def _h_resume_position(w: World, p: Proc, t: Transition) -> World:
     row = w.rows[p.run]
     turn = row.suspended_state if pol.approval_audit_failclosed else p.turn
     p = replace(p, handle=store.max_sequence(w, p.run) + 1, turn=turn)
-    # gate 1: the approval refers to the pending turn; gate 2 (approver permitted) holds
+    # gate 1: the approval refers to the pending turn
     if turn != p.seen_turn or turn < 0:
         return _put(w, replace(p, pc="release", error="StaleInputTurn" if _input_side(p) else "StaleApprovalTurn"))
+    if p.refusal == INVALID_INPUT_SUBMISSION:  # 12.3: the input fails its schema
+        return _put(w, replace(p, pc="release", error=INVALID_INPUT_SUBMISSION))
+    if p.refusal == APPROVER_NOT_PERMITTED and rules.write_turn(
+        w.spec, w.removed, w.spec.runs[p.run].answer(turn).calls
+    ):  # gate 2: the approver may not run this turn's writes (a turn without writes passes)
+        return _put(w, replace(p, pc="release", error=APPROVER_NOT_PERMITTED))
     return _put(w, replace(p, pc="record_decision"))
 
 

@@ -169,7 +169,7 @@ TRANSITION_NAMES = frozenset({
 # every argument a transition of model/runtime.py carries (``order``: T10's order of rows of
 # equal lease; ``status``: the row status a settle expects, proposal fallback_settles_requeued_row)
 ARG_KEYS = frozenset({"run", "fault", "step", "tool", "effect", "reason", "owner", "delay", "to",
-                      "not_before", "order", "status"})
+                      "not_before", "order", "status", "permitted", "valid"})  # permitted, valid: [model] refusals
 # store statement -> (REFERENCE.md 4 label, required arguments, optional arguments)
 STATEMENTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "start_run": ("T1", ("run",), ("owner", "leased")),

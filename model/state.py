@@ -43,6 +43,11 @@ FAILURE_CLASSES = (
 )
 RETRYABLE_CLASSES = frozenset({"connection", "rateLimit", "serverError", "circuitOpen"})
 
+# Resume refusals after the claim that depend on the request (REFERENCE.md 12.2 gate 2, 12.3).
+APPROVER_NOT_PERMITTED = "ApproverNotPermitted"
+INVALID_INPUT_SUBMISSION = "InvalidInputSubmission"
+REQUEST_REFUSALS = (APPROVER_NOT_PERMITTED, INVALID_INPUT_SUBMISSION)
+
 # Segment kinds (REFERENCE.md 5) plus the two caller processes that precede a segment.
 WORKER = "worker"
 SYNCHRONOUS = "synchronous"
@@ -149,6 +154,10 @@ class Spec:
     reaper_limit: int = 50
     horizon: int | None = None  # the clock never advances past it (None: unbounded)
     transport: str = ASYNC  # async: dispatch adds a message; sync: the handler runs nested (6.3)
+    # resume refusals after the claim that a caller's request may meet (12.2 gate 2, 12.3 input
+    # validation): each named one doubles the caller's decision (a permitted / valid variant
+    # and one refused at the check); empty: every approver is permitted, every input valid
+    refusals: frozenset[str] = frozenset()
 
     def tool(self, name: str) -> Tool | None:
         for t in self.tools:
@@ -250,6 +259,9 @@ class Proc(_Hashed):
     count: int = 0  # recovery: requeue_count read in branch 5
     decision: str = ""  # resume: approve | deny | input
     seen_turn: int = -1  # resume: the turn the approval refers to (turn digest)
+    # resume: the check after the claim this request fails, if reached: "" (none),
+    # ApproverNotPermitted (gate 2, on a write turn) or InvalidInputSubmission (12.3)
+    refusal: str = ""
     epoch: int = 0  # ghost: the row epoch this segment claimed
     cancelled: bool = False  # the probe saw cancelled: persist, then CancellationRequested
     synthesis: bool = False  # the round after the cap (7.1 step 9)

@@ -460,6 +460,8 @@ def _metric_rows(results: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
         ("dead-lettered", lambda r: _pct(r["metrics"]["dead_letter"])),
         ("failed provider_failed", lambda r: str(r["outcomes"].get("failed/provider_failed", 0))),
         ("stuck (unfinished at end)", lambda r: _pct(r["metrics"]["stuck"])),
+    ]
+    tail = [
         ("non-idem. write calls", lambda r: str(r["metrics"]["writes"][ni]["logical_calls"])),
         ("  applied twice or more", lambda r: _pct(r["metrics"]["writes"][ni]["double"])),
         ("  applications per call", lambda r: _f(r["metrics"]["writes"][ni]["per_call"], 3)),
@@ -478,7 +480,13 @@ def _metric_rows(results: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
         ("history sha256", lambda r: r["history_sha256"][:16]),
         ("wall time", lambda r: f"{r['elapsed_seconds']:.2f} s"),
     ]
-    return [(name, [fn(r) for r in results]) for name, fn in spec]
+    from .metrics import failure_rows
+
+    rows = [(name, [fn(r) for r in results]) for name, fn in spec]
+    frows = [dict(failure_rows(r["metrics"])) for r in results]
+    for label in dict.fromkeys(k for fr in frows for k in fr):  # by class, by concrete error
+        rows.append((label, [fr.get(label, "-") for fr in frows]))
+    return rows + [(name, [fn(r) for r in results]) for name, fn in tail]
 
 
 def _property_rows(results: list[dict[str, Any]], verdict: dict[str, Any],

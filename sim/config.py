@@ -63,14 +63,21 @@ Schema (defaults in brackets)::
     [provider]
     latency = {dist = "lognormal", median = 4.0, p99 = 60.0}
     failure_probability = 0.02
-    failure_mix = {serverError = 0.5, rateLimit = 0.3, connection = 0.1, auth = 0.1}
+    failure_mix = {http_503 = 0.4, http_429 = 0.3, timeout = 0.1, connection_reset = 0.05,
+                   circuit_open = 0.05, http_401 = 0.05, http_400 = 0.05}
+                                         # concrete errors (model/classify.py spelling), each
+                                         # classified by classify() (REFERENCE.md 13); a key
+                                         # may also be a class (serverError = 0.5: the
+                                         # per-class form); "fallback(http_503, http_429)"
+                                         # is an exhausted fallback chain
     [[tools]]                            # model.config [[tools]] keys, plus:
     name = "create_ticket"
-    effect = "non_idempotent_write"
+    effect = "non_idempotent_write"      # optional for a builtin writer (REFERENCE.md 14.5)
     remote = true
     server_flag = 0
     latency = {dist = "lognormal", median = 30.0, p99 = 1500.0}
     error_probability = 0.01             # the tool raises (an error result; no effect lands)
+    error_mix = {http_502 = 3, timeout = 1}   # optional: which errors, for the metrics
     [workload]
     queued_fraction = 0.9                # the rest start interactively (start_run)
     rounds = {dist = "empirical", values = [1, 2, 3]}   # tool rounds before the final answer
@@ -80,6 +87,8 @@ Schema (defaults in brackets)::
     [workload.approvals]
     delay = {dist = "exponential", mean = 300.0}
     deny_probability = 0.1
+    not_permitted_probability = 0.0      # the approver may not run the turn's writes: gate 2
+                                         # refuses after the claim and releases the run
     [workload.cancels]
     probability = 0.0                    # a caller cancels the run ...
     delay = 60.0                         # ... this long after it arrived
@@ -102,7 +111,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from model.config import ConfigError, check_keys
+from model.classify import BadError, mix_entry
+from model.config import ConfigError, check_keys, tool_effect
 from model.constants import CONSTANT_NAMES, Constants
 from model.policy import UnknownPolicy, parse_policy
 from model.state import EFFECTS, FAILURE_CLASSES, TRANSPORTS
@@ -166,6 +176,8 @@ class ToolConf:
     model: dict[str, Any]  # the model.config [[tools]] table (name, effect, remote, ...)
     latency: Dist
     error_probability: float
+    # which error a failing call raises: (spelling, class, weight); empty: unspecified
+    error_mix: tuple[tuple[str, str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -205,7 +217,10 @@ class SimConfig:
     pause_duration: Dist = ZERO
     provider_latency: Dist = ZERO
     provider_failure_probability: float = 0.0
+    # (key, weight): a key is a failure class (the per-class form) or a concrete error's
+    # spelling; failure_class maps each key to its class (classify, REFERENCE.md 13)
     failure_mix: tuple[tuple[str, float], ...] = ()
+    failure_class: dict[str, str] = field(default_factory=dict)
     tools: tuple[ToolConf, ...] = ()
     queued_fraction: float = 1.0
     rounds: Dist = Dist("fixed", 1.0)
@@ -214,6 +229,7 @@ class SimConfig:
     cap: int | None = None
     approval_delay: Dist = ZERO
     deny_probability: float = 0.0
+    not_permitted_probability: float = 0.0
     cancel_probability: float = 0.0
     cancel_delay: Dist = ZERO
 
@@ -351,6 +367,31 @@ def _weights(v: Any, f: str, allowed: tuple[str, ...] | None) -> tuple[tuple[str
     return tuple(out)
 
 
+def _error_mix(v: Any, f: str) -> tuple[tuple[tuple[str, float], ...], dict[str, str]]:
+    """A failure mix: ``name = weight`` where a name is a failure class (the per-class form,
+    REFERENCE.md 13) or a concrete error (``http_503``, ``timeout``, ``circuit_open``,
+    ``"fallback(http_503, http_429)"``: model/classify.py). Returns the entries in order, a
+    concrete error under its canonical spelling, and each entry's class."""
+    if not isinstance(v, dict):
+        raise ConfigError(f"{f}: expected a table of error = weight, got {v!r}; write {f.split('.')[-1]} = {{http_503 = 1.0}}")
+    out: list[tuple[str, float]] = []
+    classes: dict[str, str] = {}
+    for k, x in v.items():
+        try:
+            cls, spelling = mix_entry(k)
+        except BadError as e:
+            raise ConfigError(f"{f}.{k}: {e}; or name a failure class ({', '.join(FAILURE_CLASSES)})") from None
+        key = spelling or k
+        if key in classes:
+            raise ConfigError(f"{f}.{k}: the same error as an earlier entry ({key!r}); merge their weights")
+        w = _num(x, f"{f}.{k}")
+        if w < 0:
+            raise ConfigError(f"{f}.{k}: negative weight {x!r}; weights are >= 0")
+        out.append((key, w))
+        classes[key] = cls
+    return tuple(out), classes
+
+
 TOP = {
     "policy", "seed", "description", "constants", "runs", "arrivals", "workers", "transport",
     "bus", "reaper", "audit_store", "run_store", "crashes", "pauses", "provider", "tools",
@@ -463,10 +504,11 @@ def load(data: dict[str, Any]) -> SimConfig:
     _unknown(pv, {"latency", "failure_probability", "failure_mix"}, "provider.")
     kw["provider_latency"] = parse_dist(pv.get("latency", 1.0), "provider.latency")
     kw["provider_failure_probability"] = _prob(pv.get("failure_probability", 0.0), "provider.failure_probability")
-    mix = _weights(pv.get("failure_mix", {"serverError": 1.0}), "provider.failure_mix", FAILURE_CLASSES)
+    mix, classes = _error_mix(pv.get("failure_mix", {"serverError": 1.0}), "provider.failure_mix")
     if kw["provider_failure_probability"] > 0 and not any(x > 0 for _, x in mix):
-        raise ConfigError("provider.failure_mix: all weights are 0 but failure_probability > 0; give a class a positive weight")
+        raise ConfigError("provider.failure_mix: all weights are 0 but failure_probability > 0; give an error a positive weight")
     kw["failure_mix"] = tuple((k, x) for k, x in mix if x > 0)
+    kw["failure_class"] = classes
 
     tools = data.get("tools", [])
     if not isinstance(tools, list) or not tools:
@@ -477,7 +519,7 @@ def load(data: dict[str, Any]) -> SimConfig:
         f = f"tools[{k}]"
         if not isinstance(t, dict):
             raise ConfigError(f"{f}: expected a table, got {t!r}; write [[tools]]")
-        _unknown(t, MODEL_TOOL_KEYS | {"latency", "error_probability"}, f + ".")
+        _unknown(t, MODEL_TOOL_KEYS | {"latency", "error_probability", "error_mix"}, f + ".")
         if "name" not in t:
             raise ConfigError(f"{f}.name: missing; every tool needs a name")
         name = _str(t["name"], f + ".name")
@@ -486,6 +528,9 @@ def load(data: dict[str, Any]) -> SimConfig:
         names.add(name)
         if "effect" in t:
             _str(t["effect"], f + ".effect", EFFECTS)
+        if "remote" in t:
+            _bool(t["remote"], f + ".remote")
+        tool_effect(t, f + ".")  # a builtin's or a remote's effect contradicted: one line
         for bk in ("remote", "approval", "needs_input", "removable"):
             if bk in t:
                 _bool(t[bk], f"{f}.{bk}")
@@ -497,10 +542,17 @@ def load(data: dict[str, Any]) -> SimConfig:
             if sf not in (0, 1):
                 raise ConfigError(f"{f}.server_flag: {sf}; use 0 (unattended) or 1 (approval)")
         model_tab = {kk: vv for kk, vv in t.items() if kk in MODEL_TOOL_KEYS}
+        emix: tuple[tuple[str, str, float], ...] = ()
+        if "error_mix" in t:
+            m, cls = _error_mix(t["error_mix"], f + ".error_mix")
+            if not any(x > 0 for _, x in m):
+                raise ConfigError(f"{f}.error_mix: every weight is 0; give an error a positive weight")
+            emix = tuple((k, cls[k], x) for k, x in m if x > 0)
         tconfs.append(ToolConf(
             name=name, model=model_tab,
             latency=parse_dist(t.get("latency", 0.5), f + ".latency"),
             error_probability=_prob(t.get("error_probability", 0.0), f + ".error_probability"),
+            error_mix=emix,
         ))
     kw["tools"] = tuple(tconfs)
 
@@ -518,9 +570,11 @@ def load(data: dict[str, Any]) -> SimConfig:
     if "cap" in wl:
         kw["cap"] = _int(wl["cap"], "workload.cap", 1)
     ap = _table(wl, "approvals", "workload.")
-    _unknown(ap, {"delay", "deny_probability"}, "workload.approvals.")
+    _unknown(ap, {"delay", "deny_probability", "not_permitted_probability"}, "workload.approvals.")
     kw["approval_delay"] = parse_dist(ap.get("delay", 60.0), "workload.approvals.delay")
     kw["deny_probability"] = _prob(ap.get("deny_probability", 0.0), "workload.approvals.deny_probability")
+    kw["not_permitted_probability"] = _prob(ap.get("not_permitted_probability", 0.0),
+                                            "workload.approvals.not_permitted_probability")
     ca = _table(wl, "cancels", "workload.")
     _unknown(ca, {"probability", "delay"}, "workload.cancels.")
     kw["cancel_probability"] = _prob(ca.get("probability", 0.0), "workload.cancels.probability")

@@ -108,6 +108,10 @@ class RunRecord:
     wasted: float = 0.0  # provider + tool seconds of segments that ended LEASE_LOST
     busy: float = 0.0  # provider + tool seconds of all segments
     violations: list[str] = field(default_factory=list)
+    # the failures the run met, as drawn: (error, class) of a provider call; (tool, error,
+    # class) of a tool call ("" error and class: the tool's error_mix is not given)
+    provider_errors: list[tuple[str, str]] = field(default_factory=list)
+    tool_errors: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -189,6 +193,7 @@ class Simulation:
         # called with the number of runs archived so far, after each one (progress reports;
         # it only reads, so the history does not depend on it)
         self.on_archive: Any = None
+        self._drawn = ""  # the concrete provider error _fault drew last
 
     # -- the bounded world ---------------------------------------------------------------
     def _initial_world(self) -> World:
@@ -209,7 +214,9 @@ class Simulation:
         if cfg.duplicate_probability > 0:
             faults.add("duplicate_message")
         faults |= {"slow_operation", "pause"}  # simulated time is physical: lapses happen
-        provider_faults = [c for c, _ in cfg.failure_mix] if cfg.provider_failure_probability > 0 else []
+        # the classes the drawn errors classify as (the per-class form: the mix's own keys)
+        provider_faults = (list(dict.fromkeys(cfg.failure_class[k] for k, _ in cfg.failure_mix))
+                           if cfg.provider_failure_probability > 0 else [])
         self.model_config: dict[str, Any] = {
             "policy": self.policy_name,
             "constants": dict(cfg.constants),
@@ -219,6 +226,8 @@ class Simulation:
                 "provider_faults": provider_faults,
                 "reaper_limit": cfg.reaper_limit,
                 "transport": cfg.transport,
+                # gate 2 (12.2 step 8): approvers who may not run the turn's writes
+                **({"refusals": ["ApproverNotPermitted"]} if cfg.not_permitted_probability > 0 else {}),
             },
             "tools": [dict(t.model) for t in cfg.tools],
         }
@@ -603,6 +612,9 @@ class Simulation:
             "deny" if rng.random() < cfg.deny_probability else "approve" for _ in range(rounds + 2)
         )
         cancels = 1 if cfg.cancel_probability > 0 and rng.random() < cfg.cancel_probability else 0
+        if cfg.not_permitted_probability > 0:  # a refused approval spends a decision: more
+            decisions += tuple("deny" if rng.random() < cfg.deny_probability else "approve"
+                               for _ in range(4))
         spec = RunSpec(id=f"r{k}", entry=entry, plan=tuple(plan), cap=cfg.cap, cancels=cancels,
                        decisions=decisions)
         return spec, rng
@@ -656,10 +668,16 @@ class Simulation:
         yield self.env.timeout(self.cfg.approval_delay.sample(rng))
         if self.slot_of.get(rid) != i or self.stopped:
             return
+        # gate 2: this approver may not run the turn's writes (drawn only when configured)
+        np_ = self.cfg.not_permitted_probability
+        refused = np_ > 0 and rng.random() < np_
         before = {p.name for p in self.world.procs}
         try:
             t = self._step(
-                "caller", None, lambda t: t.name in ("approve", "deny", "submit_input"), run=rid,
+                "caller", None,
+                lambda t: t.name in ("approve", "deny", "submit_input")
+                and (t.arg("permitted") is False) == refused,
+                run=rid,
             )
             if t is None:
                 return
@@ -802,6 +820,8 @@ class Simulation:
             t = step(name, fault)
             if t is None:
                 raise SimulationError(f"{name} at {pc!r}: nothing enabled")
+            if fault is not None and t[2] and t.fault == fault and pc in ("provider", "invoke"):
+                self._failed(p, pc, fault)
 
     def _fault(self, pc: str, p, rng: random.Random) -> str | None:
         cfg = self.cfg
@@ -819,7 +839,9 @@ class Simulation:
         if pc == "provider":
             if cfg.provider_failure_probability and rng.random() < cfg.provider_failure_probability:
                 names = [c for c, _ in cfg.failure_mix]
-                return rng.choices(names, [x for _, x in cfg.failure_mix])[0]
+                err = rng.choices(names, [x for _, x in cfg.failure_mix])[0]
+                self._drawn = err
+                return cfg.failure_class[err]  # classify(error): the class the model fires
             return None
         if pc == "invoke":
             tool = self.world.spec.runs[p.run].answer(p.turn).calls[p.call]
@@ -832,6 +854,28 @@ class Simulation:
             d = cfg.dispatch_failure_probability
             return "dispatch_fails" if d and rng.random() < d else None
         return None
+
+    def _failed(self, p, pc: str, fault: str) -> None:
+        """Note the failure the step just took in its run's record: the provider error drawn
+        (``_fault``) and its class; a tool's error drawn from its ``error_mix``, from a stream
+        of its own so that naming the errors changes nothing else in the history."""
+        rec = self.live.get(p.run)
+        if rec is None:
+            return
+        if pc == "provider":
+            rec.provider_errors.append((self._drawn, fault))
+            return
+        tool = self.world.spec.runs[p.run].answer(p.turn).calls[p.call]
+        try:
+            mix = self.cfg.tool(tool).error_mix
+        except KeyError:
+            mix = ()
+        if not mix:
+            rec.tool_errors.append((tool, "", ""))
+            return
+        rng = stream(self.seed, f"tool-error:{p.seg}:{p.turn}:{p.call}:{len(rec.tool_errors)}")
+        k = rng.choices(range(len(mix)), [x for _, _, x in mix])[0]
+        rec.tool_errors.append((tool, mix[k][0], mix[k][1]))
 
     def _in_outage(self) -> bool:
         now = self.env.now

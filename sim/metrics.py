@@ -57,6 +57,66 @@ def outcomes(records: list[RunRecord]) -> dict[str, int]:
     return dict(sorted(c.items()))
 
 
+def _outcome(r: RunRecord) -> str:
+    if r.finished:
+        return f"{r.status}/{r.reason}" if r.reason else r.status
+    return f"unfinished/{r.status}"
+
+
+def failures(records: list[RunRecord]) -> dict[str, Any]:
+    """The failures the runs met, by class (REFERENCE.md 13) and by concrete error: how many
+    were drawn, how many runs met one, and how those runs ended (``status/reason`` counts).
+    A run that met several failures counts once under each of their keys. Provider errors
+    of the per-class form are listed under their class name in ``by_error`` too; a tool
+    error without an ``error_mix`` is counted under ``tool`` only."""
+    from model.classify import retryable
+
+    def table(items: list[tuple[str, str, RunRecord]], with_class: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, cls, r in items:
+            e = out.setdefault(key, {"count": 0, "runs": set(), "run_outcomes": Counter()})
+            if with_class:
+                e["class"] = cls
+            e["count"] += 1
+            if r.id not in e["runs"]:
+                e["runs"].add(r.id)
+                e["run_outcomes"][_outcome(r)] += 1
+        return {k: {**v, "runs": len(v["runs"]), "run_outcomes": dict(sorted(v["run_outcomes"].items()))}
+                for k, v in sorted(out.items())}
+
+    prov = [(err, cls, r) for r in records for err, cls in r.provider_errors]
+    tools = [(err, cls, r) for r in records for _tool, err, cls in r.tool_errors if err]
+    by_class = table([(c, c, r) for _e, c, r in prov], False)
+    for c, v in by_class.items():
+        v["retryable"] = retryable(c)
+    return {
+        "provider": {"count": len(prov), "by_class": by_class, "by_error": table(prov, True)},
+        "tool": {
+            "count": sum(len(r.tool_errors) for r in records),
+            "by_tool": table([(t, "", r) for r in records for t, _e, _c in r.tool_errors], False),
+            "by_class": table([(c, c, r) for _e, c, r in tools], False),
+            "by_error": table(tools, True),
+        },
+    }
+
+
+def failure_rows(m: dict[str, Any]) -> list[tuple[str, str]]:
+    """Report lines: per provider failure class, then per concrete error, how many were
+    drawn and the share of the runs that met one which completed."""
+    rows = []
+    f = m.get("failures", {}).get("provider", {})
+    for head, key in (("provider errors by class", "by_class"), ("provider errors by error", "by_error")):
+        tab = f.get(key, {})
+        if not tab or (key == "by_error" and all(k == v.get("class") for k, v in tab.items())):
+            continue  # the per-class form names no concrete error
+        rows.append((head, "(runs completed)"))
+        for k, v in tab.items():
+            done = sum(n for o, n in v["run_outcomes"].items() if o.startswith("completed"))
+            label = f"  {k}" + (f" ({v['class']})" if key == "by_error" else "")
+            rows.append((label, f"{v['count']} ({100 * done / v['runs']:.0f}%)"))
+    return rows
+
+
 def compute(records: list[RunRecord], seed: int, lease_seconds: int) -> dict[str, Any]:
     fin = [r for r in records if r.finished]
     m: dict[str, Any] = {"runs": len(records), "finished": len(fin), "unfinished": len(records) - len(fin)}
@@ -120,6 +180,7 @@ def compute(records: list[RunRecord], seed: int, lease_seconds: int) -> dict[str
     else:
         m["throughput_per_hour"] = 0.0
     m["lease_seconds"] = lease_seconds
+    m["failures"] = failures(records)
     return m
 
 

@@ -336,6 +336,7 @@ def _reaped(w: World) -> bool:
 _REFUSALS = frozenset({
     "NotAwaitingApproval", "NotAwaitingInput", "AlreadyResuming", "StateUnavailable",
     "StaleApprovalTurn", "StaleInputTurn", "ApprovalNotAuditable", "CorruptSuspendedState",
+    "ApproverNotPermitted", "InvalidInputSubmission",
 })
 
 

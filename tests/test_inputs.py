@@ -1,0 +1,260 @@
+"""Realistic inputs in the model: the builtin catalogue as the default registry (REFERENCE.md
+14.2, 14.5), the pre-claim decode of a resume (12.2 step 2), gate 2 and input validation as
+decisions a configuration can explore (12.2 step 8, 12.3)."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import pytest
+
+from model import apply, enabled, load_world
+from model.config import BUILTIN_WRITERS, ConfigError, load_spec
+from model.rules import approval_bound, resolve_by_name
+from model.state import World
+from sim.cli import main
+
+WRITE_TURN = [{"tools": ["update_page_metadata", "lookup_page"]}, {"final": "completed"}]
+
+
+def world(policy: str = "current", *, tools: list[dict] | None = None, plan: list | None = None,
+          decisions: tuple[str, ...] = ("approve",), faults: tuple[str, ...] = (), budget: int = 0,
+          refusals: tuple[str, ...] = ()) -> World:
+    data: dict[str, Any] = {
+        "policy": policy,
+        "model": {"faults": list(faults), "fault_budget": budget, "refusals": list(refusals)},
+        "tools": tools if tools is not None else [{"name": "update_page_metadata"}, {"name": "lookup_page"}],
+        "runs": [{"id": "r1", "entry": "interactive", "decisions": list(decisions),
+                  "plan": plan if plan is not None else WRITE_TURN}],
+    }
+    return load_world(data)
+
+
+def until(w: World, actor: str, name: str) -> World:
+    """Fire ``actor``'s only normal move until its next move is ``name`` ("end": it ended)."""
+    for _ in range(200):
+        if name == "end" and w.proc(actor) is None:
+            return w
+        moves = [t for t in enabled(w, actor) if t.fault is None and t.name != "crash"]
+        if any(t.name == name for t in moves):
+            return w
+        assert len(moves) == 1, [str(t) for t in moves]
+        w = apply(w, moves[0])
+    raise AssertionError(f"{actor} never reached {name}")
+
+
+def one(w: World, name: str, actor: str, **args: Any) -> World:
+    cands = [t for t in enabled(w, actor) if t.name == name and dict(t.args) == args]
+    assert len(cands) == 1, (name, args, [str(t) for t in enabled(w, actor)])
+    return apply(w, cands[0])
+
+
+def suspended(w: World) -> World:
+    w = one(w, "start_run", "caller", run="r1")
+    w = until(w, "caller:r1", "end")
+    assert w.rows[0].status == "waiting_for_approval"
+    return w
+
+
+# -- the builtin catalogue -----------------------------------------------------------------
+def test_a_builtin_writer_named_without_an_effect_gets_the_runtimes_effect():
+    data = {"tools": [{"name": n} for n in BUILTIN_WRITERS] + [{"name": "lookup_page"}],
+            "runs": [{"id": "r1"}]}
+    spec, _ = load_spec(data)
+    for n, eff in BUILTIN_WRITERS.items():
+        assert resolve_by_name(spec, frozenset(), n) == eff
+        assert approval_bound(spec, frozenset(), n)  # 14.4 rule 5: every builtin writer suspends
+    assert resolve_by_name(spec, frozenset(), "lookup_page") == "read_only"
+    assert set(BUILTIN_WRITERS.values()) == {"idempotent_write", "non_idempotent_write"}
+    assert len(BUILTIN_WRITERS) == 7
+
+
+def test_a_plan_may_call_a_builtin_writer_no_table_declares_but_an_unknown_name_stays_unknown():
+    data = {"runs": [{"id": "r1", "plan": [{"tools": ["move_content_element", "stale_tool"]}]}]}
+    spec, _ = load_spec(data)
+    assert spec.tool("move_content_element").effect == "idempotent_write"
+    assert spec.tool("stale_tool") is None
+    # 14.2: an unknown name resolves to non_idempotent_write; 14.4 rule 1: it does not suspend
+    assert resolve_by_name(spec, frozenset(), "stale_tool") == "non_idempotent_write"
+    assert not approval_bound(spec, frozenset(), "stale_tool")
+    # a builtin the plans never call is not registered (the spec stays as small as it was)
+    assert spec.tool("create_page_draft") is None
+
+
+def test_a_remote_tool_always_declares_non_idempotent_write():
+    spec, _ = load_spec({"tools": [{"name": "mcp_lookup", "remote": True, "server_flag": 0}],
+                         "runs": [{"id": "r1"}]})
+    assert resolve_by_name(spec, frozenset(), "mcp_lookup") == "non_idempotent_write"
+
+
+@pytest.mark.parametrize(("tool", "needle"), [
+    ({"name": "create_page_draft", "effect": "idempotent_write"},
+     "tools[0].effect: 'create_page_draft' is a builtin writer that declares non_idempotent_write"),
+    ({"name": "update_page_metadata", "effect": "read_only"},
+     "tools[0].effect: 'update_page_metadata' is a builtin writer that declares idempotent_write"),
+    ({"name": "mcp_lookup", "remote": True, "effect": "read_only"},
+     "tools[0].effect: 'mcp_lookup' is remote"),
+    ({"name": "x", "effect": "write"}, "tools[0].effect: unknown effect 'write'"),
+])
+def test_a_contradicting_effect_is_one_line_exit_2(tmp_path, capsys, tool, needle):
+    with pytest.raises(ConfigError, match=needle.replace("[", r"\[").replace("]", r"\]")):
+        load_spec({"tools": [tool], "runs": [{"id": "r1"}]})
+    p = tmp_path / "bad.toml"
+    body = "\n".join(f"{k} = {_toml(v)}" for k, v in tool.items())
+    p.write_text(f'policy = "current"\n[[tools]]\n{body}\n[[runs]]\nid = "r1"\n')
+    assert main(["check", "--policy", "current", "--config", str(p)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("failclosed: error: ") and needle in err[0]
+
+
+def _toml(v: Any) -> str:
+    return ("true" if v else "false") if isinstance(v, bool) else f'"{v}"'
+
+
+# -- 12.2 step 2: the decode before the claim ------------------------------------------------
+def test_a_state_that_does_not_decode_before_the_claim_leaves_the_row_as_it_was():
+    w = suspended(world(faults=("decode_error",), budget=1))
+    w = one(w, "approve", "caller", run="r1")
+    before = w.rows[0]
+    w = one(w, "find_run", "resume:r1#1", run="r1", fault="decode_error")
+    assert w.rows[0] == before  # no claim, no settle, state kept
+    assert w.outcomes[-1][3] == "CorruptSuspendedState"
+    assert w.proc("resume:r1#1") is None
+
+
+def test_the_decode_after_the_claim_exists_only_since_adr_132():
+    def at_position(policy: str) -> list[str]:
+        marked = [{"name": "update_page_metadata", "approval": True}]  # suspends before ADR-134
+        w = suspended(world(policy, tools=marked, faults=("decode_error",), budget=1))
+        w = one(w, "approve", "caller", run="r1")
+        w = until(w, "resume:r1#1", "max_sequence")  # the probe, before the claim
+        w = apply(w, next(t for t in enabled(w, "resume:r1#1") if t.name == "max_sequence"))
+        w = until(w, "resume:r1#1", "max_sequence")  # the fresh position, after the claim
+        assert w.rows[0].status == "running"
+        return sorted(str(t.fault) for t in enabled(w, "resume:r1#1") if t.name == "max_sequence")
+
+    assert at_position("current") == ["None", "decode_error"]
+    # before ADR-132 the resume used the state it decoded before the claim (15: ADR-132)
+    assert at_position("adr-122") == ["None"]
+
+
+def test_the_pre_claim_decode_is_offered_only_while_the_row_awaits_the_decision():
+    w = suspended(world(faults=("decode_error",), budget=1, decisions=("approve", "approve")))
+    w = one(w, "approve", "caller", run="r1")
+    w = one(w, "approve", "caller", run="r1")
+    w = until(w, "resume:r1#1", "end")  # the first resume completes the run
+    assert w.rows[0].status == "completed"
+    assert [t.fault for t in enabled(w, "resume:r1#2") if t.name == "find_run"] == [None]
+
+
+# -- 12.2 gate 2 and 12.3 input validation -------------------------------------------------
+def test_without_the_config_key_every_approver_is_permitted():
+    w = suspended(world())
+    assert [str(t) for t in enabled(w, "caller")] == ["caller: approve(run=r1)"]
+
+
+def test_with_the_key_an_approve_and_a_deny_come_both_ways():
+    w = suspended(world(refusals=("ApproverNotPermitted",)))
+    assert sorted(str(t) for t in enabled(w, "caller")) == [
+        "caller: approve(permitted=False, run=r1)", "caller: approve(run=r1)"]
+    w = suspended(world(refusals=("ApproverNotPermitted",), decisions=("deny",)))
+    assert sorted(str(t) for t in enabled(w, "caller")) == [
+        "caller: deny(permitted=False, run=r1)", "caller: deny(run=r1)"]
+
+
+def test_gate2_refuses_a_write_turn_after_the_claim_and_releases_the_run():
+    w = suspended(world(refusals=("ApproverNotPermitted",)))
+    w = one(w, "approve", "caller", permitted=False, run="r1")
+    w = until(w, "resume:r1#1", "end")
+    row = w.rows[0]
+    assert (row.status, row.claimed_by, row.lease_expires, row.suspended_state) == (
+        "waiting_for_approval", "", 0, 0)
+    assert row.epoch == 2  # it was claimed (T7), then released (T6)
+    assert w.outcomes[-1][3] == "ApproverNotPermitted"
+    assert w.ledger == () and [e.kind for e in w.events] == ["request", "llm"]
+
+
+def test_gate2_applies_to_a_denial_of_a_write_turn_too():
+    # modelling choice (REFERENCE.md 12.2 names gate 3 "for an approved write turn" but gate 2
+    # for the turn's writes whatever the decision): a denial by an approver without the scope
+    # is refused and released like an approval
+    w = suspended(world(refusals=("ApproverNotPermitted",), decisions=("deny",)))
+    w = one(w, "deny", "caller", permitted=False, run="r1")
+    w = until(w, "resume:r1#1", "end")
+    assert w.rows[0].status == "waiting_for_approval"
+    assert w.outcomes[-1][3] == "ApproverNotPermitted"
+
+
+def test_input_validation_refuses_after_the_claim_and_releases_to_waiting_for_input():
+    w = world(tools=[{"name": "ask_editor", "needs_input": True}], decisions=("input",),
+              plan=[{"tools": ["ask_editor"]}, {"final": "completed"}],
+              refusals=("InvalidInputSubmission", "ApproverNotPermitted"))
+    w = one(w, "start_run", "caller", run="r1")
+    w = until(w, "caller:r1", "end")
+    assert w.rows[0].status == "waiting_for_input"
+    assert sorted(str(t) for t in enabled(w, "caller")) == [
+        "caller: submit_input(run=r1)", "caller: submit_input(run=r1, valid=False)"]
+    w = one(w, "submit_input", "caller", run="r1", valid=False)
+    w = until(w, "resume:r1#1", "end")
+    assert (w.rows[0].status, w.rows[0].claimed_by) == ("waiting_for_input", "")
+    assert w.outcomes[-1][3] == "InvalidInputSubmission"
+    assert not any(e.kind == "input" for e in w.events)
+
+
+def test_a_bad_refusal_name_is_one_config_line():
+    with pytest.raises(ConfigError, match=r"model.refusals: 'AccessDenied' is not a refusal"):
+        world(refusals=("AccessDenied",))
+
+
+def test_the_checker_reaches_both_branches_where_the_config_enables_them():
+    """Breadth-first over the gate-2 configuration: the refused and the permitted approval
+    both occur, and a run refused once is completed by a later permitted approval."""
+    w0 = world(refusals=("ApproverNotPermitted",), decisions=("approve", "approve"))
+    seen = {w0}
+    q = deque([w0])
+    outcomes: set[tuple[str, ...]] = set()
+    while q:
+        w = q.popleft()
+        for t in enabled(w):
+            w2 = apply(w, t)
+            if w2 not in seen:
+                seen.add(w2)
+                q.append(w2)
+        outcomes.add(tuple(o[3] for o in w.outcomes))
+    assert ("AWAITING_APPROVAL", "ApproverNotPermitted", "COMPLETED") in outcomes
+    assert ("AWAITING_APPROVAL", "COMPLETED") in outcomes
+    assert ("AWAITING_APPROVAL", "ApproverNotPermitted", "ApproverNotPermitted") in outcomes
+
+
+def test_a_trace_with_a_refused_request_round_trips_through_a_scenario_file():
+    from model.scenario import dump_scenario, replay, scenario_from_dict
+
+    data = {"policy": "current", "model": {"refusals": ["ApproverNotPermitted"]},
+            "tools": [{"name": "update_page_metadata"}],
+            "runs": [{"id": "r1", "entry": "interactive", "decisions": ["approve"],
+                      "plan": [{"tools": ["update_page_metadata"]}, {"final": "completed"}]}]}
+    w = load_world(data)
+    steps = []
+    for actor, name, args in (("caller", "start_run", {"run": "r1"}),):
+        t = next(t for t in enabled(w, actor) if t.name == name and dict(t.args) == args)
+        steps.append(t)
+        w = apply(w, t)
+    while w.proc("caller:r1") is not None:
+        t = next(t for t in enabled(w, "caller:r1") if t.fault is None and t.name != "crash")
+        steps.append(t)
+        w = apply(w, t)
+    t = next(t for t in enabled(w, "caller") if t.arg("permitted") is False)
+    steps.append(t)
+    w = apply(w, t)
+    while w.proc("resume:r1#1") is not None:
+        t = next(t for t in enabled(w, "resume:r1#1") if t.fault is None and t.name != "crash")
+        steps.append(t)
+        w = apply(w, t)
+    text = dump_scenario(data, steps, {"outcomes": [{"outcome": "ApproverNotPermitted"}]})
+    assert "permitted = false" in text
+    import tomllib
+
+    res = replay(scenario_from_dict(tomllib.loads(text)))
+    assert res.ok, (res.stopped, [str(f) for f in res.failures])
+    assert res.world == w
