@@ -150,8 +150,8 @@ class Row(Record):
     suspended_state: int = -1  # the suspended turn (plan index) or -1 = empty
     termination_reason: str = ""
     error_class: str = ""
-    epoch: int = ghost(0)  # claims so far (T1, T3, T7)
-    attempts: int = ghost(0)  # executions of the stored request (T3)
+    epoch: int = ghost(default=0)  # claims so far (T1, T3, T7)
+    attempts: int = ghost(default=0)  # executions of the stored request (T3)
 
 
 @record
@@ -177,8 +177,8 @@ class Application(Record):
     tool: str
     effect: str
     seg: str  # the segment whose invoke landed it
-    fenced: bool = ghost(False)  # the segment's T5 stamp for this call matched before it ran
-    attempt: int = ghost(0)  # Row.attempts when it landed
+    fenced: bool = ghost(default=False)  # the segment's T5 stamp for this call matched before it ran
+    attempt: int = ghost(default=0)  # Row.attempts when it landed
 
 
 @record
@@ -216,11 +216,11 @@ class Proc(Record):
     count: int = 0  # recovery: requeue_count read in branch 5
     decision: str = ""  # resume: approve | deny | input
     seen_turn: int = -1  # resume: the turn the approval refers to (turn digest)
-    epoch: int = ghost(0)  # the row epoch this segment claimed
+    epoch: int = ghost(default=0)  # the row epoch this segment claimed
     cancelled: bool = False  # the probe saw cancelled: persist, then CancellationRequested
     synthesis: bool = False  # the round after the cap (7.1 step 9)
-    cancel_seen: bool = ghost(False)  # the row was cancelled when this boundary began
-    stamped: bool = ghost(False)  # this call's T5 stamp matched (the write starts fenced)
+    cancel_seen: bool = ghost(default=False)  # the row was cancelled when this boundary began
+    stamped: bool = ghost(default=False)  # this call's T5 stamp matched (the write starts fenced)
     # the row's requeue_count returned by this segment's claim (T3, T7); read only by the
     # proposal probe_persists_own_claim_only (docs/PROPOSALS.md P3)
     claim_requeues: int = 0
@@ -254,7 +254,7 @@ class World(Record):
     resumes: tuple[int, ...] = ()  # per run: resume processes started (identity suffix)
     removed: frozenset[str] = frozenset()  # tools removed from the catalogue
     faults: int = 0  # remaining fault budget
-    marks: frozenset[str] = ghost(frozenset())  # history facts the spec reads
+    marks: frozenset[str] = ghost(default=frozenset())  # history facts the spec reads
     spec: Spec = field(default=None, compare=False, hash=False, repr=False)  # type: ignore[assignment]
 
     # small helpers -------------------------------------------------------------------
