@@ -14,6 +14,7 @@ What is measured, in this process and this run:
   processed SimPy events, nothing else; three after each simulator run, best reported;
 * the ratio of the two per-SimPy-event costs;
 * runs simulated per second on one core (the simulator's wall time, nothing else);
+* the same figures by this process's CPU time (steadier on a shared machine);
 * ``failclosed sweep CONFIG --seeds K --jobs J`` as a subprocess, end to end (interpreter
   start, process pool, metrics, CSV), for two sample sizes K1 < K2 simulations of
   ``--runs`` runs each: wall time and runs per second of each; 10^6 runs are projected from
@@ -43,8 +44,8 @@ from sim import config as sconfig  # noqa: E402
 from sim.engine import Simulation  # noqa: E402
 
 
-def bare(n: int) -> float:
-    """Wall time of one SimPy process yielding ``n`` timeouts."""
+def bare(n: int, clock=time.perf_counter) -> float:
+    """Time (wall, or ``clock``) of one SimPy process yielding ``n`` timeouts."""
     env = simpy.Environment()
 
     def proc(env):
@@ -52,9 +53,9 @@ def bare(n: int) -> float:
             yield env.timeout(1.0)
 
     env.process(proc(env))
-    t0 = time.perf_counter()
+    t0 = clock()
     env.run()
-    return time.perf_counter() - t0
+    return clock() - t0
 
 
 def simpy_events(env: simpy.Environment) -> int:
@@ -101,13 +102,17 @@ def main() -> None:
     cfg = sconfig.load(read_toml(path))
 
     walls, bares, digests = [], [], set()
+    cpus, cpu_bares = [], []
     for _ in range(max(1, a.repeat)):  # interleaved: simulator, then three bare loops
         t0 = time.perf_counter()
+        c0 = time.process_time()
         sim = Simulation(cfg, policy=a.policy, seed=a.seed, runs=a.runs, keep_going=True).run()
         walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
         digests.add(sim.history.hexdigest())
         events = simpy_events(sim.env)
         bares.extend(bare(events) for _ in range(3))
+        cpu_bares.extend(bare(events, time.process_time) for _ in range(3))
     assert len(digests) == 1, "the same seed gave different histories"
     wall = min(walls)
     b = min(bares)
@@ -127,6 +132,11 @@ def main() -> None:
     print(f"bare SimPy loop: {b:8.3f} s   {'':22}{per_bare:7.2f} us/SimPy event   "
           f"({events:,} timeouts, best of {len(bares)})")
     print(f"ratio per SimPy event: {per_e / per_bare:.1f}x   (per transition: {per_t / per_bare:.1f}x)")
+    cpu, cpu_b = min(cpus), min(cpu_bares)
+    print(f"by CPU time (this process): simulator {cpu / transitions * 1e6:.2f} us/transition, "
+          f"{cpu / events * 1e6:.2f} us/SimPy event; bare {cpu_b / events * 1e6:.2f} us/SimPy "
+          f"event; ratio per SimPy event {cpu / cpu_b:.1f}x (per transition "
+          f"{cpu / transitions / (cpu_b / events):.1f}x); {a.runs / cpu:,.0f} runs/s")
     print(f"runs simulated per second, one core: {rps:,.0f}")
     t0 = time.perf_counter()
     Simulation(cfg, policy=a.policy, seed=a.seed, runs=a.runs, keep_going=True,

@@ -8,10 +8,11 @@ exploration and takes no part in equality or hashing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .constants import Constants
 from .policy import Policy
+from .records import Record, field, ghost, record, replace
 
 # -- vocabulary (REFERENCE.md section 2), spelled as stored ---------------------------------
 QUEUED = "queued"
@@ -59,36 +60,6 @@ ENQUEUE = "enqueue"
 ASYNC = "async"
 SYNC = "sync"
 TRANSPORTS = (ASYNC, SYNC)
-
-
-# -- cached hashing ------------------------------------------------------------------------
-class _Hashed:
-    """Base of the dynamic values: one extra slot that caches the value's hash. The values
-    are immutable and shared between successive worlds, so a world's hash re-reads the
-    cached hashes of its unchanged rows, events and processes instead of walking them (the
-    checker hashes every world it meets). Not a dataclass field: equality, ``fields()`` and
-    serialisation do not see it."""
-
-    __slots__ = ("_h",)
-
-
-def _cache_hash(cls: type) -> type:
-    from dataclasses import fields as _fields
-
-    names = [f.name for f in _fields(cls) if f.hash is not False and (f.hash or f.compare)]
-    src = (
-        "def __hash__(self):\n"
-        "    try:\n"
-        "        return self._h\n"
-        "    except AttributeError:\n"
-        f"        h = hash(({''.join(f'self.{k}, ' for k in names)}))\n"
-        "        _set(self, '_h', h)\n"
-        "        return h\n"
-    )
-    ns: dict = {"_set": object.__setattr__}
-    exec(src, ns)  # noqa: S102 - generated from the dataclass's own field names
-    cls.__hash__ = ns["__hash__"]
-    return cls
 
 
 # -- static configuration -----------------------------------------------------------------
@@ -173,9 +144,8 @@ class Spec:
 
 
 # -- dynamic state ------------------------------------------------------------------------
-@_cache_hash
-@dataclass(frozen=True, slots=True)
-class Row(_Hashed):
+@record
+class Row(Record):
     """The run row (REFERENCE.md 3.1). ``epoch`` and ``attempts`` are ghost fields: they
     count successful claims and executions of the stored request for the spec; no guard
     reads them."""
@@ -189,13 +159,12 @@ class Row(_Hashed):
     suspended_state: int = -1  # the suspended turn (plan index) or -1 = empty
     termination_reason: str = ""
     error_class: str = ""
-    epoch: int = 0  # ghost: claims so far (T1, T3, T7)
-    attempts: int = 0  # ghost: executions of the stored request (T3)
+    epoch: int = ghost(default=0)  # claims so far (T1, T3, T7)
+    attempts: int = ghost(default=0)  # executions of the stored request (T3)
 
 
-@_cache_hash
-@dataclass(frozen=True, slots=True)
-class Event(_Hashed):
+@record
+class Event(Record):
     """A stored audit event (REFERENCE.md 3.2). ``pid`` is the writing segment (ghost)."""
 
     run: int
@@ -204,12 +173,11 @@ class Event(_Hashed):
     turn: int
     call: int
     tool: str
-    seg: str  # ghost: the segment that wrote it
+    seg: str = ghost()  # the segment that wrote it
 
 
-@_cache_hash
-@dataclass(frozen=True, slots=True)
-class Application(_Hashed):
+@record
+class Application(Record):
     """An effect that landed in the outside world: the LEDGER (neither store sees it)."""
 
     run: int
@@ -218,20 +186,18 @@ class Application(_Hashed):
     tool: str
     effect: str
     seg: str  # the segment whose invoke landed it
-    fenced: bool = False  # ghost: the segment's T5 stamp for this call matched before it ran
-    attempt: int = 0  # ghost: Row.attempts when it landed
+    fenced: bool = ghost(default=False)  # the segment's T5 stamp for this call matched before it ran
+    attempt: int = ghost(default=0)  # Row.attempts when it landed
 
 
-@_cache_hash
-@dataclass(frozen=True, slots=True)
-class Message(_Hashed):
+@record
+class Message(Record):
     run: int
     not_before: int
 
 
-@_cache_hash
-@dataclass(frozen=True, slots=True)
-class Proc(_Hashed):
+@record
+class Proc(Record):
     """A process with a program counter: an enqueue caller, or a segment (queued worker,
     synchronous, resume) from pick-up or entry to its outcome."""
 
@@ -262,11 +228,11 @@ class Proc(_Hashed):
     # resume: the check after the claim this request fails, if reached: "" (none),
     # ApproverNotPermitted (gate 2, on a write turn) or InvalidInputSubmission (12.3)
     refusal: str = ""
-    epoch: int = 0  # ghost: the row epoch this segment claimed
+    epoch: int = ghost(default=0)  # the row epoch this segment claimed
     cancelled: bool = False  # the probe saw cancelled: persist, then CancellationRequested
     synthesis: bool = False  # the round after the cap (7.1 step 9)
-    cancel_seen: bool = False  # ghost: the row was cancelled when this boundary began
-    stamped: bool = False  # ghost: this call's T5 stamp matched (the write starts fenced)
+    cancel_seen: bool = ghost(default=False)  # the row was cancelled when this boundary began
+    stamped: bool = ghost(default=False)  # this call's T5 stamp matched (the write starts fenced)
     # the row's requeue_count returned by this segment's claim (T3, T7); read only by the
     # proposal probe_persists_own_claim_only (docs/PROPOSALS.md P3)
     claim_requeues: int = 0
@@ -276,18 +242,16 @@ class Proc(_Hashed):
     outer: tuple[Proc, ...] = ()
 
 
-@_cache_hash
-@dataclass(frozen=True, slots=True)
-class ReaperState(_Hashed):
+@record
+class ReaperState(Record):
     pc: str  # "dispatch" | "max_sequence" | "settle" | "row" | "nested" (sync: the handler runs)
     now: int  # read once per tick
     rows: tuple[tuple[int, str, bool, int], ...]  # snapshot: (run, pending_effect, queued_request, requeue_count)
     idx: int = 0
 
 
-@_cache_hash
-@dataclass(frozen=True, slots=True)
-class World(_Hashed):
+@record
+class World(Record):
     clock: int
     rows: tuple[Row | None, ...]
     events: tuple[Event, ...] = ()
@@ -302,7 +266,7 @@ class World(_Hashed):
     resumes: tuple[int, ...] = ()  # per run: resume processes started (identity suffix)
     removed: frozenset[str] = frozenset()  # tools removed from the catalogue
     faults: int = 0  # remaining fault budget
-    marks: frozenset[str] = frozenset()  # ghost: history facts the spec reads
+    marks: frozenset[str] = ghost(default=frozenset())  # history facts the spec reads
     spec: Spec = field(default=None, compare=False, hash=False, repr=False)  # type: ignore[assignment]
 
     # small helpers -------------------------------------------------------------------
@@ -332,42 +296,3 @@ class World(_Hashed):
     def mark(self, fact: str) -> World:
         return self if fact in self.marks else replace(self, marks=self.marks | {fact})
 
-
-# -- a fast ``dataclasses.replace`` for the frozen, slotted values above -------------------
-_REPLACERS: dict[tuple, object] = {}  # (class, changed field names in call order) -> replacer
-
-
-def _make_replacer(cls: type, keys: tuple[str, ...]):
-    """A function ``r(old, changes)`` for one class and one set of changed fields: every
-    field set once on a fresh instance, from ``changes`` or from ``old``."""
-    from dataclasses import fields as _fields
-
-    names = [f.name for f in _fields(cls)]
-    unknown = [k for k in keys if k not in names]
-    if unknown:
-        raise TypeError(f"unknown fields {sorted(unknown)}")
-    ns: dict = {"_new": object.__new__, "_set": object.__setattr__, "_cls": cls}
-    body = []
-    for k in names:  # a slot's own setter skips object.__setattr__'s lookup (same effect)
-        d = next((c.__dict__[k] for c in cls.__mro__ if k in c.__dict__), None)
-        if type(d).__name__ == "member_descriptor":
-            ns[f"_s_{k}"] = d.__set__
-            setter = f"_s_{k}(n, "
-        else:
-            setter = f"_set(n, {k!r}, "
-        body.append(f"    {setter}c[{k!r}])\n" if k in keys else f"    {setter}o.{k})\n")
-    src = "def r(o, c):\n    n = _new(_cls)\n" + "".join(body) + "    return n\n"
-    exec(src, ns)  # noqa: S102 - generated from the dataclass's own field names
-    return ns["r"]
-
-
-def replace(obj, **changes):  # noqa: F811 - shadows dataclasses.replace on purpose
-    """``dataclasses.replace`` without its per-call introspection (the model's hot path:
-    about two thirds of the checker's time went there). Same result for these classes:
-    they have no ``__post_init__`` and no init-only fields. One generated replacer per
-    class and set of changed fields, so a call tests no field for being changed."""
-    key = (type(obj), *changes)
-    r = _REPLACERS.get(key)
-    if r is None:
-        r = _REPLACERS[key] = _make_replacer(type(obj), key[1:])
-    return r(obj, changes)

@@ -58,7 +58,7 @@ from spec.engine import FieldReads
 
 from .config import SimConfig
 from .history import History, note
-from .invariants import failing, load_safety, project
+from .invariants import RunItems, failing, load_safety, project
 
 UNLIMITED_FAULTS = 10**15
 
@@ -136,6 +136,7 @@ class Simulation:
         properties: dict[str, object] | None = None,
         crosscheck_every: int = 0,
         check_steps: bool = True,
+        defer_stable: bool = True,
     ):
         self.cfg = cfg
         self.policy_name = policy or cfg.policy
@@ -159,7 +160,19 @@ class Simulation:
         # missing: all): a step that leaves them untouched cannot change its verdict
         self._reads = FieldReads({n: p.reads for n, p in properties.items()
                                   if getattr(p, "reads", None)})
-        self._read_masks = [(n, p, self._reads.mask.get(n, -1)) for n, p in properties.items()]
+        # Checks by kind. A stable property (spec.properties.Property.stable: once violated
+        # on a run, violated until the run is archived) is checked when the run is archived,
+        # and its violation is dated back to the step that made it (_date_back), unless the
+        # simulation stops at its first violation: the stop must come at that very step, so
+        # then every property is checked after every step. A transient one is checked after
+        # every step. The violation records are the same either way.
+        # (``defer_stable=False``: every property after every step, for comparison)
+        self._deferred = {n for n, p in properties.items() if check_steps and defer_stable
+                          and keep_going and getattr(p, "stable", False)}
+        self._order = {n: k for k, n in enumerate(properties)}
+        self._events, self._ledger = RunItems(), RunItems()  # the projections' own parts
+        self._read_masks = [(n, p, self._reads.mask.get(n, -1)) for n, p in properties.items()
+                            if n not in self._deferred]
         self.history = History(keep=keep_history, path=history_path)
         self.env = simpy.Environment()
         pol = parse_policy(self.policy_name)
@@ -179,11 +192,15 @@ class Simulation:
         self.mailbox = simpy.Store(self.env)  # deliverable message tokens (slot, run id, not_before)
         self.records: dict[str, RunRecord] = {}
         self.live: dict[int, RunRecord] = {}
-        self.trace: dict[int, list[tuple[int, int, Transition]]] = {}  # (fired #, clock, t)
+        # per live run: (fired #, model clock, transition, simulated time) of its steps
+        self.trace: dict[int, list[tuple[int, int, Transition, float]]] = {}
         self.archived = 0
         self.fired = 0  # transitions fired (advance_time included)
         self.checked = 0  # transitions asserted enabled before firing
         self.violations: list[Violation] = []
+        # (sort key, violation, [(record, trace, steps of it)]): ordered and given their
+        # scenarios when the simulation ends (a stable one is found late, dated back)
+        self._found: list[tuple[tuple, Violation, list]] = []
         self._seen_violation: set[tuple[str, str]] = set()
         self.stopped = False
         self.done = self.env.event()
@@ -265,15 +282,15 @@ class Simulation:
         chosen = None
         if fault == "crash":
             for t in en:
-                if t[0] == "crash" and (pred is None or pred(t)):
+                if t.name == "crash" and (pred is None or pred(t)):
                     chosen = t
                     break
         else:
             for t in en:
-                if t[0] == "crash" or (pred is not None and not pred(t)):
+                if t.name == "crash" or (pred is not None and not pred(t)):
                     continue
                 f = None
-                for k, v in t[2]:
+                for k, v in t.args:
                     if k == "fault":
                         f = v
                         break
@@ -322,7 +339,7 @@ class Simulation:
             for row in w2.reaper.rows:
                 tr = self.trace.get(row[0])
                 if tr is not None:
-                    tr.append((self.fired, w2.clock, t))
+                    tr.append((self.fired, w2.clock, t, self.env.now))
         elif rid is not None:
             i = self.slot_of.get(rid)
         if i is not None:
@@ -339,7 +356,7 @@ class Simulation:
 
     def _account(self, w: World, w2: World, t: Transition, i: int, rid: str) -> None:
         """The run's trace and record after one of its transitions."""
-        self.trace[i].append((self.fired, w2.clock, t))
+        self.trace[i].append((self.fired, w2.clock, t, self.env.now))
         rec = self.live[i]
         r0, r1 = w.rows[i], w2.rows[i]
         if r1 is not None and r1 is not r0:
@@ -390,9 +407,11 @@ class Simulation:
             return
         for j in slots:
             rec = self.live[j]
-            for name in failing(props, project(w2, j)):
+            pw = project(w2, j, self._events.of(w2.events, j), self._ledger.of(w2.ledger, j))
+            for name in failing(props, pw):
                 if (name, rec.id) not in self._seen_violation:
-                    self._violation(name, [(j, rec.id, rec, self.trace[j])])
+                    self._violation(name, [(j, rec.id, rec, self.trace[j])],
+                                    key=(self.fired, j != i, self._order[name]))
 
     def _new_messages(self, w: World, w2: World) -> None:
         # a message is its (run, not_before): count those (cheaper to hash than Messages)
@@ -474,38 +493,98 @@ class Simulation:
                 culprits = [(i, rec.id, rec, self.trace[i]) for i, rec in self.live.items()]
             self._violation(name, culprits)
 
-    def _violation(self, name: str, culprits: list) -> None:
+    def _violation(self, name: str, culprits: list, key: tuple | None = None) -> None:
+        """Record that ``culprits`` ((slot, run id, record, trace)) violate ``name``, now:
+        ``key`` orders it among the violations of this step (checks after a step come
+        first, by slot and property). A stable property found late is dated back, run by
+        run, to the step that made it (_date_back)."""
         fresh = [c for c in culprits if (name, c[1]) not in self._seen_violation]
         if not fresh:
             return
+        if name in self._deferred:
+            now_found = []
+            for c in fresh:
+                k = self._date_back(name, c)
+                if k is None:  # not the run's own doing (a whole-world check's fallback)
+                    now_found.append(c)
+                    continue
+                self._seen_violation.add((name, c[1]))
+                fired, _clock, t, now = c[3][k]
+                v = Violation(name, [c[1]], now)
+                k_key = (fired, t.arg("run") != c[1], self._order[name])
+                self._found.append((k_key + (len(self._found),), v, [(c, k + 1)]))
+            fresh = now_found
+            if not fresh:
+                return
         for c in fresh:
             self._seen_violation.add((name, c[1]))
-            if name not in c[2].violations:
-                c[2].violations.append(name)
         v = Violation(name, [c[1] for c in fresh], self.env.now)
-        if len([x for x in self.violations if x.property == name]) < 3:  # keep a few traces
-            v.scenario = self.scenario_of(fresh)
-        self.violations.append(v)
+        key = key or (self.fired, 2)  # found at an archive or a whole-world check
+        self._found.append((key + (len(self._found),), v, [(c, len(c[3])) for c in fresh]))
         if not self.keep_going:
             self.stopped = True
             if not self.done.triggered:
                 self.done.succeed()
 
+    def _date_back(self, name: str, c: tuple) -> int | None:
+        """The index in run ``c``'s trace of the step after which its projection first
+        violates the stable property ``name``: the run's steps replayed alone (as in its
+        scenario), the property checked after each (None: the replay never violates it)."""
+        prop = self.props[name]
+        for k, w in self._replay([c]):
+            if k is not None and not prop.check(w):  # type: ignore[attr-defined]
+                return k
+        return None
+
+    def _settle_violations(self) -> None:
+        """The violations in the order of the steps that made them, each run's list in the
+        same order, and the scenarios of the first three of each property."""
+        self._found.sort(key=lambda f: f[0])
+        self.violations = []
+        for rec in self.records.values():
+            rec.violations = []
+        per: dict[str, int] = {}
+        for _key, v, cut in self._found:
+            for c, _n in cut:
+                if v.property not in c[2].violations:
+                    c[2].violations.append(v.property)
+            per[v.property] = per.get(v.property, 0) + 1
+            if per[v.property] <= 3:  # keep a few traces
+                v.scenario = self.scenario_of([(i, rid, rec, tr[:n]) for (i, rid, rec, tr), n in cut])
+            self.violations.append(v)
+
     def scenario_of(self, culprits: list) -> dict[str, Any]:
         """The affected runs' own transitions, with the clock moves between them, as a
         scenario ``{"config": <model config table>, "steps": [transition dicts]}`` that
         ``model.apply`` replays from the initial world of ``config``."""
-        merged: dict[int, tuple[int, Transition]] = {}
-        for _i, _rid, _rec, trace in culprits:
-            for seq, clock, t in trace:
-                merged[seq] = (clock, t)  # a reaper tick shared by several runs appears once
+        cfg, out, kinds, pfaults = self._replayed(culprits)[:4]
+        cfg["model"] = dict(cfg["model"], faults=sorted(kinds), provider_faults=sorted(pfaults),
+                            fault_budget=1 + sum(1 for s in out if "fault" in s)
+                            + sum(1 for s in out if s["name"] in ("crash", "duplicate_message")))
+        return {"config": cfg, "steps": out}
+
+    def _replay(self, culprits: list) -> list[tuple[int | None, World]]:
+        """``[(k, world)]`` after each step of the culprits' replay (see scenario_of): ``k``
+        the step's index in the first culprit's trace, None for a clock move."""
+        return self._replayed(culprits)[4]
+
+    def _replayed(self, culprits: list) -> tuple:
+        """(config, steps, fault kinds, provider faults, [(k, world)]) of the culprits' own
+        steps replayed from the initial world of a configuration of those runs alone."""
+        merged: dict[int, tuple[int, Transition, int | None]] = {}
+        for n, (_i, _rid, _rec, trace) in enumerate(culprits):
+            for k, (seq, clock, t, _now) in enumerate(trace):
+                # a reaper tick shared by several runs appears once
+                merged[seq] = (clock, t, k if n == 0 else merged.get(seq, (0, t, None))[2])
         out: list[dict[str, Any]] = []
+        index: list[int | None] = []
         clock = 0
         kinds: set[str] = set()
         pfaults: set[str] = set()
-        for _seq, (c, t) in sorted(merged.items()):
+        for _seq, (c, t, k) in sorted(merged.items()):
             if c > clock:
                 out.append({"name": "advance_time", "actor": "clock", "to": c})
+                index.append(None)
                 clock = c
             if t.name in ("crash", "duplicate_message"):
                 kinds.add(t.name)  # enabled only when the kind is on and budget remains
@@ -516,6 +595,7 @@ class Simulation:
                 else:
                     kinds.add(t.fault)
             out.append(t.to_dict())
+            index.append(k)
         cfg = {k: (dict(v) if isinstance(v, dict) else v) for k, v in self.model_config.items()}
         cfg["runs"] = [_run_table(rec) for _i, _rid, rec, _tr in culprits]
         # A clock move that lapses a live segment's lease outside a provider or tool call is
@@ -524,6 +604,7 @@ class Simulation:
                             fault_budget=len(out) + 1)
         w = load_world(cfg)
         ids = {r["id"] for r in cfg["runs"]}
+        worlds: list[tuple[int | None, World]] = []
         for k, s in enumerate(out):
             t = clock_move(w, s["to"]) if s["name"] == "advance_time" else Transition.from_dict(s)
             if t.name == "find_stale_running" and t.arg("order") is not None:
@@ -532,10 +613,8 @@ class Simulation:
                 kinds.add(t.fault)
             out[k] = t.to_dict()
             w = fire(w, t)
-        cfg["model"] = dict(cfg["model"], faults=sorted(kinds), provider_faults=sorted(pfaults),
-                            fault_budget=1 + sum(1 for s in out if "fault" in s)
-                            + sum(1 for s in out if s["name"] in ("crash", "duplicate_message")))
-        return {"config": cfg, "steps": out}
+            worlds.append((index[k], w))
+        return cfg, out, kinds, pfaults, worlds
 
     # -- processes -------------------------------------------------------------------------
     def run(self) -> Simulation:
@@ -564,6 +643,7 @@ class Simulation:
                 self._check_world_named(name)
         for i in sorted(self.live):
             self._archive(i, final=True)
+        self._settle_violations()
         self.history.close()
 
     def _check_world_named(self, name: str) -> None:

@@ -36,8 +36,8 @@ def _halves(t: Transition) -> tuple[str, str] | tuple[None, None]:
     """The canonical line of ``t`` around its time value: ``pre + "<t>" + post``, written
     without json for plain arguments: str, int, bool or None values under distinct str keys
     other than the record's own (``(None, None)`` otherwise: the caller uses json)."""
-    items = [("actor", t[1]), ("name", t[0])]
-    items += t[2]
+    items = [("actor", t.actor), ("name", t.name)]
+    items += t.args
     try:
         items.sort()  # distinct keys compare alone; a repeated key is refused below
     except TypeError:

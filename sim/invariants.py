@@ -6,7 +6,9 @@ the same predicates the exhaustive checker uses.
 When they are checked (documented in docs/SIMULATOR.md):
 
 * after every step, on the projection of each run the step touched, those properties whose
-  declared inputs the step changed (sim.engine ``check_steps``, the default);
+  declared inputs the step changed (sim.engine ``check_steps``, the default); with
+  keep-going only the transient ones, a stable one (``Property.stable``) being dated back to
+  its step when found at the archive or a whole-world check;
 * per run, when the run is archived (its row is terminal and no process or message refers
   to it), on the run's *projection* (the world with only that run's row, events, ledger
   entries, outcomes, processes, messages and marks): every run is checked once, completely;
@@ -51,6 +53,32 @@ def project(w: World, i: int, events: tuple | None = None, ledger: tuple | None 
         outcomes=tuple(o for o in w.outcomes if o[1] == i),
         marks=frozenset(m for m in w.marks if m.endswith(suffix)),
     )
+
+
+class RunItems:
+    """A world's events (or ledger entries) by run slot, kept up to date across steps: a
+    step that only appends to the tuple adds the new items to their runs' tuples; any other
+    change (an archive takes a run's items out) rebuilds the index. ``of(items, i)`` is
+    ``tuple(x for x in items if x.run == i)``, without the scan of every run's items."""
+
+    def __init__(self) -> None:
+        self.src: tuple = ()
+        self.by_run: dict[int, tuple] = {}
+
+    def of(self, items: tuple, i: int) -> tuple:
+        src = self.src
+        if items is not src:
+            n = len(src)
+            by_run = self.by_run
+            if len(items) >= n and items[:n] == src:
+                for x in items[n:]:
+                    by_run[x.run] = by_run.get(x.run, ()) + (x,)
+            else:
+                by_run.clear()
+                for x in items:
+                    by_run[x.run] = by_run.get(x.run, ()) + (x,)
+            self.src = items
+        return self.by_run.get(i, ())
 
 
 def failing(props: dict[str, object], w: World) -> list[str]:

@@ -45,6 +45,7 @@ __all__ = [
     "Stats",
     "bench_toy",
     "check_liveness",
+    "strongly_connected",
     "count_switches",
     "coverage",
     "explore",
@@ -300,15 +301,18 @@ class FieldReads:
         self.fields = tuple(sorted({f for fs in reads.values() for f in fs}))
         bit = {f: 1 << k for k, f in enumerate(self.fields)}
         self.mask = {nm: sum(bit[f] for f in set(fs)) for nm, fs in reads.items()}
-
-    def changed(self, a: Any, b: Any) -> int:
-        """The mask of the fields whose value in ``b`` is not the very object it is in ``a``."""
-        m, bit = 0, 1
         for f in self.fields:
-            if getattr(b, f) is not getattr(a, f):
-                m |= bit
-            bit <<= 1
-        return m
+            if not f.isidentifier():
+                raise ValueError(f"reads: {f!r} is not an attribute name")
+        # changed(a, b), written out for these fields: one identity test per field
+        src = "def changed(a, b):\n    m = 0\n" + "".join(
+            f"    if b.{f} is not a.{f}:\n        m |= {1 << k}\n"
+            for k, f in enumerate(self.fields)) + "    return m\n"
+        ns: dict[str, Any] = {}
+        exec(src, ns)  # noqa: S102 - generated from the declared attribute names
+        self.changed: Callable[[Any, Any], int] = ns["changed"]
+        self.changed.__doc__ = ("The mask of the fields whose value in ``b`` is not the very "
+                                "object it is in ``a``.")
 
 
 def explore(
@@ -672,6 +676,90 @@ class LivenessResult(Generic[W]):
     scope: str
 
 
+def strongly_connected(n: int, src: np.ndarray, dst: np.ndarray) -> list[list[int]]:
+    """The non-trivial strongly connected components (more than one state, or one with a
+    self-loop) of the graph on states ``0..n-1`` with edges ``src[k] -> dst[k]`` (``src``
+    sorted), each as a sorted list of ids, ordered by smallest member.
+
+    States with no in-scope predecessor or successor cannot be on a cycle: they are trimmed
+    in rounds on the arrays (most of a breadth-first state graph goes that way), then an
+    iterative Tarjan (no recursion, so no depth limit) runs on what is left."""
+    alive_e = np.ones(len(src), dtype=bool)
+    alive_n = np.zeros(n, dtype=bool)
+    alive_n[src] = True
+    left = int(alive_n.sum())
+    while left:
+        s, d = src[alive_e], dst[alive_e]
+        has_out = np.zeros(n, dtype=bool)
+        has_out[s] = True
+        has_in = np.zeros(n, dtype=bool)
+        has_in[d] = True
+        alive_n &= has_out & has_in
+        alive_e &= alive_n[src] & alive_n[dst]
+        now = int(alive_n.sum())
+        if now == left or now > left - left // 64:  # little left to trim: Tarjan does the rest
+            left = now
+            break
+        left = now
+    if not left:
+        return []
+    s, d = src[alive_e], dst[alive_e]
+    off = np.searchsorted(s, np.arange(n + 1)).tolist()
+    succ = d.tolist()
+    index = [-1] * n
+    low = [0] * n
+    on_stack = [False] * n
+    stack: list[int] = []
+    out: list[list[int]] = []
+    counter = 0
+    for root in np.nonzero(alive_n)[0].tolist():
+        if index[root] >= 0:
+            continue
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack[root] = True
+        work = [(root, off[root])]
+        while work:
+            v, k = work[-1]
+            end = off[v + 1]
+            descended = False
+            while k < end:
+                u = succ[k]
+                k += 1
+                if index[u] < 0:
+                    work[-1] = (v, k)
+                    index[u] = low[u] = counter
+                    counter += 1
+                    stack.append(u)
+                    on_stack[u] = True
+                    work.append((u, off[u]))
+                    descended = True
+                    break
+                if on_stack[u] and index[u] < low[v]:
+                    low[v] = index[u]
+            if descended:
+                continue
+            work.pop()
+            if work:
+                p = work[-1][0]
+                if low[v] < low[p]:
+                    low[p] = low[v]
+            if low[v] == index[v]:
+                c = []
+                while True:
+                    u = stack.pop()
+                    on_stack[u] = False
+                    c.append(u)
+                    if u == v:
+                        break
+                if len(c) > 1 or v in succ[off[v] : off[v + 1]]:
+                    c.sort()
+                    out.append(c)
+    out.sort()
+    return out
+
+
 def check_liveness(
     exploration: Exploration[W],
     goal: Callable[[W], bool],
@@ -720,8 +808,6 @@ def check_liveness(
     node_ok[ex.expanded :] = False
     emask = node_ok[src] & node_ok[dst]
     s_in, d_in, t_in = src[emask], dst[emask], etr[emask]
-    g = nx.DiGraph()
-    g.add_edges_from(zip(s_in.tolist(), d_in.tolist(), strict=True))
 
     dead = [s for s in ex.deadlocks if node_ok[s]]
     if ignore_deadlock is not None:
@@ -734,34 +820,34 @@ def check_liveness(
         dist = np.frombuffer(ex.depth, dtype=np.int32).astype(np.int64)
     else:
         dist = np.full(n, -1, dtype=np.int64)
+        off_in = np.searchsorted(s_in, np.arange(n + 1)).tolist()
+        succ_in = d_in.tolist()
         frontier = [s for s in ex.initial_ids if node_ok[s]]
         for s in frontier:
             dist[s] = 0
         while frontier:
             nxt = []
             for u in frontier:
-                if u in g:
-                    for v in g.successors(u):
-                        if dist[v] < 0:
-                            dist[v] = dist[u] + 1
-                            pred[v] = u
-                            nxt.append(v)
+                for k in range(off_in[u], off_in[u + 1]):
+                    v = succ_in[k]
+                    if dist[v] < 0:
+                        dist[v] = dist[u] + 1
+                        pred[v] = u
+                        nxt.append(v)
             frontier = nxt
         reach = dist >= 0
         node_ok &= reach
         dead = [s for s in dead if reach[s]]
-        g = g.subgraph(np.nonzero(reach)[0].tolist())
 
-    # Non-trivial SCCs, labelled in `comp`.
+    # Non-trivial SCCs of the in-scope subgraph, labelled in `comp`. Out of scope "initial"'s
+    # reach no SCC is kept: the reached set is closed under in-scope edges, so an SCC is
+    # either wholly reached or not at all.
     comp = np.full(n, -1, dtype=np.int64)
     sccs: list[list[int]] = []
-    for c in nx.strongly_connected_components(g):
-        if len(c) == 1:
-            (v,) = c
-            if not g.has_edge(v, v):
-                continue
-        comp[list(c)] = len(sccs)
-        sccs.append(list(c))
+    for c in strongly_connected(n, s_in, d_in):
+        if node_ok[c[0]]:
+            comp[c] = len(sccs)
+            sccs.append(c)
     ns = len(sccs)
     cs, cd = comp[s_in], comp[d_in]
     internal = (cs >= 0) & (cs == cd)
@@ -843,9 +929,11 @@ def check_liveness(
 
     assert best_entry is not None
     members = sccs[best_scc]
-    h = g.subgraph(members)
     in_this = internal & (cs == best_scc)
     is_, id_, it_ = s_in[in_this], d_in[in_this], t_in[in_this]
+    # networkx only for the lasso a person reads: the offending SCC's own edges, in edge order
+    h = nx.DiGraph()
+    h.add_edges_from(zip(is_.tolist(), id_.tolist(), strict=True))
     # Requirements: for each class, visit a state where it is disabled or take one of its edges.
     reqs: list[tuple[set[int], list[tuple[int, int, int]], np.ndarray]] = []
     for fc, en in zip(fcls, enabled_f, strict=True):

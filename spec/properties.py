@@ -69,6 +69,11 @@ class Property:
     # the World fields ``check`` reads (None: all of them); the checker skips a successor
     # that shares these objects with its parent (spec.engine.explore, ``reads``)
     reads: tuple[str, ...] | None = None
+    # stable: once violated on a run's projection, violated on every later projection of
+    # that run until it is archived (it reads only what the run's life only adds to: marks,
+    # the ledger, the events, the ghost attempt count). The simulator checks a stable
+    # property at the run's archive instead of after every step (sim.engine ``check_steps``).
+    stable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -614,8 +619,8 @@ def no_resurrection_by_suspend(w: World) -> bool:
 # registry
 # =========================================================================================
 def _p(check: Callable[[World], bool], statement: str, source: str,
-       reads: tuple[str, ...] | None) -> Property:
-    return Property(check.__name__, check, statement, source, reads)
+       reads: tuple[str, ...] | None, stable: bool = False) -> Property:
+    return Property(check.__name__, check, statement, source, reads, stable)
 
 
 _AUDIT = ("ledger", "events", "procs")  # what _audited(w) reads, with the ledger
@@ -642,6 +647,7 @@ SAFETY: dict[str, Property] = {
             "□ ∀c non-idempotent: |L_c| ≤ 1",
             "not claimed (ADR-104, ADR-112, ADR-141: not exactly-once); REFERENCE 16.8 limits",
             ("ledger",),
+            stable=True,
         ),
         _p(
             no_success_over_unrecorded_write,
@@ -654,6 +660,7 @@ SAFETY: dict[str, Property] = {
             "□ ∀r: terminal_overwritten:r ∉ marks ∧ resurrection:r ∉ marks",
             "ADR-092, ADR-101; REFERENCE 16.1",
             _MARKS,
+            stable=True,
         ),
         _p(
             exclusive_claim,
@@ -666,36 +673,42 @@ SAFETY: dict[str, Property] = {
             "□ ∀r: foreign_owner_mutation:r ∉ marks",
             "ADR-102, ADR-104, 3c1f5699, ADR-141; REFERENCE 16.3",
             _MARKS,
+            stable=True,
         ),
         _p(
             no_zombie_append,
             "□ ∀r: zombie_append:r ∉ marks",
             "ADR-104 (renew before persist); REFERENCE 16.4",
             _MARKS,
+            stable=True,
         ),
         _p(
             no_zombie_settle,
             "□ ∀r: zombie_settle:r ∉ marks",
             "commit 3c1f5699, ADR-141; REFERENCE 16.5",
             _MARKS,
+            stable=True,
         ),
         _p(
             stream_order,
             "□ ∀r: seq strictly increasing in insert order ∧ no segment appends after a later one",
             "ADR-101, ADR-104; REFERENCE 16.17",
             ("events",),
+            stable=True,
         ),
         _p(
             bounded_attempts,
             "□ ∀r: attempts(r) ≤ MAX_REQUEUES + 1",
             "ADR-104; REFERENCE 16.6",
             ("rows",),
+            stable=True,
         ),
         _p(
             no_retry_of_non_retryable,
             "□ ∀r: retry_of_non_retryable:r ∉ marks",
             "ADR-095, ADR-104, ADR-111; REFERENCE 16.7",
             _MARKS,
+            stable=True,
         ),
         _p(
             interrupted_non_idempotent_write_not_repeated,
@@ -708,6 +721,7 @@ SAFETY: dict[str, Property] = {
             "□ ∀a∈L: row(a.run)≠⊥ ∧ (holds(seg(a)) at a's boundary ⇒ leased ∧ pending=a.effect)",
             "ADR-112, ADR-141; REFERENCE 16.9",
             ("ledger", "rows"),
+            stable=True,
         ),
         _p(
             no_write_without_recorded_approval,
@@ -732,6 +746,7 @@ SAFETY: dict[str, Property] = {
             "□ ∀r: resurrection:r ∉ marks",
             "ADR-101; REFERENCE 16.16",
             _MARKS,
+            stable=True,
         ),
     )
 }

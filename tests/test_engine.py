@@ -17,6 +17,7 @@ from spec.engine import (  # noqa: E402
     check_liveness,
     coverage,
     explore,
+    strongly_connected,
     trace_table,
 )
 
@@ -529,6 +530,45 @@ def test_liveness_requires_graph():
     ex = explore(["s"], graph_ts({}), invariants={})
     with pytest.raises(ValueError):
         check_liveness(ex, lambda s: True, [], name="x")
+
+
+def _nx_nontrivial_sccs(n, edges):
+    import networkx as nx
+
+    g = nx.DiGraph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from(edges)
+    out = [sorted(c) for c in nx.strongly_connected_components(g)
+           if len(c) > 1 or g.has_edge(next(iter(c)), next(iter(c)))]
+    return sorted(out)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_strongly_connected_matches_networkx_on_random_graphs(seed):
+    """The liveness check's SCCs (array trimming, then an iterative Tarjan) are networkx's,
+    self-loops and parallel edges included, on sparse and dense random graphs."""
+    import numpy as np
+
+    rng = random.Random(seed)
+    n = rng.choice([1, 2, 5, 30, 200])
+    m = rng.randint(0, n * rng.choice([1, 2, 4]))
+    edges = sorted((rng.randrange(n), rng.randrange(n)) for _ in range(m))
+    src = np.array([a for a, _ in edges], dtype=np.int32)
+    dst = np.array([b for _, b in edges], dtype=np.int32)
+    assert strongly_connected(n, src, dst) == _nx_nontrivial_sccs(n, edges)
+
+
+def test_strongly_connected_has_no_recursion_limit():
+    """A cycle through 200,000 states (a chain far deeper than Python's recursion limit)."""
+    import numpy as np
+
+    n = 200_000
+    src = np.arange(n, dtype=np.int32)
+    dst = (src + 1) % n
+    (c,) = strongly_connected(n, src, dst.astype(np.int32))
+    assert c == list(range(n))
+    chain = strongly_connected(n, src[:-1], dst[:-1].astype(np.int32))
+    assert chain == []
 
 
 # --------------------------------------------------------------------------------------------
