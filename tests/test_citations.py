@@ -34,8 +34,9 @@ CITE = re.compile(rf"\bRUNTIME(?:\.md)?\s+(?:sections?\s+|§\s*)?(?P<list>{ITEM}
 ITEM_RE = re.compile(rf"(?<![\w.])(?P<sec>{NUM})(?:\s+(?P<kind>step|branch)\s+(?P<sub>{NUM}))?")
 # The forms the repository used before docs/RUNTIME.md existed: they name files a clone lacks.
 LEGACY = re.compile(r"\bREFERENCE\b|\.\./shared\b|(?<![\w.-])shared/(?:REFERENCE|DESIGN)\b")
-# A mention of one of the two description files, with whatever directory precedes it.
-DOC_FILE = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*(?:RUNTIME|DESIGN)\.md)(?!\s+(?:sections?\s+|§\s*)?\d)")
+# A mention of one of the two description files, with whatever directory precedes it (a
+# quoted name is a path component code joins, not a mention).
+DOC_FILE = re.compile(r"(?<![\w./\"'-])((?:[\w.-]+/)*(?:RUNTIME|DESIGN)\.md)(?!\s+(?:sections?\s+|§\s*)?\d)")
 LINK = re.compile(r"\[[^\]\n]*\]\(([^)\s]+)\)")
 PARENT_PATH = re.compile(r"(?<![\w./-])((?:\.\./)+[\w.-][\w./-]*)")
 # Absolute paths into a machine's home or work directories (a user's clone has none of them).
