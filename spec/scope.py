@@ -377,14 +377,23 @@ def reduce_members(members: Sequence[Member]) -> tuple[list[Member], int, int]:
 # =========================================================================================
 # one task: a member under a policy
 # =========================================================================================
+# What a cached verdict depends on: the semantics (every module of model/), the checker and
+# the properties; and the layout of a cached result (RESULT_FORMAT). The command line, the
+# progress display and the orchestration here do not change a verdict.
+VERDICT_SOURCES = ("model", "spec/engine.py", "spec/checker.py", "spec/properties.py",
+                   "spec/coverage.py")
+RESULT_FORMAT = 1
+
+
 def model_version() -> str:
-    """A hash of the semantics and the checker (every .py of model/ and spec/): a cached
-    result is reused only while neither changed."""
-    h = hashlib.sha256()
-    for sub in ("model", "spec"):
-        for p in sorted((_ROOT / sub).rglob("*.py")):
-            h.update(p.relative_to(_ROOT).as_posix().encode())
-            h.update(p.read_bytes())
+    """A hash of the sources a verdict depends on (VERDICT_SOURCES): a cached result is
+    reused only while none of them changed."""
+    h = hashlib.sha256(f"format {RESULT_FORMAT}".encode())
+    for src in VERDICT_SOURCES:
+        p = _ROOT / src
+        for f in sorted(p.rglob("*.py")) if p.is_dir() else [p]:
+            h.update(f.relative_to(_ROOT).as_posix().encode())
+            h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -535,17 +544,44 @@ def _run_local(jobs: int, args: dict[int, tuple], done: Callable[[int, dict[str,
 
     # spawn, never fork: safe inside a notebook kernel or a threaded caller
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
+    ex = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+    old = _sigterm_interrupts()
+    try:
         pending = {ex.submit(_task, a): i for i, a in args.items()}
-        try:
-            while pending:
-                fin, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for f in fin:
-                    done(pending.pop(f), f.result())
-        except BaseException:
-            for f in pending:
-                f.cancel()
-            raise
+        while pending:
+            fin, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for f in fin:
+                done(pending.pop(f), f.result())
+    except BaseException:
+        # interrupted (Ctrl-C, SIGTERM) or failed: no worker may outlive the command; what
+        # finished is already in the cache
+        procs = list(getattr(ex, "_processes", {}).values())
+        ex.shutdown(wait=False, cancel_futures=True)
+        for p in procs:
+            p.terminate()
+        raise
+    else:
+        ex.shutdown(wait=True)
+    finally:
+        if old is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, old)
+
+
+def _sigterm_interrupts() -> Any:
+    """While a pool runs in the main thread, SIGTERM interrupts like Ctrl-C (so the workers
+    are stopped too); returns the previous handler, or None where it cannot be set."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, interrupt)
 
 
 def dask_client(address: str, timeout: float = 5.0) -> Any:
