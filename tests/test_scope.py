@@ -436,3 +436,39 @@ def test_scope_baseline_gate(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "NEW violation (not in the baseline): current / stream_order" in out
     assert "fixed" in out and "bounded_attempts" in out
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(d.name))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_a_terminated_scope_run_leaves_no_worker_behind(tmp_path):
+    """CI cancels a job with SIGTERM: the pool's processes go with the command (and what
+    finished stays in the cache)."""
+    import signal
+
+    env = {**os.environ, "FAILCLOSED_CACHE_DIR": str(tmp_path)}
+    p = subprocess.Popen([sys.executable, "-m", "sim.cli", "scope", "standard", "--jobs", "2",
+                          "--quiet"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while len(kids := _children(p.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(kids) >= 2, "the pool did not start"
+    time.sleep(1)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 130 and "Traceback" not in err
+    time.sleep(0.5)
+    alive = [k for k in kids if Path(f"/proc/{k}").exists()
+             and "Z" not in (Path(f"/proc/{k}/stat").read_text().rsplit(")", 1)[1].split()[:1])]
+    assert not alive, f"workers left running: {alive}"
