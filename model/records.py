@@ -9,11 +9,14 @@ dataclass: that is the *plain form* (``dataclasses`` writes ``__init__``, ``__re
 imported (or :func:`use_plain` is called), the same classes then get their *fast form*, made
 here from the same field list and nowhere else:
 
-* ``__hash__`` cached in the slot ``_h``, of the tuple of compared fields, a tuple of
-  records entering by its own hash remembered for that very tuple (rows, events and
-  processes are shared by successive worlds, so a world's hash re-reads its unchanged
-  parts' hashes instead of walking them); not the plain form's value, never mixed with it;
-* ``__eq__`` field by field, identity first (the plain one builds two tuples);
+* ``__hash__`` cached in the slot ``_h`` (the same value as the plain hash, the hash of
+  the tuple of compared fields): rows, events and processes are shared by successive
+  worlds, so a world's hash re-reads its unchanged parts' cached hashes (remembering the
+  hash of a world's tuples of records by their identity too was measured slower on
+  ``small``);
+* ``__eq__`` identity first, then as the plain one (one comparison of two tuples of the
+  fields; an and-chain of field comparisons was measured slower: a shared field compares
+  by identity only inside a tuple comparison);
 * :func:`replace` (copy with changes): one generated function per class and set of changed
   fields. It fills a fresh instance of a *twin* class (the same slots, no frozen
   ``__setattr__``, so each field is one plain slot store) and then gives it the record's
@@ -28,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import typing
 from typing import Any
 
@@ -66,30 +68,9 @@ def _compiled(src: str, ns: dict[str, Any], name: str) -> Any:
     return ns[name]
 
 
-_TUPLE_HASHES: dict[int, tuple[tuple, int]] = {}  # id(tuple) -> (the tuple, its hash)
-
-
-def _tuple_hash(t: tuple) -> int:
-    """``hash(t)`` for a tuple of records, remembered for that very tuple object (kept alive
-    in the memo, so its id is not reused while it is there): successive worlds share their
-    unchanged tuples, whose hash would otherwise call every element's ``__hash__`` again."""
-    e = _TUPLE_HASHES.get(id(t))
-    if e is not None and e[0] is t:
-        return e[1]
-    h = hash(t)
-    if len(_TUPLE_HASHES) >= 1 << 16:
-        _TUPLE_HASHES.clear()
-    _TUPLE_HASHES[id(t)] = (t, h)
-    return h
-
-
 def _fast_methods(cls: type) -> dict[str, Any]:
     fs = dataclasses.fields(cls)
     hashed = [f.name for f in fs if f.hash is not False and (f.hash or f.compare)]
-    # tuples of records (``tuple[Row | None, ...]``, ``tuple[Proc, ...]``): hashed by identity
-    records = {c.__name__ for c in _RECORDS} | {cls.__name__}
-    shared = {f.name for f in fs if str(f.type).startswith("tuple[")
-              and records & set(re.findall(r"\w+", str(f.type)))}
     compared = [f.name for f in fs if f.compare]
     hash_src = (
         "def __hash__(self):\n"
@@ -98,7 +79,7 @@ def _fast_methods(cls: type) -> dict[str, Any]:
         "    except AttributeError:\n"
         "        h = None\n"
         "    if h is None:\n"
-        f"        h = hash(({''.join(f'_th(self.{k}), ' if k in shared else f'self.{k}, ' for k in hashed)}))\n"
+        f"        h = hash(({''.join(f'self.{k}, ' for k in hashed)}))\n"
         "        _set_h(self, h)\n"  # the slot's own setter: a frozen __setattr__ refuses
         "    return h\n"
     )
@@ -108,9 +89,12 @@ def _fast_methods(cls: type) -> dict[str, Any]:
         "        return True\n"
         "    if other.__class__ is not self.__class__:\n"
         "        return NotImplemented\n"
-        f"    return {' and '.join(f'self.{k} == other.{k}' for k in compared) or 'True'}\n"
+        # one comparison of two tuples: a field that is the very same object in both is
+        # equal at once (the tuple comparison tests identity first, element by element)
+        f"    return ({''.join(f'self.{k}, ' for k in compared)}) == "
+        f"({''.join(f'other.{k}, ' for k in compared)})\n"
     )
-    ns: dict[str, Any] = {"_set_h": Record.__dict__["_h"].__set__, "_th": _tuple_hash}
+    ns: dict[str, Any] = {"_set_h": Record.__dict__["_h"].__set__}
     return {
         "__hash__": _compiled(hash_src, ns, "__hash__"),
         "__eq__": _compiled(eq_src, ns, "__eq__"),

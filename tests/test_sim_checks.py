@@ -78,7 +78,7 @@ def test_stable_properties_checked_at_archive_give_the_same_violation_records(po
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("policy", ["current", "proposed", "adr-104", "adr-092", "owner-guard"])
+@pytest.mark.parametrize("policy", ["current", "proposed", "adr-104", "adr-102", "owner-guard"])
 def test_stable_properties_checked_at_archive_many_seeds_full_workload(policy):
     raw = read_toml(sconfig.default_path())
     _compare(raw, policy, range(1, 9), runs=None)
