@@ -9,7 +9,7 @@ seconds ``small`` takes exhaustively, and the symmetry reduction factor on a
 ``medium-symmetric`` (two workers and two identical runs: a group of 4) and ``medium-queued``
 (two workers, one run: a group of 2, so at most x2).
 
-    /work/venv/bin/python benchmarks/bench_checker.py [--policy current]
+    .venv/bin/python benchmarks/bench_checker.py [--policy current]
 """
 
 from __future__ import annotations

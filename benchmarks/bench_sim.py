@@ -1,7 +1,7 @@
 """Simulator speed: per-event cost against a bare SimPy loop, runs per second on one core, and
 the measured throughput of ``failclosed sweep --jobs 2`` with its projection to 10^6 runs.
 
-    /work/venv/bin/python benchmarks/bench_sim.py [--runs 1000] [--policy current]
+    .venv/bin/python benchmarks/bench_sim.py [--runs 1000] [--policy current]
         [--repeat 2] [--sweep-seeds 4,12] [--jobs 2]
 
 What is measured, in this process and this run:

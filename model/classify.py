@@ -1,8 +1,8 @@
-"""Failure classification as the runtime does it (REFERENCE.md 13), from concrete errors.
+"""Failure classification as the runtime does it (RUNTIME 13), from concrete errors.
 
 The model's transitions carry a failure *class* (``provider_call[fault=serverError]``): the
 provider, its circuit breaker, fallback chains and timeouts are outside the model and reach
-it only through the classified error (REFERENCE.md 17). This module is the other half: the
+it only through the classified error (RUNTIME 17). This module is the other half: the
 concrete errors a runtime meets, and the pure ``classify(error)`` that maps each one to its
 class, rule by rule as section 13 states them. The simulator draws concrete errors from a
 workload's failure mix and fires the class ``classify`` gives.
@@ -44,7 +44,7 @@ CONFIGURATION = "configuration"
 CLIENT_ERROR = "clientError"
 UNKNOWN = "unknown"
 
-# The table of REFERENCE.md 13: which classes trip the provider circuit breaker.
+# The table of RUNTIME 13: which classes trip the provider circuit breaker.
 TRIPS_CIRCUIT_CLASSES = frozenset({CONNECTION, RATE_LIMIT, SERVER_ERROR})
 
 
@@ -105,7 +105,7 @@ Error = (
 
 # -- section 13 ----------------------------------------------------------------------------
 def classify(error: Error) -> str:
-    """The failure class of ``error``: the first rule of REFERENCE.md 13 that matches."""
+    """The failure class of ``error``: the first rule of RUNTIME 13 that matches."""
     if isinstance(error, CircuitOpen):  # rule 1
         return CIRCUIT_OPEN
     if isinstance(error, FallbackExhausted):  # rule 2: the last attempt decides, recursively

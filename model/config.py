@@ -18,13 +18,13 @@ add ``[[steps]]``). Every key is validated: a typo, a wrong type or a negative l
     reaper_limit = 50
     horizon = 5000                     # the clock never moves past it
     transport = "async"                # async (default here) | sync (the runtime's default:
-                                       # dispatch runs the handler nested, REFERENCE.md 6.3)
+                                       # dispatch runs the handler nested, RUNTIME 6.3)
     refusals = ["ApproverNotPermitted", "InvalidInputSubmission"]  # explore both answers of
                                        # gate 2 (12.2 step 8) / input validation (12.3): each
                                        # approve, deny (gate 2) or submit_input (validation)
                                        # also comes as permitted=false / valid=false
     [[tools]]
-    name = "create_page_draft"         # a builtin writer of REFERENCE.md 14.5: its effect is
+    name = "create_page_draft"         # a builtin writer of RUNTIME 14.5: its effect is
                                        # the runtime's (a plan may call one with no table)
     effect = "non_idempotent_write"    # read_only | idempotent_write | non_idempotent_write;
                                        # optional (read_only; remote: non_idempotent_write);
@@ -127,7 +127,7 @@ def _nonneg(v: Any, field: str) -> int:
     return v
 
 
-# REFERENCE.md 14.5: the builtin writers and the effect each declares in its code (every other
+# RUNTIME 14.5: the builtin writers and the effect each declares in its code (every other
 # builtin is read_only). The default tool registry: a config may name one without declaring
 # its effect, in [[tools]] or only in a plan, and gets this effect; a config that declares
 # another effect for it contradicts the runtime (one ConfigError line).
@@ -144,7 +144,7 @@ REMOTE_EFFECT = "non_idempotent_write"  # 14.2: remote (MCP) tools always declar
 
 
 def tool_effect(t: dict[str, Any], where: str) -> str:
-    """The effect a [[tools]] table's tool declares (REFERENCE.md 14.2, 14.5): a remote tool
+    """The effect a [[tools]] table's tool declares (RUNTIME 14.2, 14.5): a remote tool
     always declares ``non_idempotent_write``; a builtin writer the effect of 14.5; any other
     tool what the table says, ``read_only`` when it says nothing (declaring is opt-in). A
     table that contradicts the runtime's own declaration is a ``ConfigError``."""
@@ -156,14 +156,14 @@ def tool_effect(t: dict[str, Any], where: str) -> str:
         if eff is not None and eff != REMOTE_EFFECT:
             raise ConfigError(
                 f"{where}effect: {name!r} is remote, and a remote (MCP) tool always declares "
-                f"{REMOTE_EFFECT} (REFERENCE.md 14.2); remove effect or write effect = \"{REMOTE_EFFECT}\"")
+                f"{REMOTE_EFFECT} (RUNTIME 14.2); remove effect or write effect = \"{REMOTE_EFFECT}\"")
         return REMOTE_EFFECT
     builtin = BUILTIN_WRITERS.get(name) if isinstance(name, str) else None
     if builtin is not None:
         if eff is not None and eff != builtin:
             raise ConfigError(
                 f"{where}effect: {name!r} is a builtin writer that declares {builtin} "
-                f"(REFERENCE.md 14.5); remove effect or write effect = \"{builtin}\"")
+                f"(RUNTIME 14.5); remove effect or write effect = \"{builtin}\"")
         return builtin
     return eff if eff is not None else "read_only"
 

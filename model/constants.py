@@ -1,4 +1,4 @@
-"""Constants with the runtime's upstream defaults (REFERENCE.md section 2), all overridable."""
+"""Constants with the runtime's upstream defaults (RUNTIME section 2), all overridable."""
 
 from __future__ import annotations
 

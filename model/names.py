@@ -1,4 +1,4 @@
-"""The transition vocabulary in one place: every name the model can fire, where REFERENCE.md
+"""The transition vocabulary in one place: every name the model can fire, where docs/RUNTIME.md
 names it, and which fault branches it has. The coverage reports and the name-list test read
 this; ``model.runtime`` is what actually enables them."""
 
@@ -8,7 +8,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 
-# name -> (REFERENCE.md place, fault kinds the transition can take)
+# name -> (docs/RUNTIME.md place, fault kinds the transition can take)
 TRANSITIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     # store statements (section 4)
     "start_run": ("T1", ("store_error",)),

@@ -1,8 +1,8 @@
 """Policy values: which mechanisms of the runtime are on.
 
 A policy is data, not a subclass: every transition reads the switches it depends on.
-The presets follow REFERENCE.md 15.1 in order; each adds the switches of its row of the
-history table (REFERENCE.md 15) to the previous one. ``preset("adr-141").without("write_fence")``
+The presets follow RUNTIME 15.1 in order; each adds the switches of its row of the
+history table (RUNTIME 15) to the previous one. ``preset("adr-141").without("write_fence")``
 is "adr-141 without the write fence", one line.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """One bool per switch of REFERENCE.md 15 (names as the history table spells them)."""
+    """One bool per switch of RUNTIME 15 (names as the history table spells them)."""
 
     name: str = "custom"
     # ADR-092: T8 requires a non-terminal status; T13 exists; a failed suspend is settled failed.
@@ -119,7 +119,7 @@ SWITCHES: tuple[str, ...] = tuple(f.name for f in fields(Policy) if f.name != "n
 
 _BASE = Policy(name="adr-092")
 
-# Each preset adds to the previous one (REFERENCE.md 15.1).
+# Each preset adds to the previous one (RUNTIME 15.1).
 _STEPS: list[tuple[str, dict[str, bool]]] = [
     ("adr-092", {}),
     ("adr-101", {"suspend_requires_running": True}),

@@ -1,6 +1,6 @@
 """Pure decision rules of the runtime: classification, effects, approval, the fence check.
 
-REFERENCE.md sections 13 and 14, and the by-name rules of 7.2 and 12.2.
+RUNTIME sections 13 and 14, and the by-name rules of 7.2 and 12.2.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from .state import (
     Spec,
 )
 
-# Error kinds the runtime raises (REFERENCE.md 2) that reach the ladder's generic arm.
+# Error kinds the runtime raises (RUNTIME 2) that reach the ladder's generic arm.
 AUDIT_PERSISTENCE_FAILED = "AuditPersistenceFailed"
 WRITE_WITHOUT_DURABLE_EXECUTION = "WriteWithoutDurableExecution"
 OBSERVER_ERROR = "ObserverError"

@@ -1,7 +1,7 @@
 """The runtime's transitions: ``enabled(world)`` and ``apply(world, t)``, both pure.
 
-One semantics for the whole project (DESIGN.md): the checker enumerates these, the
-simulator samples them, scenarios replay them. Granularity follows REFERENCE.md: every
+One semantics for the whole project (docs/DESIGN.md): the checker enumerates these, the
+simulator samples them, scenarios replay them. Granularity follows docs/RUNTIME.md: every
 store statement is its own transition, and so is every point a segment can stop or time
 can pass in between (a step boundary is on_step -> find_run (probe) -> renew_lease or
 mark_pending_effect (clear) -> record_step; the before-tool hook is resolve -> refuse or
@@ -9,7 +9,7 @@ mark_pending_effect (stamp); then invoke; the provider call). Local computation 
 ladder's arm choice, the approval scan, classify, the reaper's branch choice on its
 snapshot) is folded into the transition that precedes it.
 
-The message transport (REFERENCE.md 6.3) is ``Spec.transport``. Async: ``dispatch`` adds a
+The message transport (RUNTIME 6.3) is ``Spec.transport``. Async: ``dispatch`` adds a
 message that a free worker's ``run_queued`` takes later. Sync: ``dispatch`` starts the
 handler inside the dispatching process instead (``_dispatch_queued``): the process's next
 transition is ``run_queued`` (pick-up step 1) and its frame waits in ``Proc.outer`` (or the
@@ -325,7 +325,7 @@ def _clock_moves(w: World) -> list[Transition]:
 def lapsed_by(w: World, to: int) -> str | None:
     """Which fault moving the clock to ``to`` is: ``None`` when no live segment's lease lapses,
     ``slow_operation`` when every segment whose lease lapses is inside a provider or tool
-    call (REFERENCE.md 1.3 "a provider or tool call outlives the lease"), ``pause`` when one
+    call (RUNTIME 1.3 "a provider or tool call outlives the lease"), ``pause`` when one
     is anywhere else (the process stalls). Both are faults of 1.3: each spends the budget."""
     fault = None
     for p in w.procs:

@@ -4,7 +4,7 @@ A scenario file is a model configuration (model/config.py: ``policy``, ``[switch
 ``[constants]``, ``[model]``, ``[[tools]]``, ``[[runs]]`` with an optional ``[runs.row]``
 and ``[[runs.events]]``) plus a description, the steps, and what must hold. The checker and
 the simulator write their counterexamples in the same format (``dump_scenario``), so every
-trace they find can be replayed, read and kept as a regression test (DESIGN.md, "Scenarios").
+trace they find can be replayed, read and kept as a regression test (docs/DESIGN.md, "Scenarios").
 
     description = "16.5: a zombie's unguarded dead-letter kills B's healthy run"
     policy = "adr-104"
@@ -118,7 +118,7 @@ starts with it, or a list starts with the given list); ``contains`` / ``"not con
 (a substring of a string, an element of a list; a list operand: each of its elements);
 ``in`` / ``"not in"`` (the value is one of a list).
 
-Store statements (``store = ...``; REFERENCE.md 4, the functions of model/store.py):
+Store statements (``store = ...``; RUNTIME 4, the functions of model/store.py):
 ``start_run`` (T1: run, owner = the identity, default ``interactive:<run>``, leased =
 default the policy's), ``enqueue_run`` (T2), ``claim_queued`` (T3: owner = the worker
 identity), ``renew_lease`` (T4: owner), ``mark_pending_effect`` (T5: owner, effect, ``""`` to
@@ -170,7 +170,7 @@ TRANSITION_NAMES = frozenset({
 # equal lease; ``status``: the row status a settle expects, proposal fallback_settles_requeued_row)
 ARG_KEYS = frozenset({"run", "fault", "step", "tool", "effect", "reason", "owner", "delay", "to",
                       "not_before", "order", "status", "permitted", "valid"})  # permitted, valid: [model] refusals
-# store statement -> (REFERENCE.md 4 label, required arguments, optional arguments)
+# store statement -> (RUNTIME 4 label, required arguments, optional arguments)
 STATEMENTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "start_run": ("T1", ("run",), ("owner", "leased")),
     "enqueue_run": ("T2", ("run",), ()),
@@ -1040,7 +1040,7 @@ class History:
         return self._cache["entries"]
 
     def reaper(self, final: World) -> dict[str, Any]:
-        """The current tick (or the last): REFERENCE.md 10, counted off the transitions."""
+        """The current tick (or the last): RUNTIME 10, counted off the transitions."""
         ticks = 0
         cur: dict[str, Any] = {"now": None, "snapshot": [], "finished": None, "requeued": 0,
                                "dead_lettered": 0, "skipped": 0, "dispatch_failed": 0}

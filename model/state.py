@@ -1,4 +1,4 @@
-"""The world: immutable, hashable values (REFERENCE.md sections 1, 3 and 5).
+"""The world: immutable, hashable values (RUNTIME sections 1, 3 and 5).
 
 Runs are referred to by index into ``Spec.runs`` inside the state and by their ids in
 transitions, scenarios and tables. ``Spec`` is the static part of a configuration (policy,
@@ -14,7 +14,7 @@ from .constants import Constants
 from .policy import Policy
 from .records import Record, field, ghost, record, replace
 
-# -- vocabulary (REFERENCE.md section 2), spelled as stored ---------------------------------
+# -- vocabulary (RUNTIME section 2), spelled as stored ---------------------------------
 QUEUED = "queued"
 RUNNING = "running"
 WAITING_FOR_APPROVAL = "waiting_for_approval"
@@ -44,18 +44,18 @@ FAILURE_CLASSES = (
 )
 RETRYABLE_CLASSES = frozenset({"connection", "rateLimit", "serverError", "circuitOpen"})
 
-# Resume refusals after the claim that depend on the request (REFERENCE.md 12.2 gate 2, 12.3).
+# Resume refusals after the claim that depend on the request (RUNTIME 12.2 gate 2, 12.3).
 APPROVER_NOT_PERMITTED = "ApproverNotPermitted"
 INVALID_INPUT_SUBMISSION = "InvalidInputSubmission"
 REQUEST_REFUSALS = (APPROVER_NOT_PERMITTED, INVALID_INPUT_SUBMISSION)
 
-# Segment kinds (REFERENCE.md 5) plus the two caller processes that precede a segment.
+# Segment kinds (RUNTIME 5) plus the two caller processes that precede a segment.
 WORKER = "worker"
 SYNCHRONOUS = "synchronous"
 RESUME = "resume"
 ENQUEUE = "enqueue"
 
-# Message transports (REFERENCE.md 1.1, 6.3). The runtime's default is sync; the model's
+# Message transports (RUNTIME 1.1, 6.3). The runtime's default is sync; the model's
 # configurations default to async (model/config.py) so that every existing bound is unchanged.
 ASYNC = "async"
 SYNC = "sync"
@@ -65,7 +65,7 @@ TRANSPORTS = (ASYNC, SYNC)
 # -- static configuration -----------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Tool:
-    """A catalogue entry (REFERENCE.md 14). ``effect`` is what the tool declares in code."""
+    """A catalogue entry (RUNTIME 14). ``effect`` is what the tool declares in code."""
 
     name: str
     effect: str = READ_ONLY
@@ -146,7 +146,7 @@ class Spec:
 # -- dynamic state ------------------------------------------------------------------------
 @record
 class Row(Record):
-    """The run row (REFERENCE.md 3.1). ``epoch`` and ``attempts`` are ghost fields: they
+    """The run row (RUNTIME 3.1). ``epoch`` and ``attempts`` are ghost fields: they
     count successful claims and executions of the stored request for the spec; no guard
     reads them."""
 
@@ -165,7 +165,7 @@ class Row(Record):
 
 @record
 class Event(Record):
-    """A stored audit event (REFERENCE.md 3.2). ``pid`` is the writing segment (ghost)."""
+    """A stored audit event (RUNTIME 3.2). ``pid`` is the writing segment (ghost)."""
 
     run: int
     seq: int

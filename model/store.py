@@ -1,4 +1,4 @@
-"""The store statements T1..T13 (REFERENCE.md section 4), as pure functions on the world.
+"""The store statements T1..T13 (RUNTIME section 4), as pure functions on the world.
 
 Each is one atomic conditional statement: if the guard holds every listed field is written
 at once; if the guard fails nothing changes. A store error is decided by the caller (the

@@ -1,6 +1,6 @@
 """The transition value: what the checker enumerates, the simulator fires and a scenario lists.
 
-A transition is data: a name spelled as REFERENCE.md spells the operation, the actor that
+A transition is data: a name spelled as docs/RUNTIME.md spells the operation, the actor that
 performs it, and its parameters as sorted ``(key, value)`` pairs (values are str, int, bool
 or None), so a transition is hashable, printable and writable to a scenario file.
 """

@@ -64,7 +64,7 @@ def policy_help() -> str:
     off = [s for s in SWITCHES if s not in mutant and not getattr(cur, s)]
     return "\n".join([
         "policies:",
-        f"  presets, in the order of REFERENCE.md 15.1: {', '.join(PRESET_ORDER)}",
+        f"  presets, in the order of RUNTIME 15.1: {', '.join(PRESET_ORDER)}",
         f"  current: the runtime as it is{f' (= {same})' if same else ''}",
         f"  proposed: current {' '.join(fixes)} (the fixes of FINDINGS.md)",
         "  PRESET+switch / PRESET-switch turns a switch on / off, repeatable: "

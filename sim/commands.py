@@ -334,7 +334,7 @@ def judge(results: list[dict[str, Any]], baseline: Any, config: str, stopped: bo
 
 
 def finding_label(k: Any) -> str:
-    """A known entry's short name: its finding (F1), else the REFERENCE.md 16.x narrative
+    """A known entry's short name: its finding (F1), else the RUNTIME 16.x narrative
     its reason cites, else 'known'."""
     if getattr(k, "finding", None):
         return k.finding

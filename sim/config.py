@@ -66,13 +66,13 @@ Schema (defaults in brackets)::
     failure_mix = {http_503 = 0.4, http_429 = 0.3, timeout = 0.1, connection_reset = 0.05,
                    circuit_open = 0.05, http_401 = 0.05, http_400 = 0.05}
                                          # concrete errors (model/classify.py spelling), each
-                                         # classified by classify() (REFERENCE.md 13); a key
+                                         # classified by classify() (RUNTIME 13); a key
                                          # may also be a class (serverError = 0.5: the
                                          # per-class form); "fallback(http_503, http_429)"
                                          # is an exhausted fallback chain
     [[tools]]                            # model.config [[tools]] keys, plus:
     name = "create_ticket"
-    effect = "non_idempotent_write"      # optional for a builtin writer (REFERENCE.md 14.5)
+    effect = "non_idempotent_write"      # optional for a builtin writer (RUNTIME 14.5)
     remote = true
     server_flag = 0
     latency = {dist = "lognormal", median = 30.0, p99 = 1500.0}
@@ -93,7 +93,7 @@ Schema (defaults in brackets)::
     probability = 0.0                    # a caller cancels the run ...
     delay = 60.0                         # ... this long after it arrived
 
-Transports (REFERENCE.md 6.3; the model's ``[model] transport``). ``async`` (the default
+Transports (RUNTIME 6.3; the model's ``[model] transport``). ``async`` (the default
 here): every dispatch puts a message on the bus, delivered to a free worker after
 ``bus.delivery_delay``, possibly twice (``bus.duplicate_probability``). ``sync`` (the
 runtime's own default): ``dispatch`` runs the handler inline in the dispatching process,
@@ -218,7 +218,7 @@ class SimConfig:
     provider_latency: Dist = ZERO
     provider_failure_probability: float = 0.0
     # (key, weight): a key is a failure class (the per-class form) or a concrete error's
-    # spelling; failure_class maps each key to its class (classify, REFERENCE.md 13)
+    # spelling; failure_class maps each key to its class (classify, RUNTIME 13)
     failure_mix: tuple[tuple[str, float], ...] = ()
     failure_class: dict[str, str] = field(default_factory=dict)
     tools: tuple[ToolConf, ...] = ()
@@ -369,7 +369,7 @@ def _weights(v: Any, f: str, allowed: tuple[str, ...] | None) -> tuple[tuple[str
 
 def _error_mix(v: Any, f: str) -> tuple[tuple[tuple[str, float], ...], dict[str, str]]:
     """A failure mix: ``name = weight`` where a name is a failure class (the per-class form,
-    REFERENCE.md 13) or a concrete error (``http_503``, ``timeout``, ``circuit_open``,
+    RUNTIME 13) or a concrete error (``http_503``, ``timeout``, ``circuit_open``,
     ``"fallback(http_503, http_429)"``: model/classify.py). Returns the entries in order, a
     concrete error under its canonical spelling, and each entry's class."""
     if not isinstance(v, dict):

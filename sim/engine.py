@@ -1,5 +1,5 @@
 """The model in simulated time: SimPy processes that decide WHEN a transition fires and
-WHICH fault branch it takes; ``model/`` decides WHAT it does (DESIGN.md, one semantics).
+WHICH fault branch it takes; ``model/`` decides WHAT it does (docs/DESIGN.md, one semantics).
 
 Every step goes through :meth:`Simulation._step`: bring the model clock to ``int(env.now)``
 with ``advance_time``, list ``enabled(world, actor)``, pick the transition of the wanted fault

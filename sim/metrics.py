@@ -64,7 +64,7 @@ def _outcome(r: RunRecord) -> str:
 
 
 def failures(records: list[RunRecord]) -> dict[str, Any]:
-    """The failures the runs met, by class (REFERENCE.md 13) and by concrete error: how many
+    """The failures the runs met, by class (RUNTIME 13) and by concrete error: how many
     were drawn, how many runs met one, and how those runs ended (``status/reason`` counts).
     A run that met several failures counts once under each of their keys. Provider errors
     of the per-class form are listed under their class name in ``by_error`` too; a tool

@@ -175,7 +175,7 @@ def baseline_from_dict(data: dict[str, Any], source: str = "baseline") -> Baseli
         reason = e.get("reason")
         if not isinstance(reason, str) or not reason.strip():
             raise ConfigError(f"{where}reason: missing; say why this violation is accepted "
-                              "(a finding, a REFERENCE.md section)")
+                              "(a finding, a docs/RUNTIME.md section)")
         finding = e.get("finding")
         if finding is not None and (not isinstance(finding, str) or not finding):
             raise ConfigError(f"{where}finding: expected a finding's name such as \"F1\", "

@@ -35,7 +35,7 @@ __all__ = [
     "require_writable_dir", "require_writable_file", "table_width", "text_table", "verdict",
 ]
 
-# Counterfactual switches (REFERENCE.md 15: "one counterfactual switch is useful beside the
+# Counterfactual switches (RUNTIME 15: "one counterfactual switch is useful beside the
 # presets"), turned OFF on top of current: each is a deliberately broken variant.
 COUNTERFACTUAL_OFF = ("renew_before_persist", "terminal_guard", "audit_fail_unknown")
 

@@ -1,4 +1,4 @@
-"""What must hold: the guarantees of REFERENCE.md 16 as named predicates over the World.
+"""What must hold: the guarantees of RUNTIME 16 as named predicates over the World.
 
 Each safety property is a predicate ``World -> bool`` (True = holds) registered in ``SAFETY``
 in a fixed order; each liveness property is a goal predicate registered in ``LIVENESS``,
@@ -65,7 +65,7 @@ class Property:
     name: str
     check: Callable[[World], bool]
     statement: str  # the formal statement, one line
-    source: str  # decision records / REFERENCE.md section
+    source: str  # decision records / docs/RUNTIME.md section
     # the World fields ``check`` reads (None: all of them); the checker skips a successor
     # that shares these objects with its parent (spec.engine.explore, ``reads``)
     reads: tuple[str, ...] | None = None
@@ -254,7 +254,7 @@ def non_idempotent_write_at_most_once(w: World) -> bool:
 
     Exactly-once is NOT claimed by the records (ADR-104 admits at-least-once; ADR-112 and
     ADR-141 say "not exactly-once"); this property measures how far a policy is from it
-    (REFERENCE 16.8 states the limit)."""
+    (RUNTIME 16.8 states the limit)."""
     return _find_ni_twice(w) is None
 
 
@@ -633,118 +633,118 @@ SAFETY: dict[str, Property] = {
         _p(
             no_unaudited_write_settles_successfully,
             "□ ∀a∈L: status(a.run)=completed ⇒ aud(a) ∨ (idem(a) ∧ ∃b>a: call(b)=call(a) ∧ aud(b))",
-            "ADR-111; REFERENCE 16.10",
+            "ADR-111; RUNTIME 16.10",
             _AUDIT + ("rows",),
         ),
         _p(
             no_write_applied_twice_without_audit,
             "□ ∀c non-idempotent: |L_c| ≥ 2 ⇒ ∀a∈L_c: aud(a)",
-            "ADR-111, ADR-112; REFERENCE 16.8, 16.10",
+            "ADR-111, ADR-112; RUNTIME 16.8, 16.10",
             _AUDIT,
         ),
         _p(
             non_idempotent_write_at_most_once,
             "□ ∀c non-idempotent: |L_c| ≤ 1",
-            "not claimed (ADR-104, ADR-112, ADR-141: not exactly-once); REFERENCE 16.8 limits",
+            "not claimed (ADR-104, ADR-112, ADR-141: not exactly-once); RUNTIME 16.8 limits",
             ("ledger",),
             stable=True,
         ),
         _p(
             no_success_over_unrecorded_write,
             "□ ∀a∈L: ¬aud(a) ⇒ ¬continued(a.seg, a) ∧ outcome(a.seg) ∉ SUCCESS",
-            "ADR-111; REFERENCE 16.10",
+            "ADR-111; RUNTIME 16.10",
             _AUDIT + ("outcomes",),
         ),
         _p(
             terminal_is_absorbing,
             "□ ∀r: terminal_overwritten:r ∉ marks ∧ resurrection:r ∉ marks",
-            "ADR-092, ADR-101; REFERENCE 16.1",
+            "ADR-092, ADR-101; RUNTIME 16.1",
             _MARKS,
             stable=True,
         ),
         _p(
             exclusive_claim,
             "□ ∀p≠q live segments: p.epoch>0 ⇒ (p.run,p.epoch) ≠ (q.run,q.epoch)",
-            "ADR-084, ADR-102; REFERENCE 16.2",
+            "ADR-084, ADR-102; RUNTIME 16.2",
             ("procs",),
         ),
         _p(
             owner_only_mutation,
             "□ ∀r: foreign_owner_mutation:r ∉ marks",
-            "ADR-102, ADR-104, 3c1f5699, ADR-141; REFERENCE 16.3",
+            "ADR-102, ADR-104, 3c1f5699, ADR-141; RUNTIME 16.3",
             _MARKS,
             stable=True,
         ),
         _p(
             no_zombie_append,
             "□ ∀r: zombie_append:r ∉ marks",
-            "ADR-104 (renew before persist); REFERENCE 16.4",
+            "ADR-104 (renew before persist); RUNTIME 16.4",
             _MARKS,
             stable=True,
         ),
         _p(
             no_zombie_settle,
             "□ ∀r: zombie_settle:r ∉ marks",
-            "commit 3c1f5699, ADR-141; REFERENCE 16.5",
+            "commit 3c1f5699, ADR-141; RUNTIME 16.5",
             _MARKS,
             stable=True,
         ),
         _p(
             stream_order,
             "□ ∀r: seq strictly increasing in insert order ∧ no segment appends after a later one",
-            "ADR-101, ADR-104; REFERENCE 16.17",
+            "ADR-101, ADR-104; RUNTIME 16.17",
             ("events",),
             stable=True,
         ),
         _p(
             bounded_attempts,
             "□ ∀r: attempts(r) ≤ MAX_REQUEUES + 1",
-            "ADR-104; REFERENCE 16.6",
+            "ADR-104; RUNTIME 16.6",
             ("rows",),
             stable=True,
         ),
         _p(
             no_retry_of_non_retryable,
             "□ ∀r: retry_of_non_retryable:r ∉ marks",
-            "ADR-095, ADR-104, ADR-111; REFERENCE 16.7",
+            "ADR-095, ADR-104, ADR-111; RUNTIME 16.7",
             _MARKS,
             stable=True,
         ),
         _p(
             interrupted_non_idempotent_write_not_repeated,
             "□ ∀a∈L: nonidem(a) ∧ ¬aud(a) ⇒ ∄b>a: call(b)=call(a) ∧ attempts(a.run)=att(a.seg)",
-            "ADR-112, ADR-141 (ADR-111); REFERENCE 16.8",
+            "ADR-112, ADR-141 (ADR-111); RUNTIME 16.8",
             _AUDIT + ("rows",),
         ),
         _p(
             writes_only_under_fence,
             "□ ∀a∈L: row(a.run)≠⊥ ∧ (holds(seg(a)) at a's boundary ⇒ leased ∧ pending=a.effect)",
-            "ADR-112, ADR-141; REFERENCE 16.9",
+            "ADR-112, ADR-141; RUNTIME 16.9",
             ("ledger", "rows"),
             stable=True,
         ),
         _p(
             no_write_without_recorded_approval,
             "□ ∀a∈L: approve-resume(a.seg) ∧ a.turn=approved ⇒ ∃e: e.kind=approval ∧ e.seg=a.seg",
-            "ADR-132; REFERENCE 16.11",
+            "ADR-132; RUNTIME 16.11",
             ("ledger", "events"),
         ),
         _p(
             race_safe_staleness,
             "□ reaper.pc=row ∧ ¬stale(row_r, reaper.now) ⇒ T11, T12 leave row_r unchanged",
-            "ADR-104; REFERENCE 16.14",
+            "ADR-104; RUNTIME 16.14",
             ("reaper", "rows", "clock"),  # T11/T12 of the reaper's row, by fire
         ),
         _p(
             cooperative_cancel,
             "□ (reason=cancelled ⇒ status=cancelled) ∧ T5 on cancelled rows fails ∧ past_cancel∉marks",
-            "ADR-092, ADR-103; REFERENCE 16.15",
+            "ADR-092, ADR-103; RUNTIME 16.15",
             ("rows", "marks", "procs", "removed", "clock"),  # and T5 of a stamp, by fire
         ),
         _p(
             no_resurrection_by_suspend,
             "□ ∀r: resurrection:r ∉ marks",
-            "ADR-101; REFERENCE 16.16",
+            "ADR-101; RUNTIME 16.16",
             _MARKS,
             stable=True,
         ),
@@ -906,19 +906,19 @@ LIVENESS: dict[str, LivenessProperty] = {
             no_abandoned_leased_row,
             "leased_runs_leave_running",
             "true ~> ∀r: ¬(status=running ∧ lease_expires>0 ∧ ∄ live p: p.run=r ∧ p.epoch=epoch)",
-            "ADR-104, ADR-141; REFERENCE 16.12",
+            "ADR-104, ADR-141; RUNTIME 16.12",
         ),
         _l(
             no_queued_row,
             "no_orphan_queued_run",
             "true ~> ∀r: status(r) ≠ queued",
-            "ADR-102, commit a7e1a954, section 9 step 8; REFERENCE 16.13",
+            "ADR-102, commit a7e1a954, section 9 step 8; RUNTIME 16.13",
         ),
         _l(
             every_run_settled,
             "every_run_terminates",
             "true ~> ∀r started: status(r) ∈ TERMINAL ∪ AWAITING ∧ no live process of r",
-            "ADR-092, ADR-104; REFERENCE 8, 16.12, 16.13",
+            "ADR-092, ADR-104; RUNTIME 8, 16.12, 16.13",
         ),
     )
 }

@@ -9,7 +9,7 @@ compared after every change that is meant to be a pure speed-up (issue 12).
   seed, the history's SHA-256, the violation records (property, runs, time) and the SHA-256
   of the scenario kept for each.
 
-    /work/venv/bin/python -m tests.behaviour_digests [--write] [--only checker|sim] [--fast]
+    .venv/bin/python -m tests.behaviour_digests [--write] [--only checker|sim] [--fast]
 
 prints the digests that differ from ``tests/data/behaviour_digests.json`` (``--write``
 records them instead).

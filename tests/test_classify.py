@@ -1,4 +1,4 @@
-"""classify(error) of REFERENCE.md 13, branch by branch, and the spelling configurations use."""
+"""classify(error) of RUNTIME 13, branch by branch, and the spelling configurations use."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def test_rule6_everything_else_is_unknown(kind):
 
 
 def test_the_class_table_retryable_and_trips_circuit():
-    table = {  # REFERENCE.md 13: class -> (retryable, trips circuit)
+    table = {  # RUNTIME 13: class -> (retryable, trips circuit)
         "connection": (True, True), "rateLimit": (True, True), "serverError": (True, True),
         "circuitOpen": (True, False), "auth": (False, False), "configuration": (False, False),
         "clientError": (False, False), "unknown": (False, False),

@@ -22,7 +22,7 @@ from sim.cli import main  # noqa: E402
 from sim.engine import Simulation  # noqa: E402
 
 # A small workload that violates a property quickly: an unattended remote writer that always
-# outlives a short lease under a preset without the write fence (REFERENCE.md 16.8).
+# outlives a short lease under a preset without the write fence (RUNTIME 16.8).
 OUTLIVES = """
 policy = "owner-guard"
 [constants]
@@ -530,7 +530,7 @@ def test_simulate_shipped_baseline_entries_of_another_config_are_not_reported_fi
                                                                                     quiet_progress):
     cfg, _ = _violated(tmp_path, capsys)
     code, out, _ = run(["simulate", cfg, "--baseline", commands.default_baseline_path()], capsys)
-    assert code == 0  # owner-guard's violations of this workload are REFERENCE.md 16.x narratives
+    assert code == 0  # owner-guard's violations of this workload are RUNTIME 16.x narratives
     assert "16.8" in out and "warning: fixed" not in out
 
 

@@ -1,4 +1,4 @@
-"""Realistic inputs in the model: the builtin catalogue as the default registry (REFERENCE.md
+"""Realistic inputs in the model: the builtin catalogue as the default registry (docs/RUNTIME.md
 14.2, 14.5), the pre-claim decode of a resume (12.2 step 2), gate 2 and input validation as
 decisions a configuration can explore (12.2 step 8, 12.3)."""
 
@@ -176,7 +176,7 @@ def test_gate2_refuses_a_write_turn_after_the_claim_and_releases_the_run():
 
 
 def test_gate2_applies_to_a_denial_of_a_write_turn_too():
-    # modelling choice (REFERENCE.md 12.2 names gate 3 "for an approved write turn" but gate 2
+    # modelling choice (RUNTIME 12.2 names gate 3 "for an approved write turn" but gate 2
     # for the turn's writes whatever the decision): a denial by an approver without the scope
     # is refused and released like an approval
     w = suspended(world(refusals=("ApproverNotPermitted",), decisions=("deny",)))

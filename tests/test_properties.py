@@ -1,4 +1,4 @@
-"""The guarantees of REFERENCE.md 16 as predicates: each one holds on a world the model
+"""The guarantees of RUNTIME 16 as predicates: each one holds on a world the model
 reaches under the policy that has the mechanism, and is violated on one it reaches without.
 
 Worlds are driven through the model's own transitions (model.runtime.apply), so each test
@@ -243,7 +243,7 @@ def test_a_twice_applied_write_with_both_events_is_audited_but_not_at_most_once(
 
 
 def test_current_repeats_a_write_whose_segment_died_between_clear_and_insert():
-    """A gap at current (REFERENCE 7.4): the fence is cleared BEFORE the step's event is
+    """A gap at current (RUNTIME 7.4): the fence is cleared BEFORE the step's event is
     stored, so a death between the two leaves a RUNNING row with no fence; the reaper
     requeues it and the non-idempotent write runs again, with no event for the first."""
     w = remote_write_landed("current")
@@ -391,7 +391,7 @@ def test_persist_before_renew_lets_a_zombie_append_and_breaks_stream_order():
 
 
 def test_current_lets_a_zombie_append_through_the_cancellation_probe():
-    """A gap at current (REFERENCE 7.2 step 3): the probe path persists the step without a
+    """A gap at current (RUNTIME 7.2 step 3): the probe path persists the step without a
     renewal, so a zombie whose run was cancelled appends beside the new owner's events."""
     w = zombie_and_new_owner("current", [{"final": "completed"}])
     w = until(w, "w2", "provider_call")
@@ -403,7 +403,7 @@ def test_current_lets_a_zombie_append_through_the_cancellation_probe():
 
 
 def test_an_ambiguous_commit_reuses_a_sequence_number():
-    """The handle advances only when the insert reports success (REFERENCE 3.2), so an
+    """The handle advances only when the insert reports success (RUNTIME 3.2), so an
     insert that committed but reported failure is followed by a second event at its number."""
     w = world("current", faults=("ambiguous_commit",), budget=1)
     w = enqueue_and_claim(w)

@@ -75,7 +75,7 @@ delay = 120
 
 # An unattended remote writer that always outlives a short lease, under a preset without
 # the write fence: the reaper requeues the run while the write runs, and a second worker
-# executes the write again (REFERENCE.md 16.8, "the operation outlives the lease").
+# executes the write again (RUNTIME 16.8, "the operation outlives the lease").
 OUTLIVES = """
 policy = "owner-guard"
 [constants]

@@ -1,5 +1,5 @@
 """The simulator's realistic inputs: failure mixes of concrete errors classified by
-model.classify (REFERENCE.md 13), metrics by class and by error, the builtin catalogue in
+model.classify (RUNTIME 13), metrics by class and by error, the builtin catalogue in
 simulator configs, and gate 2 (12.2 step 8) drawn per approver."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The sync transport (REFERENCE.md 6.1 step 5, 6.3, 9 step 7, 10 branch 5): dispatch runs the
+"""The sync transport (RUNTIME 6.1 step 5, 6.3, 9 step 7, 10 branch 5): dispatch runs the
 handler nested in the dispatching process, which waits for it and then goes on."""
 
 from __future__ import annotations
