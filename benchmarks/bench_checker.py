@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import time  # noqa: E402
 
-from spec import engine  # noqa: E402
-from spec.checker import CONFIG_DIR, check  # noqa: E402
-from spec.engine import _maxrss_mib  # noqa: E402
+from failclosed.spec import engine  # noqa: E402
+from failclosed.spec.checker import CONFIG_DIR, check  # noqa: E402
+from failclosed.spec.engine import _maxrss_mib  # noqa: E402
 
 _LIVE_CPU = [0.0]
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from spec.scope import Scope, check_member, check_scope, load_scope  # noqa: E402
+from failclosed.spec.scope import Scope, check_member, check_scope, load_scope  # noqa: E402
 
 
 def _sample(scope: Scope, n: int) -> Scope:
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         local = (time.perf_counter() - t3) / reps
         with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                           dashboard_address=None) as cluster, Client(cluster) as client:
-            from spec.scope import _task
+            from failclosed.spec.scope import _task
 
             args_ = (m.name, m.data, policies[0], None, None)
             client.submit(_task, args_, pure=False).result()  # warm the worker

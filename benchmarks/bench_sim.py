@@ -38,10 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import simpy  # noqa: E402
-
-from model.config import read_toml  # noqa: E402
-from sim import config as sconfig  # noqa: E402
-from sim.engine import Simulation  # noqa: E402
+from failclosed.model.config import read_toml  # noqa: E402
+from failclosed.sim import config as sconfig  # noqa: E402
+from failclosed.sim.engine import Simulation  # noqa: E402
 
 
 def bare(n: int, clock=time.perf_counter) -> float:
@@ -76,7 +75,7 @@ def sweep(config: str, policy: str, seeds: int, jobs: int, runs: int) -> float:
             Path(cfg).write_text(text)
             assert sconfig.load(read_toml(cfg)).runs == runs, "could not set runs.count"
         out = os.path.join(d, "sweep.csv")
-        cmd = [sys.executable, "-m", "sim.cli", "sweep", cfg, "--param", f"policy={policy}",
+        cmd = [sys.executable, "-m", "failclosed", "sweep", cfg, "--param", f"policy={policy}",
                "--seeds", str(seeds), "--jobs", str(jobs), "--out", out, "--quiet"]
         t0 = time.perf_counter()
         rc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL).returncode

@@ -1310,7 +1310,7 @@ def _property(w: World, name: str) -> tuple[bool, str]:
     import importlib
 
     try:
-        mod = importlib.import_module("spec.properties")
+        mod = importlib.import_module("failclosed.spec.properties")
     except ModuleNotFoundError:
         raise LookupError("spec.properties is not installed; remove holds/violates or "
                           "install the spec package") from None

@@ -22,10 +22,10 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from model.config import ConfigError, UsageError, io_error_message
-from model.policy import PRESET_ORDER, PRESETS, SWITCHES, UnknownPolicy
+from failclosed.model.config import ConfigError, UsageError, io_error_message
+from failclosed.model.policy import PRESET_ORDER, PRESETS, SWITCHES, UnknownPolicy
 
-COMMAND_MODULES = ("model.scenario", "spec.cli", "sim.commands")
+COMMAND_MODULES = ("failclosed.model.scenario", "failclosed.spec.cli", "failclosed.sim.commands")
 
 EXIT_INTERRUPTED = 130
 EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for a program killed by it
@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             m = importlib.import_module(mod)
         except ModuleNotFoundError as e:  # a subsystem not installed yet
-            if e.name and e.name.startswith(("model", "spec", "sim")):
+            if e.name and e.name.startswith(("failclosed.model", "failclosed.spec", "failclosed.sim")):
                 continue
             raise
         m.register(sub)

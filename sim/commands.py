@@ -53,7 +53,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from model.config import ConfigError, UsageError, read_toml
+from failclosed.model.config import ConfigError, UsageError, read_toml
 
 SIDE_BY_SIDE = ("proposed", "current", "adr-134", "adr-122", "adr-111", "owner-guard")
 PLOT_FORMATS = (".png", ".svg", ".pdf")
@@ -194,8 +194,8 @@ def simulate_one(
 
 def write_scenario(policy: str, seed: int, v, k: int, directory: str) -> str:
     """Write a violation's trace as a scenario file; returns its path."""
-    from model.scenario import dump_scenario
-    from model.transition import Transition
+    from failclosed.model.scenario import dump_scenario
+    from failclosed.model.transition import Transition
 
     os.makedirs(directory, exist_ok=True)
     sc = v.scenario
@@ -216,14 +216,14 @@ def _safe(s: str) -> str:
 
 # -- baselines -------------------------------------------------------------------------------
 def default_baseline_path() -> str:
-    import spec
+    from failclosed import spec
 
     return str(Path(spec.__file__).resolve().parent / "baselines" / "current.toml")
 
 
 def load_known(path: str):
     """The baseline at ``path`` (spec/baseline.py; one ConfigError line if it is unusable)."""
-    from spec.baseline import load_baseline
+    from failclosed.spec.baseline import load_baseline
 
     check_input_file(path, "--baseline")
     return load_baseline(path)
@@ -231,8 +231,8 @@ def load_known(path: str):
 
 # -- simulate --------------------------------------------------------------------------------
 def _cmd_simulate(args: argparse.Namespace) -> int:
-    from model.policy import parse_policy
-    from spec.progress import Progress
+    from failclosed.model.policy import parse_policy
+    from failclosed.spec.progress import Progress
 
     from . import config as sconfig
 
@@ -366,7 +366,7 @@ def _headline_violation(results, viol_objs, known):
     """The violation the closing advice replays: a new one first, else current's, one that
     is a finding (F1..) before one that is not, in property order (the central guarantees
     first); None if nothing was violated."""
-    from spec.properties import SAFETY
+    from failclosed.spec.properties import SAFETY
 
     order = [r["policy"] for r in results]
     prop_rank = {n: k for k, n in enumerate(SAFETY)}
@@ -491,7 +491,7 @@ def _metric_rows(results: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
 
 def _property_rows(results: list[dict[str, Any]], verdict: dict[str, Any],
                    known: dict | None) -> list[tuple[str, list[str]]]:
-    from spec.properties import SAFETY
+    from failclosed.spec.properties import SAFETY
 
     order = {n: k for k, n in enumerate(SAFETY)}
     props = sorted({p for (_pol, p) in verdict["violated"]}, key=lambda p: (order.get(p, 99), p))
@@ -611,7 +611,7 @@ def _hanging(con, text: str) -> None:
 def _report_meaning(con, verdict, known, pols) -> None:
     """What the violations mean: each known one with its finding and the first clause of
     the baseline's reason, each new one, and the entries reported as fixed."""
-    from spec.properties import SAFETY
+    from failclosed.spec.properties import SAFETY
 
     order = {n: k for k, n in enumerate(SAFETY)}
     groups: dict[tuple[str, str], tuple[set[str], set[str]]] = {}  # (label, reason) -> props, policies
@@ -693,8 +693,8 @@ def sweep_task(raw: dict[str, Any], params: dict[str, Any], seed: int) -> dict[s
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from model.policy import parse_policy
-    from spec.progress import Progress
+    from failclosed.model.policy import parse_policy
+    from failclosed.spec.progress import Progress
 
     from . import config as sconfig
 

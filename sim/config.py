@@ -111,11 +111,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from model.classify import BadError, mix_entry
-from model.config import ConfigError, check_keys, tool_effect
-from model.constants import CONSTANT_NAMES, Constants
-from model.policy import UnknownPolicy, parse_policy
-from model.state import EFFECTS, FAILURE_CLASSES, TRANSPORTS
+from failclosed.model.classify import BadError, mix_entry
+from failclosed.model.config import ConfigError, check_keys, tool_effect
+from failclosed.model.constants import CONSTANT_NAMES, Constants
+from failclosed.model.policy import UnknownPolicy, parse_policy
+from failclosed.model.state import EFFECTS, FAILURE_CLASSES, TRANSPORTS
 
 Z99 = 2.3263478740408408  # the standard normal's 0.99 quantile
 
@@ -583,7 +583,7 @@ def load(data: dict[str, Any]) -> SimConfig:
 
 
 def load_file(path: str) -> SimConfig:
-    from model.config import read_toml
+    from failclosed.model.config import read_toml
 
     return load(read_toml(path))
 

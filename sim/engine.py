@@ -36,12 +36,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import simpy
-
-from model.config import initial_world, load_spec, load_world
-from model.policy import parse_policy
-from model.rules import approval_bound
-from model.runtime import GuardFailed, apply, clock_move, enabled, fire
-from model.state import (
+from failclosed.model.config import initial_world, load_spec, load_world
+from failclosed.model.policy import parse_policy
+from failclosed.model.rules import approval_bound
+from failclosed.model.runtime import GuardFailed, apply, clock_move, enabled, fire
+from failclosed.model.state import (
     AWAITING,
     ENQUEUE,
     FINAL_ANSWER,
@@ -53,8 +52,8 @@ from model.state import (
     World,
     replace,
 )
-from model.transition import Transition
-from spec.engine import FieldReads
+from failclosed.model.transition import Transition
+from failclosed.spec.engine import FieldReads
 
 from .config import SimConfig
 from .history import History, note
@@ -178,7 +177,7 @@ class Simulation:
         pol = parse_policy(self.policy_name)
         self.policy = pol
         if cfg.queued_fraction > 0 and not pol.queue:
-            from model.config import ConfigError
+            from failclosed.model.config import ConfigError
 
             raise ConfigError(
                 f"workload.queued_fraction: policy {self.policy_name!r} has no queue; set it to 0 or pick adr-102 or later"

@@ -20,8 +20,8 @@ import os
 from json.encoder import encode_basestring_ascii as _enc
 from typing import Any, TextIO
 
-from model.state import World
-from model.transition import Transition
+from failclosed.model.state import World
+from failclosed.model.transition import Transition
 
 
 def canonical(time: float, t: Transition) -> str:

@@ -18,12 +18,12 @@ When they are checked (documented in docs/SIMULATOR.md):
 
 from __future__ import annotations
 
-from model.state import World, replace
+from failclosed.model.state import World, replace
 
 
 def load_safety() -> tuple[dict[str, object], str]:
     """``(properties, source)``: spec's SAFETY, the checker's own predicates."""
-    from spec.properties import SAFETY
+    from failclosed.spec.properties import SAFETY
 
     return dict(SAFETY), "spec.properties.SAFETY"
 

@@ -11,8 +11,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 import numpy as np
-
-from model.state import IDEMPOTENT_WRITE, NON_IDEMPOTENT_WRITE
+from failclosed.model.state import IDEMPOTENT_WRITE, NON_IDEMPOTENT_WRITE
 
 from .engine import RunRecord
 
@@ -69,7 +68,7 @@ def failures(records: list[RunRecord]) -> dict[str, Any]:
     A run that met several failures counts once under each of their keys. Provider errors
     of the per-class form are listed under their class name in ``by_error`` too; a tool
     error without an ``error_mix`` is counted under ``tool`` only."""
-    from model.classify import retryable
+    from failclosed.model.classify import retryable
 
     def table(items: list[tuple[str, str, RunRecord]], with_class: bool) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -27,17 +27,16 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from failclosed.model.config import ConfigError, UsageError  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
-
-from model.config import ConfigError, UsageError  # noqa: E402
 
 from .history import note  # noqa: E402
 
 
 # -- records -----------------------------------------------------------------------------------
 def _records_from_scenario(path: str) -> list[dict[str, Any]]:
-    from model.scenario import load_scenario, replay
+    from failclosed.model.scenario import load_scenario, replay
 
     res = replay(load_scenario(path))
     out = []

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from model.config import ConfigError, check_keys, read_toml
-from model.policy import UnknownPolicy, parse_policy
+from failclosed.model.config import ConfigError, check_keys, read_toml
+from failclosed.model.policy import UnknownPolicy, parse_policy
 
 __all__ = ["Baseline", "Comparison", "Known", "load_baseline", "write_baseline", "baseline_text"]
 
@@ -146,7 +146,7 @@ def _names(e: dict[str, Any], one: str, many: str, where: str, fix: str) -> list
 
 def baseline_from_dict(data: dict[str, Any], source: str = "baseline") -> Baseline:
     """Validate a parsed baseline table (``source`` prefixes every error)."""
-    from spec.properties import LIVENESS, SAFETY
+    from failclosed.spec.properties import LIVENESS, SAFETY
 
     props = [*SAFETY, *LIVENESS]
     check_keys(data, {"known", "description"}, f"{source}: ")

@@ -25,10 +25,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from model.config import UsageError
-from model.policy import PRESET_ORDER, PRESETS, SWITCHES, Policy, parse_policy
-from spec.baseline import Baseline, Comparison, Known, load_baseline, write_baseline
-from spec.progress import Progress
+from failclosed.model.config import UsageError
+from failclosed.model.policy import PRESET_ORDER, PRESETS, SWITCHES, Policy, parse_policy
+from failclosed.spec.baseline import Baseline, Comparison, Known, load_baseline, write_baseline
+from failclosed.spec.progress import Progress
 
 __all__ = [
     "MUTANTS", "MUTANT_SWITCHES", "mutant_config", "mutants", "positive_int", "register",
@@ -376,7 +376,7 @@ def _write_baseline(args: argparse.Namespace, entries: list[Known], command: str
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from spec.checker import (
+    from failclosed.spec.checker import (
         check,
         load_config,
         resolve_properties,
@@ -469,7 +469,7 @@ def run_matrix(config: str, policies: list[str],
                ) -> tuple[list[str], dict[str, dict[str, Any]], list[Any]]:
     """Check every property under each policy: (properties, {policy: {property: cell}},
     the CheckResults). ``on_policy(policy, result)`` is called as each is done."""
-    from spec.checker import check
+    from failclosed.spec.checker import check
 
     table: dict[str, dict[str, Any]] = {}
     results = []
@@ -490,7 +490,7 @@ def matrix_word(cell: dict[str, Any]) -> str:
 
 
 def _cmd_matrix(args: argparse.Namespace) -> int:
-    from spec.checker import load_config
+    from failclosed.spec.checker import load_config
 
     pols = args.policies or [*PRESET_ORDER, "proposed"]  # history, then the proposal
     for p in pols:
@@ -524,7 +524,7 @@ def _cmd_matrix_scope(args: argparse.Namespace, pols: list[str]) -> int:
     load_baseline_arg(args.baseline)
     _check_outputs(args)
     if args.dask:
-        from spec.scope import dask_client
+        from failclosed.spec.scope import dask_client
 
         dask_client(args.dask).close()
     res = run_scope_cli(args.scope, pols, None, args)
@@ -604,7 +604,7 @@ def _print_matrix(args: argparse.Namespace, pols: list[str], props: list[str],
 
 # -- mutants ------------------------------------------------------------------------------
 def _cmd_mutants(args: argparse.Namespace) -> int:
-    from spec.checker import check, load_config
+    from failclosed.spec.checker import check, load_config
 
     cname, _ = load_config(args.config)
     baseline = load_baseline_arg(args.baseline)
@@ -739,7 +739,7 @@ def run_scope_cli(scope_name: str, policies: list[str], properties: list[str] | 
                   args: argparse.Namespace) -> Any:
     """Load the scope, run it with progress (one line a minute off a terminal) and the
     cache, merge: the ScopeResult."""
-    from spec.scope import Cache, check_scope, load_scope, model_version
+    from failclosed.spec.scope import Cache, check_scope, load_scope, model_version
 
     scope = load_scope(scope_name)
     cache = None
@@ -807,13 +807,13 @@ def _scope_verdict(res: Any, args: argparse.Namespace, command: str,
 
 
 def _cmd_scope(args: argparse.Namespace) -> int:
-    from spec.checker import ConfigPart, check, resolve_properties, write_counterexample
-    from spec.scope import load_scope, member
+    from failclosed.spec.checker import ConfigPart, check, resolve_properties, write_counterexample
+    from failclosed.spec.scope import load_scope, member
 
     if args.list or args.show:
         scope = load_scope(args.scope)
         if args.show:
-            from model.scenario import dump_scenario
+            from failclosed.model.scenario import dump_scenario
 
             print(dump_scenario(member(scope, args.show).data, []), end="")
             return 0
@@ -828,7 +828,7 @@ def _cmd_scope(args: argparse.Namespace) -> int:
     load_baseline_arg(args.baseline)
     _check_outputs(args)
     if args.dask:
-        from spec.scope import dask_client
+        from failclosed.spec.scope import dask_client
 
         dask_client(args.dask).close()  # an unreachable scheduler: one line, before any work
     res = run_scope_cli(args.scope, policies, args.properties, args)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from model import names
-from model.runtime import FAULT_KINDS
-from model.state import Spec
+from failclosed.model import names
+from failclosed.model.runtime import FAULT_KINDS
+from failclosed.model.state import Spec
 
 __all__ = ["TRANSITION_NAMES", "expected_labels", "fault_kinds_used"]
 

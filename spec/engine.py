@@ -35,7 +35,7 @@ import networkx as nx
 import numpy as np
 
 if TYPE_CHECKING:
-    from model.transition import Transition
+    from failclosed.model.transition import Transition
 
 __all__ = [
     "Coverage",
@@ -1055,7 +1055,7 @@ def bench_toy(n: int = 40, actors: int = 3) -> float:
     Distinct states: ``(n + 1) ** actors``; about ``2 * actors`` edges per state. One invariant
     is checked and no graph is kept.
     """
-    from model.transition import Transition
+    from failclosed.model.transition import Transition
 
     bump = [Transition("bump", f"a{k}") for k in range(actors)]
     reset = [Transition("reset", f"a{k}") for k in range(actors)]

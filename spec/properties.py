@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from model import rules, runtime
-from model.state import (
+from failclosed.model import rules, runtime
+from failclosed.model.state import (
     AWAITING,
     CANCELLED,
     COMPLETED,
@@ -39,7 +39,7 @@ from model.state import (
     Spec,
     World,
 )
-from model.transition import Transition
+from failclosed.model.transition import Transition
 
 __all__ = [
     "FAIRNESS",

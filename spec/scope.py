@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from model.config import ConfigError, UsageError, check_keys, load_spec, read_toml
+from failclosed.model.config import ConfigError, UsageError, check_keys, load_spec, read_toml
 
 SCOPE_DIR = Path(__file__).resolve().parent / "scopes"
 _ROOT = Path(__file__).resolve().parent.parent
@@ -163,7 +163,7 @@ def load_scope(scope: str | Path, *, reduce: bool = True) -> Scope:
 
 def expand(data: dict[str, Any], where: str, base: Path) -> list[Member]:
     """Every member the scope declares, before reduction, in a fixed order."""
-    from spec.checker import load_config
+    from failclosed.spec.checker import load_config
 
     out: list[Member] = []
     configs = data.get("configs", [])
@@ -425,7 +425,7 @@ def check_member(name: str, data: dict[str, Any], policy: str,
                  properties: Sequence[str] | None = None,
                  max_states: int | None = None) -> TaskResult:
     """Check one member under one policy (no witnesses, no coverage: verdicts only)."""
-    from spec.checker import ConfigPart, check
+    from failclosed.spec.checker import ConfigPart, check
 
     res = check(policy, ConfigPart(name, "", data), properties, witnesses=False,
                 coverage=False, max_states=max_states)
@@ -710,7 +710,7 @@ def merge(scope: Scope, policies: Sequence[str], properties: Sequence[str],
 def check_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] | None = None,
                 **kw: Any) -> ScopeResult:
     """:func:`run_scope` then :func:`merge`."""
-    from spec.checker import resolve_properties
+    from failclosed.spec.checker import resolve_properties
 
     safety, live = resolve_properties(properties)
     t0 = time.perf_counter()

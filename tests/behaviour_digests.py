@@ -53,13 +53,13 @@ def _sha(x: Any) -> str:
 
 
 def checker_configs() -> list[str]:
-    from spec.checker import CONFIG_DIR
+    from failclosed.spec.checker import CONFIG_DIR
 
     return sorted(p.stem for p in CONFIG_DIR.glob("*.toml"))
 
 
 def checker_digest(config: str, policy: str) -> dict[str, Any]:
-    from spec.checker import check, trace_text
+    from failclosed.spec.checker import check, trace_text
 
     res = check(policy, config, None)
     out: dict[str, Any] = {}
@@ -79,8 +79,8 @@ def checker_digest(config: str, policy: str) -> dict[str, Any]:
 def sim_workloads() -> dict[str, dict[str, Any]]:
     import tomllib
 
-    from model.config import read_toml
-    from sim import config as sconfig
+    from failclosed.model.config import read_toml
+    from failclosed.sim import config as sconfig
 
     sys.path.insert(0, str(ROOT / "tests"))
     from test_sim import SMALL  # the small test workload
@@ -91,8 +91,8 @@ def sim_workloads() -> dict[str, dict[str, Any]]:
 
 def sim_digest(raw: dict[str, Any], policy: str, seed: int, runs: int | None = None,
                **kw: Any) -> dict[str, Any]:
-    from sim import config as sconfig
-    from sim.engine import Simulation
+    from failclosed.sim import config as sconfig
+    from failclosed.sim.engine import Simulation
 
     sim = Simulation(sconfig.load(raw), policy=policy, seed=seed, runs=runs, keep_going=True,
                      **kw).run()

@@ -11,11 +11,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from model.config import load_world  # noqa: E402
-from model.runtime import apply, successors  # noqa: E402
-from sim.cli import main  # noqa: E402
-from spec import properties as P  # noqa: E402
-from spec.checker import (  # noqa: E402
+from failclosed.model.config import load_world  # noqa: E402
+from failclosed.model.runtime import apply, successors  # noqa: E402
+from failclosed.sim.cli import main  # noqa: E402
+from failclosed.spec import properties as P  # noqa: E402
+from failclosed.spec.checker import (  # noqa: E402
     WITNESSES,
     check,
     diff_worlds,
@@ -23,7 +23,7 @@ from spec.checker import (  # noqa: E402
     make_canonical,
     scenario_text,
 )
-from spec.coverage import expected_labels  # noqa: E402
+from failclosed.spec.coverage import expected_labels  # noqa: E402
 
 # Properties that hold under current on tiny (the others are FINDINGS.md 1 and 4, or not
 # claimed by the records: non_idempotent_write_at_most_once).
@@ -117,7 +117,7 @@ def _brute_depth(w0, name: str) -> int:
 
 
 def test_counterexample_outputs(slow_writer: Path, tmp_path: Path):
-    from model.scenario import load_scenario, replay
+    from failclosed.model.scenario import load_scenario, replay
 
     name = "no_write_applied_twice_without_audit"
     r = check("adr-111", slow_writer, [name]).properties[name]
@@ -165,10 +165,10 @@ def test_symmetric_search_visits_exactly_the_orbits_of_the_plain_search():
     # workers x both identical runs): the symmetric search stores one world per orbit of the
     # plain search's reachable worlds, no more (the key is canonical) and no fewer (the
     # group really is a symmetry of the model, so no orbit is cut off).
-    from model.config import initial_world
-    from model.runtime import successors as succ
-    from spec import engine
-    from spec.checker import CONFIG_DIR, load_config, load_spec
+    from failclosed.model.config import initial_world
+    from failclosed.model.runtime import successors as succ
+    from failclosed.spec import engine
+    from failclosed.spec.checker import CONFIG_DIR, load_config, load_spec
 
     _, (part,) = load_config(CONFIG_DIR / "medium-symmetric.toml")
     spec, budget = load_spec(part.data, None)
@@ -235,7 +235,7 @@ def test_small_names_all_parts_and_covers_every_transition():
 
 
 def test_expected_labels_cover_fault_kinds():
-    from model.runtime import FAULT_KINDS
+    from failclosed.model.runtime import FAULT_KINDS
 
     labels = expected_labels([])
     for kind in FAULT_KINDS:
@@ -246,7 +246,7 @@ def test_expected_labels_cover_fault_kinds():
 
 @pytest.mark.slow
 def test_small_exhaustive_under_every_preset():
-    from model.policy import PRESET_ORDER
+    from failclosed.model.policy import PRESET_ORDER
 
     for pol in PRESET_ORDER:
         res = check(pol, "small", None, witnesses=False, coverage=False)
@@ -257,8 +257,8 @@ def test_every_deliberate_mutant_kills_its_property():
     """Each ``mutant_`` switch of model/policy.py (on top of current, on its own bound in
     spec/mutant_configs) violates the property it was made for, which holds there under
     current: no property of the five is vacuous. `failclosed mutants` runs the same pairs."""
-    from model.policy import PRESETS
-    from spec.cli import MUTANT_SWITCHES, MUTANTS, mutant_config
+    from failclosed.model.policy import PRESETS
+    from failclosed.spec.cli import MUTANT_SWITCHES, MUTANTS, mutant_config
 
     by_config: dict[str, list[str]] = {}
     for sw, (prop, _) in MUTANT_SWITCHES.items():
@@ -276,12 +276,12 @@ def test_every_deliberate_mutant_kills_its_property():
 
 
 def test_bad_input_is_one_line_and_exit_2_from_the_command_line():
-    """Run as a user would (a fresh interpreter, ``python -m sim.cli``): no traceback."""
+    """Run as a user would (a fresh interpreter, ``python -m failclosed``): no traceback."""
     import subprocess
 
     for argv in (["check", "--policy", "current", "--property", "nope"],
                  ["check", "--policy", "adr-999"]):
-        p = subprocess.run([sys.executable, "-m", "sim.cli", *argv], capture_output=True,
+        p = subprocess.run([sys.executable, "-m", "failclosed", *argv], capture_output=True,
                            text=True, cwd=Path(__file__).resolve().parents[1])
         assert p.returncode == 2, p.stderr
         assert "Traceback" not in p.stderr

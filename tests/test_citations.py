@@ -19,8 +19,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from model.names import TRANSITIONS
+from failclosed.model.names import TRANSITIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNTIME = ROOT / "docs" / "RUNTIME.md"

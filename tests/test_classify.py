@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from model.classify import (
+from failclosed.model.classify import (
     BadError,
     CircuitOpen,
     FallbackExhausted,
@@ -20,9 +19,9 @@ from model.classify import (
     spell,
     trips_circuit,
 )
-from model.policy import parse_policy
-from model.rules import classify as classify_kind
-from model.state import FAILURE_CLASSES
+from failclosed.model.policy import parse_policy
+from failclosed.model.rules import classify as classify_kind
+from failclosed.model.state import FAILURE_CLASSES
 
 
 # -- rule by rule ------------------------------------------------------------------------------

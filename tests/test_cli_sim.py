@@ -17,9 +17,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sim import commands  # noqa: E402
-from sim.cli import main  # noqa: E402
-from sim.engine import Simulation  # noqa: E402
+from failclosed.sim import commands  # noqa: E402
+from failclosed.sim.cli import main  # noqa: E402
+from failclosed.sim.engine import Simulation  # noqa: E402
 
 # A small workload that violates a property quickly: an unattended remote writer that always
 # outlives a short lease under a preset without the write fence (RUNTIME 16.8).
@@ -199,7 +199,7 @@ def history(tmp_path, capsys, quiet_progress) -> Path:
     ("outdir", "does not exist"),
 ])
 def test_plot_swimlane_bad_input(tmp_path, capsys, history, monkeypatch, case, needle):
-    import sim.plots as plots
+    import failclosed.sim.plots as plots
 
     drawn = []
     monkeypatch.setattr(plots, "swimlane", lambda *a, **k: drawn.append(a))
@@ -247,7 +247,7 @@ def test_plot_swimlane_of_an_unknown_run_lists_the_runs_there(tmp_path, capsys, 
     ("number", "is not a number"),
 ])
 def test_plot_lease_curves_bad_input(tmp_path, capsys, case, needle):
-    from sim.plots import LEASE_CURVE_COLUMNS
+    from failclosed.sim.plots import LEASE_CURVE_COLUMNS
 
     head = ",".join(LEASE_CURVE_COLUMNS)
     inp = {
@@ -432,7 +432,7 @@ def test_side_by_side_fits_the_terminal_and_ends_with_a_summary(tmp_path, capsys
     assert Path(scen).parent == tmp_path / "tmp" / "failclosed-simulate-seed1"
     assert f"    failclosed plot swimlane {scen} --out swimlane.png" in lines
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "tmp"]
-    proc = subprocess.run([sys.executable, "-m", "sim.cli", "replay", scen], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "failclosed", "replay", scen], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -456,7 +456,7 @@ def test_simulate_writes_scenarios_only_where_asked_and_lists_them(tmp_path, cap
 
 
 def test_every_option_states_its_default():
-    from sim.cli import build_parser
+    from failclosed.sim.cli import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
@@ -577,6 +577,6 @@ def test_the_main_job_names_the_findings_and_how_to_replay_one(tmp_path, capsys,
         assert label in flat
     replay = [x.split()[-1] for x in out.splitlines() if x.startswith("    failclosed replay ")]
     assert len(replay) == 1 and "no_write_applied_twice_without_audit" in replay[0]
-    proc = subprocess.run([sys.executable, "-m", "sim.cli", "replay", replay[0]], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "failclosed", "replay", replay[0]], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -2,8 +2,8 @@
 every command, arguments checked before any work, honest progress and summaries, tables that
 fit, and the exit-code rule with a baseline of known findings (spec/baseline.py).
 
-Everything runs through the real entry point: ``sim.cli.main([...])`` in process, or
-``python -m sim.cli`` in a fresh interpreter where a pipe, a signal or a traceback printed by
+Everything runs through the real entry point: ``failclosed.sim.cli.main([...])`` in process, or
+``python -m failclosed`` in a fresh interpreter where a pipe, a signal or a traceback printed by
 the interpreter itself is what is being tested."""
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
-from model.policy import PRESET_ORDER, SWITCHES
-from sim.cli import main
-from spec.baseline import load_baseline
-from spec.properties import LIVENESS, SAFETY
+from failclosed.model.policy import PRESET_ORDER, SWITCHES
+from failclosed.sim.cli import main
+from failclosed.spec.baseline import load_baseline
+from failclosed.spec.properties import LIVENESS, SAFETY
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = ROOT / "spec" / "baselines" / "current.toml"
@@ -48,7 +47,7 @@ def _one_error_line(err: str) -> str:
 
 def _cli(*argv: str, stdin: int | None = None, **kw) -> subprocess.CompletedProcess:
     env = {**os.environ, "FAILCLOSED_PROGRESS_INTERVAL": "0"}
-    return subprocess.run([sys.executable, "-m", "sim.cli", *argv], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "failclosed", *argv], capture_output=True,
                           text=True, cwd=ROOT, env=env, **kw)
 
 
@@ -128,7 +127,7 @@ def _closed_stdout(*argv: str) -> subprocess.CompletedProcess:
     """Run with a stdout pipe whose reader is gone before the command writes (what
     ``| head -2`` does once it has its lines)."""
     env = {**os.environ, "FAILCLOSED_PROGRESS_INTERVAL": "0"}
-    p = subprocess.Popen([sys.executable, "-m", "sim.cli", *argv], stdout=subprocess.PIPE,
+    p = subprocess.Popen([sys.executable, "-m", "failclosed", *argv], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, cwd=ROOT, env=env)
     p.stdout.close()
     err = p.stderr.read().decode()
@@ -145,7 +144,7 @@ def test_a_closed_stdout_ends_the_command_quietly(argv):
 
 
 def test_a_closed_stdout_with_a_real_pipe_to_head():
-    p = subprocess.run(["bash", "-c", f"set -o pipefail; {sys.executable} -m sim.cli replay "
+    p = subprocess.run(["bash", "-c", f"set -o pipefail; {sys.executable} -m failclosed replay "
                         "--all -v | head -2"], capture_output=True, text=True, cwd=ROOT)
     assert len(p.stdout.splitlines()) == 2
     assert "Traceback" not in p.stderr and "BrokenPipe" not in p.stderr, p.stderr
@@ -154,7 +153,7 @@ def test_a_closed_stdout_with_a_real_pipe_to_head():
 
 def test_ctrl_c_is_exit_130_and_one_line():
     env = {**os.environ, "FAILCLOSED_PROGRESS_INTERVAL": "0"}
-    p = subprocess.Popen([sys.executable, "-m", "sim.cli", "matrix", "--config", "small"],
+    p = subprocess.Popen([sys.executable, "-m", "failclosed", "matrix", "--config", "small"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                          env=env)
     first = p.stderr.readline()  # the first progress line: the command is under way
@@ -219,7 +218,7 @@ def _help(command: str, capsys) -> str:
 
 
 def test_help_shows_every_default(capsys):
-    from sim.cli import build_parser
+    from failclosed.sim.cli import build_parser
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     for name, parser in sub.choices.items():
@@ -354,7 +353,7 @@ def test_matrix_tables_fit_the_terminal(columns, monkeypatch, capsys):
 
 
 def test_mutants_progress_per_variant_summary_and_baseline(capsys):
-    from spec.cli import mutants
+    from failclosed.spec.cli import mutants
 
     n = len(mutants())
     assert main(["mutants", "--config", "tiny", "--baseline", str(BASELINE)]) == 1

@@ -38,15 +38,15 @@ from hypothesis.stateful import (
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from model.config import load_world  # noqa: E402
-from model.policy import PRESET_ORDER  # noqa: E402
+from failclosed.model.config import load_world  # noqa: E402
+from failclosed.model.policy import PRESET_ORDER  # noqa: E402
 
 # every historical preset, and the proposal of docs/PROPOSALS.md
 CROSS = (*PRESET_ORDER, "proposed")
-from model.runtime import apply, enabled, fire  # noqa: E402
-from model.transition import Transition  # noqa: E402
-from spec.checker import load_config  # noqa: E402
-from spec.properties import SAFETY, explain  # noqa: E402
+from failclosed.model.runtime import apply, enabled, fire  # noqa: E402
+from failclosed.model.transition import Transition  # noqa: E402
+from failclosed.spec.checker import load_config  # noqa: E402
+from failclosed.spec.properties import SAFETY, explain  # noqa: E402
 
 CONFIG = "small"
 PARTS = {p.name: p.data for p in load_config(CONFIG)[1]}
@@ -59,7 +59,7 @@ FAST_FIND_MAX = 12
 @functools.cache
 def verdicts(preset: str) -> dict[str, tuple[bool, str | None, int | None]]:
     """The checker's safety verdicts on the standard bound: name -> (holds, part, length)."""
-    from spec.checker import check
+    from failclosed.spec.checker import check
 
     res = check(preset, CONFIG, list(SAFETY), witnesses=False, coverage=False)
     assert res.complete

@@ -11,8 +11,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from model.transition import Transition  # noqa: E402
-from spec.engine import (  # noqa: E402
+from failclosed.model.transition import Transition  # noqa: E402
+from failclosed.spec.engine import (  # noqa: E402
     bench_toy,
     check_liveness,
     coverage,

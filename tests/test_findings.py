@@ -7,9 +7,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
-from model.scenario import load_scenario, replay, scenario_from_dict
-from spec.properties import SAFETY
+from failclosed.model.scenario import load_scenario, replay, scenario_from_dict
+from failclosed.spec.properties import SAFETY
 
 FINDINGS = sorted((Path(__file__).resolve().parents[1] / "spec" / "findings").glob("*.toml"))
 # the traces of F1 (the central guarantees) that the proposal must close
@@ -49,7 +48,7 @@ def test_proposal_closes_the_trace(name: str):
 def test_the_cancel_probe_finding_is_found_on_both_transports():
     # FINDINGS F4: 7.2 step 3 persists without renewal. The checker finds it in 18 steps on
     # each transport; on sync the second executor is the reaper's own process.
-    from spec.checker import CONFIG_DIR, check
+    from failclosed.spec.checker import CONFIG_DIR, check
 
     for part in ("cancel-probe-sync", "cancel-probe-async"):
         r = check("current", CONFIG_DIR / f"{part}.toml", ["no_zombie_append", "stream_order"],

@@ -8,12 +8,11 @@ from collections import deque
 from typing import Any
 
 import pytest
-
-from model import apply, enabled, load_world
-from model.config import BUILTIN_WRITERS, ConfigError, load_spec
-from model.rules import approval_bound, resolve_by_name
-from model.state import World
-from sim.cli import main
+from failclosed.model import apply, enabled, load_world
+from failclosed.model.config import BUILTIN_WRITERS, ConfigError, load_spec
+from failclosed.model.rules import approval_bound, resolve_by_name
+from failclosed.model.state import World
+from failclosed.sim.cli import main
 
 WRITE_TURN = [{"tools": ["update_page_metadata", "lookup_page"]}, {"final": "completed"}]
 
@@ -228,7 +227,7 @@ def test_the_checker_reaches_both_branches_where_the_config_enables_them():
 
 
 def test_a_trace_with_a_refused_request_round_trips_through_a_scenario_file():
-    from model.scenario import dump_scenario, replay, scenario_from_dict
+    from failclosed.model.scenario import dump_scenario, replay, scenario_from_dict
 
     data = {"policy": "current", "model": {"refusals": ["ApproverNotPermitted"]},
             "tools": [{"name": "update_page_metadata"}],

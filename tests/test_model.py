@@ -7,15 +7,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from failclosed.model import PRESETS, apply, enabled, load_world, read_toml
+from failclosed.model.names import TRANSITIONS, random_walk_coverage
+from failclosed.model.policy import SWITCHES, parse_policy, preset
+from failclosed.model.runtime import GuardFailed
+from failclosed.model.state import TERMINAL
+from failclosed.model.transition import Transition
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from model import PRESETS, apply, enabled, load_world, read_toml
-from model.names import TRANSITIONS, random_walk_coverage
-from model.policy import SWITCHES, parse_policy, preset
-from model.runtime import GuardFailed
-from model.state import TERMINAL
-from model.transition import Transition
 
 ROOT = Path(__file__).resolve().parents[1]
 STANDARD = read_toml(str(Path(__file__).parent / "data" / "standard.toml"))

@@ -12,15 +12,14 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from failclosed.model import apply, enabled, load_world
+from failclosed.model import store as model_store
+from failclosed.model.runtime import clock_move
+from failclosed.model.state import Application, Event, World
+from failclosed.model.transition import Transition
+from failclosed.spec.properties import FAIRNESS, LIVENESS, SAFETY, at_bound, explain, fairness
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from model import apply, enabled, load_world
-from model import store as model_store
-from model.runtime import clock_move
-from model.state import Application, Event, World
-from model.transition import Transition
-from spec.properties import FAIRNESS, LIVENESS, SAFETY, at_bound, explain, fairness
 
 T = Transition.make
 
@@ -662,10 +661,10 @@ def test_each_property_and_witness_reads_only_the_fields_it_declares(part, polic
     # those fields: on every explored edge that leaves them untouched, parent and child must
     # get the same verdict. A field left out of a declaration shows up here as an edge where
     # the verdict changes.
-    from model.config import initial_world
-    from model.runtime import successors
-    from spec import engine
-    from spec.checker import CONFIG_DIR, WITNESSES, load_config, load_spec
+    from failclosed.model.config import initial_world
+    from failclosed.model.runtime import successors
+    from failclosed.spec import engine
+    from failclosed.spec.checker import CONFIG_DIR, WITNESSES, load_config, load_spec
 
     _, (cfg,) = load_config(CONFIG_DIR / f"{part}.toml")
     spec, budget = load_spec(cfg.data, policy)

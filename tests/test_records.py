@@ -15,8 +15,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from model import enabled, fire, load_world, read_toml, records  # noqa: E402
-from model.state import Application, Event, Message, Proc, ReaperState, Row, World  # noqa: E402
+from failclosed.model import enabled, fire, load_world, read_toml, records  # noqa: E402
+from failclosed.model.state import Application, Event, Message, Proc, ReaperState, Row, World  # noqa: E402
 
 STANDARD = read_toml(str(Path(__file__).parent / "data" / "standard.toml"))
 FAULTY = {**STANDARD, "model": {**STANDARD["model"], "fault_budget": 6}}

@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from model.scenario import (  # noqa: E402
+from failclosed.model.scenario import (  # noqa: E402
     SCENARIO_DIR,
     dump_scenario,
     load_scenario,
@@ -19,8 +19,8 @@ from model.scenario import (  # noqa: E402
     scenario_from_dict,
     shipped,
 )
-from model.transition import Transition  # noqa: E402
-from sim.cli import main  # noqa: E402
+from failclosed.model.transition import Transition  # noqa: E402
+from failclosed.sim.cli import main  # noqa: E402
 
 SHIPPED = shipped()
 HISTORICAL = [
@@ -173,7 +173,7 @@ sequence = 2
 
 
 def test_seeded_event_stream_is_the_initial_stream(tmp_path) -> None:
-    from model.state import Event
+    from failclosed.model.state import Event
 
     sc = load_scenario(_write(tmp_path, SEEDED))
     assert sc.world.events == (
@@ -535,7 +535,7 @@ def _own_policy_is(path: Path, name: str) -> bool:
 
 
 def test_replay_all_under_another_policy_reports_what_changed(capsys) -> None:
-    from model.scenario import findings
+    from failclosed.model.scenario import findings
 
     assert main(["replay", "--all", "--policy", "proposed", "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
@@ -564,7 +564,7 @@ def test_replay_all_under_another_policy_reports_what_changed(capsys) -> None:
 
 
 def test_replay_all_under_a_policy_exit_0_when_nothing_changed(monkeypatch, capsys, tmp_path) -> None:
-    import model.scenario as scenario_mod
+    import failclosed.model.scenario as scenario_mod
 
     same = [p for p in SHIPPED if _own_policy_is(p, "current")]
     assert same
@@ -611,7 +611,7 @@ def test_store_steps_round_trip_through_dump(tmp_path) -> None:
 def test_every_transition_argument_round_trips(tmp_path) -> None:
     """Counterexamples are dumped with every argument: T10's ``order`` (rows of equal lease)
     and a settle's expected ``status`` (proposal fallback_settles_requeued_row) replay too."""
-    from model.runtime import apply, enabled
+    from failclosed.model.runtime import apply, enabled
 
     tie = BASE.replace('id = "r1"\n', 'id = "r1"\n\n[runs.row]\nstatus = "running"\nlease_expires = 5\n'
                        'queued_request = true\n\n[[runs]]\nid = "r2"\n\n[runs.row]\nstatus = "running"\n'

@@ -30,13 +30,13 @@ from hypothesis.stateful import (
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from model.config import ConfigError, initial_world, load_spec, load_world  # noqa: E402
-from model.runtime import apply, enabled, successors  # noqa: E402
-from sim.cli import main  # noqa: E402
-from spec import engine  # noqa: E402
-from spec.checker import load_config  # noqa: E402
-from spec.properties import SAFETY, explain  # noqa: E402
-from spec.scope import (  # noqa: E402
+from failclosed.model.config import ConfigError, initial_world, load_spec, load_world  # noqa: E402
+from failclosed.model.runtime import apply, enabled, successors  # noqa: E402
+from failclosed.sim.cli import main  # noqa: E402
+from failclosed.spec import engine  # noqa: E402
+from failclosed.spec.checker import load_config  # noqa: E402
+from failclosed.spec.properties import SAFETY, explain  # noqa: E402
+from failclosed.spec.scope import (  # noqa: E402
     Cache,
     Member,
     check_member,
@@ -108,7 +108,7 @@ def test_standard_covers_every_dimension_the_issue_names():
     assert any(t.get("removable") for t in tools) and any(t.get("server_flag") == 1 for t in tools)
     singles = {tuple(m["faults"]) for m in models if len(m["faults"]) == 1}
     pairs = {tuple(m["faults"]) for m in models if len(m["faults"]) == 2}
-    from model.runtime import FAULT_KINDS
+    from failclosed.model.runtime import FAULT_KINDS
 
     assert {f for (f,) in singles} | {f for p in pairs for f in p} == set(FAULT_KINDS)
     assert ("slow_operation", "pause") in pairs
@@ -457,7 +457,7 @@ def test_a_terminated_scope_run_leaves_no_worker_behind(tmp_path):
     import signal
 
     env = {**os.environ, "FAILCLOSED_CACHE_DIR": str(tmp_path)}
-    p = subprocess.Popen([sys.executable, "-m", "sim.cli", "scope", "standard", "--jobs", "2",
+    p = subprocess.Popen([sys.executable, "-m", "failclosed", "scope", "standard", "--jobs", "2",
                           "--quiet"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60

@@ -11,9 +11,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sim import config as sconfig  # noqa: E402
-from sim.cli import main  # noqa: E402
-from sim.commands import simulate_one  # noqa: E402
+from failclosed.sim import config as sconfig  # noqa: E402
+from failclosed.sim.cli import main  # noqa: E402
+from failclosed.sim.commands import simulate_one  # noqa: E402
 
 SMALL = """
 policy = "current"
@@ -135,8 +135,8 @@ def test_different_seeds_give_different_histories():
 
 def test_every_fired_transition_was_enabled_when_it_fired():
     """The online assertion: every non-clock transition was found in enabled(world, actor)."""
-    from model.config import load_world
-    from model.runtime import apply
+    from failclosed.model.config import load_world
+    from failclosed.model.runtime import apply
 
     res, sim = simulate_one(_raw(SMALL), seed=3, keep_going=True, keep_history=True)
     recs = sim.history.records
@@ -162,7 +162,7 @@ def test_same_workload_under_every_policy():
 
 # -- violations ------------------------------------------------------------------------------
 def test_injected_violation_is_caught_and_its_scenario_replays(tmp_path, capsys):
-    from model.scenario import load_scenario, replay
+    from failclosed.model.scenario import load_scenario, replay
 
     cfg = _write(tmp_path, "outlives.toml", OUTLIVES)
     out = tmp_path / "viol"

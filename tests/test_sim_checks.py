@@ -13,13 +13,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from model.config import initial_world, load_spec, read_toml  # noqa: E402
-from model.runtime import successors  # noqa: E402
-from sim import config as sconfig  # noqa: E402
-from sim.engine import Simulation  # noqa: E402
-from spec import engine  # noqa: E402
-from spec.checker import CONFIG_DIR  # noqa: E402
-from spec.properties import SAFETY  # noqa: E402
+from failclosed.model.config import initial_world, load_spec, read_toml  # noqa: E402
+from failclosed.model.runtime import successors  # noqa: E402
+from failclosed.sim import config as sconfig  # noqa: E402
+from failclosed.sim.engine import Simulation  # noqa: E402
+from failclosed.spec import engine  # noqa: E402
+from failclosed.spec.checker import CONFIG_DIR  # noqa: E402
+from failclosed.spec.properties import SAFETY  # noqa: E402
 
 STABLE = [n for n, p in SAFETY.items() if p.stable]
 

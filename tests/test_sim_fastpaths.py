@@ -25,12 +25,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from model import enabled, fire, load_world, read_toml, runtime  # noqa: E402
-from model.state import RUNNING, Row  # noqa: E402
-from model.transition import Transition  # noqa: E402
-from sim import config as sconfig  # noqa: E402
-from sim.engine import Simulation, SimulationError  # noqa: E402
-from sim.history import History, _canonical_json, canonical  # noqa: E402
+from failclosed.model import enabled, fire, load_world, read_toml, runtime  # noqa: E402
+from failclosed.model.state import RUNNING, Row  # noqa: E402
+from failclosed.model.transition import Transition  # noqa: E402
+from failclosed.sim import config as sconfig  # noqa: E402
+from failclosed.sim.engine import Simulation, SimulationError  # noqa: E402
+from failclosed.sim.history import History, _canonical_json, canonical  # noqa: E402
 
 STANDARD = read_toml(str(Path(__file__).parent / "data" / "standard.toml"))
 FAULTY = {**STANDARD, "model": {**STANDARD["model"], "fault_budget": 6}}
@@ -192,7 +192,7 @@ def test_crosscheck_catches_a_list_that_is_not_the_worlds(monkeypatch):
         out = real(w, actor, **kw)
         return out if actor is None else out + [Transition("crash", actor)]
 
-    monkeypatch.setattr("sim.engine.enabled", lying)
+    monkeypatch.setattr("failclosed.sim.engine.enabled", lying)
     with pytest.raises(SimulationError):
         Simulation(cfg, seed=1, keep_going=True, crosscheck_every=1).run()
 

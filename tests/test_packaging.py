@@ -1,0 +1,47 @@
+"""The distribution installs under one namespace: ``failclosed.model``, ``failclosed.spec``,
+``failclosed.sim`` (the folders stay at the top of the source tree), so a user's own
+``model.py`` beside their work never shadows the project's; ``python -m failclosed`` is the
+command line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_a_users_own_model_spec_and_sim_modules_do_not_shadow_the_package(tmp_path):
+    for name in ("model", "spec", "sim"):
+        (tmp_path / f"{name}.py").write_text(f"raise SystemExit('the user\\'s own {name}.py was imported')\n")
+    p = _run(["-m", "failclosed", "replay", "--all"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "scenarios pass" in p.stdout and "user's own" not in p.stderr + p.stdout
+
+
+def test_python_dash_m_failclosed_is_the_command_line(tmp_path):
+    p = _run(["-m", "failclosed", "--version"], tmp_path)
+    assert p.returncode == 0 and p.stdout.startswith("failclosed ")
+    p = _run(["-m", "failclosed", "check", "--policy", "nope"], tmp_path)
+    assert p.returncode == 2 and "nope" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_packages_live_under_the_namespace():
+    import failclosed.model.runtime
+    import failclosed.sim.engine
+    import failclosed.spec.checker
+
+    for mod, folder in ((failclosed.model.runtime, "model"), (failclosed.spec.checker, "spec"),
+                        (failclosed.sim.engine, "sim")):
+        assert mod.__name__.startswith(f"failclosed.{folder}.")
+        assert Path(mod.__file__).parent.name == folder
+    assert "model" not in sys.modules or not hasattr(sys.modules["model"], "runtime")
