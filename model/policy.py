@@ -79,6 +79,16 @@ class Policy:
     # is the one the segment's claim returned: a segment whose run was requeued since (a
     # zombie) stops without appending to the stream of a later claim. FINDINGS.md F4.
     probe_persists_own_claim_only: bool = False
+    # The settle of a segment that fails after its own claim (the pick-up's position or decode,
+    # RUNTIME 6.2 steps 3-4; the resume's, 12.2 after the claim) is guarded by the claim it
+    # holds instead of matching any row: a stalled segment whose run the reaper has requeued
+    # and handed on cannot fail the next claim's run. FINDINGS.md F6.
+    failure_settles_own_claim: bool = False
+    # T6 (suspend, suspend_for_input) of a segment that holds a lease also matches
+    # claimed_by = its lease owner: a stalled segment whose run was requeued and claimed
+    # again cannot suspend the next claim's run (T6 has no claimed_by predicate, RUNTIME 4.1).
+    # FINDINGS.md F6.
+    suspend_guarded_by_claim: bool = False
     # -- mutants: deliberately BROKEN variants for the vacuity check (`failclosed mutants`,
     # spec/cli.py MUTANT_SWITCHES); never a runtime stage, off in every preset. Each removes
     # one guard so that the property it protects must be seen to fail. ------------------------
@@ -162,6 +172,8 @@ def _build() -> dict[str, Policy]:
         fence_kept_after_non_idempotent_write=True,
         fallback_settles_requeued_row=True,
         probe_persists_own_claim_only=True,
+        failure_settles_own_claim=True,
+        suspend_guarded_by_claim=True,
     )
     return out
 

@@ -1213,10 +1213,12 @@ def _h_claim_queued(w: World, p: Proc, t: Transition) -> World:
 
 
 def _h_pickup_position(w: World, p: Proc, t: Transition) -> World:
-    if t.fault:  # settle_failed without an owner
-        p = replace(p, handle=0)
+    if t.fault:  # settle_failed without an owner (proposal P4: guarded by its own claim)
+        own = w.spec.policy.failure_settles_own_claim
+        p = replace(p, handle=0, guard=p.identity if own else p.guard)
         err = "StateUnavailable" if t.fault == "store_error" else "ConfigurationGone"
-        return _settle(w, p, "settle_failed", FAILED, "provider_failed", err, False, "FAILED", "FAILED")
+        return _settle(w, p, "settle_failed", FAILED, "provider_failed", err, own, "FAILED",
+                       "LEASE_LOST" if own else "FAILED")
     p = replace(p, handle=store.max_sequence(w, p.run) + 1, turn=0, rounds=0)
     return _enter_round(w, p)
 
@@ -1258,10 +1260,12 @@ def _h_resume_claim(w: World, p: Proc, t: Transition) -> World:
 
 def _h_resume_position(w: World, p: Proc, t: Transition) -> World:
     pol = w.spec.policy
-    if t.fault:  # settle_failed without an owner
-        p = replace(p, handle=0, guard="")
+    if t.fault:  # settle_failed without an owner (proposal P4: guarded by its own claim)
+        own = pol.failure_settles_own_claim
+        p = replace(p, handle=0, guard=p.identity if own else "")
         err = "StateUnavailable" if t.fault == "store_error" else "CorruptSuspendedState"
-        return _settle(w, p, "settle_failed", FAILED, "provider_failed", err, False, err, err)
+        return _settle(w, p, "settle_failed", FAILED, "provider_failed", err, own, err,
+                       "LEASE_LOST" if own else err)
     row = w.rows[p.run]
     turn = row.suspended_state if pol.approval_audit_failclosed else p.turn
     p = replace(p, handle=store.max_sequence(w, p.run) + 1, turn=turn)

@@ -140,6 +140,9 @@ def suspend(
         return w, False
     if w.spec.policy.suspend_requires_running and row.status != RUNNING:
         return w, False
+    if w.spec.policy.suspend_guarded_by_claim and p is not None and p.owner \
+            and row.claimed_by != p.owner:
+        return w, False  # proposal P5: a segment holding a lease suspends only its own claim
     if row.status in TERMINAL:
         w = w.mark(f"resurrection:{w.run_id(i)}")
     w = _ghost_owner(w, i, p, "zombie_settle")
