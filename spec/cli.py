@@ -271,6 +271,16 @@ def _say(text: str, width: int, indent: str = "  ") -> None:
                         subsequent_indent=indent + "  ", break_on_hyphens=False))
 
 
+def _notes_and_baseline(args: argparse.Namespace, cmp: Comparison, notes: list[str],
+                        width: int) -> None:
+    """The closing notes, then (with --baseline) each new violation and fixed entry."""
+    for x in notes:
+        _say(x, width)
+    if args.baseline:
+        for line in cmp.lines():
+            _say(line, width)
+
+
 def _plural(n: int, one: str, many: str | None = None) -> str:
     return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
@@ -449,11 +459,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         _say(f"never enabled: {', '.join(res.coverage.never_enabled)}", width)
     for x in written:
         print(f"  wrote {x}")
-    for x in notes:
-        _say(x, width)
-    if args.baseline:
-        for line in cmp.lines():
-            _say(line, width)
+    _notes_and_baseline(args, cmp, notes, width)
     print(f"{res.policy} on {res.config}: {res.stats_line()}")
     print(summary)
     return rc
@@ -593,11 +599,7 @@ def _print_matrix(args: argparse.Namespace, pols: list[str], props: list[str],
                 c = table[pol][n]
                 if not c["holds"]:
                     _say(f"{pol} / {n}: {c['trace_length']} steps in {c['config']}", width)
-    for x in notes:
-        _say(x, width)
-    if args.baseline:
-        for line in cmp.lines():
-            _say(line, width)
+    _notes_and_baseline(args, cmp, notes, width)
     print(summary)
     return rc
 
@@ -680,11 +682,7 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
                  "see FINDINGS.md", width)
     for n in survivors:
         print(f"  SURVIVES every mutant: {n}")
-    for x in notes:
-        _say(x, width)
-    if args.baseline:
-        for line in cmp.lines():
-            _say(line, width)
+    _notes_and_baseline(args, cmp, notes, width)
     print(summary)
     return rc
 
@@ -878,11 +876,7 @@ def _cmd_scope(args: argparse.Namespace) -> int:
         _say(f"{res.cached} of {len(res.results)} results came from the cache", width)
     for x in written:
         print(f"  wrote {x}")
-    for x in notes:
-        _say(x, width)
-    if args.baseline:
-        for line in cmp.lines():
-            _say(line, width)
+    _notes_and_baseline(args, cmp, notes, width)
     if new and not args.out:
         _say(f"traces: add --out DIR; a configuration as TOML: failclosed scope "
              f"{res.scope.name} --show NAME", width)

@@ -23,32 +23,7 @@ from failclosed.sim.engine import Simulation  # noqa: E402
 
 # A small workload that violates a property quickly: an unattended remote writer that always
 # outlives a short lease under a preset without the write fence (RUNTIME 16.8).
-OUTLIVES = """
-policy = "owner-guard"
-[constants]
-LEASE_SECONDS = 300
-[runs]
-count = 4
-slots = 4
-[arrivals]
-kind = "batch"
-size = 4
-[workers]
-count = 2
-[reaper]
-period_seconds = 30
-[provider]
-latency = 1.0
-[[tools]]
-name = "ticket"
-effect = "non_idempotent_write"
-remote = true
-server_flag = 0
-latency = 1000.0
-[workload]
-rounds = 1
-tool_mix = {ticket = 1}
-"""
+OUTLIVES = (Path(__file__).resolve().parent / "data" / "outlives.toml").read_text()
 
 # A clean one: reads only, no faults.
 CLEAN = """

@@ -76,32 +76,7 @@ delay = 120
 # An unattended remote writer that always outlives a short lease, under a preset without
 # the write fence: the reaper requeues the run while the write runs, and a second worker
 # executes the write again (RUNTIME 16.8, "the operation outlives the lease").
-OUTLIVES = """
-policy = "owner-guard"
-[constants]
-LEASE_SECONDS = 300
-[runs]
-count = 4
-slots = 4
-[arrivals]
-kind = "batch"
-size = 4
-[workers]
-count = 2
-[reaper]
-period_seconds = 30
-[provider]
-latency = 1.0
-[[tools]]
-name = "ticket"
-effect = "non_idempotent_write"
-remote = true
-server_flag = 0
-latency = 1000.0
-[workload]
-rounds = 1
-tool_mix = {ticket = 1}
-"""
+OUTLIVES = (Path(__file__).resolve().parent / "data" / "outlives.toml").read_text()
 
 
 def _raw(text: str) -> dict:
