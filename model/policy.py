@@ -80,8 +80,9 @@ class Policy:
     # zombie) stops without appending to the stream of a later claim. FINDINGS.md F4.
     probe_persists_own_claim_only: bool = False
     # The settle of a segment that fails after its own claim (the pick-up's position or decode,
-    # RUNTIME 6.2 steps 3-4; the resume's, 12.2 after the claim) is guarded by the claim it
-    # holds instead of matching any row: a stalled segment whose run the reaper has requeued
+    # RUNTIME 6.2 steps 3-4; the resume's, 12.2 after the claim, and its fallback when the
+    # release of a refused resume fails, 4.4) is guarded by the claim it holds instead of
+    # matching any row: a stalled segment whose run the reaper has requeued
     # and handed on cannot fail the next claim's run. FINDINGS.md F6.
     failure_settles_own_claim: bool = False
     # T6 (suspend, suspend_for_input) of a segment that holds a lease also matches

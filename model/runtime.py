@@ -1303,8 +1303,11 @@ def _h_release(w: World, p: Proc, t: Transition) -> World:
         w, ok = store.suspend(w, p.run, status, p.turn, p)
     if ok:
         return _end(w, p, p.error)
-    p = replace(p, guard="")
-    return _settle(w, p, "settle_failed", FAILED, "provider_failed", p.error, False, p.error, p.error)
+    # the release failed: settle_failed without an owner (proposal P4: under its own claim)
+    own = w.spec.policy.failure_settles_own_claim
+    p = replace(p, guard=p.identity if own else "")
+    return _settle(w, p, "settle_failed", FAILED, "provider_failed", p.error, own, p.error,
+                   "LEASE_LOST" if own else p.error)
 
 
 _HANDLERS = {
