@@ -98,8 +98,7 @@ def positive_int(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
     if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1 (a search of {v} states checks "
-                                         f"nothing), got {v}")
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
     return v
 
 
