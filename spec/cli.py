@@ -526,12 +526,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
 
 def _cmd_matrix_scope(args: argparse.Namespace, pols: list[str]) -> int:
     """``matrix --scope``: the scope's merged verdicts, one column per policy."""
-    load_baseline_arg(args.baseline)
-    _check_outputs(args)
-    if args.dask:
-        from failclosed.spec.scope import dask_client
-
-        dask_client(args.dask).close()
+    _scope_preflight(args)
     res = run_scope_cli(args.scope, pols, None, args)
     _, cmp, notes = _scope_verdict(res, args, f"matrix --scope {args.scope}")
     table = {p: {n: res.cell(p, n) for n in res.properties} for p in pols}
@@ -732,6 +727,17 @@ def register_scope(subparsers: Any) -> None:
     s.set_defaults(func=_cmd_scope)
 
 
+def _scope_preflight(args: argparse.Namespace) -> None:
+    """Before any work: the baseline parses, the outputs are writable, the scheduler answers
+    (each a one-line error otherwise)."""
+    load_baseline_arg(args.baseline)
+    _check_outputs(args)
+    if args.dask:
+        from failclosed.spec.scope import dask_client
+
+        dask_client(args.dask).close()
+
+
 def run_scope_cli(scope_name: str, policies: list[str], properties: list[str] | None,
                   args: argparse.Namespace) -> Any:
     """Load the scope, run it with progress (one line a minute off a terminal) and the
@@ -822,12 +828,7 @@ def _cmd_scope(args: argparse.Namespace) -> int:
     for p in policies:
         _validate_policy(p)
     resolve_properties(args.properties)  # an unknown name: one line, before any work
-    load_baseline_arg(args.baseline)
-    _check_outputs(args)
-    if args.dask:
-        from failclosed.spec.scope import dask_client
-
-        dask_client(args.dask).close()  # an unreachable scheduler: one line, before any work
+    _scope_preflight(args)
     res = run_scope_cli(args.scope, policies, args.properties, args)
     _, cmp, notes = _scope_verdict(res, args, "scope")
     judged = bool(args.baseline or args.write_baseline)

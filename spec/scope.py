@@ -315,9 +315,7 @@ def _normal(data: dict[str, Any]) -> dict[str, Any]:
     d["model"] = model
     d["tools"] = sorted(json.dumps(t, sort_keys=True) for t in d.get("tools", []))
     runs = [{k: v for k, v in r.items() if k != "id"} for r in d.get("runs", [])]
-    ids = {r.get("id", f"r{n + 1}"): n for n, r in enumerate(d.get("runs", []))}
     d["runs"] = sorted(json.dumps(r, sort_keys=True) for r in runs)
-    d["_ids"] = len(ids)
     return d
 
 
@@ -334,9 +332,11 @@ def subsumes(big: dict[str, Any], small: dict[str, Any]) -> bool:
     """``big`` reaches every state ``small`` reaches: the same configuration with a superset
     of its fault kinds, provider classes and store statements, and at least its budget."""
     b, s = _normal(big), _normal(small)
-    if _fault_free_key(b) != _fault_free_key(s):
-        return False
-    bm, sm = b["model"], s["model"]
+    return _fault_free_key(b) == _fault_free_key(s) and _faults_cover(b["model"], s["model"])
+
+
+def _faults_cover(bm: dict[str, Any], sm: dict[str, Any]) -> bool:
+    """The fault part of :func:`subsumes`, on two normal forms' ``model`` tables."""
     if not set(sm["faults"]) <= set(bm["faults"]):
         return False
     if not set(sm["provider_faults"]) <= set(bm["provider_faults"]):
@@ -358,16 +358,16 @@ def reduce_members(members: Sequence[Member]) -> tuple[list[Member], int, int]:
     unique = list(seen.values())
     equivalent = len(members) - len(unique)
     groups: dict[str, list[tuple[Member, dict[str, Any]]]] = {}
-    for m in unique:
+    for m in unique:  # only members equal but for their faults can subsume one another
         n = _normal(m.data)
-        groups.setdefault(_fault_free_key(n), []).append((m, m.data))
+        groups.setdefault(_fault_free_key(n), []).append((m, n["model"]))
     dropped: set[str] = set()
     for group in groups.values():
-        for m, d in group:
-            for o, od in group:
+        for m, mm in group:
+            for o, om in group:
                 if o is m or o.name in dropped:
                     continue
-                if subsumes(od, d):
+                if _faults_cover(om, mm):
                     dropped.add(m.name)
                     break
     kept = [m for m in unique if m.name not in dropped]
