@@ -60,7 +60,7 @@ trace they find can be replayed, read and kept as a regression test (docs/DESIGN
     no_marks = ["*"]                   # facts absent
     clock = 906
     procs = ["w1"]                     # live processes, exactly
-    holds = ["no_zombie_settle"]       # named properties of spec.properties, if installed
+    holds = ["no_zombie_settle"]       # safety properties of spec.properties (it registers them)
     violates = ["terminal_absorption"]
     fired = [{ do = "requeue_stale", actor = "reaper", times = 1 }]   # the trace so far
     never = [{ do = "dead_letter_stale" }]
@@ -144,6 +144,7 @@ import fnmatch
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -1304,42 +1305,23 @@ def _app_dict(w: World, a: Any) -> dict[str, Any]:
             "effect": a.effect, "seg": a.seg, "audited": audited}
 
 
-def _property(w: World, name: str) -> tuple[bool, str]:
-    """Evaluate a named property of ``spec.properties`` (imported lazily: ``model`` does not
-    depend on ``spec``). Returns (holds, detail); ``LookupError`` if it cannot be checked."""
-    import importlib
+# The named properties of ``holds`` / ``violates`` expectations live in spec/, and model/
+# does not depend on spec/: spec.properties registers its evaluator here when it is imported
+# (the command line imports it, and so does every test that asserts a property by name).
+_PROPERTY_EVALUATOR: Callable[[World, str], tuple[bool, str]] | None = None
 
-    try:
-        mod = importlib.import_module("failclosed.spec.properties")
-    except ModuleNotFoundError:
-        raise LookupError("spec.properties is not installed; remove holds/violates or "
-                          "install the spec package") from None
-    prop = None
-    for table in ("PROPERTIES", "INVARIANTS", "ALL"):
-        reg = getattr(mod, table, None)
-        if isinstance(reg, dict) and name in reg:
-            prop = reg[name]
-            break
-        if isinstance(reg, (list, tuple)):
-            for p in reg:
-                if getattr(p, "name", None) == name:
-                    prop = p
-                    break
-    if prop is None:
-        prop = getattr(mod, name, None)
-    if prop is None:
-        raise LookupError(f"spec.properties has no property {name!r}")
-    fn = prop if callable(prop) else getattr(prop, "check", None) or getattr(prop, "predicate", None)
-    if fn is None:
-        raise LookupError(f"spec.properties.{name} is not callable")
-    r = fn(w)
-    if isinstance(r, bool) or r is None:
-        return (r is not False), ""
-    if isinstance(r, str):
-        return (not r), r
-    if isinstance(r, (list, tuple, set, frozenset)):
-        return (not r), "; ".join(map(str, r))
-    return bool(r), str(r)
+
+def register_property_evaluator(fn: Callable[[World, str], tuple[bool, str]]) -> None:
+    """``fn(world, name)`` -> (holds, detail), ``LookupError`` for an unknown name."""
+    global _PROPERTY_EVALUATOR
+    _PROPERTY_EVALUATOR = fn
+
+
+def _property(w: World, name: str) -> tuple[bool, str]:
+    if _PROPERTY_EVALUATOR is None:
+        raise LookupError("no property evaluator is registered (import "
+                          "failclosed.spec.properties); remove holds/violates or install spec")
+    return _PROPERTY_EVALUATOR(w, name)
 
 
 # =========================================================================================
@@ -1493,7 +1475,7 @@ def findings() -> list[Path]:
     Read as files: model does not import spec."""
     import importlib.util
 
-    found = importlib.util.find_spec("spec")
+    found = importlib.util.find_spec("failclosed.spec")
     if found is None or not found.submodule_search_locations:
         return []
     return sorted(Path(next(iter(found.submodule_search_locations)), "findings").glob("*.toml"))

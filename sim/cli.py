@@ -25,6 +25,10 @@ from typing import Any
 from failclosed.model.config import ConfigError, UsageError, io_error_message
 from failclosed.model.policy import PRESET_ORDER, PRESETS, SWITCHES, UnknownPolicy
 
+# spec.properties registers the evaluator of a scenario's holds / violates expectations
+# (model/ does not import spec/)
+from failclosed.spec import properties as _properties  # noqa: F401
+
 COMMAND_MODULES = ("failclosed.model.scenario", "failclosed.spec.cli", "failclosed.sim.commands")
 
 EXIT_INTERRUPTED = 130

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from failclosed.model import rules, runtime
+from failclosed.model import scenario as _scenario
 from failclosed.model.state import (
     AWAITING,
     CANCELLED,
@@ -44,7 +45,7 @@ from failclosed.model.transition import Transition
 __all__ = [
     "FAIRNESS",
     "LIVENESS",
-    "PROPERTIES",
+    "evaluate",
     "SAFETY",
     "Fairness",
     "LivenessProperty",
@@ -923,7 +924,16 @@ LIVENESS: dict[str, LivenessProperty] = {
     )
 }
 
-PROPERTIES: dict[str, Property] = SAFETY  # the name model/scenario.py looks up first
+def evaluate(world: World, name: str) -> tuple[bool, str]:
+    """A safety property by name on one world, for a scenario's ``holds`` / ``violates``:
+    (holds, which run or segment violates it). ``LookupError`` names the valid ones."""
+    if name not in SAFETY:
+        raise LookupError(f"no safety property {name!r}; use one of {', '.join(SAFETY)}")
+    ok = SAFETY[name].check(world)
+    return ok, "" if ok else explain(name, world)
+
+
+_scenario.register_property_evaluator(evaluate)
 
 
 def explain(name: str, world: World) -> str:

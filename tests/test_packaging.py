@@ -45,3 +45,11 @@ def test_the_packages_live_under_the_namespace():
         assert mod.__name__.startswith(f"failclosed.{folder}.")
         assert Path(mod.__file__).parent.name == folder
     assert "model" not in sys.modules or not hasattr(sys.modules["model"], "runtime")
+
+
+def test_replay_all_under_a_policy_finds_the_findings_traces_from_any_directory(tmp_path):
+    """`replay --all --policy P` reruns spec/findings too, wherever it is run from."""
+    p = _run(["-m", "failclosed", "replay", "--all", "--policy", "proposed"], tmp_path)
+    n = len(list((ROOT / "spec" / "findings").glob("*.toml")))
+    assert p.returncode == 1, p.stderr  # proposed changes what the findings traces show
+    assert f"{n} findings traces" in p.stdout
