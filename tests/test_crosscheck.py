@@ -56,6 +56,25 @@ PARTS = {p.name: p.data for p in load_config(CONFIG)[1]}
 FAST_FIND_MAX = 12
 
 
+@pytest.fixture(autouse=True)
+def _draws_independent_of_loaded_modules(monkeypatch):
+    """Hypothesis (6.131 on) mixes the constants of every first-party module in sys.modules
+    into its draws, so a derandomized search here would depend on which modules (source and
+    test files) the run happened to import before it: the full suite, one file or one test
+    would each explore other examples. Pin that pool to empty: a search depends on its seed."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - another Hypothesis layout: nothing to pin
+        providers = None
+    if providers is not None and hasattr(providers, "_get_local_constants"):
+        empty = providers.Constants()
+        monkeypatch.setattr(providers, "_get_local_constants", lambda: empty)
+        providers.CONSTANTS_CACHE.cache.clear()
+    yield
+    if providers is not None and hasattr(providers, "CONSTANTS_CACHE"):
+        providers.CONSTANTS_CACHE.cache.clear()
+
+
 @functools.cache
 def verdicts(preset: str) -> dict[str, tuple[bool, str | None, int | None]]:
     """The checker's safety verdicts on the standard bound: name -> (holds, part, length)."""
