@@ -707,14 +707,7 @@ def _expectation(e: Any, where: str, run_ids: set[str], statement: str | None = 
             _list_of_tables(v, w, set(OUTCOME_KEYS))
             _values_of_tables(v, w)
         elif k == "events":
-            _per_run(v, w, run_ids)
-            for rid, spec in v.items():
-                if not isinstance(spec, dict):
-                    raise ConfigError(f"{w}.{rid}: expected a table such as {{ count = 3 }}")
-                for f, x in spec.items():
-                    if f not in EVENT_KEYS:
-                        raise ConfigError(f"{w}.{rid}.{f}: unknown key; {_near(f, EVENT_KEYS)}")
-                    _check_value(x, f"{w}.{rid}.{f}")
+            _per_run_tables(v, w, run_ids, EVENT_KEYS, "{ count = 3 }")
         elif k == "ledger":
             _list_of_tables(v, w, LEDGER_KEYS)
             _values_of_tables(v, w)
@@ -770,14 +763,7 @@ def _expectation(e: Any, where: str, run_ids: set[str], statement: str | None = 
                 else:
                     _check_value(x, f"{w}.{f}")
         elif k == "enqueue":
-            _per_run(v, w, run_ids)
-            for rid, spec in v.items():
-                if not isinstance(spec, dict):
-                    raise ConfigError(f"{w}.{rid}: expected a table such as {{ error = \"EnqueueFailed\" }}")
-                for f, x in spec.items():
-                    if f not in ENQUEUE_KEYS:
-                        raise ConfigError(f"{w}.{rid}.{f}: unknown key; {_near(f, ENQUEUE_KEYS)}")
-                    _check_value(x, f"{w}.{rid}.{f}")
+            _per_run_tables(v, w, run_ids, ENQUEUE_KEYS, '{ error = "EnqueueFailed" }')
         elif k == "result":
             if statement is None:
                 raise ConfigError(f"{w}: only a store = \"<statement>\" step's expect checks a result")
@@ -806,6 +792,19 @@ def _per_run(v: Any, where: str, run_ids: set[str]) -> None:
     for rid in v:
         if rid not in run_ids:
             raise ConfigError(f"{where}.{rid}: unknown run; use one of {', '.join(sorted(run_ids))}")
+
+
+def _per_run_tables(v: Any, where: str, run_ids: set[str], allowed: Any, example: str) -> None:
+    """``<where>.<run> = { key = value, ... }`` with keys from ``allowed``, each value a
+    literal or a comparison."""
+    _per_run(v, where, run_ids)
+    for rid, spec in v.items():
+        if not isinstance(spec, dict):
+            raise ConfigError(f"{where}.{rid}: expected a table such as {example}")
+        for f, x in spec.items():
+            if f not in allowed:
+                raise ConfigError(f"{where}.{rid}.{f}: unknown key; {_near(f, allowed)}")
+            _check_value(x, f"{where}.{rid}.{f}")
 
 
 def _list_of_tables(v: Any, where: str, allowed: set[str] | frozenset[str]) -> None:
