@@ -60,9 +60,9 @@ from .state import (
     STATUSES,
     TRANSPORTS,
     Answer,
+    Config,
     Row,
     RunSpec,
-    Spec,
     Tool,
     World,
 )
@@ -176,8 +176,8 @@ RUN_KEYS = {"id", "entry", "plan", "cap", "observer", "cancels", "decisions", "r
 ROW_KEYS = {f.name for f in fields(Row)}
 
 
-def load_spec(data: dict[str, Any], policy_override: str | None = None) -> tuple[Spec, int]:
-    """Build the static ``Spec`` and the fault budget from a parsed TOML table."""
+def parse_config(data: dict[str, Any], policy_override: str | None = None) -> tuple[Config, int]:
+    """Build the static ``Config`` and the fault budget from a parsed TOML table."""
     from .runtime import FAULT_KINDS
 
     check_keys(data, TOP_KEYS, "")
@@ -325,7 +325,7 @@ def load_spec(data: dict[str, Any], policy_override: str | None = None) -> tuple
     for name, eff in BUILTIN_WRITERS.items():
         if name in called and name not in declared:
             tools.append(Tool(name=name, effect=eff))
-    spec = Spec(
+    spec = Config(
         policy=policy, constants=constants, tools=tuple(tools), runs=tuple(runs), workers=workers,
         faults=frozenset(faults), provider_faults=tuple(pf),
         fault_ops=frozenset(fault_ops) if fault_ops is not None else None,
@@ -368,7 +368,7 @@ def _row(d: Any, where: str) -> Row:
     return replace(Row(), **d)
 
 
-def initial_world(spec: Spec, fault_budget: int) -> World:
+def initial_world(spec: Config, fault_budget: int) -> World:
     n = len(spec.runs)
     rows = tuple(r.initial for r in spec.runs)
     return World(
@@ -379,12 +379,12 @@ def initial_world(spec: Spec, fault_budget: int) -> World:
         decisions=(0,) * n,
         resumes=(0,) * n,
         faults=fault_budget,
-        spec=spec,
+        config=spec,
     )
 
 
 def load_world(data: dict[str, Any], policy_override: str | None = None) -> World:
-    spec, budget = load_spec(data, policy_override)
+    spec, budget = parse_config(data, policy_override)
     return initial_world(spec, budget)
 
 

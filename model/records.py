@@ -23,7 +23,7 @@ here from the same field list and nowhere else:
   class. The result is an ordinary frozen instance: nothing can assign its fields later.
 
 In the plain form :func:`replace` is ``dataclasses.replace`` and hashes are not cached.
-Classes that are dataclasses but not records (the static ``Spec``, ``Tool``...) are always
+Classes that are dataclasses but not records (the static ``Config``, ``Tool``...) are always
 copied with ``dataclasses.replace``.
 """
 

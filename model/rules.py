@@ -11,7 +11,7 @@ from .state import (
     NON_IDEMPOTENT_WRITE,
     READ_ONLY,
     RETRYABLE_CLASSES,
-    Spec,
+    Config,
 )
 
 # Error kinds the runtime raises (RUNTIME 2) that reach the ladder's generic arm.
@@ -50,7 +50,7 @@ def classify(error: str, provider_class: str, policy: Policy) -> str:
     return _classify.classify(_classify.OtherError(error))
 
 
-def resolve_by_name(spec: Spec, removed: frozenset[str], name: str) -> str:
+def resolve_by_name(spec: Config, removed: frozenset[str], name: str) -> str:
     """14.2: a registered name resolves by its object; an unknown or removed name gives
     ``non_idempotent_write``. Without a resolver (before ADR-111) every tool is read-only."""
     if not spec.policy.tool_effect:
@@ -61,7 +61,7 @@ def resolve_by_name(spec: Spec, removed: frozenset[str], name: str) -> str:
     return tool.declared_effect
 
 
-def step_effect(spec: Spec, removed: frozenset[str], step: tuple) -> str:
+def step_effect(spec: Config, removed: frozenset[str], step: tuple) -> str:
     """7.2: a non-tool step is read-only; a tool step resolves by NAME (not by whether it ran)."""
     if not step or step[0] != "tool":
         return READ_ONLY
@@ -73,7 +73,7 @@ def may_retry_after_fence(pending_effect: str) -> bool:
     return pending_effect != NON_IDEMPOTENT_WRITE
 
 
-def approval_bound(spec: Spec, removed: frozenset[str], name: str) -> bool:
+def approval_bound(spec: Config, removed: frozenset[str], name: str) -> bool:
     """14.4: does calling this tool suspend the run? First matching rule decides."""
     tool = spec.tool(name)
     if tool is None or name in removed:
@@ -88,7 +88,7 @@ def approval_bound(spec: Spec, removed: frozenset[str], name: str) -> bool:
     return False
 
 
-def write_turn(spec: Spec, removed: frozenset[str], calls: tuple[str, ...]) -> bool:
+def write_turn(spec: Config, removed: frozenset[str], calls: tuple[str, ...]) -> bool:
     """12.2: a turn declares a write if any call resolves by name to a write. With no
     resolver, every call counts as a write."""
     if not spec.policy.tool_effect:

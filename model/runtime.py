@@ -9,7 +9,7 @@ mark_pending_effect (stamp); then invoke; the provider call). Local computation 
 ladder's arm choice, the approval scan, classify, the reaper's branch choice on its
 snapshot) is folded into the transition that precedes it.
 
-The message transport (RUNTIME 6.3) is ``Spec.transport``. Async: ``dispatch`` adds a
+The message transport (RUNTIME 6.3) is ``Config.transport``. Async: ``dispatch`` adds a
 message that a free worker's ``run_queued`` takes later. Sync: ``dispatch`` starts the
 handler inside the dispatching process instead (``_dispatch_queued``): the process's next
 transition is ``run_queued`` (pick-up step 1) and its frame waits in ``Proc.outer`` (or the
@@ -63,14 +63,14 @@ from .transition import Transition
 
 T = Transition.make
 
-# Fault kinds a configuration may enable (Spec.faults).
+# Fault kinds a configuration may enable (Config.faults).
 FAULT_KINDS = (
     "store_error",  # any store statement errors: the caller gets false / null / [] (4.4)
     "audit_insert_fails",  # record_step / record_approval / record_input stores nothing
     "ambiguous_commit",  # the audit insert stores the event but reports failure
     "dispatch_fails",
     "crash",  # a process dies at any point
-    "provider_error",  # a provider call fails with a failure class (Spec.provider_faults)
+    "provider_error",  # a provider call fails with a failure class (Config.provider_faults)
     "observer_error",
     "decode_error",  # a stored payload fails to decode
     "tool_error",
@@ -97,7 +97,7 @@ class GuardFailed(ValueError):
 # enabled
 # =========================================================================================
 def _can(w: World, kind: str, op: str = "") -> bool:
-    spec = w.spec
+    spec = w.config
     if w.faults <= 0 or kind not in spec.faults:
         return False
     if kind == "store_error" and spec.fault_ops is not None and op not in spec.fault_ops:
@@ -117,7 +117,7 @@ _new_t = tuple.__new__  # Transition(...) without the NamedTuple's Python-level 
 
 
 def _proc_moves(w: World, p: Proc) -> list[Transition]:
-    spec = w.spec
+    spec = w.config
     rid = w.run_id(p.run)
     a = p.name
     pc = p.pc
@@ -198,12 +198,12 @@ def _input_side(p: Proc) -> bool:
 
 
 def _call_name(w: World, p: Proc) -> str:
-    return w.spec.runs[p.run].answer(p.turn).calls[p.call]
+    return w.config.runs[p.run].answer(p.turn).calls[p.call]
 
 
 def _workers_free(w: World) -> list[str]:
     busy = {p.worker for p in w.procs if p.kind == WORKER}
-    return [x for x in w.spec.workers if x not in busy]
+    return [x for x in w.config.workers if x not in busy]
 
 
 def enabled(
@@ -221,7 +221,7 @@ def enabled(
         return _enabled_for_run(w, actor, run, one_order)
     if actor is not None:
         return _enabled_for(w, actor, one_order)
-    spec = w.spec
+    spec = w.config
     pol = spec.policy
     out = _caller_moves(w)
     # -- processes ----------------------------------------------------------------------
@@ -241,7 +241,7 @@ def enabled(
 
 
 def _caller_moves(w: World, only: list[int] | None = None) -> list[Transition]:
-    spec = w.spec
+    spec = w.config
     pol = spec.policy
     out: list[Transition] = []
     for i in range(len(spec.runs)) if only is None else only:
@@ -308,7 +308,7 @@ def _bus_moves(w: World) -> list[Transition]:
 def _operator_moves(w: World) -> list[Transition]:
     return [
         T("remove_tool", "operator", tool=tool.name)
-        for tool in w.spec.tools
+        for tool in w.config.tools
         if tool.removable and tool.name not in w.removed
     ]
 
@@ -357,14 +357,14 @@ def _enabled_for(w: World, actor: str, one_order: bool = False) -> list[Transiti
             out.append(T("crash", p.name, run=w.run_id(p.run)))
         return out
     if actor == "reaper":
-        pol = w.spec.policy
+        pol = w.config.policy
         return _reaper_moves(w, one_order) if pol.reaper and pol.queue else []
     if actor == "clock":
         return _clock_moves(w)
     # workers, callers, bus, operator: the sections of ``enabled`` that name this actor, in
     # the same order (no process is named ``actor`` here, and the reaper and clock are above)
     out = _caller_moves(w) if actor == "caller" else []
-    if actor in w.spec.workers:
+    if actor in w.config.workers:
         out.extend(_pickup_moves(w, actor))
     if actor == "bus":
         out.extend(_bus_moves(w))
@@ -376,11 +376,11 @@ def _enabled_for(w: World, actor: str, one_order: bool = False) -> list[Transiti
 def _enabled_for_run(w: World, actor: str | None, run: str, one_order: bool) -> list[Transition]:
     """``[t for t in enabled(w, actor) if t.arg("run") == run]``; a caller's or a free
     worker's part is computed for that run's slot(s) only."""
-    slots = [i for i, r in enumerate(w.spec.runs) if r.id == run]
+    slots = [i for i, r in enumerate(w.config.runs) if r.id == run]
     if not slots:
         return []
     plain = actor is not None and w.proc(actor) is None and actor not in ("bus", "operator", "reaper", "clock")
-    workers = w.spec.workers
+    workers = w.config.workers
     if plain and actor == "caller" and actor not in workers:
         return _caller_moves(w, slots)
     if plain and actor in workers and actor != "caller":
@@ -435,7 +435,7 @@ def _stale_orders(w: World, first_only: bool = False) -> tuple[list[tuple[str, .
     )
     if not stale:
         return [()], False
-    limit = w.spec.reaper_limit
+    limit = w.config.reaper_limit
     groups = []
     pos = 0
     for _, g in itertools.groupby(stale, key=lambda t: t[0]):
@@ -453,12 +453,12 @@ def _stale_orders(w: World, first_only: bool = False) -> tuple[list[tuple[str, .
 
 def _reaper_branch(w: World, pending: str, has_request: bool, count: int) -> tuple[str, str | None]:
     """Section 10 branches 1-4, decided on the SELECT snapshot."""
-    pol = w.spec.policy
+    pol = w.config.policy
     if pol.write_fence and not rules.may_retry_after_fence(pending):
         return "dead_letter_stale", "not_retryable"
     if pol.reaper_no_request_branch and not has_request:
         return "dead_letter_stale", "not_retryable"
-    if count >= w.spec.constants.MAX_REQUEUES:
+    if count >= w.config.constants.MAX_REQUEUES:
         return "dead_letter_stale", "retries_exhausted"
     return "requeue_stale", None
 
@@ -480,13 +480,13 @@ def _time_targets(w: World) -> list[int]:
             deadlines.add(m.not_before)
     if not deadlines:
         return []
-    lease_now = now + w.spec.constants.LEASE_SECONDS
-    if not w.spec.policy.noop_renew_recheck and any(
+    lease_now = now + w.config.constants.LEASE_SECONDS
+    if not w.config.policy.noop_renew_recheck and any(
         r is not None and r.status == RUNNING and r.lease_expires == lease_now for r in w.rows
     ):
         deadlines.add(now + 1)  # before 2029c781 a renewal in the same second fails
     targets = sorted(deadlines)
-    h = w.spec.horizon
+    h = w.config.horizon
     return [t for t in targets if h is None or t <= h]
 
 
@@ -501,7 +501,7 @@ def apply(w: World, t: Transition) -> World:
     checker needs and what a scenario usually names."""
     if t.name == "advance_time" and t.actor == "clock":
         to = t.arg("to")
-        h = w.spec.horizon
+        h = w.config.horizon
         if (
             isinstance(to, int)
             and to > w.clock
@@ -522,10 +522,10 @@ def successors(w: World) -> list[tuple[Transition, World]]:
 
 def _why_not(w: World, t: Transition, en: list[Transition]) -> str:
     same_actor = [e for e in en if e.actor == t.actor]
-    if t.fault and t.fault not in FAULT_KINDS and t.fault not in w.spec.provider_faults:
+    if t.fault and t.fault not in FAULT_KINDS and t.fault not in w.config.provider_faults:
         return f"unknown fault {t.fault!r}"
-    if t.fault and (w.faults <= 0 or (t.fault not in w.spec.faults and t.fault not in w.spec.provider_faults)):
-        return f"fault budget: {w.faults} left, faults allowed {sorted(w.spec.faults)}"
+    if t.fault and (w.faults <= 0 or (t.fault not in w.config.faults and t.fault not in w.config.provider_faults)):
+        return f"fault budget: {w.faults} left, faults allowed {sorted(w.config.faults)}"
     p = w.proc(t.actor)
     if p is not None:
         nxt = sorted({e.name for e in same_actor})
@@ -555,7 +555,7 @@ def fire(w: World, t: Transition) -> World:
     if actor == "clock":
         return replace(w, clock=t.arg("to"))
     if actor == "bus":
-        i = w.spec.run_index(t.arg("run"))
+        i = w.config.run_index(t.arg("run"))
         return _add_message(w, Message(i, t.arg("not_before")))
     if actor == "operator":
         return replace(w, removed=w.removed | {t.arg("tool")})
@@ -644,7 +644,7 @@ def _put(w: World, p: Proc) -> World:
 
 # -- callers ------------------------------------------------------------------------------
 def _caller(w: World, t: Transition) -> World:
-    spec = w.spec
+    spec = w.config
     pol = spec.policy
     i = spec.run_index(t.arg("run"))
     r = spec.runs[i]
@@ -707,15 +707,15 @@ def _caller(w: World, t: Transition) -> World:
 
 
 def _cap(w: World, i: int) -> int:
-    c = w.spec.runs[i].cap
-    k = w.spec.constants
+    c = w.config.runs[i].cap
+    k = w.config.constants
     return k.DEFAULT_ROUND_CAP if c is None else min(c, k.MAX_ITERATIONS)
 
 
 # -- worker pick-up (6.2) -----------------------------------------------------------------
 def _run_queued(w: World, t: Transition) -> World:
     """Async: a free worker takes a delivered message and runs pick-up step 1."""
-    i = w.spec.run_index(t.arg("run"))
+    i = w.config.run_index(t.arg("run"))
     w = _remove_message(w, Message(i, t.arg("not_before")))
     if t.fault or not _pick_up_finds(w.rows[i]):
         return w  # NONE: find_run failed, or a duplicate or stale message
@@ -738,7 +738,7 @@ def _pick_up(w: World, i: int, process: str, pc: str, outer: tuple[Proc, ...] = 
     """A queued-worker pick-up in ``process``, with that process's ``worker:`` identity (5:
     on the sync transport a dispatcher's nested pick-up uses it too)."""
     identity = f"worker:{process}"
-    pol = w.spec.policy
+    pol = w.config.policy
     return Proc(
         name=process, kind=WORKER, run=i, pc=pc, worker=process, seg=process, identity=identity,
         owner=identity if pol.heartbeat else "",
@@ -753,7 +753,7 @@ def _dispatch_queued(w: World, i: int, process: str, not_before: int,
     ``not_before``; the dispatcher goes on. Sync (6.3): the handler runs inline in the
     dispatching ``process``, ignoring the delay: its pick-up starts at step 1 and ``outer``
     (the dispatcher's frames) wait for it. Returns whether the dispatcher now waits."""
-    if w.spec.transport != SYNC:
+    if w.config.transport != SYNC:
         return _add_message(w, Message(i, not_before)), False
     p = _pick_up(w, i, process, "run_queued", outer)
     if w.proc(process) is not None:
@@ -763,7 +763,7 @@ def _dispatch_queued(w: World, i: int, process: str, not_before: int,
 
 # -- reaper (section 10) ------------------------------------------------------------------
 def _reaper(w: World, t: Transition) -> World:
-    spec = w.spec
+    spec = w.config
     r = w.reaper
     name = t.name
     if name == "crash":
@@ -823,20 +823,20 @@ def _reaper_next(w: World) -> World:
 # -- segments -----------------------------------------------------------------------------
 def _write_boundary(w: World, p: Proc) -> bool:
     """A write step's boundary on a segment where the fence is installed."""
-    pol = w.spec.policy
+    pol = w.config.policy
     if not (pol.write_fence or pol.unleased_write_refused):
         return False
-    return rules.is_write(rules.step_effect(w.spec, w.removed, p.step))
+    return rules.is_write(rules.step_effect(w.config, w.removed, p.step))
 
 
 def _clears_fence(w: World, p: Proc) -> bool:
     """The renewal slot of a write's boundary is the T5 clear where the fence is installed
     (7.2 step 4), unless the proposal fence_cleared_after_audit moves it after the persist."""
-    return _write_boundary(w, p) and not w.spec.policy.fence_cleared_after_audit
+    return _write_boundary(w, p) and not w.config.policy.fence_cleared_after_audit
 
 
 def _hook_installed(w: World, p: Proc) -> bool:
-    pol = w.spec.policy
+    pol = w.config.policy
     if pol.unleased_write_refused:
         return True
     return pol.write_fence and p.handle >= 0 and bool(p.owner)
@@ -867,7 +867,7 @@ def _boundary(w: World, p: Proc, step: tuple, then: str) -> World:
 def _after_observer(w: World, p: Proc) -> World:
     if p.handle < 0:
         return _continue(w, p)  # no handle: nothing is persisted
-    if w.spec.policy.cancel_probe:
+    if w.config.policy.cancel_probe:
         return _put(w, replace(p, pc="probe"))
     return _after_probe(w, p)
 
@@ -875,21 +875,21 @@ def _after_observer(w: World, p: Proc) -> World:
 def _after_probe(w: World, p: Proc) -> World:
     if not p.owner:
         return _put(w, replace(p, pc="persist"))
-    if w.spec.policy.renew_before_persist:
+    if w.config.policy.renew_before_persist:
         return _put(w, replace(p, pc="renew"))
     return _put(w, replace(p, pc="persist"))
 
 
 def _h_on_step(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
-        return _ladder(w, p, OBSERVER_ERROR, rules.classify(OBSERVER_ERROR, "", w.spec.policy))
+        return _ladder(w, p, OBSERVER_ERROR, rules.classify(OBSERVER_ERROR, "", w.config.policy))
     return _after_observer(w, p)
 
 
 def _h_probe(w: World, p: Proc, t: Transition) -> World:
     row = w.rows[p.run]
     if not t.fault and row is not None and row.status == CANCELLED:
-        if w.spec.policy.probe_persists_own_claim_only and row.requeue_count != p.claim_requeues:
+        if w.config.policy.probe_persists_own_claim_only and row.requeue_count != p.claim_requeues:
             # proposal P3: the run was requeued since this segment's claim, so the cancel
             # ended a later claim's work: CancellationRequested without persisting
             return _ladder(w, p, CANCELLATION_REQUESTED, "")
@@ -907,7 +907,7 @@ def _h_renew(w: World, p: Proc, t: Transition) -> World:
         w, ok = store.renew_lease(w, p.run, p.owner, p)
     if not ok:
         return _ladder(w, p, LEASE_LOST, "")  # the step is not persisted
-    if w.spec.policy.renew_before_persist:
+    if w.config.policy.renew_before_persist:
         return _put(w, replace(p, pc="persist"))
     return _continue(w, p)
 
@@ -928,17 +928,17 @@ def _h_persist(w: World, p: Proc, t: Transition) -> World:
     if reported:
         p = replace(p, handle=p.handle + 1)
     else:
-        pol = w.spec.policy
+        pol = w.config.policy
         if pol.audit_failclosed_writes and rules.is_write(
-            rules.step_effect(w.spec, w.removed, p.step)
+            rules.step_effect(w.config, w.removed, p.step)
         ):
             err = AUDIT_PERSISTENCE_FAILED
             return _ladder(w, p, err, rules.classify(err, "", pol))
     if p.cancelled:
         return _ladder(w, p, CANCELLATION_REQUESTED, "")
-    if p.owner and not w.spec.policy.renew_before_persist:
+    if p.owner and not w.config.policy.renew_before_persist:
         return _put(w, replace(p, pc="renew"))
-    if p.owner and w.spec.policy.fence_cleared_after_audit and _write_boundary(w, p):
+    if p.owner and w.config.policy.fence_cleared_after_audit and _write_boundary(w, p):
         return _put(w, replace(p, pc="clear"))
     return _continue(w, p)
 
@@ -972,7 +972,7 @@ def _h_provider(w: World, p: Proc, t: Transition) -> World:
         return _ladder(w, p, PROVIDER_ERROR, t.fault)
     if p.synthesis:
         return _boundary(w, p, ("llm", p.turn, -1, ""), "after_llm")
-    ans = w.spec.runs[p.run].answer(p.turn)
+    ans = w.config.runs[p.run].answer(p.turn)
     if ans.kind == "fail":
         return _ladder(w, p, PROVIDER_ERROR, ans.value)
     if ans.kind == "guardrail":
@@ -984,7 +984,7 @@ def _h_provider(w: World, p: Proc, t: Transition) -> World:
 
 
 def _after_llm(w: World, p: Proc) -> World:
-    spec = w.spec
+    spec = w.config
     if p.synthesis:
         return _try_arm(w, p, "max_iterations")
     ans = spec.runs[p.run].answer(p.turn)
@@ -1002,7 +1002,7 @@ def _after_llm(w: World, p: Proc) -> World:
 
 
 def _next_call(w: World, p: Proc) -> World:
-    spec = w.spec
+    spec = w.config
     calls = spec.runs[p.run].answer(p.turn).calls
     if p.call >= len(calls):
         # the next round
@@ -1016,7 +1016,7 @@ def _next_call(w: World, p: Proc) -> World:
 
 
 def _refused_in_resume(w: World, p: Proc, name: str) -> bool:
-    spec = w.spec
+    spec = w.config
     tool = spec.tool(name)
     if tool is None or name in w.removed:
         return True  # no longer offered
@@ -1035,12 +1035,12 @@ def _hook(w: World, p: Proc, name: str) -> World:
     p = replace(p, stamped=False)
     if not _hook_installed(w, p):
         return _put(w, replace(p, pc="invoke"))
-    effect = rules.resolve_by_name(w.spec, w.removed, name)
+    effect = rules.resolve_by_name(w.config, w.removed, name)
     if not rules.is_write(effect):
         return _put(w, replace(p, pc="invoke"))
     if p.handle < 0 or not p.owner:
         err = WRITE_WITHOUT_DURABLE_EXECUTION
-        return _ladder(w, p, err, rules.classify(err, "", w.spec.policy))
+        return _ladder(w, p, err, rules.classify(err, "", w.config.policy))
     return _put(w, replace(p, pc="stamp"))
 
 
@@ -1054,7 +1054,7 @@ def _h_stamp(w: World, p: Proc, t: Transition) -> World:
 
 
 def _h_invoke(w: World, p: Proc, t: Transition) -> World:
-    spec = w.spec
+    spec = w.config
     name = _call_name(w, p)
     tool = spec.tool(name)
     if tool is not None and name not in w.removed and not t.fault:
@@ -1119,7 +1119,7 @@ def _h_suspend(w: World, p: Proc, t: Transition) -> World:
     if ok:
         return _end(w, p, "AWAITING_INPUT" if status == WAITING_FOR_INPUT else "AWAITING_APPROVAL")
     # settle_failed(owner_guard), result ignored: SUSPEND_FAILED either way
-    if not w.spec.policy.terminal_guard:
+    if not w.config.policy.terminal_guard:
         return _end(w, p, "SUSPEND_FAILED")  # before ADR-092 a failed suspend was swallowed
     return _settle(w, p, "settle_failed", FAILED, "provider_failed", p.error, bool(p.guard),
                    "SUSPEND_FAILED", "SUSPEND_FAILED")
@@ -1140,7 +1140,7 @@ def _h_settle(w: World, p: Proc, t: Transition) -> World:
 # -- queued-run recovery (section 9) ------------------------------------------------------
 def _dead_letter(w: World, p: Proc, reason: str, on_miss: str = "LEASE_LOST",
                  fallback: bool = False) -> World:
-    pol = w.spec.policy
+    pol = w.config.policy
     if fallback and pol.fallback_settles_requeued_row:
         # proposal: match the row this segment's own requeue left, not a cleared owner
         p = replace(p, guard="", pc="settle", settle=(
@@ -1152,18 +1152,18 @@ def _dead_letter(w: World, p: Proc, reason: str, on_miss: str = "LEASE_LOST",
 
 
 def _recovery(w: World, p: Proc) -> World:
-    if not rules.is_retryable(p.eclass) and not w.spec.policy.mutant_recovery_ignores_class:
+    if not rules.is_retryable(p.eclass) and not w.config.policy.mutant_recovery_ignores_class:
         return _dead_letter(w, p, "not_retryable")  # branch 2 (skipped by the mutant)
     return _put(w, replace(p, pc="recovery_read"))  # branch 3
 
 
 def _h_recovery_read(w: World, p: Proc, t: Transition) -> World:
     row = None if t.fault else w.rows[p.run]
-    pol = w.spec.policy
+    pol = w.config.policy
     if pol.write_fence and row is not None and not rules.may_retry_after_fence(row.pending_effect):
         return _dead_letter(w, p, "not_retryable")  # branch 4
     count = row.requeue_count if row is not None else -1
-    if count < 0 or count >= w.spec.constants.MAX_REQUEUES:
+    if count < 0 or count >= w.config.constants.MAX_REQUEUES:
         return _dead_letter(w, p, "retries_exhausted")  # branch 5
     return _put(w, replace(p, pc="requeue", count=count))  # branch 6
 
@@ -1189,7 +1189,7 @@ def _h_dispatch(w: World, p: Proc, t: Transition) -> World:
         return w if nested else _end(w, p, None)
     if t.fault:  # branch 8: the fallback dead-letter, owner-guarded on the worker identity
         return _dead_letter(w, p, "retries_exhausted", on_miss="FAILED", fallback=True)
-    delay = w.spec.constants.retry_delay_s(p.count)
+    delay = w.config.constants.retry_delay_s(p.count)
     w, nested = _dispatch_queued(w, p.run, p.name, w.clock + delay, _frames(p))
     return w if nested else _end(w, p, "REQUEUED")  # sync: REQUEUED once the retry ends
 
@@ -1214,7 +1214,7 @@ def _h_claim_queued(w: World, p: Proc, t: Transition) -> World:
 
 def _h_pickup_position(w: World, p: Proc, t: Transition) -> World:
     if t.fault:  # settle_failed without an owner (proposal P4: guarded by its own claim)
-        own = w.spec.policy.failure_settles_own_claim
+        own = w.config.policy.failure_settles_own_claim
         p = replace(p, handle=0, guard=p.identity if own else p.guard)
         err = "StateUnavailable" if t.fault == "store_error" else "ConfigurationGone"
         return _settle(w, p, "settle_failed", FAILED, "provider_failed", err, own, "FAILED",
@@ -1242,7 +1242,7 @@ def _h_resume_probe(w: World, p: Proc, t: Transition) -> World:
 
 
 def _h_resume_claim(w: World, p: Proc, t: Transition) -> World:
-    pol = w.spec.policy
+    pol = w.config.policy
     ok = False
     if not t.fault:
         frm = WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL
@@ -1253,13 +1253,13 @@ def _h_resume_claim(w: World, p: Proc, t: Transition) -> World:
     owner = p.identity if pol.lease_all_segments else ""
     p = replace(
         p, pc="resume_position", epoch=row.epoch, owner=owner, claim_requeues=row.requeue_count,
-        guard=p.identity if pol.owner_guarded_settle_all else "", cap=w.spec.constants.DEFAULT_ROUND_CAP,
+        guard=p.identity if pol.owner_guarded_settle_all else "", cap=w.config.constants.DEFAULT_ROUND_CAP,
     )
     return _put(w, p)
 
 
 def _h_resume_position(w: World, p: Proc, t: Transition) -> World:
-    pol = w.spec.policy
+    pol = w.config.policy
     if t.fault:  # settle_failed without an owner (proposal P4: guarded by its own claim)
         own = pol.failure_settles_own_claim
         p = replace(p, handle=0, guard=p.identity if own else "")
@@ -1275,14 +1275,14 @@ def _h_resume_position(w: World, p: Proc, t: Transition) -> World:
     if p.refusal == INVALID_INPUT_SUBMISSION:  # 12.3: the input fails its schema
         return _put(w, replace(p, pc="release", error=INVALID_INPUT_SUBMISSION))
     if p.refusal == APPROVER_NOT_PERMITTED and rules.write_turn(
-        w.spec, w.removed, w.spec.runs[p.run].answer(turn).calls
+        w.config, w.removed, w.config.runs[p.run].answer(turn).calls
     ):  # gate 2: the approver may not run this turn's writes (a turn without writes passes)
         return _put(w, replace(p, pc="release", error=APPROVER_NOT_PERMITTED))
     return _put(w, replace(p, pc="record_decision"))
 
 
 def _h_record_decision(w: World, p: Proc, t: Transition) -> World:
-    spec = w.spec
+    spec = w.config
     if not t.fault:
         kind = "input" if _input_side(p) else "approval"
         w = replace(w, events=w.events + (Event(p.run, p.handle, kind, p.turn, -1, "", p.seg),))
@@ -1304,7 +1304,7 @@ def _h_release(w: World, p: Proc, t: Transition) -> World:
     if ok:
         return _end(w, p, p.error)
     # the release failed: settle_failed without an owner (proposal P4: under its own claim)
-    own = w.spec.policy.failure_settles_own_claim
+    own = w.config.policy.failure_settles_own_claim
     p = replace(p, guard=p.identity if own else "")
     return _settle(w, p, "settle_failed", FAILED, "provider_failed", p.error, own, p.error,
                    "LEASE_LOST" if own else p.error)
@@ -1347,7 +1347,7 @@ def shift_time(w: World) -> World:
     ``not_before <= now``) or writes ``now + LEASE_SECONDS``, and ``0`` ("no lease") is kept,
     so the shifted world has exactly the same futures, moved in time. The checker uses it as
     a state abstraction (time symmetry); with a horizon there is nothing to shift against."""
-    if w.spec.horizon is not None:
+    if w.config.horizon is not None:
         return w
     times = [w.clock]
     for r in w.rows:

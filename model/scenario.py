@@ -150,7 +150,7 @@ from pathlib import Path
 from typing import Any
 
 from . import store
-from .config import ConfigError, initial_world, load_spec, misplaced, read_toml
+from .config import ConfigError, initial_world, misplaced, parse_config, read_toml
 from .policy import UnknownPolicy, parse_policy
 from .runtime import GuardFailed, apply, enabled
 from .state import REASONS, STATUSES, TERMINAL, Event, Message, Row, World
@@ -254,7 +254,7 @@ class Scenario:
 
     @property
     def policy(self) -> str:
-        return self.world.spec.policy.name
+        return self.world.config.policy.name
 
 
 @dataclass
@@ -471,7 +471,7 @@ def scenario_from_dict(data: dict[str, Any], name: str = "scenario", path: str =
     if policy is not None:
         config.pop("switches", None)
     seeds = _strip_seeded_events(config)
-    spec, budget = load_spec(config, policy)
+    spec, budget = parse_config(config, policy)
     world = initial_world(spec, budget)
     run_ids = {r.id for r in spec.runs}
     if seeds:
@@ -510,7 +510,7 @@ def scenario_from_dict(data: dict[str, Any], name: str = "scenario", path: str =
 
 
 def _strip_seeded_events(config: dict[str, Any]) -> dict[int, Any]:
-    """Take the ``[[runs.events]]`` arrays out of ``config`` (load_spec does not know them):
+    """Take the ``[[runs.events]]`` arrays out of ``config`` (parse_config does not know them):
     run position -> the raw array. ``config`` is a shallow copy of the file's table."""
     runs = config.get("runs")
     if not isinstance(runs, list) or not any(isinstance(r, dict) and "events" in r for r in runs):
@@ -905,7 +905,7 @@ def run_statement(w: World, step: Step) -> tuple[World, Transition, Any]:
     name = step.store
     assert name is not None
     a = dict(step.args)
-    spec = w.spec
+    spec = w.config
     i = spec.run_index(a["run"]) if "run" in a else -1
     leased = spec.policy.lease_all_segments
     if name == "start_run":
@@ -1116,7 +1116,7 @@ class History:
                 if p is None:  # pragma: no cover - invoke is a process's move
                     continue
                 name = t.arg("tool")
-                if t.fault == "tool_error" or before.spec.tool(name) is None or name in before.removed:
+                if t.fault == "tool_error" or before.config.tool(name) is None or name in before.removed:
                     out.add((p.run, p.seg, p.turn, p.call))
             self._cache["tool_errors"] = out
         return self._cache["tool_errors"]
@@ -1141,7 +1141,7 @@ def check(w: World, exp: dict[str, Any], step: int | None = None,
     def fail(key: str, expected: Any, actual: Any) -> None:
         out.append(Failure(step, key, _shown(expected), actual))
 
-    spec = w.spec
+    spec = w.config
     for key, v in exp.items():
         if key == "rows":
             for rid, fields_ in v.items():
@@ -1399,7 +1399,7 @@ def dump_scenario(
     policy: str | None = None,
     notes: dict[int, str] | None = None,
 ) -> str:
-    """TOML text of a scenario: the configuration ``spec_data`` (as given to ``load_spec``),
+    """TOML text of a scenario: the configuration ``spec_data`` (as given to ``parse_config``),
     one ``[[steps]]`` per transition (optionally ``(transition, step_expectations)``),
     then the final ``[expect]`` tables. ``policy`` overrides the configuration's policy
     (a counterexample found with a policy override). The text round-trips through tomllib.

@@ -1,7 +1,7 @@
 """The world: immutable, hashable values (RUNTIME sections 1, 3 and 5).
 
-Runs are referred to by index into ``Spec.runs`` inside the state and by their ids in
-transitions, scenarios and tables. ``Spec`` is the static part of a configuration (policy,
+Runs are referred to by index into ``Config.runs`` inside the state and by their ids in
+transitions, scenarios and tables. ``Config`` is the static part of a configuration (policy,
 constants, tool catalogue, plans, workers, fault menu); it is shared by every world of one
 exploration and takes no part in equality or hashing.
 """
@@ -113,7 +113,7 @@ class RunSpec:
 
 
 @dataclass(frozen=True, slots=True)
-class Spec:
+class Config:
     policy: Policy
     constants: Constants
     tools: tuple[Tool, ...]
@@ -267,11 +267,11 @@ class World(Record):
     removed: frozenset[str] = frozenset()  # tools removed from the catalogue
     faults: int = 0  # remaining fault budget
     marks: frozenset[str] = ghost(default=frozenset())  # history facts the spec reads
-    spec: Spec = field(default=None, compare=False, hash=False, repr=False)  # type: ignore[assignment]
+    config: Config = field(default=None, compare=False, hash=False, repr=False)  # type: ignore[assignment]
 
     # small helpers -------------------------------------------------------------------
     def run_id(self, i: int) -> str:
-        return self.spec.runs[i].id
+        return self.config.runs[i].id
 
     def proc(self, name: str) -> Proc | None:
         for p in self.procs:

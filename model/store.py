@@ -24,13 +24,13 @@ from .state import (
 
 
 def _lease(w: World) -> int:
-    return w.clock + w.spec.constants.LEASE_SECONDS
+    return w.clock + w.config.constants.LEASE_SECONDS
 
 
 def owner_guard(row: Row | None, me: str, w: World | None = None) -> bool:
     """``status = 'running' AND claimed_by = <me>`` (the mutant
     mutant_owner_guard_ignores_claim drops the second conjunct)."""
-    if w is not None and w.spec.policy.mutant_owner_guard_ignores_claim:
+    if w is not None and w.config.policy.mutant_owner_guard_ignores_claim:
         return row is not None and row.status == RUNNING
     return row is not None and row.status == RUNNING and row.claimed_by == me
 
@@ -69,7 +69,7 @@ def _claimable(w: World, row: Row | None, from_status: str) -> bool:
     mutant_claim_ignores_status: any non-terminal status)."""
     if row is None:
         return False
-    if w.spec.policy.mutant_claim_ignores_status:
+    if w.config.policy.mutant_claim_ignores_status:
         return row.status not in TERMINAL
     return row.status == from_status
 
@@ -106,7 +106,7 @@ def _renewal(w: World, i: int, me: str, p: Proc | None, **writes) -> tuple[World
     if not owner_guard(row, me, w):
         return w, False
     new = replace(row, lease_expires=_lease(w), **writes)
-    if new == row and not w.spec.policy.noop_renew_recheck:
+    if new == row and not w.config.policy.noop_renew_recheck:
         return w, False  # a same-second renewal changes no row and reports 0 (before 2029c781)
     w = _ghost_owner(w, i, p, "foreign_owner_mutation")
     return w.set_row(i, new), True
@@ -123,7 +123,7 @@ def mark_pending_effect(
 ) -> tuple[World, bool]:
     row = w.rows[i]
     if (
-        w.spec.policy.fence_kept_after_non_idempotent_write
+        w.config.policy.fence_kept_after_non_idempotent_write
         and row is not None
         and row.pending_effect == "non_idempotent_write"
     ):
@@ -138,9 +138,9 @@ def suspend(
     row = w.rows[i]
     if row is None:
         return w, False
-    if w.spec.policy.suspend_requires_running and row.status != RUNNING:
+    if w.config.policy.suspend_requires_running and row.status != RUNNING:
         return w, False
-    if w.spec.policy.suspend_guarded_by_claim and p is not None and p.owner \
+    if w.config.policy.suspend_guarded_by_claim and p is not None and p.owner \
             and row.claimed_by != p.owner:
         return w, False  # proposal P5: a segment holding a lease suspends only its own claim
     if row.status in TERMINAL:
@@ -184,7 +184,7 @@ def finish_run(
     row = w.rows[i]
     if row is None:
         return w, False
-    if w.spec.policy.terminal_guard and row.status in TERMINAL:
+    if w.config.policy.terminal_guard and row.status in TERMINAL:
         return w, False
     if owner and row.claimed_by != owner:
         return w, False
@@ -212,10 +212,10 @@ def _requeued(w: World, row: Row) -> Row:
     return replace(
         row,
         status=QUEUED,
-        requeue_count=row.requeue_count + (0 if w.spec.policy.mutant_requeue_keeps_count else 1),
+        requeue_count=row.requeue_count + (0 if w.config.policy.mutant_requeue_keeps_count else 1),
         claimed_by="",
         lease_expires=0,
-        pending_effect="" if w.spec.policy.clear_fence_on_requeue else row.pending_effect,
+        pending_effect="" if w.config.policy.clear_fence_on_requeue else row.pending_effect,
     )
 
 
@@ -238,7 +238,7 @@ def find_stale_running(w: World, now: int, limit: int) -> tuple[tuple[int, str, 
 def _stale_in_statement(w: World, row: Row | None, now: int) -> bool:
     """The guard of T11 / T12: the stale predicate re-checked inside the statement (the
     mutant mutant_reaper_trusts_snapshot: ``WHERE id = ?`` only, acting on the SELECT)."""
-    if w.spec.policy.mutant_reaper_trusts_snapshot:
+    if w.config.policy.mutant_reaper_trusts_snapshot:
         return row is not None
     return stale(row, now)
 
@@ -277,7 +277,7 @@ def cancel(w: World, i: int) -> tuple[World, bool]:
     if row is None:
         return w, False
     if row.status in TERMINAL:
-        if w.spec.policy.terminal_guard:
+        if w.config.policy.terminal_guard:
             return w, False
         w = w.mark(f"terminal_overwritten:{w.run_id(i)}")
     return w.set_row(

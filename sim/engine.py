@@ -12,9 +12,9 @@ caller's dispatch, the message bus (delivery delay, duplicates), N workers (pick
 cancelling callers, the reaper, worker crashes and restarts, pauses (stalls before a step),
 and the audit store's outage process.
 
-Windowing. The model's ``World`` refers to runs by index into a static ``Spec.runs``. For
+Windowing. The model's ``World`` refers to runs by index into a static ``Config.runs``. For
 scale the simulator pre-sizes a pool of run *slots*: an arriving run takes a free slot (its
-``RunSpec`` is swapped into the spec: ``replace(world, spec=...)``; the spec takes no part in
+``RunSpec`` is swapped into the spec: ``replace(world, config=...)``; the spec takes no part in
 equality), and a finished run (terminal row, no process or message refers to it) is
 *archived*: its row, events, ledger entries, outcomes and marks are taken out of the world
 for metrics and the slot is freed. Runs never interact through anything but shared
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import simpy
-from failclosed.model.config import initial_world, load_spec, load_world
+from failclosed.model.config import initial_world, load_world, parse_config
 from failclosed.model.policy import parse_policy
 from failclosed.model.rules import approval_bound
 from failclosed.model.runtime import GuardFailed, apply, clock_move, enabled, fire
@@ -250,7 +250,7 @@ class Simulation:
         data = dict(self.model_config)
         data["model"] = dict(data["model"], fault_budget=0)
         data["runs"] = [{"id": f"_slot{i}", "entry": "queued"} for i in range(cfg.slots)]
-        spec, _ = load_spec(data)
+        spec, _ = parse_config(data)
         w = initial_world(spec, UNLIMITED_FAULTS)
         # a free slot holds no run: mark it started so no caller transition is offered for it
         return replace(w, started=(True,) * cfg.slots)
@@ -417,7 +417,7 @@ class Simulation:
         added = Counter([(m.run, m.not_before) for m in w2.messages])
         added.subtract([(m.run, m.not_before) for m in w.messages])
         for (run, not_before), n in sorted(added.items()):
-            rid = w2.spec.runs[run].id
+            rid = w2.config.runs[run].id
             for _ in range(n):
                 self.env.process(self._deliver(run, rid, not_before))
 
@@ -704,10 +704,10 @@ class Simulation:
         rs, rng = self._plan(k)
         i = yield self.free.get()
         w = self.world
-        runs = list(w.spec.runs)
+        runs = list(w.config.runs)
         runs[i] = rs
-        spec = replace(w.spec, runs=tuple(runs))
-        self.world = replace(w, spec=spec, started=_set(w.started, i, False))
+        spec = replace(w.config, runs=tuple(runs))
+        self.world = replace(w, config=spec, started=_set(w.started, i, False))
         rec = RunRecord(id=rs.id, entry=rs.entry, arrival=arrival, spec=rs, admitted=env.now)
         self.records[rs.id] = rec
         self.live[i] = rec
@@ -873,7 +873,7 @@ class Simulation:
             elif pc == "provider":
                 work = cfg.provider_latency.sample(rng)
             elif pc == "invoke":
-                tool = self.world.spec.runs[p.run].answer(p.turn).calls[p.call]
+                tool = self.world.config.runs[p.run].answer(p.turn).calls[p.call]
                 try:
                     work = cfg.tool(tool).latency.sample(rng)
                 except KeyError:
@@ -923,7 +923,7 @@ class Simulation:
                 return cfg.failure_class[err]  # classify(error): the class the model fires
             return None
         if pc == "invoke":
-            tool = self.world.spec.runs[p.run].answer(p.turn).calls[p.call]
+            tool = self.world.config.runs[p.run].answer(p.turn).calls[p.call]
             try:
                 pe = cfg.tool(tool).error_probability
             except KeyError:
@@ -944,7 +944,7 @@ class Simulation:
         if pc == "provider":
             rec.provider_errors.append((self._drawn, fault))
             return
-        tool = self.world.spec.runs[p.run].answer(p.turn).calls[p.call]
+        tool = self.world.config.runs[p.run].answer(p.turn).calls[p.call]
         try:
             mix = self.cfg.tool(tool).error_mix
         except KeyError:
@@ -1047,7 +1047,7 @@ def _run_table(rec: RunRecord) -> dict[str, Any]:
 def approval_bound_tools(cfg: SimConfig, policy: str) -> list[str]:
     """The tools that suspend a run for approval under ``policy`` (for reports)."""
     data = {"policy": policy, "tools": [dict(t.model) for t in cfg.tools], "runs": [{"id": "x"}]}
-    spec, _ = load_spec(data)
+    spec, _ = parse_config(data)
     return [t.name for t in spec.tools if approval_bound(spec, frozenset(), t.name)]
 
 

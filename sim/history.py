@@ -150,7 +150,7 @@ def note(before: World, t: Transition, after: World) -> dict[str, Any]:
     rid = t.arg("run")
     if rid is not None:
         try:
-            i = after.spec.run_index(rid)
+            i = after.config.run_index(rid)
         except KeyError:
             i = -1
         if i >= 0:

@@ -31,7 +31,7 @@ def load_safety() -> tuple[dict[str, object], str]:
 def project(w: World, i: int, events: tuple | None = None, ledger: tuple | None = None) -> World:
     """The world restricted to run slot ``i`` (see the module docstring). ``events`` and
     ``ledger``: the run's own, when the caller has them at hand."""
-    rid = w.spec.runs[i].id
+    rid = w.config.runs[i].id
     suffix = ":" + rid
     n = len(w.rows)
     rows = (None,) * i + (w.rows[i],) + (None,) * (n - i - 1)

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from failclosed.model import rules
-from failclosed.model.config import ConfigError, load_spec, read_toml
+from failclosed.model.config import ConfigError, parse_config, read_toml
 from failclosed.model.policy import parse_policy
 from failclosed.model.runtime import shift_time, successors
-from failclosed.model.state import Spec, World
+from failclosed.model.state import Config, World
 from failclosed.model.transition import Transition
 from failclosed.spec import engine
 from failclosed.spec import properties as P
@@ -84,7 +84,7 @@ def load_config(config: str | Path) -> tuple[str, list[ConfigPart]]:
 def _parts(p: Path, seen: tuple[str, ...]) -> list[ConfigPart]:
     data = read_toml(str(p))
     if "parts" not in data:
-        load_spec(data)  # validate now: one ConfigError line naming the field
+        parse_config(data)  # validate now: one ConfigError line naming the field
         return [ConfigPart(p.stem, str(p), data)]
     extra = set(data) - {"parts", "description"}
     if extra:
@@ -106,7 +106,7 @@ def _parts(p: Path, seen: tuple[str, ...]) -> list[ConfigPart]:
 _TOKEN = re.compile(r"[^:/#]+|[:/#]")
 
 
-def _sym_runs(spec: Spec) -> list[list[int]]:
+def _sym_runs(spec: Config) -> list[list[int]]:
     """Classes of interchangeable runs: identical RunSpec up to the id. (T10 orders rows by
     lease only; the model lets rows of equal lease come back in any order, so no transition
     depends on a run's index and permuting identical runs is a symmetry.)"""
@@ -116,7 +116,7 @@ def _sym_runs(spec: Spec) -> list[list[int]]:
     return [c for c in classes.values() if len(c) > 1]
 
 
-def make_canonical(spec: Spec, symmetry: bool = True) -> Callable[[World], Hashable] | None:
+def make_canonical(spec: Config, symmetry: bool = True) -> Callable[[World], Hashable] | None:
     """A canonical key over the symmetry group of ``spec`` (None: the group is trivial).
 
     Key = min over the permutations of a serialised form of the world. A permutation renames
@@ -154,7 +154,7 @@ def make_canonical(spec: Spec, symmetry: bool = True) -> Callable[[World], Hasha
     if len(group) == 1:
         return shift_time if spec.horizon is None else None
 
-    world_fields = tuple(f.name for f in fields(World) if f.name != "spec")
+    world_fields = tuple(f.name for f in fields(World) if f.name != "config")
     field_names: dict[type, tuple[str, ...]] = {}
     sers = [_serialiser(smap, rp, n, world_fields, field_names) for smap, rp in group]
 
@@ -301,7 +301,7 @@ def _audit_fails_in_write_step(w: World) -> bool:
 
 
 def _retry_budget_runs_out(w: World) -> bool:
-    k = w.spec.constants.MAX_REQUEUES
+    k = w.config.constants.MAX_REQUEUES
     return any(
         r is not None and r.termination_reason == "retries_exhausted" and r.requeue_count >= k
         for r in w.rows
@@ -315,7 +315,7 @@ def _duplicate_wakeup(w: World) -> bool:
     if not w.messages:
         return False
     busy = {p.worker for p in w.procs if p.worker}
-    if all(x in busy for x in w.spec.workers):
+    if all(x in busy for x in w.config.workers):
         return False
     for m in w.messages:
         row = w.rows[m.run]
@@ -547,12 +547,12 @@ def check(
     } | {n: PropertyResult(n, "liveness", True) for n in live}
     reached: dict[str, str | None] = {k: None for k in WITNESSES} if witnesses else {}
     part_stats: list[PartStats] = []
-    specs: list[Spec] = []
+    specs: list[Config] = []
     cov_en: dict[str, int] = {}
     cov_tk: dict[str, int] = {}
     policy_obj = None
     for part in parts:
-        spec, budget = load_spec(part.data, pname)
+        spec, budget = parse_config(part.data, pname)
         policy_obj = spec.policy
         specs.append(spec)
         from failclosed.model.config import initial_world

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from failclosed.model import names
 from failclosed.model.runtime import FAULT_KINDS
-from failclosed.model.state import Spec
+from failclosed.model.state import Config
 
 __all__ = ["TRANSITION_NAMES", "expected_labels", "fault_kinds_used"]
 
@@ -28,7 +28,7 @@ def fault_kinds_used() -> set[str]:
     return out
 
 
-def expected_labels(specs: Iterable[Spec]) -> list[str]:
+def expected_labels(specs: Iterable[Config]) -> list[str]:
     """Every ``name[fault]`` label the model can produce for the given configurations:
     the provider-fault labels are the union of the configurations' failure classes."""
     classes: list[str] = []

@@ -37,7 +37,7 @@ from failclosed.model.state import (
     TERMINAL,
     WORKER,
     Application,
-    Spec,
+    Config,
     World,
 )
 from failclosed.model.transition import Transition
@@ -99,10 +99,10 @@ class LivenessProperty:
     goal: Callable[[World], bool]
     statement: str
     source: str
-    fairness: Callable[[Spec], tuple[Fairness, ...]]
+    fairness: Callable[[Config], tuple[Fairness, ...]]
     ignore_deadlock: Callable[[World], bool]
 
-    def predicates(self, spec: Spec) -> list[Callable[[Transition], bool]]:
+    def predicates(self, spec: Config) -> list[Callable[[Transition], bool]]:
         return [f.applies for f in self.fairness(spec)]
 
 
@@ -151,7 +151,7 @@ def _resume_decision(w: World, a_run: int, seg: str) -> str:
         k = int(seg.rsplit("#", 1)[1])
     except ValueError:
         return ""
-    decisions = w.spec.runs[a_run].decisions
+    decisions = w.config.runs[a_run].decisions
     return decisions[k - 1] if 0 < k <= len(decisions) else ""
 
 
@@ -438,7 +438,7 @@ def stream_order(w: World) -> bool:
 
 
 def _find_too_many_attempts(w: World) -> str | None:
-    bound = w.spec.constants.MAX_REQUEUES + 1
+    bound = w.config.constants.MAX_REQUEUES + 1
     for i, row in enumerate(w.rows):
         if row is not None and row.attempts > bound:
             return f"run {w.run_id(i)} executed {row.attempts} times (bound {bound})"
@@ -594,8 +594,8 @@ def _find_cancel_broken(w: World) -> str | None:
         if row is None or row.status != CANCELLED:
             continue
         rid = w.run_id(p.run)
-        name = w.spec.runs[p.run].answer(p.turn).calls[p.call]
-        eff = rules.resolve_by_name(w.spec, w.removed, name)
+        name = w.config.runs[p.run].answer(p.turn).calls[p.call]
+        eff = rules.resolve_by_name(w.config, w.removed, name)
         t = Transition.make("mark_pending_effect", p.name, run=rid, effect=eff)
         if runtime.fire(w, t).rows[p.run] != row:
             return f"run {rid}: {p.seg} stamped a write on the cancelled row"
@@ -777,7 +777,7 @@ _FINDERS: dict[str, Finder] = {
 # =========================================================================================
 # liveness and fairness
 # =========================================================================================
-def _process_actors(spec: Spec) -> tuple[str, ...]:
+def _process_actors(spec: Config) -> tuple[str, ...]:
     """Every process name a configuration can create (runtime.py names them so)."""
     names = list(spec.workers)
     for r in spec.runs:
@@ -821,7 +821,7 @@ FAIRNESS: tuple[Fairness, ...] = (
 """The fixed classes; ``fairness(spec)`` adds one class per process of the configuration."""
 
 
-def fairness(spec: Spec) -> tuple[Fairness, ...]:
+def fairness(spec: Config) -> tuple[Fairness, ...]:
     """THE fairness of every liveness property (spec/SPEC.md, "Fairness"): weak fairness for
     reaper steps, for a free worker taking a pending message, for time, and for each
     process's next non-fault step. Faults (every transition with a fault argument, and
@@ -835,7 +835,7 @@ def fairness(spec: Spec) -> tuple[Fairness, ...]:
     return FAIRNESS + procs
 
 
-def fairness_predicates(spec: Spec) -> list[Callable[[Transition], bool]]:
+def fairness_predicates(spec: Config) -> list[Callable[[Transition], bool]]:
     """``fairness(spec)`` as the list of transition predicates ``check_liveness`` takes."""
     return [f.applies for f in fairness(spec)]
 
@@ -844,7 +844,7 @@ def at_bound(w: World) -> bool:
     """The model's bound, not the system, stops time here: something waits on an instant (a
     lease going stale, a delayed message) later than ``spec.horizon``, which the clock may not
     reach (``model.runtime._time_targets`` jumps straight to such instants)."""
-    h = w.spec.horizon
+    h = w.config.horizon
     if h is None:
         return False
     now = w.clock

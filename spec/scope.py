@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from failclosed.model.config import ConfigError, UsageError, check_keys, load_spec, read_toml
+from failclosed.model.config import ConfigError, UsageError, check_keys, parse_config, read_toml
 
 SCOPE_DIR = Path(__file__).resolve().parent / "scopes"
 _ROOT = Path(__file__).resolve().parent.parent
@@ -260,7 +260,7 @@ def _expand_product(prod: dict[str, Any], pname: str, pw: str, constants: dict[s
                 + (f"-h{h}" if len(horizons) > 1 else ""))
         data["description"] = f"scope member {name}"
         try:
-            load_spec(data)
+            parse_config(data)
         except ConfigError as e:
             raise _err(pw, f"generates an invalid configuration {name}: {e}") from None
         out.append(Member(name, data, f"product {pname}"))

@@ -45,7 +45,7 @@ def _canon(v: Any) -> Any:
     if isinstance(v, frozenset):
         return ("frozenset", tuple(sorted(repr(_canon(x)) for x in v)))
     names = [f.name for f in dataclasses.fields(v)]
-    return (type(v).__name__, tuple((n, _canon(getattr(v, n))) for n in names if n != "spec"))
+    return (type(v).__name__, tuple((n, _canon(getattr(v, n))) for n in names if n != "config"))
 
 
 def _sha(x: Any) -> str:

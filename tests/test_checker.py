@@ -153,7 +153,7 @@ def test_run_symmetry_permutes_identical_runs():
         "runs": [{"id": "a", "entry": "interactive"}, {"id": "b", "entry": "interactive"}],
     }
     w0 = load_world(data)
-    canon = make_canonical(w0.spec)
+    canon = make_canonical(w0.config)
     assert canon is not None
     (ta, wa), (tb, wb) = [x for x in successors(w0) if x[0].name == "start_run"][:2]
     assert ta.arg("run") != tb.arg("run")
@@ -168,10 +168,10 @@ def test_symmetric_search_visits_exactly_the_orbits_of_the_plain_search():
     from failclosed.model.config import initial_world
     from failclosed.model.runtime import successors as succ
     from failclosed.spec import engine
-    from failclosed.spec.checker import CONFIG_DIR, load_config, load_spec
+    from failclosed.spec.checker import CONFIG_DIR, parse_config
 
     _, (part,) = load_config(CONFIG_DIR / "medium-symmetric.toml")
-    spec, budget = load_spec(part.data, None)
+    spec, budget = parse_config(part.data, None)
     canon = make_canonical(spec)
     assert canon.group_size == 4
     w0 = initial_world(spec, budget)

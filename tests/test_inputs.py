@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from failclosed.model import apply, enabled, load_world
-from failclosed.model.config import BUILTIN_WRITERS, ConfigError, load_spec
+from failclosed.model.config import BUILTIN_WRITERS, ConfigError, parse_config
 from failclosed.model.rules import approval_bound, resolve_by_name
 from failclosed.model.state import World
 from failclosed.sim.cli import main
@@ -60,7 +60,7 @@ def suspended(w: World) -> World:
 def test_a_builtin_writer_named_without_an_effect_gets_the_runtimes_effect():
     data = {"tools": [{"name": n} for n in BUILTIN_WRITERS] + [{"name": "lookup_page"}],
             "runs": [{"id": "r1"}]}
-    spec, _ = load_spec(data)
+    spec, _ = parse_config(data)
     for n, eff in BUILTIN_WRITERS.items():
         assert resolve_by_name(spec, frozenset(), n) == eff
         assert approval_bound(spec, frozenset(), n)  # 14.4 rule 5: every builtin writer suspends
@@ -71,7 +71,7 @@ def test_a_builtin_writer_named_without_an_effect_gets_the_runtimes_effect():
 
 def test_a_plan_may_call_a_builtin_writer_no_table_declares_but_an_unknown_name_stays_unknown():
     data = {"runs": [{"id": "r1", "plan": [{"tools": ["move_content_element", "stale_tool"]}]}]}
-    spec, _ = load_spec(data)
+    spec, _ = parse_config(data)
     assert spec.tool("move_content_element").effect == "idempotent_write"
     assert spec.tool("stale_tool") is None
     # 14.2: an unknown name resolves to non_idempotent_write; 14.4 rule 1: it does not suspend
@@ -82,7 +82,7 @@ def test_a_plan_may_call_a_builtin_writer_no_table_declares_but_an_unknown_name_
 
 
 def test_a_remote_tool_always_declares_non_idempotent_write():
-    spec, _ = load_spec({"tools": [{"name": "mcp_lookup", "remote": True, "server_flag": 0}],
+    spec, _ = parse_config({"tools": [{"name": "mcp_lookup", "remote": True, "server_flag": 0}],
                          "runs": [{"id": "r1"}]})
     assert resolve_by_name(spec, frozenset(), "mcp_lookup") == "non_idempotent_write"
 
@@ -98,7 +98,7 @@ def test_a_remote_tool_always_declares_non_idempotent_write():
 ])
 def test_a_contradicting_effect_is_one_line_exit_2(tmp_path, capsys, tool, needle):
     with pytest.raises(ConfigError, match=needle.replace("[", r"\[").replace("]", r"\]")):
-        load_spec({"tools": [tool], "runs": [{"id": "r1"}]})
+        parse_config({"tools": [tool], "runs": [{"id": "r1"}]})
     p = tmp_path / "bad.toml"
     body = "\n".join(f"{k} = {_toml(v)}" for k, v in tool.items())
     p.write_text(f'policy = "current"\n[[tools]]\n{body}\n[[runs]]\nid = "r1"\n')

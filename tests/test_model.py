@@ -106,7 +106,7 @@ def test_random_histories_keep_the_models_invariants(policy, choices):
     terminal rows never change status (terminal_guard is on in every preset); the requeue
     count never exceeds MAX_REQUEUES."""
     w0 = standard(policy)
-    cap = w0.spec.constants.MAX_REQUEUES
+    cap = w0.config.constants.MAX_REQUEUES
     trace = []
     last = w0
     for t, before, after in _walk(w0, choices):

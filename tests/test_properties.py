@@ -585,11 +585,11 @@ def test_liveness_goals_on_driven_worlds():
 def test_fairness_is_weak_per_process_and_gives_faults_none():
     w = world("current", runs=({"id": "r1", "decisions": ["approve"]},
                                {"id": "r2", "entry": "interactive"}), workers=2)
-    names = [f.name for f in fairness(w.spec)]
+    names = [f.name for f in fairness(w.config)]
     assert names[:3] == [f.name for f in FAIRNESS] == ["reaper", "pick_up", "clock"]
     assert names[3:] == ["process:w1", "process:w2", "process:enqueue:r1",
                          "process:resume:r1#1", "process:caller:r2"]
-    fair = fairness(w.spec)
+    fair = fairness(w.config)
     t_crash = T("crash", "w1", run="r1")
     t_fault = T("record_step", "w1", run="r1", step="llm", fault="audit_insert_fails")
     t_step = T("record_step", "w1", run="r1", step="llm")
@@ -601,7 +601,7 @@ def test_fairness_is_weak_per_process_and_gives_faults_none():
     assert [f.name for f in fair if f.applies(nested)] == ["pick_up", "process:w2"]
     assert [f.name for f in fair if f.applies(T("find_stale_running", "reaper"))] == ["reaper"]
     assert not any(f.applies(T("cancel", "caller", run="r1")) for f in fair)
-    assert LIVENESS["every_run_terminates"].predicates(w.spec)[2](T("advance_time", "clock",
+    assert LIVENESS["every_run_terminates"].predicates(w.config)[2](T("advance_time", "clock",
                                                                       to=5))
 
 
@@ -664,10 +664,10 @@ def test_each_property_and_witness_reads_only_the_fields_it_declares(part, polic
     from failclosed.model.config import initial_world
     from failclosed.model.runtime import successors
     from failclosed.spec import engine
-    from failclosed.spec.checker import CONFIG_DIR, WITNESSES, load_config, load_spec
+    from failclosed.spec.checker import CONFIG_DIR, WITNESSES, load_config, parse_config
 
     _, (cfg,) = load_config(CONFIG_DIR / f"{part}.toml")
-    spec, budget = load_spec(cfg.data, policy)
+    spec, budget = parse_config(cfg.data, policy)
     ex = engine.explore([initial_world(spec, budget)], successors, invariants={},
                         keep_graph=True)
     preds = [(n, p.check, p.reads) for n, p in SAFETY.items() if p.reads]

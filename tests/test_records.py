@@ -34,7 +34,7 @@ def _deep(v):
     """A value as nested plain tuples, read field by field (a snapshot of a world)."""
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         return (type(v).__name__,) + tuple(
-            _deep(getattr(v, f.name)) for f in dataclasses.fields(v) if f.name != "spec")
+            _deep(getattr(v, f.name)) for f in dataclasses.fields(v) if f.name != "config")
     if isinstance(v, tuple):
         return tuple(_deep(x) for x in v)
     if isinstance(v, frozenset):

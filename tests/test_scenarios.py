@@ -42,7 +42,7 @@ def test_historical_pair_differs_in_policy(stem: str) -> None:
     red, green = SCENARIO_DIR / f"{stem}.red.toml", SCENARIO_DIR / f"{stem}.green.toml"
     assert red.exists() and green.exists()
     r, g = load_scenario(red), load_scenario(green)
-    assert r.world.spec.policy.switches() != g.world.spec.policy.switches()
+    assert r.world.config.policy.switches() != g.world.config.policy.switches()
 
 
 def _write(tmp_path: Path, text: str) -> str:
@@ -113,7 +113,7 @@ def test_dump_load_round_trip() -> None:
     parsed = tomllib.loads(text)
     again = scenario_from_dict(parsed)
     assert again.description == data["description"]
-    assert again.world.spec == sc.world.spec
+    assert again.world.config == sc.world.config
     res2 = replay(again)
     assert res2.ok, (res2.stopped, [str(f) for f in res2.failures])
     assert [s.transition for s in res2.steps] == [t if isinstance(t, Transition) else t[0] for t in steps]

@@ -30,7 +30,7 @@ from hypothesis.stateful import (
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from failclosed.model.config import ConfigError, initial_world, load_spec, load_world  # noqa: E402
+from failclosed.model.config import ConfigError, initial_world, load_world, parse_config  # noqa: E402
 from failclosed.model.runtime import apply, enabled, successors  # noqa: E402
 from failclosed.sim.cli import main  # noqa: E402
 from failclosed.spec import engine  # noqa: E402
@@ -60,7 +60,7 @@ def standard():
 
 def _reachable(data: dict) -> set:
     """Every reachable world (no symmetry reduction); worlds compare without their spec."""
-    spec, budget = load_spec(data)
+    spec, budget = parse_config(data)
     ex = engine.explore([initial_world(spec, budget)], successors, invariants={})
     assert not ex.stats.truncated
     return set(ex.worlds)
@@ -272,7 +272,7 @@ def test_scope_list_and_show(capsys):
     import tomllib
 
     data = tomllib.loads(capsys.readouterr().out)
-    load_spec(data)
+    parse_config(data)
     assert Member("x", data, "").key == quick().members[0].key
 
 

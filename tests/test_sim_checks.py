@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from failclosed.model.config import initial_world, load_spec, read_toml  # noqa: E402
+from failclosed.model.config import initial_world, parse_config, read_toml  # noqa: E402
 from failclosed.model.runtime import successors  # noqa: E402
 from failclosed.sim import config as sconfig  # noqa: E402
 from failclosed.sim.engine import Simulation  # noqa: E402
@@ -33,7 +33,7 @@ STABLE = [n for n, p in SAFETY.items() if p.stable]
 def test_stable_properties_stay_violated_along_every_edge(config, policy):
     """On every edge of the explored state graph, a stable property violated at the source
     is violated at the target: the model never undoes what they read."""
-    spec, budget = load_spec(read_toml(str(CONFIG_DIR / f"{config}.toml")), policy)
+    spec, budget = parse_config(read_toml(str(CONFIG_DIR / f"{config}.toml")), policy)
     ex = engine.explore([initial_world(spec, budget)], successors, invariants={},
                         keep_graph=True, max_states=20_000)
     bad = {n: [not SAFETY[n].check(w) for w in ex.worlds] for n in STABLE}

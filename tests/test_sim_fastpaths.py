@@ -37,7 +37,7 @@ FAULTY = {**STANDARD, "model": {**STANDARD["model"], "fault_budget": 6}}
 
 
 def _actors(w) -> set[str]:
-    return ({"caller", "bus", "operator", "reaper", "clock", "nobody"} | set(w.spec.workers)
+    return ({"caller", "bus", "operator", "reaper", "clock", "nobody"} | set(w.config.workers)
             | {p.name for p in w.procs} | {t.actor for t in enabled(w)})
 
 
@@ -71,7 +71,7 @@ def test_enabled_for_an_actor_is_the_worlds_list_filtered(policy):
     for w in worlds:
         nested = nested or any(p.name == "reaper" for p in w.procs)
         full = enabled(w)
-        runs = [r.id for r in w.spec.runs] + ["no-such-run"]
+        runs = [r.id for r in w.config.runs] + ["no-such-run"]
         for a in _actors(w):
             mine = enabled(w, a)
             assert mine == [t for t in full if t.actor == a], (a, w)
@@ -102,15 +102,15 @@ def _first_orders_only(full: list[Transition]) -> list[Transition]:
 
 def _tied_world(rng: random.Random, n: int, limit: int):
     w = load_world(STANDARD, "current")
-    runs = tuple(replace(w.spec.runs[0], id=f"r{i}") for i in range(n))
-    spec = replace(w.spec, runs=runs, reaper_limit=limit)
+    runs = tuple(replace(w.config.runs[0], id=f"r{i}") for i in range(n))
+    spec = replace(w.config, runs=runs, reaper_limit=limit)
     rows = tuple(
         Row(status=RUNNING, claimed_by="x", lease_expires=rng.choice([5, 5, 7, 9, 9, 9, 30]))
         if rng.random() < 0.8 else None
         for _ in range(n)
     )
     z = (0,) * n
-    return replace(w, spec=spec, rows=rows, clock=20, procs=(), messages=(), started=(True,) * n,
+    return replace(w, config=spec, rows=rows, clock=20, procs=(), messages=(), started=(True,) * n,
                    cancels=z, decisions=z, resumes=z)
 
 
@@ -121,7 +121,7 @@ def _orders_by_all_permutations(w) -> list[tuple[str, ...]]:
     groups = [list(g) for _, g in itertools.groupby(stale, key=lambda t: t[0])]
     orders: list[tuple[str, ...]] = []
     for combo in itertools.product(*(itertools.permutations(g) for g in groups)):
-        o = tuple(w.run_id(i) for g in combo for _, i in g)[: w.spec.reaper_limit]
+        o = tuple(w.run_id(i) for g in combo for _, i in g)[: w.config.reaper_limit]
         if o not in orders:
             orders.append(o)
     return orders

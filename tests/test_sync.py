@@ -50,7 +50,7 @@ def drive(w, actor, stop=lambda t: False):
 
 def test_async_stays_the_default_of_a_configuration():
     w = load_world({"runs": [{"id": "r1"}]})
-    assert w.spec.transport == ASYNC
+    assert w.config.transport == ASYNC
     w = apply(apply(w, T("enqueue_run", "caller", run="r1")), T("dispatch", "enqueue:r1", run="r1"))
     assert len(w.messages) == 1 and w.procs == ()
 
@@ -231,6 +231,6 @@ def test_sim_on_the_sync_transport_is_clean_or_its_violations_replay(tmp_path, s
     assert len(files) == sum(1 for v in res["violations"] if "scenario" in v)
     for f in files:
         sc = load_scenario(f)
-        assert sc.world.spec.transport == SYNC
+        assert sc.world.config.transport == SYNC
         r = replay(sc)
         assert r.ok, (f.name, r.stopped, [str(x) for x in r.failures])
