@@ -187,9 +187,7 @@ def parse_config(data: dict[str, Any], policy_override: str | None = None) -> tu
     tools = _tools(data)
     runs = _runs(data)
     tools += _default_registry(tools, runs)
-    fault_ops = model.pop("fault_ops")  # a list, or None: every statement
-    spec = Config(policy=policy, constants=constants, tools=tuple(tools), runs=tuple(runs),
-                  fault_ops=frozenset(fault_ops) if fault_ops is not None else None, **model)
+    spec = Config(policy=policy, constants=constants, tools=tuple(tools), runs=tuple(runs), **model)
     return spec, budget
 
 
@@ -226,8 +224,7 @@ def _constants(data: dict[str, Any]) -> Constants:
 
 
 def _model(data: dict[str, Any], constants: Constants) -> tuple[dict[str, Any], int]:
-    """``[model]``: the ``Config`` fields it sets (``fault_ops`` as written), and the fault
-    budget."""
+    """``[model]``: the ``Config`` fields it sets, and the fault budget."""
     m = data.get("model", {})
     _expect(m, dict, "model", "a table")
     check_keys(m, MODEL_KEYS, "model.")
@@ -247,7 +244,7 @@ def _model(data: dict[str, Any], constants: Constants) -> tuple[dict[str, Any], 
     refusals = _refusals(m)
     return dict(
         workers=workers, faults=frozenset(faults), provider_faults=tuple(pf),
-        fault_ops=fault_ops, reaper_limit=limit, horizon=horizon, transport=transport, refusals=frozenset(refusals),
+        fault_ops=frozenset(fault_ops) if fault_ops is not None else None, reaper_limit=limit, horizon=horizon, transport=transport, refusals=frozenset(refusals),
     ), budget
 
 
@@ -286,6 +283,8 @@ def _faults(m: dict[str, Any]) -> tuple[list[str], list[str], list[str] | None]:
     fault_ops = m.get("fault_ops")
     if fault_ops is not None:
         _expect(fault_ops, list, "model.fault_ops", "a list of statement names")
+        for x in fault_ops:
+            _expect(x, str, "model.fault_ops[]", "a statement name")
     return faults, pf, fault_ops
 
 
