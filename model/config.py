@@ -52,7 +52,7 @@ from dataclasses import fields, replace
 from typing import Any
 
 from .constants import CONSTANT_NAMES, Constants
-from .policy import SWITCHES, UnknownPolicy, parse_policy
+from .policy import SWITCHES, Policy, UnknownPolicy, parse_policy
 from .state import (
     EFFECTS,
     FAILURE_CLASSES,
@@ -177,10 +177,23 @@ ROW_KEYS = {f.name for f in fields(Row)}
 
 
 def parse_config(data: dict[str, Any], policy_override: str | None = None) -> tuple[Config, int]:
-    """Build the static ``Config`` and the fault budget from a parsed TOML table."""
-    from .runtime import FAULT_KINDS
-
+    """Build the static ``Config`` and the fault budget from a parsed TOML table: each
+    section validated in turn (the first problem is the error), in the order of the file's
+    description above."""
     check_keys(data, TOP_KEYS, "")
+    policy = _policy(data, policy_override)
+    constants = _constants(data)
+    model, budget = _model(data, constants)
+    tools = _tools(data)
+    runs = _runs(data)
+    tools += _default_registry(tools, runs)
+    spec = Config(policy=policy, constants=constants, tools=tuple(tools), runs=tuple(runs), **model)
+    return spec, budget
+
+
+def _policy(data: dict[str, Any], policy_override: str | None) -> Policy:
+    """``policy`` (or the override) and the ``[switches]`` applied to it; the switches
+    show in the name (``adr-141-write_fence``)."""
     pname = policy_override or data.get("policy", "current")
     _expect(pname, str, "policy", "a preset name such as \"adr-141\"")
     try:
@@ -194,7 +207,11 @@ def parse_config(data: dict[str, Any], policy_override: str | None = None) -> tu
         _expect(v, bool, f"switches.{k}", "true or false")
     if sw:
         policy = policy.with_(name=policy.name + "".join(f"{'+' if v else '-'}{k}" for k, v in sw.items()), **sw)
+    return policy
 
+
+def _constants(data: dict[str, Any]) -> Constants:
+    """``[constants]``: integers >= 0, the lease >= 1 second."""
     cons = data.get("constants", {})
     _expect(cons, dict, "constants", "a table")
     check_keys(cons, set(CONSTANT_NAMES), "constants.")
@@ -203,13 +220,36 @@ def parse_config(data: dict[str, Any], policy_override: str | None = None) -> tu
         raise ConfigError(f"constants.LEASE_SECONDS: must be >= 1 (seconds), got {lease}")
     for k, v in cons.items():
         _nonneg(v, f"constants.{k}")
-    if cons.get("LEASE_SECONDS", 1) == 0:
-        raise ConfigError("constants.LEASE_SECONDS: must be >= 1 (seconds), got 0")
-    constants = Constants(**cons)
+    return Constants(**cons)
 
+
+def _model(data: dict[str, Any], constants: Constants) -> tuple[dict[str, Any], int]:
+    """``[model]``: the ``Config`` fields it sets, and the fault budget."""
     m = data.get("model", {})
     _expect(m, dict, "model", "a table")
     check_keys(m, MODEL_KEYS, "model.")
+    workers = _workers(m)
+    faults, pf, fault_ops = _faults(m)
+    budget = _nonneg(m.get("fault_budget", 0), "model.fault_budget")
+    limit = m.get("reaper_limit", constants.REAPER_DEFAULT_LIMIT)
+    _expect(limit, int, "model.reaper_limit", "an integer >= 1")
+    if limit < 1:
+        raise ConfigError(f"model.reaper_limit: must be >= 1, got {limit}")
+    horizon = m.get("horizon")
+    if horizon is not None:
+        _nonneg(horizon, "model.horizon")
+    transport = m.get("transport", "async")
+    if transport not in TRANSPORTS:
+        raise ConfigError(f"model.transport: {transport!r} is not a transport; use \"async\" or \"sync\"")
+    refusals = _refusals(m)
+    return dict(
+        workers=workers, faults=frozenset(faults), provider_faults=tuple(pf),
+        fault_ops=frozenset(fault_ops) if fault_ops is not None else None, reaper_limit=limit, horizon=horizon, transport=transport, refusals=frozenset(refusals),
+    ), budget
+
+
+def _workers(m: dict[str, Any]) -> tuple[str, ...]:
+    """``model.workers``: a count (named w1, w2, ...) or the names."""
     workers = m.get("workers", 1)
     if isinstance(workers, int) and not isinstance(workers, bool):
         if workers < 1:
@@ -220,6 +260,14 @@ def parse_config(data: dict[str, Any], policy_override: str | None = None) -> tu
         workers = tuple(_expect(x, str, "model.workers[]", "a name") for x in workers)
     if "reaper" in workers:
         raise ConfigError("model.workers: 'reaper' names the reaper's process; give the worker another name")
+    return workers
+
+
+def _faults(m: dict[str, Any]) -> tuple[list[str], list[str], list[str] | None]:
+    """``model.faults``, ``model.provider_faults`` (which imply ``provider_error``) and
+    ``model.fault_ops``."""
+    from .runtime import FAULT_KINDS
+
     faults = m.get("faults", [])
     _expect(faults, list, "model.faults", f"a list of {', '.join(FAULT_KINDS)}")
     for f in faults:
@@ -235,103 +283,104 @@ def parse_config(data: dict[str, Any], policy_override: str | None = None) -> tu
     fault_ops = m.get("fault_ops")
     if fault_ops is not None:
         _expect(fault_ops, list, "model.fault_ops", "a list of statement names")
-    budget = _nonneg(m.get("fault_budget", 0), "model.fault_budget")
-    limit = m.get("reaper_limit", constants.REAPER_DEFAULT_LIMIT)
-    _expect(limit, int, "model.reaper_limit", "an integer >= 1")
-    if limit < 1:
-        raise ConfigError(f"model.reaper_limit: must be >= 1, got {limit}")
-    horizon = m.get("horizon")
-    if horizon is not None:
-        _nonneg(horizon, "model.horizon")
-    transport = m.get("transport", "async")
-    if transport not in TRANSPORTS:
-        raise ConfigError(f"model.transport: {transport!r} is not a transport; use \"async\" or \"sync\"")
+        for x in fault_ops:
+            _expect(x, str, "model.fault_ops[]", "a statement name")
+    return faults, pf, fault_ops
+
+
+def _refusals(m: dict[str, Any]) -> list[str]:
+    """``model.refusals``: the request refusals whose both answers are explored."""
     refusals = m.get("refusals", [])
     _expect(refusals, list, "model.refusals", f"a list of {', '.join(REQUEST_REFUSALS)}")
     for x in refusals:
         if x not in REQUEST_REFUSALS:
             raise ConfigError(f"model.refusals: {x!r} is not a refusal a request can meet after the claim; "
                               f"use {' or '.join(REQUEST_REFUSALS)}")
+    return refusals
 
-    tools = []
+
+def _tools(data: dict[str, Any]) -> list[Tool]:
+    """The ``[[tools]]`` tables, in order; names unique."""
+    tools: list[Tool] = []
     raw_tools = data.get("tools", [])
     _expect(raw_tools, list, "tools", "an array of [[tools]] tables")
     for n, t in enumerate(raw_tools):
-        where = f"tools[{n}]."
-        _expect(t, dict, f"tools[{n}]", "a table")
-        check_keys(t, TOOL_KEYS, where)
-        if "name" not in t:
-            raise ConfigError(f"{where}name: missing; every tool needs a name")
-        for b in ("remote", "approval", "needs_input", "removable"):
-            if b in t:
-                _expect(t[b], bool, where + b, "true or false")
-        _expect(t["name"], str, where + "name", "a string")
-        if any(x.name == t["name"] for x in tools):
-            raise ConfigError(f"{where}name: duplicate tool {t['name']!r}; give each tool its own name")
-        eff = tool_effect(t, where)
-        sf = t.get("server_flag")
-        if sf is not None:
-            _expect(sf, int, where + "server_flag", "0 or 1")
-        tools.append(
-            Tool(
-                name=_expect(t["name"], str, where + "name", "a string"), effect=eff,
-                remote=t.get("remote", False), approval=t.get("approval", False), server_flag=sf,
-                needs_input=t.get("needs_input", False), removable=t.get("removable", False),
-            )
-        )
+        tools.append(_tool(t, n, {x.name for x in tools}))
+    return tools
 
-    runs = []
+
+def _tool(t: Any, n: int, taken: set[str]) -> Tool:
+    """The ``n``-th ``[[tools]]`` table; ``taken``: the names of the tools before it."""
+    where = f"tools[{n}]."
+    _expect(t, dict, f"tools[{n}]", "a table")
+    check_keys(t, TOOL_KEYS, where)
+    if "name" not in t:
+        raise ConfigError(f"{where}name: missing; every tool needs a name")
+    for b in ("remote", "approval", "needs_input", "removable"):
+        if b in t:
+            _expect(t[b], bool, where + b, "true or false")
+    name = _expect(t["name"], str, where + "name", "a string")
+    if name in taken:
+        raise ConfigError(f"{where}name: duplicate tool {name!r}; give each tool its own name")
+    eff = tool_effect(t, where)
+    sf = t.get("server_flag")
+    if sf is not None:
+        _expect(sf, int, where + "server_flag", "0 or 1")
+    return Tool(
+        name=name, effect=eff, remote=t.get("remote", False), approval=t.get("approval", False),
+        server_flag=sf, needs_input=t.get("needs_input", False), removable=t.get("removable", False),
+    )
+
+
+def _runs(data: dict[str, Any]) -> list[RunSpec]:
+    """The ``[[runs]]`` tables, in order (at least one); ids unique."""
     raw_runs = data.get("runs", [])
     _expect(raw_runs, list, "runs", "an array of [[runs]] tables")
     if not raw_runs:
         raise ConfigError("runs: at least one [[runs]] table is needed")
-    ids = set()
+    runs: list[RunSpec] = []
     for n, r in enumerate(raw_runs):
-        where = f"runs[{n}]."
-        _expect(r, dict, f"runs[{n}]", "a table")
-        check_keys(r, RUN_KEYS, where)
-        rid = r.get("id", f"r{n + 1}")
-        _expect(rid, str, where + "id", "a string")
-        if rid in ids:
-            raise ConfigError(f"{where}id: duplicate run id {rid!r}; give each run its own id")
-        ids.add(rid)
-        entry = r.get("entry", "queued")
-        if entry not in ("queued", "interactive"):
-            raise ConfigError(f"{where}entry: {entry!r}; use queued or interactive")
-        plan = tuple(_answer(a, f"{where}plan[{k}]") for k, a in enumerate(r.get("plan", [{"final": "completed"}])))
-        cap = r.get("cap")
-        if cap is not None:
-            _nonneg(cap, where + "cap")
-        decisions = r.get("decisions", [])
-        _expect(decisions, list, where + "decisions", "a list of approve | deny | input")
-        for d in decisions:
-            if d not in ("approve", "deny", "input"):
-                raise ConfigError(f"{where}decisions: {d!r}; use approve, deny or input")
-        row = None
-        if "row" in r:
-            row = _row(r["row"], where + "row.")
-        runs.append(
-            RunSpec(
-                id=rid, entry=entry, plan=plan, cap=cap,
-                observer=_expect(r.get("observer", False), bool, where + "observer", "true or false"),
-                cancels=_nonneg(r.get("cancels", 0), where + "cancels"),
-                decisions=tuple(decisions), initial=row,
-            )
-        )
-    # the default registry (14.5): a builtin writer a plan calls is registered even when no
-    # [[tools]] table names it; any other undeclared name stays unknown (14.2)
+        runs.append(_run(r, n, {x.id for x in runs}))
+    return runs
+
+
+def _run(r: Any, n: int, taken: set[str]) -> RunSpec:
+    """The ``n``-th ``[[runs]]`` table; ``taken``: the ids of the runs before it."""
+    where = f"runs[{n}]."
+    _expect(r, dict, f"runs[{n}]", "a table")
+    check_keys(r, RUN_KEYS, where)
+    rid = r.get("id", f"r{n + 1}")
+    _expect(rid, str, where + "id", "a string")
+    if rid in taken:
+        raise ConfigError(f"{where}id: duplicate run id {rid!r}; give each run its own id")
+    entry = r.get("entry", "queued")
+    if entry not in ("queued", "interactive"):
+        raise ConfigError(f"{where}entry: {entry!r}; use queued or interactive")
+    plan = tuple(_answer(a, f"{where}plan[{k}]") for k, a in enumerate(r.get("plan", [{"final": "completed"}])))
+    cap = r.get("cap")
+    if cap is not None:
+        _nonneg(cap, where + "cap")
+    decisions = r.get("decisions", [])
+    _expect(decisions, list, where + "decisions", "a list of approve | deny | input")
+    for d in decisions:
+        if d not in ("approve", "deny", "input"):
+            raise ConfigError(f"{where}decisions: {d!r}; use approve, deny or input")
+    row = _row(r["row"], where + "row.") if "row" in r else None
+    return RunSpec(
+        id=rid, entry=entry, plan=plan, cap=cap,
+        observer=_expect(r.get("observer", False), bool, where + "observer", "true or false"),
+        cancels=_nonneg(r.get("cancels", 0), where + "cancels"),
+        decisions=tuple(decisions), initial=row,
+    )
+
+
+def _default_registry(tools: list[Tool], runs: list[RunSpec]) -> list[Tool]:
+    """The default registry (14.5): a builtin writer a plan calls is registered even when no
+    [[tools]] table names it; any other undeclared name stays unknown (14.2)."""
     declared = {t.name for t in tools}
     called = {c for r in runs for a in r.plan for c in a.calls}
-    for name, eff in BUILTIN_WRITERS.items():
-        if name in called and name not in declared:
-            tools.append(Tool(name=name, effect=eff))
-    spec = Config(
-        policy=policy, constants=constants, tools=tuple(tools), runs=tuple(runs), workers=workers,
-        faults=frozenset(faults), provider_faults=tuple(pf),
-        fault_ops=frozenset(fault_ops) if fault_ops is not None else None,
-        reaper_limit=limit, horizon=horizon, transport=transport, refusals=frozenset(refusals),
-    )
-    return spec, budget
+    return [Tool(name=name, effect=eff) for name, eff in BUILTIN_WRITERS.items()
+            if name in called and name not in declared]
 
 
 def _answer(a: Any, where: str) -> Answer:

@@ -68,7 +68,8 @@ trace they find can be replayed, read and kept as a regression test (docs/DESIGN
     reaper = { finished = true, requeued = 1, snapshot = ["r1"] }
     enqueue.r1 = { error = "EnqueueFailed", returned = true }
 
-Expectation keys and what they compare:
+Expectation keys and what they compare (model/scenario_check.py reads each off the world
+and the trace, one checker per key; ``_VALIDATORS`` below checks their shape at load):
 
 - ``rows.<run>``: the listed row fields (``Row``: status, claimed_by, lease_expires,
   pending_effect, requeue_count, queued_request, suspended_state, termination_reason,
@@ -140,12 +141,11 @@ of the world where the replay ended (and each failed step expectation its own).
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -153,7 +153,21 @@ from . import store
 from .config import ConfigError, initial_world, misplaced, parse_config, read_toml
 from .policy import UnknownPolicy, parse_policy
 from .runtime import GuardFailed, apply, enabled
-from .state import REASONS, STATUSES, TERMINAL, Event, Message, Row, World
+from .scenario_check import (
+    CHECKERS,
+    OUTCOME_KEYS,
+    ROW_FIELDS,
+    SNAPSHOT_KEYS,
+    Failure,
+    History,
+    _app_dict,
+    _check_value,
+    _is_cmp,
+    _row_dict,
+    check,
+)
+from .scenario_check import register_property_evaluator as register_property_evaluator
+from .state import REASONS, STATUSES, TERMINAL, Event, Message, World
 from .transition import Transition
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
@@ -200,20 +214,16 @@ EXPECT_KEYS = frozenset({
     "clock", "procs", "holds", "violates", "fired", "never", "order", "reaper", "enqueue",
     "result",
 })
-OUTCOME_KEYS = ("seg", "run", "kind", "outcome")
 EVENT_KEYS = frozenset({"count", "kinds", "sequences", "tools", "tool_errors",
                         "duplicate_sequences"})
 LEDGER_KEYS = frozenset({"run", "tool", "turn", "call", "effect", "seg", "audited", "count"})
 TRACE_KEYS = frozenset({"do", "actor", "result", "times"}) | ARG_KEYS | STORE_ARG_KEYS
 REAPER_KEYS = frozenset({"active", "pc", "now", "snapshot", "finished", "requeued",
                          "dead_lettered", "skipped", "dispatch_failed", "ticks"})
-SNAPSHOT_KEYS = ("run", "pending_effect", "queued_request", "requeue_count")
 ENQUEUE_KEYS = frozenset({"error", "returned"})
 SEED_EVENT_KEYS = frozenset({"kind", "sequence", "turn", "call", "tool", "seg"})
 SEED_EVENT_KINDS = ("request", "llm", "tool", "approval", "input")
-OPS = ("==", "!=", ">", ">=", "<", "<=", "prefix", "contains", "not contains", "in", "not in")
 MAX_MACRO_STEPS = 500
-ROW_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Row))
 
 
 # =========================================================================================
@@ -255,19 +265,6 @@ class Scenario:
     @property
     def policy(self) -> str:
         return self.world.config.policy.name
-
-
-@dataclass
-class Failure:
-    step: int | None  # 1-based file step, None for the final [expect]
-    key: str
-    expected: Any
-    actual: Any
-    world: World | None = None  # where it was checked (a step's expectation)
-
-    def __str__(self) -> str:
-        where = "final" if self.step is None else f"after step {self.step}"
-        return f"{where}: {self.key}: expected {self.expected!r}, actual {self.actual!r}"
 
 
 _NONE = object()  # StepResult.result of a transition (a store statement's may be None)
@@ -373,86 +370,6 @@ def _jsonable(v: Any) -> Any:
 
 
 # =========================================================================================
-# comparisons
-# =========================================================================================
-def _is_cmp(v: Any) -> bool:
-    return isinstance(v, dict) and bool(v) and all(k in OPS for k in v)
-
-
-class Cmp:
-    """An expected value given as operators, printed as ``>= 1 and < 3``."""
-
-    def __init__(self, ops: dict[str, Any]):
-        self.ops = ops
-
-    def __repr__(self) -> str:
-        return " and ".join(f"{op} {x!r}" for op, x in self.ops.items())
-
-
-def _shown(want: Any) -> Any:
-    return Cmp(want) if _is_cmp(want) else want
-
-
-def _num(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-def _op(op: str, x: Any, got: Any) -> bool:
-    if op == "==":
-        return got == x
-    if op == "!=":
-        return got != x
-    if op in (">", ">=", "<", "<="):
-        if not (_num(got) and _num(x)):
-            return False
-        return {">": got > x, ">=": got >= x, "<": got < x, "<=": got <= x}[op]
-    if op == "prefix":
-        if isinstance(got, str) and isinstance(x, str):
-            return got.startswith(x)
-        if isinstance(got, (list, tuple)) and isinstance(x, list):
-            return list(got[:len(x)]) == x
-        return False
-    if op in ("contains", "not contains"):
-        if isinstance(got, str) and isinstance(x, str):
-            hit = x in got
-        elif isinstance(got, (list, tuple)):
-            hit = all(y in got for y in x) if isinstance(x, list) else x in got
-        else:
-            return False
-        return hit if op == "contains" else not hit
-    if op in ("in", "not in"):
-        return (got in x) == (op == "in")
-    raise AssertionError(op)  # pragma: no cover - validated at load time
-
-
-def _match(want: Any, got: Any) -> bool:
-    """``got`` is ``want``, or satisfies every operator of a comparison table."""
-    if _is_cmp(want):
-        return all(_op(op, x, got) for op, x in want.items())
-    if isinstance(want, bool) or isinstance(got, bool):
-        return type(want) is type(got) and want == got
-    return want == got
-
-
-def _check_value(v: Any, where: str) -> None:
-    """A value an expectation compares: a plain value, or a valid comparison table."""
-    if not isinstance(v, dict):
-        return
-    for op, x in v.items():
-        if op not in OPS:
-            raise ConfigError(f"{where}: unknown comparison {op!r}; use one of "
-                              + ", ".join(repr(o) for o in OPS) + " (or a plain value)")
-        if op in (">", ">=", "<", "<=") and not _num(x):
-            raise ConfigError(f"{where}.{op}: expected a number, got {x!r}")
-        if op == "prefix" and not isinstance(x, (str, list)):
-            raise ConfigError(f"{where}.prefix: expected a string or a list, got {x!r}")
-        if op in ("in", "not in") and not isinstance(x, list):
-            raise ConfigError(f"{where}.{op}: expected a list of values, got {x!r}")
-    if not v:
-        raise ConfigError(f"{where}: an empty table compares nothing; give a value or an operator")
-
-
-# =========================================================================================
 # loading and validation
 # =========================================================================================
 def load_scenario(path: str | Path, policy: str | None = None) -> Scenario:
@@ -528,37 +445,41 @@ def _seeded_events(spec: Any, seeds: dict[int, Any]) -> tuple[Event, ...]:
         evs = seeds[n]
         if not isinstance(evs, list):
             raise ConfigError(f"runs[{n}].events: expected an array of [[runs.events]] tables")
-        for k, e in enumerate(evs):
-            where = f"runs[{n}].events[{k}]"
-            if not isinstance(e, dict):
-                raise ConfigError(f"{where}: expected a table such as {{ kind = \"request\", sequence = 0 }}")
-            for key in e:
-                if key not in SEED_EVENT_KEYS:
-                    hint = misplaced(key, where + ".")
-                    raise ConfigError(f"{where}.{key}: " + (hint or f"unknown key; {_near(key, SEED_EVENT_KEYS)}"))
-            kind = e.get("kind")
-            if kind not in SEED_EVENT_KINDS:
-                raise ConfigError(f"{where}.kind: {kind!r}; use one of {', '.join(SEED_EVENT_KINDS)}")
-            for key in ("sequence", "turn", "call"):
-                if key in e:
-                    v = e[key]
-                    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                        raise ConfigError(f"{where}.{key}: expected an integer >= 0, got {v!r}")
-            for key in ("tool", "seg"):
-                if key in e and (not isinstance(e[key], str) or not e[key]):
-                    raise ConfigError(f"{where}.{key}: expected a non-empty string, got {e[key]!r}")
-            if kind == "tool" and "tool" not in e:
-                raise ConfigError(f"{where}.tool: missing; a tool event names its tool, e.g. tool = \"lookup\"")
-            if kind != "tool":
-                for key in ("tool", "call"):
-                    if key in e:
-                        raise ConfigError(f"{where}.{key}: only a tool event has a {key}; remove it or use kind = \"tool\"")
-            out.append(Event(
-                run=n, seq=e.get("sequence", k), kind=kind, turn=e.get("turn", 0),
-                call=e.get("call", 0) if kind == "tool" else -1, tool=e.get("tool", ""),
-                seg=e.get("seg", "seed"),
-            ))
+        out.extend(_seeded_event(e, n, k) for k, e in enumerate(evs))
     return tuple(out)
+
+
+def _seeded_event(e: Any, n: int, k: int) -> Event:
+    """The ``k``-th ``[[runs.events]]`` table of the ``n``-th run."""
+    where = f"runs[{n}].events[{k}]"
+    if not isinstance(e, dict):
+        raise ConfigError(f"{where}: expected a table such as {{ kind = \"request\", sequence = 0 }}")
+    for key in e:
+        if key not in SEED_EVENT_KEYS:
+            hint = misplaced(key, where + ".")
+            raise ConfigError(f"{where}.{key}: " + (hint or f"unknown key; {_near(key, SEED_EVENT_KEYS)}"))
+    kind = e.get("kind")
+    if kind not in SEED_EVENT_KINDS:
+        raise ConfigError(f"{where}.kind: {kind!r}; use one of {', '.join(SEED_EVENT_KINDS)}")
+    for key in ("sequence", "turn", "call"):
+        if key in e:
+            v = e[key]
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ConfigError(f"{where}.{key}: expected an integer >= 0, got {v!r}")
+    for key in ("tool", "seg"):
+        if key in e and (not isinstance(e[key], str) or not e[key]):
+            raise ConfigError(f"{where}.{key}: expected a non-empty string, got {e[key]!r}")
+    if kind == "tool" and "tool" not in e:
+        raise ConfigError(f"{where}.tool: missing; a tool event names its tool, e.g. tool = \"lookup\"")
+    if kind != "tool":
+        for key in ("tool", "call"):
+            if key in e:
+                raise ConfigError(f"{where}.{key}: only a tool event has a {key}; remove it or use kind = \"tool\"")
+    return Event(
+        run=n, seq=e.get("sequence", k), kind=kind, turn=e.get("turn", 0),
+        call=e.get("call", 0) if kind == "tool" else -1, tool=e.get("tool", ""),
+        seg=e.get("seg", "seed"),
+    )
 
 
 def _near(key: str, allowed: frozenset[str] | set[str]) -> str:
@@ -577,6 +498,8 @@ def _unknown(key: str, where: str, allowed: frozenset[str] | set[str], what: str
 
 
 def _step(s: Any, n: int, run_ids: set[str]) -> Step:
+    """The ``n``-th ``[[steps]]`` table: a transition (``do``), a macro (``until``) or, in
+    ``_store_step``, a store statement (``store``)."""
     where = f"steps[{n}]"
     if not isinstance(s, dict):
         raise ConfigError(f"{where}: expected a [[steps]] table")
@@ -592,6 +515,14 @@ def _step(s: Any, n: int, run_ids: set[str]) -> Step:
     extra = sorted((STORE_ARG_KEYS - ARG_KEYS) & s.keys())
     if extra:
         raise ConfigError(f"{where}.{extra[0]}: only a store = \"<statement>\" step takes {extra[0]}")
+    _check_step_target(where, do, until, actor)
+    args = _transition_args(s, where, run_ids, do, until)
+    note, exp = _note_and_expect(s, where, run_ids)
+    return Step(index=n, do=do, actor=actor, args=args, until=until, expect=exp, note=note)
+
+
+def _check_step_target(where: str, do: Any, until: Any, actor: Any) -> None:
+    """``do`` names a transition; ``until`` one (or ``"end"``) and needs the actor."""
     if do is not None:
         if not isinstance(do, str) or do not in TRANSITION_NAMES:
             raise ConfigError(f"{where}.do: unknown transition {do!r}; {_near(str(do), TRANSITION_NAMES)}")
@@ -602,6 +533,10 @@ def _step(s: Any, n: int, run_ids: set[str]) -> Step:
             raise ConfigError(f"{where}.actor: an until step needs the actor whose moves to fire")
     if actor is not None and not isinstance(actor, str):
         raise ConfigError(f"{where}.actor: expected a string, got {actor!r}")
+
+
+def _transition_args(s: dict[str, Any], where: str, run_ids: set[str], do: Any, until: Any) -> dict[str, Any]:
+    """The transition arguments of a ``do`` step (an ``until`` step takes none)."""
     args: dict[str, Any] = {}
     for k in ARG_KEYS & s.keys():
         v = s[k]
@@ -617,29 +552,47 @@ def _step(s: Any, n: int, run_ids: set[str]) -> Step:
             raise ConfigError(f"{where}.{k}: expected an integer >= 0, got {args[k]!r}")
     if do == "advance_time" and "to" not in args:
         raise ConfigError(f"{where}.to: advance_time needs the instant, e.g. to = 905")
+    return args
+
+
+def _note_and_expect(s: dict[str, Any], where: str, run_ids: set[str],
+                     statement: str | None = None) -> tuple[str, dict[str, Any] | None]:
+    """A step's ``note`` and its own ``expect`` table (``statement``: a store step's)."""
     note = s.get("note", "")
     if not isinstance(note, str):
         raise ConfigError(f"{where}.note: expected a string")
     exp = None
     if "expect" in s:
-        exp = _expectation(s["expect"], f"{where}.expect.", run_ids)
-    return Step(index=n, do=do, actor=actor, args=args, until=until, expect=exp, note=note)
+        exp = _expectation(s["expect"], f"{where}.expect.", run_ids, statement=statement)
+    return note, exp
 
 
 def _store_step(s: dict[str, Any], n: int, run_ids: set[str]) -> Step:
     """A ``store = "<statement>"`` step: its arguments checked against the statement's."""
     where = f"steps[{n}]"
-    stmt = s["store"]
+    stmt = _statement_name(s["store"], where)
+    if s.get("actor") not in (None, STORE_ACTOR):
+        raise ConfigError(f"{where}.actor: a store statement runs directly, not as {s['actor']!r}; "
+                          "remove actor (the trace names it \"store\")")
+    args = _store_args(s, where, stmt)
+    _check_store_arg_values(args, where, stmt, run_ids)
+    note, exp = _note_and_expect(s, where, run_ids, statement=stmt)
+    return Step(index=n, do=None, actor=STORE_ACTOR, args=args, expect=exp, note=note, store=stmt)
+
+
+def _statement_name(stmt: Any, where: str) -> str:
     if not isinstance(stmt, str) or stmt not in STATEMENTS:
         hint = _near(str(stmt), set(STATEMENTS))
         if isinstance(stmt, str) and stmt.startswith("settle_"):
             hint = "the settle wrappers are T8: use store = \"finish_run\" with status and reason"
         raise ConfigError(f"{where}.store: unknown store statement {stmt!r}; {hint}")
+    return stmt
+
+
+def _store_args(s: dict[str, Any], where: str, stmt: str) -> dict[str, Any]:
+    """The arguments of a store step: the statement's (all it requires), each of its type."""
     label, required, optional = STATEMENTS[stmt]
     takes = set(required) | set(optional)
-    if s.get("actor") not in (None, STORE_ACTOR):
-        raise ConfigError(f"{where}.actor: a store statement runs directly, not as {s['actor']!r}; "
-                          "remove actor (the trace names it \"store\")")
     args: dict[str, Any] = {}
     for k in s.keys() - {"store", "actor", "expect", "note"}:
         if k not in takes:
@@ -659,6 +612,12 @@ def _store_step(s: dict[str, Any], n: int, run_ids: set[str]) -> Step:
                 raise ConfigError(f"{w}: expected true or false, got {v!r}")
         elif isinstance(v, bool) or not isinstance(v, int) or v < (1 if k == "limit" else 0):
             raise ConfigError(f"{w}: expected an integer >= {1 if k == 'limit' else 0}, got {v!r}")
+    return args
+
+
+def _check_store_arg_values(args: dict[str, Any], where: str, stmt: str, run_ids: set[str]) -> None:
+    """The values a store step's arguments may take: a known run, a non-empty owner, an
+    effect, a status and a reason the statement can write."""
     if "run" in args and args["run"] not in run_ids:
         raise ConfigError(f"{where}.run: unknown run {args['run']!r}; use one of {', '.join(sorted(run_ids))}")
     if "owner" in args and not args["owner"]:
@@ -676,108 +635,154 @@ def _store_step(s: dict[str, Any], n: int, run_ids: set[str]) -> Step:
     if stmt == "dead_letter_stale" and args["reason"] not in ("not_retryable", "retries_exhausted"):
         raise ConfigError(f"{where}.reason: T12 dead-letters with not_retryable or retries_exhausted, "
                           f"not {args['reason']!r}")
-    note = s.get("note", "")
-    if not isinstance(note, str):
-        raise ConfigError(f"{where}.note: expected a string")
-    exp = None
-    if "expect" in s:
-        exp = _expectation(s["expect"], f"{where}.expect.", run_ids, statement=stmt)
-    return Step(index=n, do=None, actor=STORE_ACTOR, args=args, expect=exp, note=note, store=stmt)
 
 
 def _expectation(e: Any, where: str, run_ids: set[str], statement: str | None = None) -> dict[str, Any]:
+    """An ``expect`` table: each key checked by its validator (``statement``: the store
+    statement of the step it belongs to, for ``result``)."""
     if not isinstance(e, dict):
         raise ConfigError(f"{where.rstrip('.')}: expected a table of expectations")
     for k, v in e.items():
-        w = where + k
         if k not in EXPECT_KEYS:
             raise ConfigError(_unknown(k, where.rstrip("."), EXPECT_KEYS, "expectation"))
-        if k == "rows":
-            _per_run(v, w, run_ids)
-            for rid, fields_ in v.items():
-                if fields_ == "absent":
-                    continue
-                if not isinstance(fields_, dict):
-                    raise ConfigError(f"{w}.{rid}: expected a table of row fields or \"absent\"")
-                for f, x in fields_.items():
-                    if f not in ROW_FIELDS:
-                        raise ConfigError(f"{w}.{rid}.{f}: unknown row field; {_near(f, set(ROW_FIELDS))}")
-                    _check_value(x, f"{w}.{rid}.{f}")
-        elif k in ("outcomes", "no_outcomes"):
-            _list_of_tables(v, w, set(OUTCOME_KEYS))
-            _values_of_tables(v, w)
-        elif k == "events":
-            _per_run_tables(v, w, run_ids, EVENT_KEYS, "{ count = 3 }")
-        elif k == "ledger":
-            _list_of_tables(v, w, LEDGER_KEYS)
-            _values_of_tables(v, w)
-            for n, entry in enumerate(v):
-                if "count" not in entry:
-                    raise ConfigError(f"{w}[{n}].count: missing; say how many applications match")
-                if "run" in entry and isinstance(entry["run"], str) and entry["run"] not in run_ids:
-                    raise ConfigError(f"{w}[{n}].run: unknown run {entry['run']!r}")
-        elif k == "messages":
-            if not isinstance(v, (int, list, dict)) or isinstance(v, bool):
-                raise ConfigError(f"{w}: expected a count or a list of {{ run, not_before }}")
-            if isinstance(v, list):
-                _list_of_tables(v, w, {"run", "not_before"})
-            else:
-                _check_value(v, w)
-        elif k in ("marks", "no_marks", "holds", "violates"):
-            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-                raise ConfigError(f"{w}: expected a list of strings")
-        elif k == "procs":
-            if isinstance(v, dict):
-                _check_value(v, w)
-            elif not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-                raise ConfigError(f"{w}: expected a list of process names (or a comparison)")
-        elif k == "clock":
-            if isinstance(v, dict):
-                _check_value(v, w)
-            elif not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise ConfigError(f"{w}: expected an integer >= 0, got {v!r}")
-        elif k in ("fired", "never", "order"):
-            _list_of_tables(v, w, TRACE_KEYS if k == "fired" else TRACE_KEYS - {"times"})
-            _values_of_tables(v, w)
-            for n, entry in enumerate(v):
-                if not entry or entry.keys() == {"times"}:
-                    raise ConfigError(f"{w}[{n}]: an empty filter; give do = \"<name>\" and/or actor, arguments")
-                name = entry.get("do")
-                if isinstance(name, str) and name not in TRANSITION_NAMES | set(STATEMENTS):
-                    raise ConfigError(f"{w}[{n}].do: unknown transition or statement {name!r}; "
-                                      f"{_near(name, TRANSITION_NAMES | set(STATEMENTS))}")
-        elif k == "reaper":
-            if not isinstance(v, dict):
-                raise ConfigError(f"{w}: expected a table such as {{ finished = true, requeued = 1 }}")
-            for f, x in v.items():
-                if f not in REAPER_KEYS:
-                    raise ConfigError(f"{w}.{f}: unknown key; {_near(f, REAPER_KEYS)}")
-                if f == "snapshot" and isinstance(x, list):
-                    for j, s in enumerate(x):
-                        if isinstance(s, dict):
-                            _list_of_tables([s], f"{w}.snapshot[{j}]", set(SNAPSHOT_KEYS))
-                            for sk, sv in s.items():
-                                _check_value(sv, f"{w}.snapshot[{j}].{sk}")
-                        elif not isinstance(s, str):
-                            raise ConfigError(f"{w}.snapshot[{j}]: expected a run id or a table of {', '.join(SNAPSHOT_KEYS)}")
-                else:
-                    _check_value(x, f"{w}.{f}")
-        elif k == "enqueue":
-            _per_run_tables(v, w, run_ids, ENQUEUE_KEYS, '{ error = "EnqueueFailed" }')
-        elif k == "result":
-            if statement is None:
-                raise ConfigError(f"{w}: only a store = \"<statement>\" step's expect checks a result")
-            if statement == "find_run" and isinstance(v, dict) and not _is_cmp(v):
-                for f, x in v.items():
-                    if f not in ROW_FIELDS:
-                        raise ConfigError(f"{w}.{f}: unknown row field; {_near(f, set(ROW_FIELDS))}")
-                    _check_value(x, f"{w}.{f}")
-            else:
-                _check_value(v, w)
-                if statement not in ("find_run", "max_sequence", "find_stale_running") \
-                        and not isinstance(v, (bool, dict)):
-                    raise ConfigError(f"{w}: {statement} returns true or false, got {v!r}")
+        _VALIDATORS[k](v, where + k, run_ids, statement)
     return e
+
+
+# Each validator: (value, its field name for errors, the run ids, the step's store statement).
+def _v_rows(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
+    _per_run(v, w, run_ids)
+    for rid, fields_ in v.items():
+        if fields_ == "absent":
+            continue
+        if not isinstance(fields_, dict):
+            raise ConfigError(f"{w}.{rid}: expected a table of row fields or \"absent\"")
+        _row_fields(fields_, f"{w}.{rid}")
+
+
+def _row_fields(d: dict[str, Any], w: str) -> None:
+    for f, x in d.items():
+        if f not in ROW_FIELDS:
+            raise ConfigError(f"{w}.{f}: unknown row field; {_near(f, set(ROW_FIELDS))}")
+        _check_value(x, f"{w}.{f}")
+
+
+def _v_outcomes(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
+    _list_of_tables(v, w, set(OUTCOME_KEYS))
+    _values_of_tables(v, w)
+
+
+def _v_events(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
+    _per_run_tables(v, w, run_ids, EVENT_KEYS, "{ count = 3 }")
+
+
+def _v_ledger(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
+    _list_of_tables(v, w, LEDGER_KEYS)
+    _values_of_tables(v, w)
+    for n, entry in enumerate(v):
+        if "count" not in entry:
+            raise ConfigError(f"{w}[{n}].count: missing; say how many applications match")
+        if "run" in entry and isinstance(entry["run"], str) and entry["run"] not in run_ids:
+            raise ConfigError(f"{w}[{n}].run: unknown run {entry['run']!r}")
+
+
+def _v_messages(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
+    if not isinstance(v, (int, list, dict)) or isinstance(v, bool):
+        raise ConfigError(f"{w}: expected a count or a list of {{ run, not_before }}")
+    if isinstance(v, list):
+        _list_of_tables(v, w, {"run", "not_before"})
+    else:
+        _check_value(v, w)
+
+
+def _v_names(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
+    """``marks``, ``no_marks``, ``holds``, ``violates``: a list of strings."""
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ConfigError(f"{w}: expected a list of strings")
+
+
+def _v_procs(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
+    if isinstance(v, dict):
+        _check_value(v, w)
+    elif not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ConfigError(f"{w}: expected a list of process names (or a comparison)")
+
+
+def _v_clock(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
+    if isinstance(v, dict):
+        _check_value(v, w)
+    elif not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        raise ConfigError(f"{w}: expected an integer >= 0, got {v!r}")
+
+
+def _v_fired(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
+    _trace_filters(v, w, TRACE_KEYS)
+
+
+def _v_never_order(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
+    _trace_filters(v, w, TRACE_KEYS - {"times"})
+
+
+def _trace_filters(v: Any, w: str, allowed: frozenset[str]) -> None:
+    """``fired`` (which may say ``times``), ``never``, ``order``: filters on the trace."""
+    _list_of_tables(v, w, allowed)
+    _values_of_tables(v, w)
+    names = TRANSITION_NAMES | set(STATEMENTS)
+    for n, entry in enumerate(v):
+        if not entry or entry.keys() == {"times"}:
+            raise ConfigError(f"{w}[{n}]: an empty filter; give do = \"<name>\" and/or actor, arguments")
+        name = entry.get("do")
+        if isinstance(name, str) and name not in names:
+            raise ConfigError(f"{w}[{n}].do: unknown transition or statement {name!r}; {_near(name, names)}")
+
+
+def _v_reaper(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
+    if not isinstance(v, dict):
+        raise ConfigError(f"{w}: expected a table such as {{ finished = true, requeued = 1 }}")
+    for f, x in v.items():
+        if f not in REAPER_KEYS:
+            raise ConfigError(f"{w}.{f}: unknown key; {_near(f, REAPER_KEYS)}")
+        if f == "snapshot" and isinstance(x, list):
+            _snapshot(x, f"{w}.snapshot")
+        else:
+            _check_value(x, f"{w}.{f}")
+
+
+def _snapshot(x: list[Any], w: str) -> None:
+    """``reaper.snapshot``: per row of the SELECT, a run id or a table of its fields."""
+    for j, s in enumerate(x):
+        if isinstance(s, dict):
+            _list_of_tables([s], f"{w}[{j}]", set(SNAPSHOT_KEYS))
+            for sk, sv in s.items():
+                _check_value(sv, f"{w}[{j}].{sk}")
+        elif not isinstance(s, str):
+            raise ConfigError(f"{w}[{j}]: expected a run id or a table of {', '.join(SNAPSHOT_KEYS)}")
+
+
+def _v_enqueue(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
+    _per_run_tables(v, w, run_ids, ENQUEUE_KEYS, '{ error = "EnqueueFailed" }')
+
+
+def _v_result(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
+    if statement is None:
+        raise ConfigError(f"{w}: only a store = \"<statement>\" step's expect checks a result")
+    if statement == "find_run" and isinstance(v, dict) and not _is_cmp(v):
+        _row_fields(v, w)
+        return
+    _check_value(v, w)
+    if statement not in ("find_run", "max_sequence", "find_stale_running") and not isinstance(v, (bool, dict)):
+        raise ConfigError(f"{w}: {statement} returns true or false, got {v!r}")
+
+
+# expectation key -> its validator (scenario_check.CHECKERS: what each key means)
+_VALIDATORS: dict[str, Callable[[Any, str, set[str], str | None], None]] = {
+    "rows": _v_rows, "outcomes": _v_outcomes, "no_outcomes": _v_outcomes, "events": _v_events,
+    "ledger": _v_ledger, "messages": _v_messages, "marks": _v_names, "no_marks": _v_names,
+    "holds": _v_names, "violates": _v_names, "procs": _v_procs, "clock": _v_clock,
+    "fired": _v_fired, "never": _v_never_order, "order": _v_never_order, "reaper": _v_reaper,
+    "enqueue": _v_enqueue, "result": _v_result,
+}
+assert set(_VALIDATORS) == EXPECT_KEYS == set(CHECKERS), "an expectation key without its validator or checker"
 
 
 def _values_of_tables(v: list[dict[str, Any]], where: str) -> None:
@@ -904,56 +909,60 @@ def run_statement(w: World, step: Step) -> tuple[World, Transition, Any]:
     argument spelled) and what the statement returned."""
     name = step.store
     assert name is not None
-    a = dict(step.args)
-    spec = w.config
-    i = spec.run_index(a["run"]) if "run" in a else -1
-    leased = spec.policy.lease_all_segments
+    a = _statement_args(w, name, dict(step.args))
+    i = w.config.run_index(a["run"]) if "run" in a else -1
+    w, res = _STATEMENT_CALLS[name](w, i, a)
+    return w, Transition.make(name, STORE_ACTOR, **a), res
+
+
+def _statement_args(w: World, name: str, a: dict[str, Any]) -> dict[str, Any]:
+    """``a`` with the defaults of the arguments the step left out, in the trace's order."""
+    leased = w.config.policy.lease_all_segments
     if name == "start_run":
         a.setdefault("owner", f"interactive:{a['run']}")
         a.setdefault("leased", leased)
-        w, res = store.start_run(w, i, a["owner"], a["leased"])
-    elif name == "enqueue_run":
-        w, res = store.enqueue_run(w, i)
-    elif name == "claim_queued":
-        w, res = store.claim_queued(w, i, a["owner"])
-    elif name == "renew_lease":
-        w, res = store.renew_lease(w, i, a["owner"])
-    elif name == "mark_pending_effect":
-        w, res = store.mark_pending_effect(w, i, a["owner"], a["effect"])
     elif name in ("suspend", "suspend_for_input"):
         a.setdefault("turn", 0)
-        status = "waiting_for_input" if name == "suspend_for_input" else "waiting_for_approval"
-        w, res = store.suspend(w, i, status, a["turn"])
     elif name in ("claim_for_resume", "claim_for_resume_from_input"):
         a.setdefault("leased", leased)
-        status = "waiting_for_input" if name.endswith("_from_input") else "waiting_for_approval"
-        w, res = store.claim_for_resume(w, i, status, a["owner"], a["leased"])
     elif name == "finish_run":
         a.setdefault("error_class", "")
-        w, res = store.finish_run(w, i, a["status"], a["reason"], a["error_class"],
-                                  owner=a.get("owner", ""))
-    elif name == "requeue":
-        w, res = store.requeue(w, i, a["owner"])
     elif name == "find_stale_running":
         a.setdefault("now", w.clock)
-        a.setdefault("limit", spec.reaper_limit)
-        res = [w.run_id(r[0]) for r in store.find_stale_running(w, a["now"], a["limit"])]
-    elif name == "requeue_stale":
+        a.setdefault("limit", w.config.reaper_limit)
+    elif name in ("requeue_stale", "dead_letter_stale"):
         a.setdefault("now", w.clock)
-        w, res = store.requeue_stale(w, i, a["now"])
-    elif name == "dead_letter_stale":
-        a.setdefault("now", w.clock)
-        w, res = store.dead_letter_stale(w, i, a["now"], a["reason"])
-    elif name == "cancel":
-        w, res = store.cancel(w, i)
-    elif name == "find_run":
-        row = w.rows[i]
-        res = _row_dict(row) if row is not None else "absent"
-    elif name == "max_sequence":
-        res = store.max_sequence(w, i)
-    else:  # pragma: no cover - validated at load time
-        raise AssertionError(name)
-    return w, Transition.make(name, STORE_ACTOR, **a), res
+    return a
+
+
+def _find_run(w: World, i: int) -> tuple[World, Any]:
+    row = w.rows[i]
+    return w, (_row_dict(row) if row is not None else "absent")
+
+
+_APPROVAL, _INPUT = "waiting_for_approval", "waiting_for_input"
+# store statement -> (world, run index, arguments with their defaults) -> (world after, result)
+_STATEMENT_CALLS: dict[str, Callable[[World, int, dict[str, Any]], tuple[World, Any]]] = {
+    "start_run": lambda w, i, a: store.start_run(w, i, a["owner"], a["leased"]),
+    "enqueue_run": lambda w, i, a: store.enqueue_run(w, i),
+    "claim_queued": lambda w, i, a: store.claim_queued(w, i, a["owner"]),
+    "renew_lease": lambda w, i, a: store.renew_lease(w, i, a["owner"]),
+    "mark_pending_effect": lambda w, i, a: store.mark_pending_effect(w, i, a["owner"], a["effect"]),
+    "suspend": lambda w, i, a: store.suspend(w, i, _APPROVAL, a["turn"]),
+    "suspend_for_input": lambda w, i, a: store.suspend(w, i, _INPUT, a["turn"]),
+    "claim_for_resume": lambda w, i, a: store.claim_for_resume(w, i, _APPROVAL, a["owner"], a["leased"]),
+    "claim_for_resume_from_input": lambda w, i, a: store.claim_for_resume(w, i, _INPUT, a["owner"], a["leased"]),
+    "finish_run": lambda w, i, a: store.finish_run(w, i, a["status"], a["reason"], a["error_class"],
+                                                   owner=a.get("owner", "")),
+    "requeue": lambda w, i, a: store.requeue(w, i, a["owner"]),
+    "find_stale_running": lambda w, i, a: (
+        w, [w.run_id(r[0]) for r in store.find_stale_running(w, a["now"], a["limit"])]),
+    "requeue_stale": lambda w, i, a: store.requeue_stale(w, i, a["now"]),
+    "dead_letter_stale": lambda w, i, a: store.dead_letter_stale(w, i, a["now"], a["reason"]),
+    "cancel": lambda w, i, a: store.cancel(w, i),
+    "find_run": lambda w, i, a: _find_run(w, i),
+    "max_sequence": lambda w, i, a: (w, store.max_sequence(w, i)),
+}
 
 
 def replay(scenario: Scenario) -> ReplayResult:
@@ -1003,324 +1012,6 @@ def replay(scenario: Scenario) -> ReplayResult:
         res.failures += check(w, e, None, hist)
         res.checked += len(e)
     return res
-
-
-# =========================================================================================
-# the trace: what a world does not keep (store results, the reaper's counters, errors)
-# =========================================================================================
-class History:
-    """The trace of a replay up to a point, and the facts read off it: every entry as a
-    filterable table, the reaper's ticks, the enqueue callers, the tool calls that got an
-    error result. Each transition is read with the world before it (``pairs``)."""
-
-    def __init__(self, initial: World, steps: list[StepResult]):
-        self.initial = initial
-        self.steps = steps
-        self._cache: dict[str, Any] = {}
-
-    def pairs(self) -> list[tuple[World, StepResult]]:
-        out = []
-        prev = self.initial
-        for s in self.steps:
-            out.append((prev, s))
-            prev = s.world
-        return out
-
-    def entries(self) -> list[dict[str, Any]]:
-        if "entries" not in self._cache:
-            out = []
-            for s in self.steps:
-                t = s.transition
-                d: dict[str, Any] = {"do": t.name, "actor": t.actor, "fault": t.fault or ""}
-                d.update((k, v) for k, v in t.args if k != "fault")
-                if s.is_store:
-                    d["result"] = s.result
-                out.append(d)
-            self._cache["entries"] = out
-        return self._cache["entries"]
-
-    def reaper(self, final: World) -> dict[str, Any]:
-        """The current tick (or the last): RUNTIME 10, counted off the transitions."""
-        ticks = 0
-        cur: dict[str, Any] = {"now": None, "snapshot": [], "finished": None, "requeued": 0,
-                               "dead_lettered": 0, "skipped": 0, "dispatch_failed": 0}
-        for before, s in self.pairs():
-            t, after = s.transition, s.world
-            if t.actor != "reaper" or s.is_store:
-                continue
-            r = before.reaper
-            if r is not None and r.pc == "nested":  # the run nested in the tick's dispatch
-                if after.reaper is None:
-                    cur["finished"] = t.name != "crash"
-                continue
-            if r is None:
-                if t.name != "find_stale_running":
-                    continue  # a crash before any SELECT: no tick
-                ticks += 1
-                rows = after.reaper.rows if after.reaper is not None else ()
-                cur = {"now": before.clock, "finished": after.reaper is None, "requeued": 0,
-                       "dead_lettered": 0, "skipped": 0, "dispatch_failed": 0,
-                       "snapshot": [dict(zip(SNAPSHOT_KEYS, (before.run_id(x[0]), *x[1:]),
-                                             strict=True)) for x in rows]}
-                continue
-            if t.name == "crash":
-                cur["finished"] = False
-                continue
-            run = r.rows[r.idx][0]
-            changed = before.rows[run] != after.rows[run]
-            if t.name == "requeue_stale":
-                nxt = after.reaper
-                if nxt is None or nxt.pc != "dispatch" or nxt.idx != r.idx:
-                    cur["skipped"] += 1  # matched nothing, or a store error
-            elif t.name == "dead_letter_stale":
-                cur["dead_lettered" if (changed and not t.fault) else "skipped"] += 1
-            elif t.name == "dispatch":
-                cur["dispatch_failed" if t.fault else "requeued"] += 1
-            elif t.name == "settle_failed" and changed and not t.fault:
-                cur["dead_lettered"] += 1
-            if after.reaper is None:
-                cur["finished"] = True
-        r = final.reaper
-        return {**cur, "ticks": ticks, "active": r is not None, "pc": r.pc if r else ""}
-
-    def enqueue(self, final: World) -> dict[str, dict[str, Any]]:
-        """Per run, the enqueue caller (6.1): its error and whether it has returned."""
-        out: dict[str, dict[str, Any]] = {}
-        died: set[str] = set()
-        for s in self.steps:
-            t = s.transition
-            if s.is_store:
-                continue
-            if t.actor == "caller" and t.name == "enqueue_run":
-                out[t.arg("run")] = {"error": "EnqueueFailed" if t.fault else ""}
-            elif t.actor.startswith("enqueue:"):
-                rid = t.actor.removeprefix("enqueue:")
-                if t.name == "dispatch" and t.fault and rid in out:
-                    out[rid]["error"] = "EnqueueFailed"
-                if t.name == "crash":
-                    died.add(rid)
-        for rid, d in out.items():
-            d["returned"] = rid not in died and final.proc(f"enqueue:{rid}") is None
-        return out
-
-    def tool_errors(self) -> set[tuple[int, str, int, int]]:
-        """(run, segment, turn, call) of every tool call whose invoke got an error result:
-        the tool_error fault, or the tool missing from the catalogue or removed (7.4 #3)."""
-        if "tool_errors" not in self._cache:
-            out = set()
-            for before, s in self.pairs():
-                t = s.transition
-                if t.name != "invoke" or s.is_store:
-                    continue
-                p = before.proc(t.actor)
-                if p is None:  # pragma: no cover - invoke is a process's move
-                    continue
-                name = t.arg("tool")
-                if t.fault == "tool_error" or before.config.tool(name) is None or name in before.removed:
-                    out.add((p.run, p.seg, p.turn, p.call))
-            self._cache["tool_errors"] = out
-        return self._cache["tool_errors"]
-
-
-def _trace_hits(entries: list[dict[str, Any]], flt: dict[str, Any]) -> list[int]:
-    return [n for n, e in enumerate(entries)
-            if all(k in e and _match(x, e[k]) for k, x in flt.items())]
-
-
-# =========================================================================================
-# expectations
-# =========================================================================================
-def check(w: World, exp: dict[str, Any], step: int | None = None,
-          history: History | None = None) -> list[Failure]:
-    """Every expectation of ``exp`` that does not hold in ``w``, expected vs actual.
-    ``history``: the trace that led to ``w`` (trace, reaper, enqueue and tool-error
-    expectations read it; without it the trace is empty)."""
-    out: list[Failure] = []
-    hist = history if history is not None else History(w, [])
-
-    def fail(key: str, expected: Any, actual: Any) -> None:
-        out.append(Failure(step, key, _shown(expected), actual))
-
-    spec = w.config
-    for key, v in exp.items():
-        if key == "rows":
-            for rid, fields_ in v.items():
-                row = w.rows[spec.run_index(rid)]
-                if fields_ == "absent":
-                    if row is not None:
-                        fail(f"rows.{rid}", "absent", _row_dict(row))
-                    continue
-                if row is None:
-                    fail(f"rows.{rid}", fields_, "absent")
-                    continue
-                for f, want in fields_.items():
-                    got = getattr(row, f)
-                    if not _match(want, got):
-                        fail(f"rows.{rid}.{f}", want, got)
-        elif key in ("outcomes", "no_outcomes"):
-            have = [dict(zip(OUTCOME_KEYS, (s, w.run_id(r), k, o), strict=True))
-                    for s, r, k, o in w.outcomes]
-            for pat in v:
-                hit = any(all(_match(x, o[k]) for k, x in pat.items()) for o in have)
-                if key == "outcomes" and not hit:
-                    fail(f"outcomes contains {_fmt(pat)}", "present", have)
-                if key == "no_outcomes" and hit:
-                    fail(f"no_outcomes {_fmt(pat)}", "absent", have)
-        elif key == "events":
-            errs = hist.tool_errors() if any("tool_errors" in x for x in v.values()) else set()
-            for rid, want in v.items():
-                i = spec.run_index(rid)
-                evs = [e for e in w.events if e.run == i]
-                seqs = [e.seq for e in evs]
-                actual = {
-                    "count": len(evs),
-                    "kinds": [e.kind for e in evs],
-                    "sequences": seqs,
-                    "tools": [e.tool for e in evs if e.kind == "tool"],
-                    "tool_errors": [(e.run, e.seg, e.turn, e.call) in errs
-                                    for e in evs if e.kind == "tool"],
-                    "duplicate_sequences": len(set(seqs)) != len(seqs),
-                }
-                for f, x in want.items():
-                    if not _match(x, actual[f]):
-                        fail(f"events.{rid}.{f}", x, actual[f])
-        elif key == "ledger":
-            apps = [_app_dict(w, a) for a in w.ledger]
-            for pat in v:
-                flt = {k: x for k, x in pat.items() if k != "count"}
-                n = sum(all(_match(x, a[k]) for k, x in flt.items()) for a in apps)
-                if not _match(pat["count"], n):
-                    fail(f"ledger {_fmt(flt)} count", pat["count"], n)
-        elif key == "messages":
-            msgs = [{"run": w.run_id(m.run), "not_before": m.not_before} for m in w.messages]
-            if isinstance(v, (int, dict)):
-                if not _match(v, len(msgs)):
-                    fail("messages", v, msgs)
-            elif sorted(map(_fmt, v)) != sorted(map(_fmt, msgs)):
-                fail("messages", v, msgs)
-        elif key == "marks":
-            for pat in v:
-                if not any(fnmatch.fnmatchcase(m, pat) for m in w.marks):
-                    fail(f"marks contains {pat!r}", "present", sorted(w.marks))
-        elif key == "no_marks":
-            for pat in v:
-                hits = sorted(m for m in w.marks if fnmatch.fnmatchcase(m, pat))
-                if hits:
-                    fail(f"no_marks {pat!r}", "absent", hits)
-        elif key == "clock":
-            if not _match(v, w.clock):
-                fail("clock", v, w.clock)
-        elif key == "procs":
-            names = sorted(p.name for p in w.procs)
-            if isinstance(v, dict):
-                if not _match(v, names):
-                    fail("procs", v, names)
-            elif names != sorted(v):
-                fail("procs", sorted(v), names)
-        elif key in ("holds", "violates"):
-            for prop in v:
-                try:
-                    held, detail = _property(w, prop)
-                except LookupError as e:
-                    fail(f"{key} {prop!r}", "a checkable property", str(e))
-                    continue
-                if key == "holds" and not held:
-                    fail(f"holds {prop!r}", "holds", f"violated: {detail}")
-                if key == "violates" and held:
-                    fail(f"violates {prop!r}", "violated", "holds")
-        elif key == "order":
-            entries = hist.entries()
-            pos, at = 0, []
-            for flt in v:
-                hits = [n for n in _trace_hits(entries, flt) if n >= pos]
-                if not hits:
-                    fail(f"order {' -> '.join(map(_fmt, v))}",
-                         f"{_fmt(flt)} after trace entry {pos}" if at else f"{_fmt(flt)} fired",
-                         f"{len(at)} of {len(v)} matched, at trace entries {at}")
-                    break
-                at.append(hits[0] + 1)
-                pos = hits[0] + 1
-        elif key in ("fired", "never"):
-            entries = hist.entries()
-            for pat in v:
-                flt = {k: x for k, x in pat.items() if k != "times"}
-                n = len(_trace_hits(entries, flt))
-                if key == "never" and n:
-                    fail(f"never {_fmt(flt)}", 0, n)
-                elif key == "fired":
-                    want = pat.get("times", {">=": 1})
-                    if not _match(want, n):
-                        fail(f"fired {_fmt(flt)} times", want, n)
-        elif key == "reaper":
-            actual = hist.reaper(w)
-            for f, x in v.items():
-                got = actual[f]
-                if f == "snapshot" and isinstance(x, list):
-                    ok = len(x) == len(got) and all(
-                        all(_match(y, g[k]) for k, y in e.items()) if isinstance(e, dict)
-                        else _match(e, g["run"])
-                        for e, g in zip(x, got, strict=False))
-                    if not ok:
-                        fail("reaper.snapshot", x, got)
-                elif not _match(x, got):
-                    fail(f"reaper.{f}", x, got)
-        elif key == "enqueue":
-            calls = hist.enqueue(w)
-            for rid, want in v.items():
-                if rid not in calls:
-                    fail(f"enqueue.{rid}", want, "never enqueued")
-                    continue
-                for f, x in want.items():
-                    if not _match(x, calls[rid][f]):
-                        fail(f"enqueue.{rid}.{f}", x, calls[rid][f])
-        elif key == "result":
-            got = hist.steps[-1].result if hist.steps and hist.steps[-1].is_store else None
-            if isinstance(v, dict) and not _is_cmp(v):  # find_run: row fields
-                if not isinstance(got, dict):
-                    fail("result", v, got)
-                    continue
-                for f, x in v.items():
-                    if not _match(x, got[f]):
-                        fail(f"result.{f}", x, got[f])
-            elif not _match(v, got):
-                fail("result", v, got)
-    return out
-
-
-def _fmt(d: dict[str, Any]) -> str:
-    return "{" + ", ".join(f"{k}={v!r}" for k, v in sorted(d.items())) + "}"
-
-
-def _row_dict(row: Any) -> dict[str, Any]:
-    return {f: getattr(row, f) for f in ROW_FIELDS}
-
-
-def _app_dict(w: World, a: Any) -> dict[str, Any]:
-    audited = any(
-        e.run == a.run and e.kind == "tool" and e.turn == a.turn and e.call == a.call
-        and e.seg == a.seg for e in w.events
-    )
-    return {"run": w.run_id(a.run), "tool": a.tool, "turn": a.turn, "call": a.call,
-            "effect": a.effect, "seg": a.seg, "audited": audited}
-
-
-# The named properties of ``holds`` / ``violates`` expectations live in spec/, and model/
-# does not depend on spec/: spec.properties registers its evaluator here when it is imported
-# (the command line imports it, and so does every test that asserts a property by name).
-_PROPERTY_EVALUATOR: Callable[[World, str], tuple[bool, str]] | None = None
-
-
-def register_property_evaluator(fn: Callable[[World, str], tuple[bool, str]]) -> None:
-    """``fn(world, name)`` -> (holds, detail), ``LookupError`` for an unknown name."""
-    global _PROPERTY_EVALUATOR
-    _PROPERTY_EVALUATOR = fn
-
-
-def _property(w: World, name: str) -> tuple[bool, str]:
-    if _PROPERTY_EVALUATOR is None:
-        raise LookupError("no property evaluator is registered (import "
-                          "failclosed.spec.properties); remove holds/violates or install spec")
-    return _PROPERTY_EVALUATOR(w, name)
 
 
 # =========================================================================================

@@ -401,11 +401,22 @@ MODEL_TOOL_KEYS = {"name", "effect", "remote", "approval", "server_flag", "needs
 
 
 def load(data: dict[str, Any]) -> SimConfig:
-    """Validate a parsed TOML table; raises ``ConfigError`` (one line) on the first problem."""
+    """Validate a parsed TOML table; raises ``ConfigError`` (one line) on the first problem.
+    The tables are read in the order of the schema above, each by its own function."""
     if not isinstance(data, dict):
         raise ConfigError("config: expected a TOML table; see sim/configs/default.toml")
     _unknown(data, TOP, "")
     kw: dict[str, Any] = {"raw": data}
+    for section in (_head, _constants, _runs, _arrivals, _workers, _transport, _bus, _reaper,
+                    _audit_store, _run_store, _crashes, _pauses, _provider):
+        kw.update(section(data))
+    kw["tools"] = _tools(data)
+    kw.update(_workload(data, tuple(sorted(t.name for t in kw["tools"]))))
+    return SimConfig(**kw)
+
+
+def _head(data: dict[str, Any]) -> dict[str, Any]:
+    """The top-level keys: ``description``, ``policy``, ``seed``."""
     if "description" in data:
         _str(data["description"], "description")
     pol = _str(data.get("policy", "current"), "policy")
@@ -413,57 +424,96 @@ def load(data: dict[str, Any]) -> SimConfig:
         parse_policy(pol)
     except UnknownPolicy as e:
         raise ConfigError(f"policy: {e}") from None
-    kw["policy"] = pol
-    kw["seed"] = _int(data.get("seed", 1), "seed")
+    return {"policy": pol, "seed": _int(data.get("seed", 1), "seed")}
 
+
+def _constants(data: dict[str, Any]) -> dict[str, Any]:
     cons = _table(data, "constants")
     _unknown(cons, set(CONSTANT_NAMES), "constants.")
     for k, v in cons.items():
         _int(v, f"constants.{k}", lo=1 if k in ("LEASE_SECONDS", "REAPER_DEFAULT_LIMIT") else 0)
-    kw["constants"] = dict(cons)
+    return {"constants": dict(cons)}
 
+
+def _runs(data: dict[str, Any]) -> dict[str, Any]:
     r = _table(data, "runs")
     _unknown(r, {"count", "slots", "drain_seconds"}, "runs.")
-    kw["runs"] = _int(r.get("count", 500), "runs.count", 1)
-    kw["slots"] = _int(r.get("slots", 64), "runs.slots", 1)
-    kw["drain_seconds"] = _dur(r.get("drain_seconds", 14400.0), "runs.drain_seconds")
+    return {
+        "runs": _int(r.get("count", 500), "runs.count", 1),
+        "slots": _int(r.get("slots", 64), "runs.slots", 1),
+        "drain_seconds": _dur(r.get("drain_seconds", 14400.0), "runs.drain_seconds"),
+    }
 
+
+def _arrivals(data: dict[str, Any]) -> dict[str, Any]:
     a = _table(data, "arrivals")
     _unknown(a, {"kind", "rate_per_hour", "size", "every_seconds"}, "arrivals.")
-    kw["arrival_kind"] = _str(a.get("kind", "poisson"), "arrivals.kind", ("poisson", "batch"))
-    kw["rate_per_hour"] = _pos(a.get("rate_per_hour", 600.0), "arrivals.rate_per_hour")
-    kw["batch_size"] = _int(a.get("size", 100), "arrivals.size", 1)
-    kw["batch_every"] = _dur(a.get("every_seconds", 0.0), "arrivals.every_seconds")
+    return {
+        "arrival_kind": _str(a.get("kind", "poisson"), "arrivals.kind", ("poisson", "batch")),
+        "rate_per_hour": _pos(a.get("rate_per_hour", 600.0), "arrivals.rate_per_hour"),
+        "batch_size": _int(a.get("size", 100), "arrivals.size", 1),
+        "batch_every": _dur(a.get("every_seconds", 0.0), "arrivals.every_seconds"),
+    }
 
+
+def _workers(data: dict[str, Any]) -> dict[str, Any]:
     w = _table(data, "workers")
     _unknown(w, {"count"}, "workers.")
-    kw["workers"] = _int(w.get("count", 8), "workers.count", 1)
+    return {"workers": _int(w.get("count", 8), "workers.count", 1)}
 
+
+def _transport(data: dict[str, Any]) -> dict[str, Any]:
     tr = _table(data, "transport")
     _unknown(tr, {"kind"}, "transport.")
-    kw["transport"] = _str(tr.get("kind", "async"), "transport.kind", TRANSPORTS)
+    return {"transport": _str(tr.get("kind", "async"), "transport.kind", TRANSPORTS)}
 
+
+def _bus(data: dict[str, Any]) -> dict[str, Any]:
     b = _table(data, "bus")
     _unknown(b, {"delivery_delay", "duplicate_probability", "dispatch_failure_probability", "dispatch_latency"}, "bus.")
-    kw["delivery_delay"] = parse_dist(b.get("delivery_delay", 0.2), "bus.delivery_delay")
-    kw["duplicate_probability"] = _prob(b.get("duplicate_probability", 0.0), "bus.duplicate_probability")
-    kw["dispatch_failure_probability"] = _prob(b.get("dispatch_failure_probability", 0.0), "bus.dispatch_failure_probability")
-    kw["dispatch_latency"] = parse_dist(b.get("dispatch_latency", 0.0), "bus.dispatch_latency")
+    return {
+        "delivery_delay": parse_dist(b.get("delivery_delay", 0.2), "bus.delivery_delay"),
+        "duplicate_probability": _prob(b.get("duplicate_probability", 0.0), "bus.duplicate_probability"),
+        "dispatch_failure_probability": _prob(b.get("dispatch_failure_probability", 0.0),
+                                              "bus.dispatch_failure_probability"),
+        "dispatch_latency": parse_dist(b.get("dispatch_latency", 0.0), "bus.dispatch_latency"),
+    }
 
+
+def _reaper(data: dict[str, Any]) -> dict[str, Any]:
     rp = _table(data, "reaper")
     _unknown(rp, {"enabled", "period_seconds", "limit"}, "reaper.")
-    kw["reaper_enabled"] = _bool(rp.get("enabled", True), "reaper.enabled")
-    kw["reaper_period"] = _pos(rp.get("period_seconds", 60.0), "reaper.period_seconds")
-    kw["reaper_limit"] = _int(rp.get("limit", 50), "reaper.limit", 1)
+    return {
+        "reaper_enabled": _bool(rp.get("enabled", True), "reaper.enabled"),
+        "reaper_period": _pos(rp.get("period_seconds", 60.0), "reaper.period_seconds"),
+        "reaper_limit": _int(rp.get("limit", 50), "reaper.limit", 1),
+    }
 
+
+def _audit_store(data: dict[str, Any]) -> dict[str, Any]:
+    """``[audit_store]``: failure probabilities, latency, outage windows and the optional
+    ``[audit_store.flapping]`` on/off process."""
     au = _table(data, "audit_store")
     _unknown(au, {"insert_failure_probability", "ambiguous_commit_probability", "latency", "outages", "flapping"}, "audit_store.")
+    kw: dict[str, Any] = {}
     kw["audit_failure_probability"] = _prob(au.get("insert_failure_probability", 0.0), "audit_store.insert_failure_probability")
     kw["ambiguous_commit_probability"] = _prob(au.get("ambiguous_commit_probability", 0.0), "audit_store.ambiguous_commit_probability")
     if kw["audit_failure_probability"] + kw["ambiguous_commit_probability"] > 1:
         raise ConfigError("audit_store.ambiguous_commit_probability: together with insert_failure_probability it exceeds 1; lower one of them")
     kw["audit_latency"] = parse_dist(au.get("latency", 0.0), "audit_store.latency")
-    outs = au.get("outages", [])
+    kw["audit_outages"] = _outages(au.get("outages", []))
+    fl = _table(au, "flapping", "audit_store.")
+    _unknown(fl, {"mean_up_seconds", "mean_down_seconds"}, "audit_store.flapping.")
+    if fl:
+        if "mean_up_seconds" not in fl or "mean_down_seconds" not in fl:
+            raise ConfigError("audit_store.flapping: needs mean_up_seconds and mean_down_seconds; add the missing key")
+        kw["audit_mean_up"] = _pos(fl["mean_up_seconds"], "audit_store.flapping.mean_up_seconds")
+        kw["audit_mean_down"] = _pos(fl["mean_down_seconds"], "audit_store.flapping.mean_down_seconds")
+    return kw
+
+
+def _outages(outs: Any) -> tuple[tuple[float, float], ...]:
+    """``audit_store.outages``: the (start, duration) windows, sorted."""
     if not isinstance(outs, list):
         raise ConfigError(f"audit_store.outages: expected a list of {{start, duration}} tables, got {outs!r}; write outages = [{{start = 3600, duration = 60}}]")
     windows = []
@@ -475,95 +525,119 @@ def load(data: dict[str, Any]) -> SimConfig:
         if "start" not in o or "duration" not in o:
             raise ConfigError(f"{f}: needs start and duration (seconds); add the missing key")
         windows.append((_dur(o["start"], f + ".start"), _dur(o["duration"], f + ".duration")))
-    kw["audit_outages"] = tuple(sorted(windows))
-    fl = _table(au, "flapping", "audit_store.")
-    _unknown(fl, {"mean_up_seconds", "mean_down_seconds"}, "audit_store.flapping.")
-    if fl:
-        if "mean_up_seconds" not in fl or "mean_down_seconds" not in fl:
-            raise ConfigError("audit_store.flapping: needs mean_up_seconds and mean_down_seconds; add the missing key")
-        kw["audit_mean_up"] = _pos(fl["mean_up_seconds"], "audit_store.flapping.mean_up_seconds")
-        kw["audit_mean_down"] = _pos(fl["mean_down_seconds"], "audit_store.flapping.mean_down_seconds")
+    return tuple(sorted(windows))
 
+
+def _run_store(data: dict[str, Any]) -> dict[str, Any]:
     rs = _table(data, "run_store")
     _unknown(rs, {"error_probability", "latency"}, "run_store.")
-    kw["store_error_probability"] = _prob(rs.get("error_probability", 0.0), "run_store.error_probability")
-    kw["store_latency"] = parse_dist(rs.get("latency", 0.0), "run_store.latency")
+    return {
+        "store_error_probability": _prob(rs.get("error_probability", 0.0), "run_store.error_probability"),
+        "store_latency": parse_dist(rs.get("latency", 0.0), "run_store.latency"),
+    }
 
+
+def _crashes(data: dict[str, Any]) -> dict[str, Any]:
     c = _table(data, "crashes")
     _unknown(c, {"worker_rate_per_hour", "web_rate_per_hour", "restart_delay"}, "crashes.")
-    kw["worker_crash_rate"] = _dur(c.get("worker_rate_per_hour", 0.0), "crashes.worker_rate_per_hour")
-    kw["web_crash_rate"] = _dur(c.get("web_rate_per_hour", 0.0), "crashes.web_rate_per_hour")
-    kw["restart_delay"] = parse_dist(c.get("restart_delay", 30.0), "crashes.restart_delay")
+    return {
+        "worker_crash_rate": _dur(c.get("worker_rate_per_hour", 0.0), "crashes.worker_rate_per_hour"),
+        "web_crash_rate": _dur(c.get("web_rate_per_hour", 0.0), "crashes.web_rate_per_hour"),
+        "restart_delay": parse_dist(c.get("restart_delay", 30.0), "crashes.restart_delay"),
+    }
 
+
+def _pauses(data: dict[str, Any]) -> dict[str, Any]:
     p = _table(data, "pauses")
     _unknown(p, {"probability", "duration"}, "pauses.")
-    kw["pause_probability"] = _prob(p.get("probability", 0.0), "pauses.probability")
-    kw["pause_duration"] = parse_dist(p.get("duration", 0.0), "pauses.duration")
+    return {
+        "pause_probability": _prob(p.get("probability", 0.0), "pauses.probability"),
+        "pause_duration": parse_dist(p.get("duration", 0.0), "pauses.duration"),
+    }
 
+
+def _provider(data: dict[str, Any]) -> dict[str, Any]:
+    """``[provider]``: latency, failure probability and the failure mix (zero weights dropped)."""
     pv = _table(data, "provider")
     _unknown(pv, {"latency", "failure_probability", "failure_mix"}, "provider.")
-    kw["provider_latency"] = parse_dist(pv.get("latency", 1.0), "provider.latency")
-    kw["provider_failure_probability"] = _prob(pv.get("failure_probability", 0.0), "provider.failure_probability")
+    latency = parse_dist(pv.get("latency", 1.0), "provider.latency")
+    prob = _prob(pv.get("failure_probability", 0.0), "provider.failure_probability")
     mix, classes = _error_mix(pv.get("failure_mix", {"serverError": 1.0}), "provider.failure_mix")
-    if kw["provider_failure_probability"] > 0 and not any(x > 0 for _, x in mix):
+    if prob > 0 and not any(x > 0 for _, x in mix):
         raise ConfigError("provider.failure_mix: all weights are 0 but failure_probability > 0; give an error a positive weight")
-    kw["failure_mix"] = tuple((k, x) for k, x in mix if x > 0)
-    kw["failure_class"] = classes
+    return {
+        "provider_latency": latency, "provider_failure_probability": prob,
+        "failure_mix": tuple((k, x) for k, x in mix if x > 0), "failure_class": classes,
+    }
 
+
+def _tools(data: dict[str, Any]) -> tuple[ToolConf, ...]:
+    """The ``[[tools]]`` tables (at least one), names unique."""
     tools = data.get("tools", [])
     if not isinstance(tools, list) or not tools:
         raise ConfigError("tools: expected a non-empty array of [[tools]] tables; add at least one [[tools]] with a name")
-    tconfs = []
-    names: set[str] = set()
+    tconfs: list[ToolConf] = []
     for k, t in enumerate(tools):
-        f = f"tools[{k}]"
-        if not isinstance(t, dict):
-            raise ConfigError(f"{f}: expected a table, got {t!r}; write [[tools]]")
-        _unknown(t, MODEL_TOOL_KEYS | {"latency", "error_probability", "error_mix"}, f + ".")
-        if "name" not in t:
-            raise ConfigError(f"{f}.name: missing; every tool needs a name")
-        name = _str(t["name"], f + ".name")
-        if name in names:
-            raise ConfigError(f"{f}.name: duplicate tool {name!r}; give each tool its own name")
-        names.add(name)
-        if "effect" in t:
-            _str(t["effect"], f + ".effect", EFFECTS)
-        if "remote" in t:
-            _bool(t["remote"], f + ".remote")
-        tool_effect(t, f + ".")  # a builtin's or a remote's effect contradicted: one line
-        for bk in ("remote", "approval", "needs_input", "removable"):
-            if bk in t:
-                _bool(t[bk], f"{f}.{bk}")
-        for bk in ("needs_input", "removable"):
-            if t.get(bk):
-                raise ConfigError(f"{f}.{bk}: not simulated (no process submits input or removes tools); remove it or set it to false")
-        if "server_flag" in t:
-            sf = _int(t["server_flag"], f + ".server_flag")
-            if sf not in (0, 1):
-                raise ConfigError(f"{f}.server_flag: {sf}; use 0 (unattended) or 1 (approval)")
-        model_tab = {kk: vv for kk, vv in t.items() if kk in MODEL_TOOL_KEYS}
-        emix: tuple[tuple[str, str, float], ...] = ()
-        if "error_mix" in t:
-            m, cls = _error_mix(t["error_mix"], f + ".error_mix")
-            if not any(x > 0 for _, x in m):
-                raise ConfigError(f"{f}.error_mix: every weight is 0; give an error a positive weight")
-            emix = tuple((k, cls[k], x) for k, x in m if x > 0)
-        tconfs.append(ToolConf(
-            name=name, model=model_tab,
-            latency=parse_dist(t.get("latency", 0.5), f + ".latency"),
-            error_probability=_prob(t.get("error_probability", 0.0), f + ".error_probability"),
-            error_mix=emix,
-        ))
-    kw["tools"] = tuple(tconfs)
+        tconfs.append(_tool(t, f"tools[{k}]", {x.name for x in tconfs}))
+    return tuple(tconfs)
 
+
+def _tool(t: Any, f: str, taken: set[str]) -> ToolConf:
+    """One ``[[tools]]`` table: the model's keys (model/config.py) and the simulator's;
+    ``taken``: the names of the tools before it."""
+    if not isinstance(t, dict):
+        raise ConfigError(f"{f}: expected a table, got {t!r}; write [[tools]]")
+    _unknown(t, MODEL_TOOL_KEYS | {"latency", "error_probability", "error_mix"}, f + ".")
+    if "name" not in t:
+        raise ConfigError(f"{f}.name: missing; every tool needs a name")
+    name = _str(t["name"], f + ".name")
+    if name in taken:
+        raise ConfigError(f"{f}.name: duplicate tool {name!r}; give each tool its own name")
+    if "effect" in t:
+        _str(t["effect"], f + ".effect", EFFECTS)
+    if "remote" in t:
+        _bool(t["remote"], f + ".remote")
+    tool_effect(t, f + ".")  # a builtin's or a remote's effect contradicted: one line
+    for bk in ("remote", "approval", "needs_input", "removable"):
+        if bk in t:
+            _bool(t[bk], f"{f}.{bk}")
+    for bk in ("needs_input", "removable"):
+        if t.get(bk):
+            raise ConfigError(f"{f}.{bk}: not simulated (no process submits input or removes tools); remove it or set it to false")
+    if "server_flag" in t:
+        sf = _int(t["server_flag"], f + ".server_flag")
+        if sf not in (0, 1):
+            raise ConfigError(f"{f}.server_flag: {sf}; use 0 (unattended) or 1 (approval)")
+    model_tab = {kk: vv for kk, vv in t.items() if kk in MODEL_TOOL_KEYS}
+    emix = _tool_error_mix(t["error_mix"], f + ".error_mix") if "error_mix" in t else ()
+    return ToolConf(
+        name=name, model=model_tab,
+        latency=parse_dist(t.get("latency", 0.5), f + ".latency"),
+        error_probability=_prob(t.get("error_probability", 0.0), f + ".error_probability"),
+        error_mix=emix,
+    )
+
+
+def _tool_error_mix(v: Any, f: str) -> tuple[tuple[str, str, float], ...]:
+    """A tool's ``error_mix``: (spelling, class, weight), zero weights dropped."""
+    m, cls = _error_mix(v, f)
+    if not any(x > 0 for _, x in m):
+        raise ConfigError(f"{f}: every weight is 0; give an error a positive weight")
+    return tuple((k, cls[k], x) for k, x in m if x > 0)
+
+
+def _workload(data: dict[str, Any], tool_names: tuple[str, ...]) -> dict[str, Any]:
+    """``[workload]`` and its ``approvals`` and ``cancels`` tables; ``tool_mix`` weighs
+    ``tool_names`` (the [[tools]])."""
     wl = _table(data, "workload")
     _unknown(wl, {"queued_fraction", "rounds", "calls_per_round", "tool_mix", "cap", "approvals", "cancels"}, "workload.")
+    kw: dict[str, Any] = {}
     kw["queued_fraction"] = _prob(wl.get("queued_fraction", 1.0), "workload.queued_fraction")
     kw["rounds"] = parse_dist(wl.get("rounds", 1), "workload.rounds")
     kw["calls_per_round"] = parse_dist(wl.get("calls_per_round", 1), "workload.calls_per_round")
     if "tool_mix" not in wl:
         raise ConfigError("workload.tool_mix: missing; give weights such as tool_mix = {search_pages = 3}")
-    tmix = _weights(wl["tool_mix"], "workload.tool_mix", tuple(sorted(names)))
+    tmix = _weights(wl["tool_mix"], "workload.tool_mix", tool_names)
     if not any(x > 0 for _, x in tmix):
         raise ConfigError("workload.tool_mix: every weight is 0; give a tool a positive weight")
     kw["tool_mix"] = tuple((k, x) for k, x in tmix if x > 0)
@@ -579,7 +653,7 @@ def load(data: dict[str, Any]) -> SimConfig:
     _unknown(ca, {"probability", "delay"}, "workload.cancels.")
     kw["cancel_probability"] = _prob(ca.get("probability", 0.0), "workload.cancels.probability")
     kw["cancel_delay"] = parse_dist(ca.get("delay", 60.0), "workload.cancels.delay")
-    return SimConfig(**kw)
+    return kw
 
 
 def load_file(path: str) -> SimConfig:

@@ -3,18 +3,23 @@
 The canonical list of transition names and their fault branches lives in ONE place,
 ``model.names.TRANSITIONS`` (exported by the model, read by the scenario checker too);
 this module only turns it into the ``name[fault]`` labels the engine's coverage report
-counts, per configuration (provider faults are labelled by failure class).
+counts, per configuration (provider faults are labelled by failure class), and walks the
+model at random (``random_walk_coverage``) to report the names no walk ever enabled.
 """
 
 from __future__ import annotations
 
+import random
+from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from failclosed.model import names
-from failclosed.model.runtime import FAULT_KINDS
+from failclosed.model.runtime import FAULT_KINDS, enabled, fire
 from failclosed.model.state import Config
 
-__all__ = ["TRANSITION_NAMES", "expected_labels", "fault_kinds_used"]
+__all__ = ["TRANSITION_NAMES", "WalkCoverage", "expected_labels", "fault_kinds_used",
+           "random_walk_coverage"]
 
 TRANSITION_NAMES: tuple[str, ...] = tuple(names.TRANSITIONS)
 
@@ -37,6 +42,52 @@ def expected_labels(specs: Iterable[Config]) -> list[str]:
             if c not in classes:
                 classes.append(c)
     return names.labels(tuple(classes))
+
+
+
+@dataclass(frozen=True)
+class WalkCoverage:
+    steps: int
+    enabled: Counter
+    never_enabled: tuple[str, ...]  # transition names never enabled in the walk
+
+
+def random_walk_coverage(world, steps: int, seed: int = 0, restart_after: int = 200) -> WalkCoverage:
+    """Random enabled-transition walks from ``world`` (restarting after ``restart_after``
+    steps or at a dead end); reports the transition names never enabled. The RNG is a local
+    ``random.Random(seed)``: deterministic."""
+    rng = random.Random(seed)
+    seen: Counter = Counter()
+    w = world
+    k = 0
+    idle = 0
+    for _ in range(steps):
+        en = enabled(w)
+        if not en or k >= restart_after or idle >= 20:
+            w, k, idle = world, 0, 0
+            en = enabled(w)
+        for t in en:
+            seen[t.name] += 1
+        w2 = fire(w, _pick(rng, en))
+        idle = idle + 1 if w2 == w else 0  # only idle ticks left: start a new history
+        w = w2
+        k += 1
+    never = tuple(n for n in names.TRANSITIONS if n not in seen)
+    return WalkCoverage(steps, seen, never)
+
+
+def _pick(rng: random.Random, en: list):
+    """An actor uniformly, then its normal step more often than a fault branch: a uniform
+    choice over transitions would spend most steps on the reaper's idle ticks and faults."""
+    actors = sorted({t.actor for t in en})
+    a = rng.choice(actors)
+    if a in ("clock", "reaper") and len(actors) > 2 and rng.random() < 0.8:
+        a = rng.choice([x for x in actors if x not in ("clock", "reaper")])  # slow time down
+    mine = [t for t in en if t.actor == a]
+    normal = [t for t in mine if t.fault is None]
+    if normal and rng.random() < 0.9:
+        return rng.choice(normal)
+    return rng.choice(mine)
 
 
 assert fault_kinds_used() <= set(FAULT_KINDS) | {"provider_error"}, "model.names out of date"

@@ -7,7 +7,7 @@
   ``model.runtime.enabled``) also finds a violation, and its shrunk example replays as a
   valid trace through ``model.runtime.apply``.
 
-Both read a choice the way ``model.names._pick`` walks at random (:func:`pick`): an actor
+Both read a choice the way ``spec.coverage._pick`` walks at random (:func:`pick`): an actor
 first, weighted by tier (a process half the time, a command of the caller, the bus or the
 operator and the clock or the reaper a quarter each), then that actor's normal step three
 times in four over its fault branches and ``crash``. A uniform pick over transitions spends

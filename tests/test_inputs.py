@@ -107,6 +107,17 @@ def test_a_contradicting_effect_is_one_line_exit_2(tmp_path, capsys, tool, needl
     assert len(err) == 1 and err[0].startswith("failclosed: error: ") and needle in err[0]
 
 
+def test_a_fault_ops_entry_that_is_not_a_name_is_one_line_exit_2(tmp_path, capsys):
+    """An unhashable entry used to escape as a TypeError traceback (exit 1)."""
+    with pytest.raises(ConfigError, match=r"model.fault_ops\[\]: expected a statement name, got 3"):
+        parse_config({"model": {"fault_ops": ["renew_lease", 3]}, "runs": [{"id": "r1"}]})
+    p = tmp_path / "bad.toml"
+    p.write_text('policy = "current"\n[model]\nfault_ops = [["renew_lease"]]\n[[runs]]\nid = "r1"\n')
+    assert main(["check", "--policy", "current", "--config", str(p)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["failclosed: error: model.fault_ops[]: expected a statement name, got ['renew_lease']"]
+
+
 def _toml(v: Any) -> str:
     return ("true" if v else "false") if isinstance(v, bool) else f'"{v}"'
 

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 from failclosed.model import PRESETS, apply, enabled, load_world, read_toml
-from failclosed.model.names import TRANSITIONS, random_walk_coverage
+from failclosed.model.names import TRANSITIONS
 from failclosed.model.policy import SWITCHES, parse_policy, preset
 from failclosed.model.runtime import GuardFailed
 from failclosed.model.state import TERMINAL
 from failclosed.model.transition import Transition
+from failclosed.spec.coverage import random_walk_coverage
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
