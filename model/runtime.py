@@ -54,8 +54,12 @@ from .state import (
     Application,
     Event,
     Message,
+    Outcome,
     Proc,
     ReaperState,
+    RunStep,
+    SettlePlan,
+    StaleRow,
     World,
     replace,
 )
@@ -552,7 +556,7 @@ def _drop(w: World, p: Proc, outcome: str | None) -> World:
     procs = tuple(q for q in w.procs if q.name != p.name)
     w = replace(w, procs=procs)
     if outcome is not None and p.kind != ENQUEUE:
-        w = replace(w, outcomes=w.outcomes + ((p.seg or p.name, p.run, p.kind, outcome),))
+        w = replace(w, outcomes=w.outcomes + (Outcome(p.seg or p.name, p.run, p.kind, outcome),))
     return w
 
 
@@ -736,7 +740,7 @@ def _r_tick(w: World, r: None, t: Transition) -> World:
     order = t.arg("order")
     if order is not None:  # ties in lease_expires: the order this transition names
         rows = tuple(
-            (i, r.pending_effect, r.queued_request, r.requeue_count)
+            StaleRow(i, r.pending_effect, r.queued_request, r.requeue_count)
             for i, r in ((i, w.rows[i]) for i in map(config.run_index, order.split(",")))
         )
     if not rows:
@@ -837,10 +841,10 @@ def _step(w: World, p: Proc, t: Transition) -> World:
 def _enter_round(w: World, p: Proc) -> World:
     """7.1: a round starts with its ``request`` boundary; after ``cap`` rounds, synthesis."""
     p = replace(p, synthesis=p.rounds >= p.cap, call=0)
-    return _boundary(w, p, ("request", p.turn, -1, ""), "provider")
+    return _boundary(w, p, RunStep("request", p.turn, -1, ""), "provider")
 
 
-def _boundary(w: World, p: Proc, step: tuple, then: str) -> World:
+def _boundary(w: World, p: Proc, step: RunStep, then: str) -> World:
     """7.2: installed when the segment has a handle or an observer."""
     row = w.rows[p.run]
     late = row is not None and row.status == CANCELLED  # ghost: the cancel precedes this boundary
@@ -869,7 +873,7 @@ def _after_probe(w: World, p: Proc) -> World:
 
 
 def _on_step_move(w: World, p: Proc) -> Transition:
-    return T("on_step", p.name, run=w.run_id(p.run), step=p.step[0])
+    return T("on_step", p.name, run=w.run_id(p.run), step=p.step.kind)
 
 
 @action("on_step", fires="on_step", faults=("observer_error",), cost=NONE, then=(),
@@ -919,7 +923,7 @@ def _h_renew(w: World, p: Proc, t: Transition) -> World:
 
 def _persist_move(w: World, p: Proc) -> Transition:
     step = p.step
-    return T("record_step", p.name, run=w.run_id(p.run), step=step[0], tool=step[3] or None)
+    return T("record_step", p.name, run=w.run_id(p.run), step=step.kind, tool=step.tool or None)
 
 
 @action("persist", fires="record_step", faults=("audit_insert_fails", "ambiguous_commit"), cost=AUDIT,
@@ -935,7 +939,7 @@ def _h_persist(w: World, p: Proc, t: Transition) -> World:
         w = replace(
             w,
             events=w.events
-            + (Event(p.run, p.handle, step[0], step[1], step[2], step[3], p.seg),),
+            + (Event(p.run, p.handle, step.kind, step.turn, step.call, step.tool, p.seg),),
         )
     if reported:
         p = replace(p, handle=p.handle + 1)
@@ -991,7 +995,7 @@ def _h_provider(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
         return _ladder(w, p, PROVIDER_ERROR, t.fault)
     if p.synthesis:
-        return _boundary(w, p, ("llm", p.turn, -1, ""), "after_llm")
+        return _boundary(w, p, RunStep("llm", p.turn, -1, ""), "after_llm")
     ans = w.config.runs[p.run].answer(p.turn)
     if ans.kind == "fail":
         return _ladder(w, p, PROVIDER_ERROR, ans.value)
@@ -1000,7 +1004,7 @@ def _h_provider(w: World, p: Proc, t: Transition) -> World:
         return _ladder(w, p, sig, "")
     if ans.kind == "final" and ans.value in ("budget_exhausted", "context_truncated"):
         return _try_arm(w, p, ans.value)
-    return _boundary(w, p, ("llm", p.turn, -1, ""), "after_llm")
+    return _boundary(w, p, RunStep("llm", p.turn, -1, ""), "after_llm")
 
 
 def _after_llm(w: World, p: Proc) -> World:
@@ -1031,7 +1035,7 @@ def _next_call(w: World, p: Proc) -> World:
     name = calls[p.call]
     if p.decision in ("approve", "deny", "input") and _refused_in_resume(w, p, name):
         # 12.2 step 11.1: an error tool step, without the hook, through a normal boundary
-        return _boundary(w, p, ("tool", p.turn, p.call, name), "after_tool")
+        return _boundary(w, p, RunStep("tool", p.turn, p.call, name), "after_tool")
     return _hook(w, p, name)
 
 
@@ -1097,7 +1101,7 @@ def _h_invoke(w: World, p: Proc, t: Transition) -> World:
             attempt = row.attempts if row is not None else 0
             app = Application(p.run, p.turn, p.call, name, effect, p.seg, p.stamped, attempt)
             w = replace(w, ledger=w.ledger + (app,))
-    return _boundary(w, p, ("tool", p.turn, p.call, name), "after_tool")
+    return _boundary(w, p, RunStep("tool", p.turn, p.call, name), "after_tool")
 
 
 # -- the ladder (section 8) ---------------------------------------------------------------
@@ -1105,7 +1109,7 @@ def _settle(w: World, p: Proc, wrapper: str, status: str, reason: str, eclass: s
             guarded: bool, on_ok: str, on_miss: str) -> World:
     if p.handle < 0 and p.kind != ENQUEUE:
         return _end(w, p, on_ok)  # no handle: every settle is skipped
-    p = replace(p, pc="settle", settle=(wrapper, status, reason, eclass, guarded, on_ok, on_miss))
+    p = replace(p, pc="settle", settle=SettlePlan(wrapper, status, reason, eclass, guarded, on_ok, on_miss))
     return _put(w, p)
 
 
@@ -1167,25 +1171,23 @@ def _h_suspend(w: World, p: Proc, t: Transition) -> World:
 
 def _settle_move(w: World, p: Proc) -> Transition:
     plan = p.settle
-    owner = p.guard if plan[4] else None
-    expect = plan[7] if len(plan) > 7 else None
-    return T(plan[0], p.name, run=w.run_id(p.run), reason=plan[2], owner=owner or None,
-             status=expect or None)
+    owner = p.guard if plan.guarded else None
+    return T(plan.wrapper, p.name, run=w.run_id(p.run), reason=plan.reason, owner=owner or None,
+             status=plan.expect or None)
 
 
 @action("settle", fires=("settle_completed", "settle_failed", "settle_policy_stopped", "settle_dead_lettered"),
         faults=STORE_FAULTS, cost=STORE, then=(), args=("reason", "owner", "status"),
         move=_settle_move, place="T8 via 4.3")
 def _h_settle(w: World, p: Proc, t: Transition) -> World:
-    wrapper, status, reason, eclass, guarded, on_ok, on_miss = p.settle[:7]
-    expect_status = p.settle[7] if len(p.settle) > 7 else ""
+    plan = p.settle
     ok = False
     if not t.fault:
-        w, ok = store.finish_run(w, p.run, status, reason, eclass, p.guard if guarded else "", p,
-                                 expect_status)
+        w, ok = store.finish_run(w, p.run, plan.status, plan.reason, plan.error_class,
+                                 p.guard if plan.guarded else "", p, plan.expect)
     if p.kind == ENQUEUE:
         return _end(w, p, None)
-    return _end(w, p, on_ok if ok else on_miss)
+    return _end(w, p, plan.on_ok if ok else plan.on_miss)
 
 
 # -- queued-run recovery (section 9) ------------------------------------------------------
@@ -1194,7 +1196,7 @@ def _dead_letter(w: World, p: Proc, reason: str, on_miss: str = "LEASE_LOST",
     pol = w.config.policy
     if fallback and pol.fallback_settles_requeued_row:
         # proposal: match the row this segment's own requeue left, not a cleared owner
-        p = replace(p, guard="", pc="settle", settle=(
+        p = replace(p, guard="", pc="settle", settle=SettlePlan(
             "settle_dead_lettered", FAILED, reason, p.error, False, "FAILED", on_miss, QUEUED))
         return _put(w, p)
     guarded = pol.owner_guarded_settle_workers
@@ -1244,8 +1246,8 @@ def _dispatch_move(w: World, p: Proc) -> Transition:
 def _h_dispatch(w: World, p: Proc, t: Transition) -> World:
     if p.kind == ENQUEUE:
         if t.fault:  # settle_failed without an owner, then EnqueueFailed
-            p = replace(p, pc="settle", settle=("settle_failed", FAILED, "provider_failed",
-                                                 "EnqueueFailed", False, "", ""))
+            p = replace(p, pc="settle", settle=SettlePlan("settle_failed", FAILED, "provider_failed",
+                                                           "EnqueueFailed", False, "", ""))
             return _put(w, p)
         w, nested = _dispatch_queued(w, p.run, p.name, w.clock, _frames(p))
         return w if nested else _end(w, p, None)
