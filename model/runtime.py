@@ -68,6 +68,7 @@ from .steps import (
     AUDIT,
     DISPATCH,
     END,
+    FAULTS,
     NONE,
     PROVIDER,
     REAPER,
@@ -81,21 +82,8 @@ from .transition import Transition
 
 T = Transition.make
 
-# Fault kinds a configuration may enable (Config.faults).
-FAULT_KINDS = (
-    "store_error",  # any store statement errors: the caller gets false / null / [] (4.4)
-    "audit_insert_fails",  # record_step / record_approval / record_input stores nothing
-    "ambiguous_commit",  # the audit insert stores the event but reports failure
-    "dispatch_fails",
-    "crash",  # a process dies at any point
-    "provider_error",  # a provider call fails with a failure class (Config.provider_faults)
-    "observer_error",
-    "decode_error",  # a stored payload fails to decode
-    "tool_error",
-    "duplicate_message",
-    "slow_operation",  # a provider or tool call outlives the lease (time passes while it runs)
-    "pause",  # a process stalls outside a provider or tool call long enough to lose its lease
-)
+# Fault kinds a configuration may enable (Config.faults): declared in model/steps.py.
+FAULT_KINDS = tuple(FAULTS)
 
 # Where a segment waits on a slow operation (1.3): time may pass its lease there unfaulted.
 SLOW_OPERATIONS = frozenset({"provider", "invoke"})
@@ -109,6 +97,15 @@ class GuardFailed(ValueError):
         self.guard = guard
         self.enabled = enabled
         super().__init__(f"{t}: guard does not hold: {guard}")
+
+
+# The labels a segment may go on to, named for the ``then`` of the steps below: a step
+# boundary with a handle (7.2), the ladder's arms (8), and the loop's next step (after a
+# boundary, or at once where there is nothing to persist: the provider call, the before-tool
+# hook and the tool, a boundary, or an arm of the ladder).
+BOUNDARY = ("on_step", "probe", "renew", "persist")
+LADDER = ("suspend", "settle", "recovery_read", END)
+LOOP = BOUNDARY + ("provider", "stamp", "invoke") + LADDER
 
 
 # =========================================================================================
@@ -679,7 +676,7 @@ def _run_queued(w: World, t: Transition) -> World:
     return _spawn(w, _pick_up(w, i, t.actor, "claim_queued"))
 
 
-@action("run_queued", fires="run_queued", faults=STORE_FAULTS, cost=STORE, then=(),
+@action("run_queued", fires="run_queued", faults=STORE_FAULTS, cost=STORE, then=("claim_queued", END),
         place="6.2 step 1; 6.3 sync: nested in the dispatching process")
 def _h_run_queued(w: World, p: Proc, t: Transition) -> World:
     """Sync: pick-up step 1 of the handler nested in the dispatching process."""
@@ -876,7 +873,7 @@ def _on_step_move(w: World, p: Proc) -> Transition:
     return T("on_step", p.name, run=w.run_id(p.run), step=p.step.kind)
 
 
-@action("on_step", fires="on_step", faults=("observer_error",), cost=NONE, then=(),
+@action("on_step", fires="on_step", faults=("observer_error",), cost=NONE, then=LOOP,
         args=("step",), move=_on_step_move, place="7.2 step 1")
 def _h_on_step(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
@@ -884,7 +881,7 @@ def _h_on_step(w: World, p: Proc, t: Transition) -> World:
     return _after_observer(w, p)
 
 
-@action("probe", fires="find_run", faults=STORE_FAULTS, cost=STORE, then=(),
+@action("probe", fires="find_run", faults=STORE_FAULTS, cost=STORE, then=("renew", "persist", END),
         place="7.2 step 2 (the cancel probe)")
 def _h_probe(w: World, p: Proc, t: Transition) -> World:
     row = w.rows[p.run]
@@ -906,7 +903,7 @@ def _renew_move(w: World, p: Proc) -> Transition:
 
 
 @action("renew", fires=("renew_lease", "mark_pending_effect"), faults=STORE_FAULTS, cost=STORE,
-        then=(), args=("effect",), move=_renew_move, place="T4, T5 clear; 7.2 step 4")
+        then=LOOP, args=("effect",), move=_renew_move, place="T4, T5 clear; 7.2 step 4")
 def _h_renew(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
         ok = False
@@ -927,7 +924,7 @@ def _persist_move(w: World, p: Proc) -> Transition:
 
 
 @action("persist", fires="record_step", faults=("audit_insert_fails", "ambiguous_commit"), cost=AUDIT,
-        then=(), args=("step", "tool"), move=_persist_move, place="4.2, 7.2 step 5")
+        then=LOOP + ("clear",), args=("step", "tool"), move=_persist_move, place="4.2, 7.2 step 5")
 def _h_persist(w: World, p: Proc, t: Transition) -> World:
     stored = t.fault != "audit_insert_fails"
     reported = t.fault is None
@@ -963,7 +960,7 @@ def _clear_move(w: World, p: Proc) -> Transition:
     return T("mark_pending_effect", p.name, run=w.run_id(p.run), effect="")
 
 
-@action("clear", fires="mark_pending_effect", faults=STORE_FAULTS, cost=STORE, then=(),
+@action("clear", fires="mark_pending_effect", faults=STORE_FAULTS, cost=STORE, then=LOOP,
         args=("effect",), move=_clear_move, place="T5 clear (proposal fence_cleared_after_audit)")
 def _h_clear(w: World, p: Proc, t: Transition) -> World:
     """Proposal fence_cleared_after_audit: the T5 clear after the event is stored."""
@@ -989,7 +986,7 @@ def _continue(w: World, p: Proc) -> World:
     raise AssertionError(then)  # pragma: no cover
 
 
-@action("provider", fires="provider_call", faults=("provider_error",), cost=PROVIDER, then=(),
+@action("provider", fires="provider_call", faults=("provider_error",), cost=PROVIDER, then=LOOP,
         place="7.1 step 3")
 def _h_provider(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
@@ -1073,7 +1070,7 @@ def _stamp_move(w: World, p: Proc) -> Transition:
     return T("mark_pending_effect", p.name, run=w.run_id(p.run), effect=effect)
 
 
-@action("stamp", fires="mark_pending_effect", faults=STORE_FAULTS, cost=STORE, then=(),
+@action("stamp", fires="mark_pending_effect", faults=STORE_FAULTS, cost=STORE, then=("invoke", END),
         args=("effect",), move=_stamp_move, place="T5 stamp; 7.3")
 def _h_stamp(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
@@ -1088,7 +1085,7 @@ def _invoke_move(w: World, p: Proc) -> Transition:
     return T("invoke", p.name, run=w.run_id(p.run), tool=_call_name(w, p))
 
 
-@action("invoke", fires="invoke", faults=("tool_error",), cost=TOOL, then=(), args=("tool",),
+@action("invoke", fires="invoke", faults=("tool_error",), cost=TOOL, then=LOOP, args=("tool",),
         move=_invoke_move, place="7.1 step 8.2")
 def _h_invoke(w: World, p: Proc, t: Transition) -> World:
     spec = w.config
@@ -1154,7 +1151,7 @@ def _suspend_move(w: World, p: Proc) -> Transition:
 
 
 @action("suspend", fires=("suspend", "suspend_for_input"), faults=STORE_FAULTS, cost=STORE,
-        then=(), move=_suspend_move, place="T6; 8 arm 2")
+        then=("settle", END), move=_suspend_move, place="T6; 8 arm 2")
 def _h_suspend(w: World, p: Proc, t: Transition) -> World:
     status = WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL
     ok = False
@@ -1177,7 +1174,7 @@ def _settle_move(w: World, p: Proc) -> Transition:
 
 
 @action("settle", fires=("settle_completed", "settle_failed", "settle_policy_stopped", "settle_dead_lettered"),
-        faults=STORE_FAULTS, cost=STORE, then=(), args=("reason", "owner", "status"),
+        faults=STORE_FAULTS, cost=STORE, then=(END,), args=("reason", "owner", "status"),
         move=_settle_move, place="T8 via 4.3")
 def _h_settle(w: World, p: Proc, t: Transition) -> World:
     plan = p.settle
@@ -1210,7 +1207,7 @@ def _recovery(w: World, p: Proc) -> World:
     return _put(w, replace(p, pc="recovery_read"))  # branch 3
 
 
-@action("recovery_read", fires="find_run", faults=STORE_FAULTS, cost=STORE, then=(),
+@action("recovery_read", fires="find_run", faults=STORE_FAULTS, cost=STORE, then=("requeue", "settle", END),
         place="9 steps 3-5")
 def _h_recovery_read(w: World, p: Proc, t: Transition) -> World:
     row = None if t.fault else w.rows[p.run]
@@ -1223,7 +1220,7 @@ def _h_recovery_read(w: World, p: Proc, t: Transition) -> World:
     return _put(w, replace(p, pc="requeue", count=count))  # branch 6
 
 
-@action("requeue", fires="requeue", faults=STORE_FAULTS, cost=STORE, then=(), place="T9; 9 step 6")
+@action("requeue", fires="requeue", faults=STORE_FAULTS, cost=STORE, then=("dispatch", END), place="T9; 9 step 6")
 def _h_requeue(w: World, p: Proc, t: Transition) -> World:
     ok = False
     if not t.fault:
@@ -1240,7 +1237,7 @@ def _dispatch_move(w: World, p: Proc) -> Transition:
     return T("dispatch", p.name, run=w.run_id(p.run), delay=delay)
 
 
-@action("dispatch", fires="dispatch", faults=("dispatch_fails",), cost=DISPATCH, then=(),
+@action("dispatch", fires="dispatch", faults=("dispatch_fails",), cost=DISPATCH, then=("run_queued", "settle", END),
         args=("delay",), move=_dispatch_move,
         place="6.1 step 4, 9 step 7; 6.3 sync: the handler runs nested")
 def _h_dispatch(w: World, p: Proc, t: Transition) -> World:
@@ -1264,7 +1261,7 @@ def _frames(p: Proc) -> tuple[Proc, ...]:
 
 
 # -- pick-up after the claim (6.2 steps 2-5) ----------------------------------------------
-@action("claim_queued", fires="claim_queued", faults=STORE_FAULTS, cost=STORE, then=(),
+@action("claim_queued", fires="claim_queued", faults=STORE_FAULTS, cost=STORE, then=("pickup_position", END),
         place="T3, 6.2 step 2")
 def _h_claim_queued(w: World, p: Proc, t: Transition) -> World:
     ok = False
@@ -1279,7 +1276,7 @@ def _h_claim_queued(w: World, p: Proc, t: Transition) -> World:
 
 
 @action("pickup_position", fires="max_sequence", faults=("store_error", "decode_error"),
-        cost=STORE, then=(), place="4.2, 6.2 steps 3-5")
+        cost=STORE, then=BOUNDARY + ("settle",), place="4.2, 6.2 steps 3-5")
 def _h_pickup_position(w: World, p: Proc, t: Transition) -> World:
     if t.fault:  # settle_failed without an owner (proposal P4: guarded by its own claim)
         own = w.config.policy.failure_settles_own_claim
@@ -1301,7 +1298,7 @@ def _resume_read_faults(w: World, p: Proc) -> tuple[str, ...]:
     return STORE_FAULTS
 
 
-@action("resume_read", fires="find_run", faults=("store_error", "decode_error"), cost=STORE, then=(),
+@action("resume_read", fires="find_run", faults=("store_error", "decode_error"), cost=STORE, then=("resume_probe", END),
         faults_now=_resume_read_faults, place="12.2 steps 1-2 (a resume decodes the loaded state)")
 def _h_resume_read(w: World, p: Proc, t: Transition) -> World:
     """12.2 steps 1 and 2, before any store change: a refusal leaves the row untouched."""
@@ -1314,7 +1311,7 @@ def _h_resume_read(w: World, p: Proc, t: Transition) -> World:
     return _put(w, replace(p, pc="resume_probe", turn=row.suspended_state))
 
 
-@action("resume_probe", fires="max_sequence", faults=STORE_FAULTS, cost=STORE, then=(),
+@action("resume_probe", fires="max_sequence", faults=STORE_FAULTS, cost=STORE, then=("resume_claim", END),
         place="12.2 step 3")
 def _h_resume_probe(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
@@ -1328,7 +1325,7 @@ def _resume_claim_move(w: World, p: Proc) -> Transition:
 
 
 @action("resume_claim", fires=("claim_for_resume", "claim_for_resume_from_input"), faults=STORE_FAULTS,
-        cost=STORE, then=(), move=_resume_claim_move, place="T7; 12.2 step 4")
+        cost=STORE, then=("resume_position", END), move=_resume_claim_move, place="T7; 12.2 step 4")
 def _h_resume_claim(w: World, p: Proc, t: Transition) -> World:
     pol = w.config.policy
     ok = False
@@ -1355,7 +1352,7 @@ def _resume_position_faults(w: World, p: Proc) -> tuple[str, ...]:
 
 
 @action("resume_position", fires="max_sequence", faults=("store_error", "decode_error"), cost=STORE,
-        then=(), faults_now=_resume_position_faults, place="4.2; 12.2 steps 5-6")
+        then=("release", "record_decision", "settle"), faults_now=_resume_position_faults, place="4.2; 12.2 steps 5-6")
 def _h_resume_position(w: World, p: Proc, t: Transition) -> World:
     pol = w.config.policy
     if t.fault:  # settle_failed without an owner (proposal P4: guarded by its own claim)
@@ -1385,7 +1382,7 @@ def _record_decision_move(w: World, p: Proc) -> Transition:
 
 
 @action("record_decision", fires=("record_approval", "record_input"), faults=("audit_insert_fails",),
-        cost=AUDIT, then=(), move=_record_decision_move, place="4.2; 12.2 step 9, 12.3")
+        cost=AUDIT, then=("release",) + LOOP, move=_record_decision_move, place="4.2; 12.2 step 9, 12.3")
 def _h_record_decision(w: World, p: Proc, t: Transition) -> World:
     spec = w.config
     if not t.fault:
@@ -1407,7 +1404,7 @@ def _release_move(w: World, p: Proc) -> Transition:
 
 
 @action("release", fires=("suspend", "suspend_for_input"), faults=STORE_FAULTS, cost=STORE,
-        then=(), move=_release_move, place="T6; 12.2 gates 1-3 (the row goes back to waiting)")
+        then=("settle", END), move=_release_move, place="T6; 12.2 gates 1-3 (the row goes back to waiting)")
 def _h_release(w: World, p: Proc, t: Transition) -> World:
     status = WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL
     ok = False

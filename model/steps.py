@@ -58,6 +58,32 @@ STORE_FAULTS = ("store_error",)
 
 
 @dataclass(frozen=True, slots=True)
+class Fault:
+    """A fault kind (RUNTIME 1.3): the environment component it breaks and what happens."""
+
+    component: str  # a cost class, or "process" / "bus" / "clock"
+    meaning: str
+
+
+# Fault kinds a configuration may enable (``Config.faults``), each owned by the component it
+# breaks; the steps that can take one name it in their ``faults``.
+FAULTS: dict[str, Fault] = {
+    "store_error": Fault(STORE, "a store statement errors: the caller gets false / null / [] (4.4)"),
+    "audit_insert_fails": Fault(AUDIT, "record_step / record_approval / record_input stores nothing"),
+    "ambiguous_commit": Fault(AUDIT, "the audit insert stores the event but reports failure"),
+    "dispatch_fails": Fault(DISPATCH, "the message is not sent"),
+    "crash": Fault("process", "a process dies at any point (1.3 process death)"),
+    "provider_error": Fault(PROVIDER, "a provider call fails with a failure class (Config.provider_faults)"),
+    "observer_error": Fault(NONE, "the step observer raises (7.2 step 1)"),
+    "decode_error": Fault(STORE, "a stored payload fails to decode"),
+    "tool_error": Fault(TOOL, "the tool raises; its effect does not land"),
+    "duplicate_message": Fault("bus", "the bus delivers a message twice (6.3)"),
+    "slow_operation": Fault("clock", "a provider or tool call outlives the lease (time passes while it runs)"),
+    "pause": Fault("clock", "a process stalls outside a provider or tool call long enough to lose its lease"),
+}
+
+
+@dataclass(frozen=True, slots=True)
 class Action:
     """One step of a process: see the module docstring."""
 
@@ -116,6 +142,9 @@ def action(
     """Declare the decorated function as the effect of the step labelled ``pc``."""
     if cost not in COST_CLASSES:
         raise ValueError(f"step {pc!r}: cost {cost!r} is not one of {COST_CLASSES}")
+    unknown = [f for f in faults if f not in FAULTS]
+    if unknown:
+        raise ValueError(f"step {pc!r}: unknown fault kinds {unknown}; declare them in FAULTS")
     table = REAPER_ACTIONS if actor == REAPER else ACTIONS
     if pc in table:
         raise ValueError(f"step {pc!r} is declared twice")
