@@ -12,6 +12,7 @@ from .state import (
     READ_ONLY,
     RETRYABLE_CLASSES,
     Config,
+    RunStep,
 )
 
 # Error kinds the runtime raises (RUNTIME 2) that reach the ladder's generic arm.
@@ -61,11 +62,11 @@ def resolve_by_name(spec: Config, removed: frozenset[str], name: str) -> str:
     return tool.declared_effect
 
 
-def step_effect(spec: Config, removed: frozenset[str], step: tuple) -> str:
+def step_effect(spec: Config, removed: frozenset[str], step: RunStep | tuple) -> str:
     """7.2: a non-tool step is read-only; a tool step resolves by NAME (not by whether it ran)."""
-    if not step or step[0] != "tool":
+    if not step or step.kind != "tool":
         return READ_ONLY
-    return resolve_by_name(spec, removed, step[3])
+    return resolve_by_name(spec, removed, step.tool)
 
 
 def may_retry_after_fence(pending_effect: str) -> bool:

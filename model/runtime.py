@@ -54,30 +54,36 @@ from .state import (
     Application,
     Event,
     Message,
+    Outcome,
     Proc,
     ReaperState,
+    RunStep,
+    SettlePlan,
+    StaleRow,
     World,
     replace,
+)
+from .steps import (
+    ACTIONS,
+    AUDIT,
+    DISPATCH,
+    END,
+    FAULTS,
+    NONE,
+    PROVIDER,
+    REAPER,
+    REAPER_ACTIONS,
+    STORE,
+    STORE_FAULTS,
+    TOOL,
+    action,
 )
 from .transition import Transition
 
 T = Transition.make
 
-# Fault kinds a configuration may enable (Config.faults).
-FAULT_KINDS = (
-    "store_error",  # any store statement errors: the caller gets false / null / [] (4.4)
-    "audit_insert_fails",  # record_step / record_approval / record_input stores nothing
-    "ambiguous_commit",  # the audit insert stores the event but reports failure
-    "dispatch_fails",
-    "crash",  # a process dies at any point
-    "provider_error",  # a provider call fails with a failure class (Config.provider_faults)
-    "observer_error",
-    "decode_error",  # a stored payload fails to decode
-    "tool_error",
-    "duplicate_message",
-    "slow_operation",  # a provider or tool call outlives the lease (time passes while it runs)
-    "pause",  # a process stalls outside a provider or tool call long enough to lose its lease
-)
+# Fault kinds a configuration may enable (Config.faults): declared in model/steps.py.
+FAULT_KINDS = tuple(FAULTS)
 
 # Where a segment waits on a slow operation (1.3): time may pass its lease there unfaulted.
 SLOW_OPERATIONS = frozenset({"provider", "invoke"})
@@ -93,6 +99,15 @@ class GuardFailed(ValueError):
         super().__init__(f"{t}: guard does not hold: {guard}")
 
 
+# The labels a segment may go on to, named for the ``then`` of the steps below: a step
+# boundary with a handle (7.2), the ladder's arms (8), and the loop's next step (after a
+# boundary, or at once where there is nothing to persist: the provider call, the before-tool
+# hook and the tool, a boundary, or an arm of the ladder).
+BOUNDARY = ("on_step", "probe", "renew", "persist")
+LADDER = ("suspend", "settle", "recovery_read", END)
+LOOP = BOUNDARY + ("provider", "stamp", "invoke") + LADDER
+
+
 # =========================================================================================
 # enabled
 # =========================================================================================
@@ -106,90 +121,30 @@ def _can(w: World, kind: str, op: str = "") -> bool:
 
 
 def _with_faults(w: World, t: Transition, kinds: tuple[str, ...]) -> list[Transition]:
+    """``t`` and its fault branches (a provider error branches once per failure class)."""
     out = [t]
     for k in kinds:
         if _can(w, k, t.name):
-            out.append(_new_t(Transition, (t.name, t.actor, tuple(sorted(t.args + (("fault", k),))))))
+            if k == "provider_error":
+                out.extend(_faulted(t, c) for c in w.config.provider_faults)
+            else:
+                out.append(_faulted(t, k))
     return out
+
+
+def _faulted(t: Transition, fault: str) -> Transition:
+    return _new_t(Transition, (t.name, t.actor, tuple(sorted(t.args + (("fault", fault),)))))
 
 
 _new_t = tuple.__new__  # Transition(...) without the NamedTuple's Python-level __new__
 
 
 def _proc_moves(w: World, p: Proc) -> list[Transition]:
-    spec = w.config
-    rid = w.run_id(p.run)
-    a = p.name
-    pc = p.pc
-    S = ("store_error",)
-    if pc == "run_queued":  # sync: pick-up step 1 nested in the dispatching process
-        return _with_faults(w, T("run_queued", a, run=rid), S)
-    if pc == "claim_queued":
-        return _with_faults(w, T("claim_queued", a, run=rid), S)
-    if pc == "pickup_position":
-        return _with_faults(w, T("max_sequence", a, run=rid), ("store_error", "decode_error"))
-    if pc == "resume_position":
-        # 12.2 steps 5 and 6: the fresh position, and (since ADR-132) the decode of the state
-        # from the fresh row; before ADR-132 the state read before the claim was used
-        dec = ("store_error", "decode_error") if spec.policy.approval_audit_failclosed else S
-        return _with_faults(w, T("max_sequence", a, run=rid), dec)
-    if pc == "resume_probe":
-        return _with_faults(w, T("max_sequence", a, run=rid), S)
-    if pc == "resume_read":
-        # 12.2 steps 1 and 2: load the run; a row awaiting this decision has its stored
-        # state decoded before the claim (fault decode_error: CorruptSuspendedState)
-        t = T("find_run", a, run=rid)
-        row = w.rows[p.run]
-        if row is not None and row.status == (WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL):
-            return _with_faults(w, t, ("store_error", "decode_error"))
-        return _with_faults(w, t, S)
-    if pc == "on_step":
-        return _with_faults(w, T("on_step", a, run=rid, step=p.step[0]), ("observer_error",))
-    if pc in ("probe", "recovery_read"):
-        return _with_faults(w, T("find_run", a, run=rid), S)
-    if pc == "renew":
-        if _clears_fence(w, p):
-            return _with_faults(w, T("mark_pending_effect", a, run=rid, effect=""), S)
-        return _with_faults(w, T("renew_lease", a, run=rid), S)
-    if pc == "persist":
-        step = p.step
-        t = T("record_step", a, run=rid, step=step[0], tool=step[3] or None)
-        return _with_faults(w, t, ("audit_insert_fails", "ambiguous_commit"))
-    if pc == "provider":
-        t = T("provider_call", a, run=rid)
-        out = [t]
-        if _can(w, "provider_error"):
-            for c in spec.provider_faults:
-                out.append(T("provider_call", a, run=rid, fault=c))
-        return out
-    if pc == "clear":
-        return _with_faults(w, T("mark_pending_effect", a, run=rid, effect=""), S)
-    if pc == "stamp":
-        effect = rules.resolve_by_name(spec, w.removed, _call_name(w, p))
-        return _with_faults(w, T("mark_pending_effect", a, run=rid, effect=effect), S)
-    if pc == "invoke":
-        return _with_faults(w, T("invoke", a, run=rid, tool=_call_name(w, p)), ("tool_error",))
-    if pc == "settle":
-        wrapper, _status, reason = p.settle[0], p.settle[1], p.settle[2]
-        owner = p.guard if p.settle[4] else None
-        expect = p.settle[7] if len(p.settle) > 7 else None
-        t = T(wrapper, a, run=rid, reason=reason, owner=owner or None, status=expect or None)
-        return _with_faults(w, t, S)
-    if pc in ("suspend", "release"):
-        name = "suspend_for_input" if _input_side(p) else "suspend"
-        return _with_faults(w, T(name, a, run=rid), S)
-    if pc == "requeue":
-        return _with_faults(w, T("requeue", a, run=rid), S)
-    if pc == "dispatch":
-        delay = spec.constants.retry_delay_s(p.count) if p.kind == WORKER else None
-        return _with_faults(w, T("dispatch", a, run=rid, delay=delay), ("dispatch_fails",))
-    if pc == "resume_claim":
-        name = "claim_for_resume_from_input" if _input_side(p) else "claim_for_resume"
-        return _with_faults(w, T(name, a, run=rid), S)
-    if pc == "record_decision":
-        name = "record_input" if _input_side(p) else "record_approval"
-        return _with_faults(w, T(name, a, run=rid), ("audit_insert_fails",))
-    raise AssertionError(f"unknown pc {pc!r}")  # pragma: no cover
+    """The process is at label ``p.pc``: the step declared there (``model.steps``), with
+    the fault branches it may take now."""
+    a = ACTIONS[p.pc]
+    t = a.move(w, p) if a.move is not None else T(a.fires[0], p.name, run=w.run_id(p.run))
+    return _with_faults(w, t, a.faults if a.faults_now is None else a.faults_now(w, p))
 
 
 def _input_side(p: Proc) -> bool:
@@ -390,33 +345,32 @@ def _enabled_for_run(w: World, actor: str | None, run: str, one_order: bool) -> 
 
 def _reaper_moves(w: World, one_order: bool = False) -> list[Transition]:
     r = w.reaper
-    S = ("store_error",)
     if r is None:
-        orders, tied = _stale_orders(w, one_order)
-        if not tied:
-            return _with_faults(w, T("find_stale_running", "reaper"), ("store_error", "decode_error"))
-        # rows of equal lease come back in no defined order (T10 orders by lease_expires only)
-        out = [T("find_stale_running", "reaper", order=",".join(o)) for o in orders]
-        for k in ("store_error", "decode_error"):
-            if _can(w, k, "find_stale_running"):
-                out.append(T("find_stale_running", "reaper", fault=k))
-        if _can(w, "crash"):
-            out.append(T("crash", "reaper"))
-        return out
+        return _tick_moves(w, one_order)
     if r.pc == "nested":
         return []  # sync: blocked in its dispatch; the nested segment's moves are a proc's
-    out = []
-    run, pending, has_request, count = r.rows[r.idx]
-    rid = w.run_id(run)
-    if r.pc == "row":
-        name, reason = _reaper_branch(w, pending, has_request, count)
-        out = _with_faults(w, T(name, "reaper", run=rid, reason=reason), S)
-    elif r.pc == "dispatch":
-        out = _with_faults(w, T("dispatch", "reaper", run=rid), ("dispatch_fails",))
-    elif r.pc == "max_sequence":
-        out = _with_faults(w, T("max_sequence", "reaper", run=rid), S)
-    elif r.pc == "settle":
-        out = _with_faults(w, T("settle_failed", "reaper", run=rid, reason="provider_failed"), S)
+    else:
+        a = REAPER_ACTIONS[r.pc]
+        run = r.rows[r.idx][0]
+        t = a.move(w, r) if a.move is not None else T(a.fires[0], "reaper", run=w.run_id(run))
+        out = _with_faults(w, t, a.faults)
+    if _can(w, "crash"):
+        out.append(T("crash", "reaper"))
+    return out
+
+
+def _tick_moves(w: World, one_order: bool) -> list[Transition]:
+    """T10, and the orders it may return rows of equal lease in (no defined order)."""
+    tick = REAPER_ACTIONS["tick"]
+    orders, tied = _stale_orders(w, one_order)
+    if not tied:
+        return _with_faults(w, T("find_stale_running", "reaper"), tick.faults)
+    out = [T("find_stale_running", "reaper", order=",".join(o)) for o in orders]
+    for k in tick.faults:
+        if _can(w, k, "find_stale_running"):
+            out.append(T("find_stale_running", "reaper", fault=k))
+    # an idle reaper's crash changes nothing but the fault budget; it is listed only here
+    # (kept as the model has always had it: the recorded behaviour digests include it)
     if _can(w, "crash"):
         out.append(T("crash", "reaper"))
     return out
@@ -599,7 +553,7 @@ def _drop(w: World, p: Proc, outcome: str | None) -> World:
     procs = tuple(q for q in w.procs if q.name != p.name)
     w = replace(w, procs=procs)
     if outcome is not None and p.kind != ENQUEUE:
-        w = replace(w, outcomes=w.outcomes + ((p.seg or p.name, p.run, p.kind, outcome),))
+        w = replace(w, outcomes=w.outcomes + (Outcome(p.seg or p.name, p.run, p.kind, outcome),))
     return w
 
 
@@ -722,6 +676,8 @@ def _run_queued(w: World, t: Transition) -> World:
     return _spawn(w, _pick_up(w, i, t.actor, "claim_queued"))
 
 
+@action("run_queued", fires="run_queued", faults=STORE_FAULTS, cost=STORE, then=("claim_queued", END),
+        place="6.2 step 1; 6.3 sync: nested in the dispatching process")
 def _h_run_queued(w: World, p: Proc, t: Transition) -> World:
     """Sync: pick-up step 1 of the handler nested in the dispatching process."""
     if t.fault or not _pick_up_finds(w.rows[p.run]):
@@ -763,53 +719,86 @@ def _dispatch_queued(w: World, i: int, process: str, not_before: int,
 
 # -- reaper (section 10) ------------------------------------------------------------------
 def _reaper(w: World, t: Transition) -> World:
-    spec = w.config
-    r = w.reaper
-    name = t.name
-    if name == "crash":
+    if t.name == "crash":
         return replace(w, reaper=None)
-    if r is None:  # find_stale_running
-        if t.fault:
-            return w  # [] : the tick does nothing
-        rows = store.find_stale_running(w, w.clock, spec.reaper_limit)
-        order = t.arg("order")
-        if order is not None:  # ties in lease_expires: the order this transition names
-            rows = tuple(
-                (i, r.pending_effect, r.queued_request, r.requeue_count)
-                for i, r in ((i, w.rows[i]) for i in map(spec.run_index, order.split(",")))
-            )
-        if not rows:
-            return w
-        return replace(w, reaper=ReaperState(pc="row", now=w.clock, rows=rows))
+    r = w.reaper
+    if r is None:
+        return REAPER_ACTIONS["tick"].effect(w, r, t)
+    return REAPER_ACTIONS[r.pc].effect(w, r, t)
+
+
+@action("tick", actor=REAPER, fires="find_stale_running", faults=("store_error", "decode_error"),
+        cost=STORE, then=("row", END), args=("order",), place="T10; 10")
+def _r_tick(w: World, r: None, t: Transition) -> World:
+    if t.fault:
+        return w  # [] : the tick does nothing
+    config = w.config
+    rows = store.find_stale_running(w, w.clock, config.reaper_limit)
+    order = t.arg("order")
+    if order is not None:  # ties in lease_expires: the order this transition names
+        rows = tuple(
+            StaleRow(i, r.pending_effect, r.queued_request, r.requeue_count)
+            for i, r in ((i, w.rows[i]) for i in map(config.run_index, order.split(",")))
+        )
+    if not rows:
+        return w
+    return replace(w, reaper=ReaperState(pc="row", now=w.clock, rows=rows))
+
+
+def _row_move(w: World, r: ReaperState) -> Transition:
+    run, pending, has_request, count = r.rows[r.idx]
+    name, reason = _reaper_branch(w, pending, has_request, count)
+    return T(name, "reaper", run=w.run_id(run), reason=reason)
+
+
+@action("row", actor=REAPER, fires=("requeue_stale", "dead_letter_stale"), faults=STORE_FAULTS,
+        cost=STORE, then=("dispatch", "row", END), args=("reason",), move=_row_move,
+        place="T11, T12; 10 branches 1-4")
+def _r_row(w: World, r: ReaperState, t: Transition) -> World:
+    if t.fault:
+        return _reaper_next(w)
     run = r.rows[r.idx][0]
-    if r.pc == "row":
-        if t.fault:
-            return _reaper_next(w)
-        if name == "requeue_stale":
-            w, ok = store.requeue_stale(w, run, r.now)
-            if ok:
-                return replace(w, reaper=replace(r, pc="dispatch"))
-            return _reaper_next(w)
-        w, ok = store.dead_letter_stale(w, run, r.now, t.arg("reason"))
+    if t.name == "requeue_stale":
+        w, ok = store.requeue_stale(w, run, r.now)
+        if ok:
+            return replace(w, reaper=replace(r, pc="dispatch"))
         return _reaper_next(w)
-    if r.pc == "dispatch":
-        if t.fault:
-            if spec.policy.reaper_dispatch_failclosed:
-                return replace(w, reaper=replace(r, pc="max_sequence"))
-            return _reaper_next(w)
-        w, nested = _dispatch_queued(w, run, "reaper", w.clock)
-        if nested:  # sync: the reclaimed run executes inside the reaper's process
-            return replace(w, reaper=replace(r, pc="nested"))
+    w, ok = store.dead_letter_stale(w, run, r.now, t.arg("reason"))
+    return _reaper_next(w)
+
+
+@action("dispatch", actor=REAPER, fires="dispatch", faults=("dispatch_fails",), cost=DISPATCH,
+        then=("max_sequence", "nested", "row", END), place="10 branch 5")
+def _r_dispatch(w: World, r: ReaperState, t: Transition) -> World:
+    if t.fault:
+        if w.config.policy.reaper_dispatch_failclosed:
+            return replace(w, reaper=replace(r, pc="max_sequence"))
         return _reaper_next(w)
-    if r.pc == "max_sequence":
-        if t.fault:
-            return _reaper_next(w)
-        return replace(w, reaper=replace(r, pc="settle"))
-    if r.pc == "settle":
-        if not t.fault:
-            w, _ = store.finish_run(w, run, FAILED, "provider_failed", "DispatchFailed")
+    w, nested = _dispatch_queued(w, r.rows[r.idx][0], "reaper", w.clock)
+    if nested:  # sync: the reclaimed run executes inside the reaper's process
+        return replace(w, reaper=replace(r, pc="nested"))
+    return _reaper_next(w)
+
+
+@action("max_sequence", actor=REAPER, fires="max_sequence", faults=STORE_FAULTS, cost=STORE,
+        then=("settle", "row", END), place="4.2; 10 branch 5 (fail-closed dispatch)")
+def _r_max_sequence(w: World, r: ReaperState, t: Transition) -> World:
+    if t.fault:
         return _reaper_next(w)
-    raise AssertionError(r)  # pragma: no cover
+    return replace(w, reaper=replace(r, pc="settle"))
+
+
+def _r_settle_move(w: World, r: ReaperState) -> Transition:
+    return T("settle_failed", "reaper", run=w.run_id(r.rows[r.idx][0]), reason="provider_failed")
+
+
+@action("settle", actor=REAPER, fires="settle_failed", faults=STORE_FAULTS, cost=STORE,
+        then=("row", END), args=("reason",), move=_r_settle_move,
+        place="T8 via 4.3; 10 branch 5 (fail-closed dispatch)")
+def _r_settle(w: World, r: ReaperState, t: Transition) -> World:
+    if not t.fault:
+        w, _ = store.finish_run(w, r.rows[r.idx][0], FAILED, "provider_failed", "DispatchFailed")
+    return _reaper_next(w)
 
 
 def _reaper_next(w: World) -> World:
@@ -843,16 +832,16 @@ def _hook_installed(w: World, p: Proc) -> bool:
 
 
 def _step(w: World, p: Proc, t: Transition) -> World:
-    return _HANDLERS[p.pc](w, p, t)
+    return ACTIONS[p.pc].effect(w, p, t)
 
 
 def _enter_round(w: World, p: Proc) -> World:
     """7.1: a round starts with its ``request`` boundary; after ``cap`` rounds, synthesis."""
     p = replace(p, synthesis=p.rounds >= p.cap, call=0)
-    return _boundary(w, p, ("request", p.turn, -1, ""), "provider")
+    return _boundary(w, p, RunStep("request", p.turn, -1, ""), "provider")
 
 
-def _boundary(w: World, p: Proc, step: tuple, then: str) -> World:
+def _boundary(w: World, p: Proc, step: RunStep, then: str) -> World:
     """7.2: installed when the segment has a handle or an observer."""
     row = w.rows[p.run]
     late = row is not None and row.status == CANCELLED  # ghost: the cancel precedes this boundary
@@ -880,12 +869,20 @@ def _after_probe(w: World, p: Proc) -> World:
     return _put(w, replace(p, pc="persist"))
 
 
+def _on_step_move(w: World, p: Proc) -> Transition:
+    return T("on_step", p.name, run=w.run_id(p.run), step=p.step.kind)
+
+
+@action("on_step", fires="on_step", faults=("observer_error",), cost=NONE, then=LOOP,
+        args=("step",), move=_on_step_move, place="7.2 step 1")
 def _h_on_step(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
         return _ladder(w, p, OBSERVER_ERROR, rules.classify(OBSERVER_ERROR, "", w.config.policy))
     return _after_observer(w, p)
 
 
+@action("probe", fires="find_run", faults=STORE_FAULTS, cost=STORE, then=("renew", "persist", END),
+        place="7.2 step 2 (the cancel probe)")
 def _h_probe(w: World, p: Proc, t: Transition) -> World:
     row = w.rows[p.run]
     if not t.fault and row is not None and row.status == CANCELLED:
@@ -898,6 +895,15 @@ def _h_probe(w: World, p: Proc, t: Transition) -> World:
     return _after_probe(w, p)
 
 
+def _renew_move(w: World, p: Proc) -> Transition:
+    """7.2 step 4: the renewal, or on a write's boundary with the fence the T5 clear."""
+    if _clears_fence(w, p):
+        return T("mark_pending_effect", p.name, run=w.run_id(p.run), effect="")
+    return T("renew_lease", p.name, run=w.run_id(p.run))
+
+
+@action("renew", fires=("renew_lease", "mark_pending_effect"), faults=STORE_FAULTS, cost=STORE,
+        then=LOOP, args=("effect",), move=_renew_move, place="T4, T5 clear; 7.2 step 4")
 def _h_renew(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
         ok = False
@@ -912,6 +918,13 @@ def _h_renew(w: World, p: Proc, t: Transition) -> World:
     return _continue(w, p)
 
 
+def _persist_move(w: World, p: Proc) -> Transition:
+    step = p.step
+    return T("record_step", p.name, run=w.run_id(p.run), step=step.kind, tool=step.tool or None)
+
+
+@action("persist", fires="record_step", faults=("audit_insert_fails", "ambiguous_commit"), cost=AUDIT,
+        then=LOOP + ("clear",), args=("step", "tool"), move=_persist_move, place="4.2, 7.2 step 5")
 def _h_persist(w: World, p: Proc, t: Transition) -> World:
     stored = t.fault != "audit_insert_fails"
     reported = t.fault is None
@@ -923,7 +936,7 @@ def _h_persist(w: World, p: Proc, t: Transition) -> World:
         w = replace(
             w,
             events=w.events
-            + (Event(p.run, p.handle, step[0], step[1], step[2], step[3], p.seg),),
+            + (Event(p.run, p.handle, step.kind, step.turn, step.call, step.tool, p.seg),),
         )
     if reported:
         p = replace(p, handle=p.handle + 1)
@@ -943,6 +956,12 @@ def _h_persist(w: World, p: Proc, t: Transition) -> World:
     return _continue(w, p)
 
 
+def _clear_move(w: World, p: Proc) -> Transition:
+    return T("mark_pending_effect", p.name, run=w.run_id(p.run), effect="")
+
+
+@action("clear", fires="mark_pending_effect", faults=STORE_FAULTS, cost=STORE, then=LOOP,
+        args=("effect",), move=_clear_move, place="T5 clear (proposal fence_cleared_after_audit)")
 def _h_clear(w: World, p: Proc, t: Transition) -> World:
     """Proposal fence_cleared_after_audit: the T5 clear after the event is stored."""
     ok = False
@@ -967,11 +986,13 @@ def _continue(w: World, p: Proc) -> World:
     raise AssertionError(then)  # pragma: no cover
 
 
+@action("provider", fires="provider_call", faults=("provider_error",), cost=PROVIDER, then=LOOP,
+        place="7.1 step 3")
 def _h_provider(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
         return _ladder(w, p, PROVIDER_ERROR, t.fault)
     if p.synthesis:
-        return _boundary(w, p, ("llm", p.turn, -1, ""), "after_llm")
+        return _boundary(w, p, RunStep("llm", p.turn, -1, ""), "after_llm")
     ans = w.config.runs[p.run].answer(p.turn)
     if ans.kind == "fail":
         return _ladder(w, p, PROVIDER_ERROR, ans.value)
@@ -980,7 +1001,7 @@ def _h_provider(w: World, p: Proc, t: Transition) -> World:
         return _ladder(w, p, sig, "")
     if ans.kind == "final" and ans.value in ("budget_exhausted", "context_truncated"):
         return _try_arm(w, p, ans.value)
-    return _boundary(w, p, ("llm", p.turn, -1, ""), "after_llm")
+    return _boundary(w, p, RunStep("llm", p.turn, -1, ""), "after_llm")
 
 
 def _after_llm(w: World, p: Proc) -> World:
@@ -1011,7 +1032,7 @@ def _next_call(w: World, p: Proc) -> World:
     name = calls[p.call]
     if p.decision in ("approve", "deny", "input") and _refused_in_resume(w, p, name):
         # 12.2 step 11.1: an error tool step, without the hook, through a normal boundary
-        return _boundary(w, p, ("tool", p.turn, p.call, name), "after_tool")
+        return _boundary(w, p, RunStep("tool", p.turn, p.call, name), "after_tool")
     return _hook(w, p, name)
 
 
@@ -1044,6 +1065,13 @@ def _hook(w: World, p: Proc, name: str) -> World:
     return _put(w, replace(p, pc="stamp"))
 
 
+def _stamp_move(w: World, p: Proc) -> Transition:
+    effect = rules.resolve_by_name(w.config, w.removed, _call_name(w, p))
+    return T("mark_pending_effect", p.name, run=w.run_id(p.run), effect=effect)
+
+
+@action("stamp", fires="mark_pending_effect", faults=STORE_FAULTS, cost=STORE, then=("invoke", END),
+        args=("effect",), move=_stamp_move, place="T5 stamp; 7.3")
 def _h_stamp(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
         return _ladder(w, p, LEASE_LOST, "")
@@ -1053,6 +1081,12 @@ def _h_stamp(w: World, p: Proc, t: Transition) -> World:
     return _put(w, replace(p, pc="invoke", stamped=True))
 
 
+def _invoke_move(w: World, p: Proc) -> Transition:
+    return T("invoke", p.name, run=w.run_id(p.run), tool=_call_name(w, p))
+
+
+@action("invoke", fires="invoke", faults=("tool_error",), cost=TOOL, then=LOOP, args=("tool",),
+        move=_invoke_move, place="7.1 step 8.2")
 def _h_invoke(w: World, p: Proc, t: Transition) -> World:
     spec = w.config
     name = _call_name(w, p)
@@ -1064,7 +1098,7 @@ def _h_invoke(w: World, p: Proc, t: Transition) -> World:
             attempt = row.attempts if row is not None else 0
             app = Application(p.run, p.turn, p.call, name, effect, p.seg, p.stamped, attempt)
             w = replace(w, ledger=w.ledger + (app,))
-    return _boundary(w, p, ("tool", p.turn, p.call, name), "after_tool")
+    return _boundary(w, p, RunStep("tool", p.turn, p.call, name), "after_tool")
 
 
 # -- the ladder (section 8) ---------------------------------------------------------------
@@ -1072,7 +1106,7 @@ def _settle(w: World, p: Proc, wrapper: str, status: str, reason: str, eclass: s
             guarded: bool, on_ok: str, on_miss: str) -> World:
     if p.handle < 0 and p.kind != ENQUEUE:
         return _end(w, p, on_ok)  # no handle: every settle is skipped
-    p = replace(p, pc="settle", settle=(wrapper, status, reason, eclass, guarded, on_ok, on_miss))
+    p = replace(p, pc="settle", settle=SettlePlan(wrapper, status, reason, eclass, guarded, on_ok, on_miss))
     return _put(w, p)
 
 
@@ -1111,6 +1145,13 @@ def _ladder(w: World, p: Proc, error: str, eclass: str) -> World:
     )
 
 
+def _suspend_move(w: World, p: Proc) -> Transition:
+    name = "suspend_for_input" if _input_side(p) else "suspend"
+    return T(name, p.name, run=w.run_id(p.run))
+
+
+@action("suspend", fires=("suspend", "suspend_for_input"), faults=STORE_FAULTS, cost=STORE,
+        then=("settle", END), move=_suspend_move, place="T6; 8 arm 2")
 def _h_suspend(w: World, p: Proc, t: Transition) -> World:
     status = WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL
     ok = False
@@ -1125,16 +1166,25 @@ def _h_suspend(w: World, p: Proc, t: Transition) -> World:
                    "SUSPEND_FAILED", "SUSPEND_FAILED")
 
 
+def _settle_move(w: World, p: Proc) -> Transition:
+    plan = p.settle
+    owner = p.guard if plan.guarded else None
+    return T(plan.wrapper, p.name, run=w.run_id(p.run), reason=plan.reason, owner=owner or None,
+             status=plan.expect or None)
+
+
+@action("settle", fires=("settle_completed", "settle_failed", "settle_policy_stopped", "settle_dead_lettered"),
+        faults=STORE_FAULTS, cost=STORE, then=(END,), args=("reason", "owner", "status"),
+        move=_settle_move, place="T8 via 4.3")
 def _h_settle(w: World, p: Proc, t: Transition) -> World:
-    wrapper, status, reason, eclass, guarded, on_ok, on_miss = p.settle[:7]
-    expect_status = p.settle[7] if len(p.settle) > 7 else ""
+    plan = p.settle
     ok = False
     if not t.fault:
-        w, ok = store.finish_run(w, p.run, status, reason, eclass, p.guard if guarded else "", p,
-                                 expect_status)
+        w, ok = store.finish_run(w, p.run, plan.status, plan.reason, plan.error_class,
+                                 p.guard if plan.guarded else "", p, plan.expect)
     if p.kind == ENQUEUE:
         return _end(w, p, None)
-    return _end(w, p, on_ok if ok else on_miss)
+    return _end(w, p, plan.on_ok if ok else plan.on_miss)
 
 
 # -- queued-run recovery (section 9) ------------------------------------------------------
@@ -1143,7 +1193,7 @@ def _dead_letter(w: World, p: Proc, reason: str, on_miss: str = "LEASE_LOST",
     pol = w.config.policy
     if fallback and pol.fallback_settles_requeued_row:
         # proposal: match the row this segment's own requeue left, not a cleared owner
-        p = replace(p, guard="", pc="settle", settle=(
+        p = replace(p, guard="", pc="settle", settle=SettlePlan(
             "settle_dead_lettered", FAILED, reason, p.error, False, "FAILED", on_miss, QUEUED))
         return _put(w, p)
     guarded = pol.owner_guarded_settle_workers
@@ -1157,6 +1207,8 @@ def _recovery(w: World, p: Proc) -> World:
     return _put(w, replace(p, pc="recovery_read"))  # branch 3
 
 
+@action("recovery_read", fires="find_run", faults=STORE_FAULTS, cost=STORE, then=("requeue", "settle", END),
+        place="9 steps 3-5")
 def _h_recovery_read(w: World, p: Proc, t: Transition) -> World:
     row = None if t.fault else w.rows[p.run]
     pol = w.config.policy
@@ -1168,6 +1220,7 @@ def _h_recovery_read(w: World, p: Proc, t: Transition) -> World:
     return _put(w, replace(p, pc="requeue", count=count))  # branch 6
 
 
+@action("requeue", fires="requeue", faults=STORE_FAULTS, cost=STORE, then=("dispatch", END), place="T9; 9 step 6")
 def _h_requeue(w: World, p: Proc, t: Transition) -> World:
     ok = False
     if not t.fault:
@@ -1179,11 +1232,19 @@ def _h_requeue(w: World, p: Proc, t: Transition) -> World:
     return _put(w, replace(p, pc="dispatch"))
 
 
+def _dispatch_move(w: World, p: Proc) -> Transition:
+    delay = w.config.constants.retry_delay_s(p.count) if p.kind == WORKER else None
+    return T("dispatch", p.name, run=w.run_id(p.run), delay=delay)
+
+
+@action("dispatch", fires="dispatch", faults=("dispatch_fails",), cost=DISPATCH, then=("run_queued", "settle", END),
+        args=("delay",), move=_dispatch_move,
+        place="6.1 step 4, 9 step 7; 6.3 sync: the handler runs nested")
 def _h_dispatch(w: World, p: Proc, t: Transition) -> World:
     if p.kind == ENQUEUE:
         if t.fault:  # settle_failed without an owner, then EnqueueFailed
-            p = replace(p, pc="settle", settle=("settle_failed", FAILED, "provider_failed",
-                                                 "EnqueueFailed", False, "", ""))
+            p = replace(p, pc="settle", settle=SettlePlan("settle_failed", FAILED, "provider_failed",
+                                                           "EnqueueFailed", False, "", ""))
             return _put(w, p)
         w, nested = _dispatch_queued(w, p.run, p.name, w.clock, _frames(p))
         return w if nested else _end(w, p, None)
@@ -1200,6 +1261,8 @@ def _frames(p: Proc) -> tuple[Proc, ...]:
 
 
 # -- pick-up after the claim (6.2 steps 2-5) ----------------------------------------------
+@action("claim_queued", fires="claim_queued", faults=STORE_FAULTS, cost=STORE, then=("pickup_position", END),
+        place="T3, 6.2 step 2")
 def _h_claim_queued(w: World, p: Proc, t: Transition) -> World:
     ok = False
     if not t.fault:
@@ -1212,6 +1275,8 @@ def _h_claim_queued(w: World, p: Proc, t: Transition) -> World:
     return _put(w, p)
 
 
+@action("pickup_position", fires="max_sequence", faults=("store_error", "decode_error"),
+        cost=STORE, then=BOUNDARY + ("settle",), place="4.2, 6.2 steps 3-5")
 def _h_pickup_position(w: World, p: Proc, t: Transition) -> World:
     if t.fault:  # settle_failed without an owner (proposal P4: guarded by its own claim)
         own = w.config.policy.failure_settles_own_claim
@@ -1224,6 +1289,17 @@ def _h_pickup_position(w: World, p: Proc, t: Transition) -> World:
 
 
 # -- resume (12.2, 12.3) ------------------------------------------------------------------
+def _resume_read_faults(w: World, p: Proc) -> tuple[str, ...]:
+    """12.2 steps 1 and 2: a row awaiting this decision has its stored state decoded before
+    the claim (fault decode_error: CorruptSuspendedState)."""
+    row = w.rows[p.run]
+    if row is not None and row.status == (WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL):
+        return ("store_error", "decode_error")
+    return STORE_FAULTS
+
+
+@action("resume_read", fires="find_run", faults=("store_error", "decode_error"), cost=STORE, then=("resume_probe", END),
+        faults_now=_resume_read_faults, place="12.2 steps 1-2 (a resume decodes the loaded state)")
 def _h_resume_read(w: World, p: Proc, t: Transition) -> World:
     """12.2 steps 1 and 2, before any store change: a refusal leaves the row untouched."""
     row = None if t.fault == "store_error" else w.rows[p.run]
@@ -1235,12 +1311,21 @@ def _h_resume_read(w: World, p: Proc, t: Transition) -> World:
     return _put(w, replace(p, pc="resume_probe", turn=row.suspended_state))
 
 
+@action("resume_probe", fires="max_sequence", faults=STORE_FAULTS, cost=STORE, then=("resume_claim", END),
+        place="12.2 step 3")
 def _h_resume_probe(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
         return _end(w, p, "StateUnavailable")
     return _put(w, replace(p, pc="resume_claim"))
 
 
+def _resume_claim_move(w: World, p: Proc) -> Transition:
+    name = "claim_for_resume_from_input" if _input_side(p) else "claim_for_resume"
+    return T(name, p.name, run=w.run_id(p.run))
+
+
+@action("resume_claim", fires=("claim_for_resume", "claim_for_resume_from_input"), faults=STORE_FAULTS,
+        cost=STORE, then=("resume_position", END), move=_resume_claim_move, place="T7; 12.2 step 4")
 def _h_resume_claim(w: World, p: Proc, t: Transition) -> World:
     pol = w.config.policy
     ok = False
@@ -1258,6 +1343,16 @@ def _h_resume_claim(w: World, p: Proc, t: Transition) -> World:
     return _put(w, p)
 
 
+def _resume_position_faults(w: World, p: Proc) -> tuple[str, ...]:
+    """12.2 steps 5 and 6: the fresh position, and (since ADR-132) the decode of the state
+    from the fresh row; before ADR-132 the state read before the claim was used."""
+    if w.config.policy.approval_audit_failclosed:
+        return ("store_error", "decode_error")
+    return STORE_FAULTS
+
+
+@action("resume_position", fires="max_sequence", faults=("store_error", "decode_error"), cost=STORE,
+        then=("release", "record_decision", "settle"), faults_now=_resume_position_faults, place="4.2; 12.2 steps 5-6")
 def _h_resume_position(w: World, p: Proc, t: Transition) -> World:
     pol = w.config.policy
     if t.fault:  # settle_failed without an owner (proposal P4: guarded by its own claim)
@@ -1281,6 +1376,13 @@ def _h_resume_position(w: World, p: Proc, t: Transition) -> World:
     return _put(w, replace(p, pc="record_decision"))
 
 
+def _record_decision_move(w: World, p: Proc) -> Transition:
+    name = "record_input" if _input_side(p) else "record_approval"
+    return T(name, p.name, run=w.run_id(p.run))
+
+
+@action("record_decision", fires=("record_approval", "record_input"), faults=("audit_insert_fails",),
+        cost=AUDIT, then=("release",) + LOOP, move=_record_decision_move, place="4.2; 12.2 step 9, 12.3")
 def _h_record_decision(w: World, p: Proc, t: Transition) -> World:
     spec = w.config
     if not t.fault:
@@ -1296,6 +1398,13 @@ def _h_record_decision(w: World, p: Proc, t: Transition) -> World:
     return _next_call(w, replace(p, call=0))
 
 
+def _release_move(w: World, p: Proc) -> Transition:
+    name = "suspend_for_input" if _input_side(p) else "suspend"
+    return T(name, p.name, run=w.run_id(p.run))
+
+
+@action("release", fires=("suspend", "suspend_for_input"), faults=STORE_FAULTS, cost=STORE,
+        then=("settle", END), move=_release_move, place="T6; 12.2 gates 1-3 (the row goes back to waiting)")
 def _h_release(w: World, p: Proc, t: Transition) -> World:
     status = WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL
     ok = False
@@ -1310,30 +1419,6 @@ def _h_release(w: World, p: Proc, t: Transition) -> World:
                    "LEASE_LOST" if own else p.error)
 
 
-_HANDLERS = {
-    "run_queued": _h_run_queued,
-    "claim_queued": _h_claim_queued,
-    "pickup_position": _h_pickup_position,
-    "on_step": _h_on_step,
-    "probe": _h_probe,
-    "renew": _h_renew,
-    "persist": _h_persist,
-    "provider": _h_provider,
-    "stamp": _h_stamp,
-    "clear": _h_clear,
-    "invoke": _h_invoke,
-    "settle": _h_settle,
-    "suspend": _h_suspend,
-    "recovery_read": _h_recovery_read,
-    "requeue": _h_requeue,
-    "dispatch": _h_dispatch,
-    "resume_read": _h_resume_read,
-    "resume_probe": _h_resume_probe,
-    "resume_claim": _h_resume_claim,
-    "resume_position": _h_resume_position,
-    "record_decision": _h_record_decision,
-    "release": _h_release,
-}
 
 __all__ = [
     "FAULT_KINDS", "GuardFailed", "apply", "clock_move", "enabled", "fire", "lapsed_by",

@@ -151,6 +151,7 @@ from typing import Any
 
 from . import store
 from .config import ConfigError, initial_world, misplaced, parse_config, read_toml
+from .names import TRANSITIONS
 from .policy import UnknownPolicy, parse_policy
 from .runtime import GuardFailed, apply, enabled
 from .scenario_check import (
@@ -168,23 +169,16 @@ from .scenario_check import (
 )
 from .scenario_check import register_property_evaluator as register_property_evaluator
 from .state import REASONS, STATUSES, TERMINAL, Event, Message, World
+from .steps import arg_keys
 from .transition import Transition
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 
-TRANSITION_NAMES = frozenset({
-    "start_run", "enqueue_run", "cancel", "approve", "deny", "submit_input", "dispatch",
-    "run_queued", "claim_queued", "max_sequence", "on_step", "find_run", "renew_lease",
-    "mark_pending_effect", "record_step", "provider_call", "invoke", "settle_completed",
-    "settle_failed", "settle_policy_stopped", "settle_dead_lettered", "suspend",
-    "suspend_for_input", "requeue", "claim_for_resume", "claim_for_resume_from_input",
-    "record_approval", "record_input", "find_stale_running", "dead_letter_stale",
-    "requeue_stale", "duplicate_message", "remove_tool", "advance_time", "crash",
-})
-# every argument a transition of model/runtime.py carries (``order``: T10's order of rows of
-# equal lease; ``status``: the row status a settle expects, proposal fallback_settles_requeued_row)
-ARG_KEYS = frozenset({"run", "fault", "step", "tool", "effect", "reason", "owner", "delay", "to",
-                      "not_before", "order", "status", "permitted", "valid"})  # permitted, valid: [model] refusals
+# the transition vocabulary (model.names, derived from the step table), read live; ``order``
+# is T10's order of rows of equal lease, ``status`` the row status a settle expects (proposal
+# fallback_settles_requeued_row), ``permitted`` / ``valid`` a request refused after the claim
+TRANSITION_NAMES = TRANSITIONS.keys()
+ARG_KEYS = arg_keys()
 # store statement -> (RUNTIME 4 label, required arguments, optional arguments)
 STATEMENTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "start_run": ("T1", ("run",), ("owner", "leased")),

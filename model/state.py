@@ -9,6 +9,7 @@ exploration and takes no part in equality or hashing.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .constants import Constants
 from .policy import Policy
@@ -196,6 +197,47 @@ class Message(Record):
     not_before: int
 
 
+class RunStep(NamedTuple):
+    """The step a segment is at the boundary of (RUNTIME 7.2): what its audit event records."""
+
+    kind: str  # request | llm | tool
+    turn: int  # plan index of the round
+    call: int  # the tool call's index in the turn (-1: not a tool step)
+    tool: str  # the tool's name ("" : not a tool step)
+
+
+class SettlePlan(NamedTuple):
+    """A pending T8 (RUNTIME 4.3): the wrapper a segment settles its run with, and the
+    outcome it returns whether the statement matches or not."""
+
+    wrapper: str  # settle_completed | settle_failed | settle_policy_stopped | settle_dead_lettered
+    status: str  # the terminal status written
+    reason: str  # termination_reason
+    error_class: str
+    guarded: bool  # owner-guarded on the segment's ``guard``
+    on_ok: str  # the outcome when the statement matched
+    on_miss: str  # the outcome when it did not
+    expect: str = ""  # the row status it must find instead (proposal fallback_settles_requeued_row)
+
+
+class StaleRow(NamedTuple):
+    """A row of T10's snapshot (RUNTIME 10): what the reaper decides its branch on."""
+
+    run: int
+    pending_effect: str
+    queued_request: bool
+    requeue_count: int
+
+
+class Outcome(NamedTuple):
+    """What a process returned (RUNTIME 2's outcomes, or a resume's refusal)."""
+
+    seg: str  # the segment label (the process name for an enqueue caller)
+    run: int
+    kind: str  # the process kind
+    outcome: str
+
+
 @record
 class Proc(Record):
     """A process with a program counter: an enqueue caller, or a segment (queued worker,
@@ -217,11 +259,11 @@ class Proc(Record):
     rounds: int = 0  # loop counter of this segment
     cap: int = 5
     call: int = 0
-    step: tuple = ()  # the step at the boundary: (kind, turn, call, tool)
+    step: tuple = ()  # the RunStep at the boundary (() before the first)
     then: str = ""  # continuation after the boundary
     error: str = ""  # the error the ladder handles
     eclass: str = ""  # classify(error)
-    settle: tuple = ()  # pending T8: (wrapper, status, reason, error_class, guarded, on_ok, on_miss)
+    settle: tuple = ()  # the pending T8: a SettlePlan (() when none)
     count: int = 0  # recovery: requeue_count read in branch 5
     decision: str = ""  # resume: approve | deny | input
     seen_turn: int = -1  # resume: the turn the approval refers to (turn digest)
@@ -246,7 +288,7 @@ class Proc(Record):
 class ReaperState(Record):
     pc: str  # "dispatch" | "max_sequence" | "settle" | "row" | "nested" (sync: the handler runs)
     now: int  # read once per tick
-    rows: tuple[tuple[int, str, bool, int], ...]  # snapshot: (run, pending_effect, queued_request, requeue_count)
+    rows: tuple[StaleRow, ...]  # T10's snapshot
     idx: int = 0
 
 
@@ -259,7 +301,7 @@ class World(Record):
     messages: tuple[Message, ...] = ()  # a sorted multiset
     procs: tuple[Proc, ...] = ()  # a set, sorted by name (runtime._spawn)
     reaper: ReaperState | None = None
-    outcomes: tuple[tuple[str, int, str, str], ...] = ()  # (segment, run, kind, OUTCOME)
+    outcomes: tuple[Outcome, ...] = ()
     started: tuple[bool, ...] = ()  # per run: the caller has started or enqueued it
     cancels: tuple[int, ...] = ()  # per run: cancel commands issued
     decisions: tuple[int, ...] = ()  # per run: approver decisions consumed

@@ -18,6 +18,7 @@ from .state import (
     TERMINAL,
     Proc,
     Row,
+    StaleRow,
     World,
     replace,
 )
@@ -229,10 +230,10 @@ def requeue(w: World, i: int, me: str, p: Proc | None = None) -> tuple[World, bo
 
 
 # T10 (a read): the reaper's SELECT, oldest lease first, at most ``limit`` rows.
-def find_stale_running(w: World, now: int, limit: int) -> tuple[tuple[int, str, bool, int], ...]:
+def find_stale_running(w: World, now: int, limit: int) -> tuple[StaleRow, ...]:
     rows = [(r.lease_expires, i, r) for i, r in enumerate(w.rows) if stale(r, now)]
     rows.sort(key=lambda t: (t[0], t[1]))
-    return tuple((i, r.pending_effect, r.queued_request, r.requeue_count) for _, i, r in rows[:limit])
+    return tuple(StaleRow(i, r.pending_effect, r.queued_request, r.requeue_count) for _, i, r in rows[:limit])
 
 
 def _stale_in_statement(w: World, row: Row | None, now: int) -> bool:

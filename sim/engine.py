@@ -52,6 +52,7 @@ from failclosed.model.state import (
     World,
     replace,
 )
+from failclosed.model.steps import AUDIT, STORE, labels_with_cost
 from failclosed.model.transition import Transition
 from failclosed.spec.engine import FieldReads
 
@@ -61,12 +62,10 @@ from .invariants import RunItems, failing, load_safety, project
 
 UNLIMITED_FAULTS = 10**15
 
-STORE_PCS = {
-    "run_queued", "claim_queued", "pickup_position", "resume_position", "resume_probe", "probe",
-    "recovery_read", "resume_read", "renew", "stamp", "settle", "suspend", "release",
-    "requeue", "resume_claim",
-}
-AUDIT_PCS = {"persist", "record_decision"}
+# the labels whose step waits on a store statement / an audit insert (model/steps.py's cost
+# classes): they take the store's / the audit store's latency and faults
+STORE_PCS = labels_with_cost(STORE)
+AUDIT_PCS = labels_with_cost(AUDIT)
 
 
 def stream(seed: int, name: str) -> random.Random:

@@ -40,6 +40,10 @@ def _canon(v: Any) -> Any:
 
     if isinstance(v, (str, int, bool, float)) or v is None:
         return v
+    if type(v).__name__ == "SettlePlan" and not v.expect:
+        # the digests were recorded when a settle plan was a plain tuple whose 8th element
+        # (the expected status) was present only when set
+        v = tuple(v)[:7]
     if isinstance(v, (tuple, list)):
         return tuple(_canon(x) for x in v)
     if isinstance(v, frozenset):
