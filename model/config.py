@@ -283,8 +283,18 @@ def _faults(m: dict[str, Any]) -> tuple[list[str], list[str], list[str] | None]:
     fault_ops = m.get("fault_ops")
     if fault_ops is not None:
         _expect(fault_ops, list, "model.fault_ops", "a list of statement names")
+        from difflib import get_close_matches
+
+        from .names import TRANSITIONS
+
+        hit = sorted(n for n, (_, kinds) in TRANSITIONS.items() if "store_error" in kinds)
         for x in fault_ops:
             _expect(x, str, "model.fault_ops[]", "a statement name")
+            if x not in hit:
+                near = get_close_matches(x, hit, n=1)
+                hint = f"did you mean {near[0]!r}? " if near else ""
+                raise ConfigError(f"model.fault_ops: {x!r} is not a statement a store_error can hit; "
+                                  f"{hint}use one of {', '.join(hit)}")
     return faults, pf, fault_ops
 
 

@@ -268,3 +268,11 @@ def test_a_trace_with_a_refused_request_round_trips_through_a_scenario_file():
     res = replay(scenario_from_dict(tomllib.loads(text)))
     assert res.ok, (res.stopped, [str(f) for f in res.failures])
     assert res.world == w
+
+
+def test_a_fault_ops_entry_must_be_a_statement_a_store_error_can_hit():
+    with pytest.raises(ConfigError, match=r"model.fault_ops: 'renw_lease' is not a statement a store_error can hit; "
+                                          r"did you mean 'renew_lease'\?"):
+        parse_config({"model": {"fault_ops": ["renw_lease"]}, "runs": [{"id": "r1"}]})
+    with pytest.raises(ConfigError, match=r"'record_step' is not a statement a store_error can hit"):
+        parse_config({"model": {"fault_ops": ["record_step"]}, "runs": [{"id": "r1"}]})
