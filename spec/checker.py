@@ -297,7 +297,7 @@ def _audit_fails_in_write_step(w: World) -> bool:
         return True
     if any(r is not None and r.error_class == rules.AUDIT_PERSISTENCE_FAILED for r in w.rows):
         return True
-    return w.ledger != () and not P.no_success_over_unrecorded_write(w)
+    return w.ledger != () and not P.SAFETY["no_success_over_unrecorded_write"].check(w)
 
 
 def _retry_budget_runs_out(w: World) -> bool:

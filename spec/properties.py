@@ -1,24 +1,38 @@
-"""What must hold: the guarantees of RUNTIME 16 as named predicates over the World.
+"""What must hold: the guarantees of RUNTIME 16 as named properties over the World.
 
-Each safety property is a predicate ``World -> bool`` (True = holds) registered in ``SAFETY``
-in a fixed order; each liveness property is a goal predicate registered in ``LIVENESS``,
-checked by the engine's SCC analysis under the weak fairness of ``fairness(spec)``, the one
-place fairness is defined. spec/SPEC.md states every property in mathematical form beside
-the transitions it constrains, the ghost state it reads, and the reading taken where the
-records are ambiguous.
+Each property is declared ONCE, on the function that decides it::
+
+    @always("exclusive_claim",
+            "□ ∀p≠q ∈ live segments: p.epoch > 0 ∧ q.epoch > 0 ⇒ (p.run,p.epoch) ≠ (q.run,q.epoch)",
+            source="ADR-084, ADR-102; RUNTIME 16.2", reads=("procs",))
+    def _find_double_claim(w: World) -> str | None:  # what violates it; None: it holds
+
+The declaration gives the name, the formula exactly as spec/SPEC.md shows it
+(tests/test_spec_md.py holds the two equal), the source (decision records, RUNTIME section),
+the World fields the finder reads, and the finder. Everything else is derived from it: the
+bool form ``Property.check`` (``find(w) is None``, built to cost what a hand-written wrapper
+costs: see ``_holds``), the registry ``SAFETY`` (declaration order), ``explain`` and the
+scenario evaluator. A liveness property is declared the same way by ``@leads_to`` on its goal
+predicate (``LIVENESS``); it is checked by the engine's SCC analysis under the weak fairness
+of ``fairness(spec)``, the one place fairness is defined. spec/SPEC.md states every property
+beside the transitions it constrains, the ghost state it reads, and the reading taken where
+the records are ambiguous.
 
 The checks run on every explored state, so each one exits early on the common case (an
 empty ledger, no marks, fewer than two events) and scans the world at most a few times.
-``explain(name, world)`` re-runs the search of a check and names the run, segment and call
-that violate it, for counterexample output.
+``explain(name, world)`` runs the finder (or describes the rows that keep a liveness goal
+from holding) and names the run, segment and call that violate it, for counterexample
+output.
 
 Ghost state read here (written by the model, read by no guard; docs/MODEL_GUIDE.md):
 ``Row.epoch``, ``Row.attempts``, ``Proc.epoch``, ``Event.seg``, ``Application.seg``,
-``World.outcomes``, ``World.marks``.
+``Application.fenced``, ``Application.attempt``, ``World.outcomes``, ``World.marks``.
 """
 
 from __future__ import annotations
 
+import inspect
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -50,10 +64,12 @@ __all__ = [
     "Fairness",
     "LivenessProperty",
     "Property",
+    "always",
     "at_bound",
     "explain",
     "fairness",
     "fairness_predicates",
+    "leads_to",
 ]
 
 Finder = Callable[[World], "str | None"]
@@ -61,13 +77,16 @@ Finder = Callable[[World], "str | None"]
 
 @dataclass(frozen=True, slots=True)
 class Property:
-    """A safety property: ``check(world)`` is True when the property holds in ``world``."""
+    """A safety property ``□ P``, declared by :func:`always`. ``find(world)`` names what
+    violates it in ``world`` (None: it holds); ``check(world)`` is True when it holds, derived
+    from ``find``."""
 
     name: str
-    check: Callable[[World], bool]
-    statement: str  # the formal statement, one line
+    statement: str  # the formula, as spec/SPEC.md shows it
     source: str  # decision records / docs/RUNTIME.md section
-    # the World fields ``check`` reads (None: all of them); the checker skips a successor
+    find: Finder
+    check: Callable[[World], bool]
+    # the World fields ``find`` reads (None: all of them); the checker skips a successor
     # that shares these objects with its parent (spec.engine.explore, ``reads``)
     reads: tuple[str, ...] | None = None
     # stable: once violated on a run's projection, violated on every later projection of
@@ -89,21 +108,95 @@ class Fairness:
 
 @dataclass(frozen=True, slots=True)
 class LivenessProperty:
-    """``true ~> goal``: from every reachable state every weakly fair path reaches ``goal``.
+    """``true ~> goal``: from every reachable state every weakly fair path reaches ``goal``;
+    declared by :func:`leads_to`.
 
     ``fairness(spec)`` gives the classes (the same for every liveness property: see
     :func:`fairness`); ``ignore_deadlock`` marks states where the model's time bound, not the
-    system, stops progress (pass it to ``check_liveness``)."""
+    system, stops progress (pass it to ``check_liveness``); ``describe(world)`` names the
+    rows that keep ``goal`` from holding."""
 
     name: str
     goal: Callable[[World], bool]
-    statement: str
+    statement: str  # the formula, as spec/SPEC.md shows it
     source: str
     fairness: Callable[[Config], tuple[Fairness, ...]]
     ignore_deadlock: Callable[[World], bool]
+    describe: Callable[[World], str]
 
     def predicates(self, spec: Config) -> list[Callable[[Transition], bool]]:
         return [f.applies for f in self.fairness(spec)]
+
+
+# =========================================================================================
+# declaration: one per property; the registries are filled in declaration order
+# =========================================================================================
+SAFETY: dict[str, Property] = {}
+LIVENESS: dict[str, LivenessProperty] = {}
+
+
+def _formula(text: str) -> str:
+    # a formula written as an indented block (first line empty) keeps SPEC.md's layout
+    return inspect.cleandoc(text)
+
+
+def _holds_template(w: World) -> bool:
+    return find(w) is None  # noqa: F821 (``find`` is each copy's own global: see _holds)
+
+
+def _holds(find: Finder, name: str, doc: str) -> Callable[[World], bool]:
+    """The bool form of a finder: ``find(w) is None``, as a plain function named ``name``.
+
+    The engine calls it on every stored state, so it is built to be what a hand-written
+    ``def name(w): return _find(w) is None`` is: one call above the finder, ``find`` a global
+    (of a namespace holding only the finder), and a code object of its own. A shared code
+    object (closures from one ``def``) makes the call site ``find(w)`` polymorphic, so
+    CPython 3.11's specialising interpreter loses its inline cache: ~5 % slower over the
+    eighteen checks on the checker's worlds."""
+    g = {"find": find, "__name__": __name__, "__builtins__": __builtins__}
+    code = _holds_template.__code__.replace(co_name=name, co_qualname=name)
+    check = types.FunctionType(code, g, name)
+    check.__qualname__ = name
+    check.__doc__ = doc
+    return check
+
+
+def _register(table: dict, name: str, prop: object) -> None:
+    if name in SAFETY or name in LIVENESS:
+        raise ValueError(f"property {name!r} declared twice")
+    table[name] = prop
+
+
+def always(
+    name: str, formula: str, *, source: str, reads: tuple[str, ...] | None = None,
+    stable: bool = False,
+) -> Callable[[Finder], Finder]:
+    """Declare the safety property ``name`` (``formula``: ``□ P``, as spec/SPEC.md shows it),
+    decided by the decorated finder, which is returned unchanged. ``reads`` and ``stable``:
+    see :class:`Property`."""
+
+    def declare(find: Finder) -> Finder:
+        statement = _formula(formula)
+        check = _holds(find, name, f"{statement}\n\n{source}")
+        _register(SAFETY, name, Property(name, statement, source, find, check, reads, stable))
+        return find
+
+    return declare
+
+
+def leads_to(
+    name: str, formula: str, *, source: str, describe: Callable[[World], str]
+) -> Callable[[Callable[[World], bool]], Callable[[World], bool]]:
+    """Declare the liveness property ``name`` (``formula`` = ``true ~> goal``) whose goal is
+    the decorated predicate, under :func:`fairness`, with :func:`at_bound` as the states where
+    the model's bound stops time; the goal is returned unchanged."""
+
+    def declare(goal: Callable[[World], bool]) -> Callable[[World], bool]:
+        _register(LIVENESS, name, LivenessProperty(
+            name, goal, _formula(formula), source, fairness, at_bound, describe))
+        return goal
+
+    return declare
 
 
 # =========================================================================================
@@ -144,6 +237,23 @@ def _mark(w: World, prefix: str) -> str | None:
     return None
 
 
+def _mark_finder(prefix: str, text: str) -> Finder:
+    def find(w: World) -> str | None:
+        if not w.marks:
+            return None
+        m = _mark(w, prefix)
+        return None if m is None else f"run {m.split(':', 1)[1]}: {text}"
+
+    return find
+
+
+def _never_marked(name: str, prefix: str, text: str, *, source: str) -> Finder:
+    """Declare ``□ ∀r: <prefix>r ∉ marks`` (a history fact model/store.py or model/runtime.py
+    writes); its finder names the first such mark with ``text``."""
+    return always(name, f"□ ∀r: {prefix}r ∉ marks", source=source, reads=_MARKS,
+                  stable=True)(_mark_finder(prefix, text))
+
+
 def _resume_decision(w: World, a_run: int, seg: str) -> str:
     """The k-th resume process of a run (label ``resume:<run>#<k>``) consumed the run's k-th
     caller decision (approve / deny / submit_input each start exactly one resume)."""
@@ -163,11 +273,19 @@ def _outcome(w: World, seg: str) -> str | None:
 
 
 _SEGMENT_KINDS = (WORKER, SYNCHRONOUS, RESUME)
+_AUDIT = ("ledger", "events", "procs")  # what _audited(w) reads, with the ledger
+_MARKS = ("marks",)
 
 
 # =========================================================================================
 # safety: the write ledger against the audit log
 # =========================================================================================
+@always(
+    "no_unaudited_write_settles_successfully",
+    "□ ∀a∈L: row(a.run).status = completed ⇒ aud(a) ∨ (idem(a) ∧ ∃b>a: call(b)=call(a) ∧ aud(b))",
+    source="ADR-111; RUNTIME 16.10",
+    reads=_AUDIT + ("rows",),
+)
 def _find_unaudited_write_settled(w: World) -> str | None:
     ledger = w.ledger
     if not ledger:
@@ -191,15 +309,6 @@ def _find_unaudited_write_settled(w: World) -> str | None:
     return None
 
 
-def no_unaudited_write_settles_successfully(w: World) -> bool:
-    """□ ∀ a ∈ ledger: status(a.run) = completed ⇒ audited(a) ∨ (a.effect = idempotent_write
-    ∧ ∃ b after a in the ledger: call(b) = call(a) ∧ audited(b)).
-
-    audited(a) ⟺ ∃ e ∈ events: e.kind = tool ∧ (e.run, e.turn, e.call, e.seg) =
-    (a.run, a.turn, a.call, a.seg). ADR-111 (fail-closed audit for write steps), 16.10."""
-    return _find_unaudited_write_settled(w) is None
-
-
 def _ni_calls(w: World) -> dict[tuple[int, int, int], list[Application]]:
     out: dict[tuple[int, int, int], list[Application]] = {}
     for a in w.ledger:
@@ -208,6 +317,12 @@ def _ni_calls(w: World) -> dict[tuple[int, int, int], list[Application]]:
     return out
 
 
+@always(
+    "no_write_applied_twice_without_audit",
+    "□ ∀c: |N_c| ≥ 2 ⇒ ∀a∈N_c: aud(a)",
+    source="ADR-111, ADR-112; RUNTIME 16.8, 16.10",
+    reads=_AUDIT,
+)
 def _find_twice_without_audit(w: World) -> str | None:
     if len(w.ledger) < 2:
         return None
@@ -228,15 +343,13 @@ def _find_twice_without_audit(w: World) -> str | None:
     return None
 
 
-def no_write_applied_twice_without_audit(w: World) -> bool:
-    """□ ∀ logical non-idempotent call c = (run, turn, call):
-    |{a ∈ ledger : call(a) = c}| ≥ 2 ⇒ ∀ such a: audited(a).
-
-    A repeated non-idempotent effect is at least visible in the audit log. ADR-111, ADR-112,
-    16.8, 16.10."""
-    return _find_twice_without_audit(w) is None
-
-
+@always(
+    "non_idempotent_write_at_most_once",
+    "□ ∀c: |N_c| ≤ 1",
+    source="not claimed (ADR-104, ADR-112, ADR-141: not exactly-once); RUNTIME 16.8 limits",
+    reads=("ledger",),
+    stable=True,
+)
 def _find_ni_twice(w: World) -> str | None:
     if len(w.ledger) < 2:
         return None
@@ -250,15 +363,6 @@ def _find_ni_twice(w: World) -> str | None:
     return None
 
 
-def non_idempotent_write_at_most_once(w: World) -> bool:
-    """□ ∀ logical non-idempotent call c: |{a ∈ ledger : call(a) = c}| ≤ 1.
-
-    Exactly-once is NOT claimed by the records (ADR-104 admits at-least-once; ADR-112 and
-    ADR-141 say "not exactly-once"); this property measures how far a policy is from it
-    (RUNTIME 16.8 states the limit)."""
-    return _find_ni_twice(w) is None
-
-
 # Outcomes by which a segment reports success or carries the run on (8, 9).
 _CONTINUING = frozenset({
     "COMPLETED", "AWAITING_APPROVAL", "AWAITING_INPUT", "REQUEUED", "GUARDRAIL_BLOCKED",
@@ -266,6 +370,18 @@ _CONTINUING = frozenset({
 })
 
 
+@always(
+    "no_success_over_unrecorded_write",
+    """
+    □ ∀a∈L, s = a.seg: ¬aud(a) ⇒
+        (∄p∈live: p.seg = s ∧ (p.turn,p.call) > (a.turn,a.call))
+      ∧ (∄e∈E: e.seg = s ∧ (e.turn,e.call) > (a.turn,a.call))
+      ∧ outcome(s) ∉ {COMPLETED, AWAITING_APPROVAL, AWAITING_INPUT, REQUEUED,
+                      GUARDRAIL_BLOCKED, GUARDRAIL_APPROVAL_REQUIRED}
+    """,
+    source="ADR-111; RUNTIME 16.10",
+    reads=_AUDIT + ("outcomes",),
+)
 def _find_success_over_unrecorded(w: World) -> str | None:
     ledger = w.ledger
     if not ledger:
@@ -290,20 +406,16 @@ def _find_success_over_unrecorded(w: World) -> str | None:
     return None
 
 
-def no_success_over_unrecorded_write(w: World) -> bool:
-    """□ ∀ a ∈ ledger: ¬audited(a) ⇒ the segment s = a.seg neither carried on nor reported
-    success: no live proc of s is past a's call ((turn, call) > (a.turn, a.call)), no event
-    of s is stored at a later position, and outcome(s) ∉ {COMPLETED, AWAITING_APPROVAL,
-    AWAITING_INPUT, REQUEUED, GUARDRAIL_BLOCKED, GUARDRAIL_APPROVAL_REQUIRED}.
-
-    Per segment (the run-level claim is no_unaudited_write_settles_successfully). ADR-111,
-    16.10."""
-    return _find_success_over_unrecorded(w) is None
-
-
 # =========================================================================================
 # safety: rows, claims and ownership (marks written by model/store.py)
 # =========================================================================================
+@always(
+    "terminal_is_absorbing",
+    "□ ∀r: terminal_overwritten:r ∉ marks ∧ resurrection:r ∉ marks",
+    source="ADR-092, ADR-101; RUNTIME 16.1",
+    reads=_MARKS,
+    stable=True,
+)
 def _find_terminal_changed(w: World) -> str | None:
     if not w.marks:
         return None
@@ -316,14 +428,12 @@ def _find_terminal_changed(w: World) -> str | None:
     return f"run {run}: a settle or cancel (T8/T13) overwrote its terminal row"
 
 
-def terminal_is_absorbing(w: World) -> bool:
-    """□ ∀ run r: no statement matches r's row once it is terminal (no mark
-    terminal_overwritten:r from T8/T13, no mark resurrection:r from T6).
-
-    ADR-092 (T8 requires a non-terminal status), ADR-101 (T6 requires running), 16.1."""
-    return _find_terminal_changed(w) is None
-
-
+@always(
+    "exclusive_claim",
+    "□ ∀p≠q ∈ live segments: p.epoch > 0 ∧ q.epoch > 0 ⇒ (p.run,p.epoch) ≠ (q.run,q.epoch)",
+    source="ADR-084, ADR-102; RUNTIME 16.2",
+    reads=("procs",),
+)
 def _find_double_claim(w: World) -> str | None:
     procs = w.procs
     if len(procs) < 2:
@@ -341,62 +451,33 @@ def _find_double_claim(w: World) -> str | None:
     return None
 
 
-def exclusive_claim(w: World) -> bool:
-    """□ ∀ live segments p ≠ q: p.epoch > 0 ∧ q.epoch > 0 ⇒ (p.run, p.epoch) ≠ (q.run, q.epoch).
-
-    Each claim (T1, T3, T7) is won by one caller: a single conditional statement. ADR-084,
-    ADR-102, 16.2."""
-    return _find_double_claim(w) is None
-
-
-def _mark_finder(prefix: str, text: str) -> Finder:
-    def find(w: World) -> str | None:
-        if not w.marks:
-            return None
-        m = _mark(w, prefix)
-        return None if m is None else f"run {m.split(':', 1)[1]}: {text}"
-
-    return find
-
-
-_find_foreign_owner = _mark_finder(
-    "foreign_owner_mutation:", "a segment that lost its claim renewed or stamped (T4/T5)"
+_never_marked(
+    "owner_only_mutation", "foreign_owner_mutation:",
+    "a segment that lost its claim renewed or stamped (T4/T5)",
+    source="ADR-102, ADR-104, commit 3c1f5699, ADR-141; RUNTIME 16.3",
 )
-_find_zombie_append = _mark_finder(
-    "zombie_append:", "a segment that lost its claim persisted a step"
+_never_marked(
+    "no_zombie_append", "zombie_append:", "a segment that lost its claim persisted a step",
+    source="ADR-104 (renew before persist); RUNTIME 16.4",
 )
-_find_zombie_settle = _mark_finder(
-    "zombie_settle:", "a segment that lost its claim settled, requeued or suspended the row"
-)
-_find_retry_non_retryable = _mark_finder(
-    "retry_of_non_retryable:", "recovery requeued a failure of a non-retryable class"
-)
-_find_resurrection = _mark_finder(
-    "resurrection:", "a suspend (T6) moved a terminal row back to waiting"
+_never_marked(
+    "no_zombie_settle", "zombie_settle:",
+    "a segment that lost its claim settled, requeued or suspended the row",
+    source="commit 3c1f5699, ADR-141; RUNTIME 16.5",
 )
 
 
-def owner_only_mutation(w: World) -> bool:
-    """□ no mark foreign_owner_mutation:r: an owner-guarded renewal or stamp (T4, T5) matches
-    only for the segment holding the row's current claim (p.epoch = row.epoch).
-
-    ADR-102, ADR-104, commit 3c1f5699, ADR-141, 16.3. (The owner-guarded T8 and T9 of 16.3
-    are checked by no_zombie_settle.)"""
-    return _find_foreign_owner(w) is None
-
-
-def no_zombie_append(w: World) -> bool:
-    """□ no mark zombie_append:r: record_step stores no event for a segment p with
-    p.epoch ≠ row.epoch. Renew before persist, ADR-104, 16.4."""
-    return _find_zombie_append(w) is None
-
-
-def no_zombie_settle(w: World) -> bool:
-    """□ no mark zombie_settle:r: no T6, T8 or T9 by a segment p with p.epoch ≠ row.epoch
-    changes the row. Owner-guarded settles, commit 3c1f5699 (workers), ADR-141 (all), 16.5."""
-    return _find_zombie_settle(w) is None
-
-
+@always(
+    "stream_order",
+    """
+    □ ∀r, with r's events e₀ e₁ … in insert order:
+        e_i.seq < e_{i+1}.seq
+      ∧ (i < j < k ∧ e_i.seg = e_k.seg ⇒ e_j.seg = e_i.seg)
+    """,
+    source="ADR-101, ADR-104; RUNTIME 16.17",
+    reads=("events",),
+    stable=True,
+)
 def _find_stream_disorder(w: World) -> str | None:
     events = w.events
     if len(events) < 2:
@@ -427,16 +508,13 @@ def _find_stream_disorder(w: World) -> str | None:
     return None
 
 
-def stream_order(w: World) -> bool:
-    """□ ∀ run r, with r's events e₀, e₁, … in insert order: e_i.seq < e_{i+1}.seq (so
-    sequences are unique and increase within a segment), and e_i.seg = e_k.seg with i < j < k
-    ⇒ e_j.seg = e_i.seg (a segment never appends once a later segment has begun).
-
-    Position max+1 resolved after the claim (ADR-101, ADR-104) plus renew-before-persist;
-    the store has no unique index. 16.17."""
-    return _find_stream_disorder(w) is None
-
-
+@always(
+    "bounded_attempts",
+    "□ ∀r: row(r).attempts ≤ MAX_REQUEUES + 1",
+    source="ADR-104; RUNTIME 16.6",
+    reads=("rows",),
+    stable=True,
+)
 def _find_too_many_attempts(w: World) -> str | None:
     bound = w.config.constants.MAX_REQUEUES + 1
     for i, row in enumerate(w.rows):
@@ -445,23 +523,25 @@ def _find_too_many_attempts(w: World) -> str | None:
     return None
 
 
-def bounded_attempts(w: World) -> bool:
-    """□ ∀ rows: attempts ≤ MAX_REQUEUES + 1 (attempts = T3 claims of the stored request).
-
-    One shared requeue_count, never reset; both deciders refuse at ≥ MAX_REQUEUES. ADR-104,
-    16.6."""
-    return _find_too_many_attempts(w) is None
-
-
-def no_retry_of_non_retryable(w: World) -> bool:
-    """□ no mark retry_of_non_retryable:r: recovery's T9 never fires for a failure whose class
-    is auth, configuration, clientError or unknown. ADR-095, ADR-104, ADR-111, 16.7."""
-    return _find_retry_non_retryable(w) is None
+_never_marked(
+    "no_retry_of_non_retryable", "retry_of_non_retryable:",
+    "recovery requeued a failure of a non-retryable class",
+    source="ADR-095, ADR-104, ADR-111; RUNTIME 16.7",
+)
 
 
 # =========================================================================================
 # safety: the write fence, approval and cancellation
 # =========================================================================================
+@always(
+    "interrupted_non_idempotent_write_not_repeated",
+    """
+    □ ∀a∈L: nonidem(a) ∧ ¬aud(a) ⇒
+        (∄b>a: call(b) = call(a)) ∧ (row(a.run) = ⊥ ∨ row(a.run).attempts ≤ a.attempt)
+    """,
+    source="ADR-112, ADR-141 (ADR-111); RUNTIME 16.8",
+    reads=_AUDIT + ("rows",),
+)
 def _find_interrupted_repeated(w: World) -> str | None:
     ledger = w.ledger
     if not ledger:
@@ -487,18 +567,13 @@ def _find_interrupted_repeated(w: World) -> str | None:
     return None
 
 
-def interrupted_non_idempotent_write_not_repeated(w: World) -> bool:
-    """□ ∀ a ∈ ledger: a.effect = non_idempotent_write ∧ ¬audited(a) ⇒
-    (∄ b after a in the ledger: call(b) = call(a)) ∧ row(a.run).attempts = a.attempt.
-
-    "Interrupted" = the call's tool boundary never stored its event (it stopped before the
-    clear, or between the clear and the insert); a.attempt is the ghost ``Row.attempts``
-    (T3 claims) when the write landed, so a later T3 claim is a repetition for every
-    segment kind. T5 stamp + may_retry_after_fence in the reaper and in
-    recovery, ADR-112, ADR-141; ADR-111 ("never retried automatically"); 16.8."""
-    return _find_interrupted_repeated(w) is None
-
-
+@always(
+    "writes_only_under_fence",
+    "□ ∀a∈L: a.fenced",
+    source="ADR-112, ADR-141; RUNTIME 16.9",
+    reads=("ledger", "rows"),
+    stable=True,
+)
 def _find_unfenced_write(w: World) -> str | None:
     for a in w.ledger:
         if not a.fenced:
@@ -508,15 +583,15 @@ def _find_unfenced_write(w: World) -> str | None:
     return None
 
 
-def writes_only_under_fence(w: World) -> bool:
-    """□ ∀ a ∈ ledger: a.fenced, where the ghost a.fenced holds iff the landing segment's T5
-    stamp for this very call matched before the tool started (so the segment held a persisted
-    run and a lease, and ``pending_effect = a.effect`` was written).
-
-    Before-tool hook, WriteWithoutDurableExecution, ADR-112, ADR-141, 16.9."""
-    return _find_unfenced_write(w) is None
-
-
+@always(
+    "no_write_without_recorded_approval",
+    """
+    □ ∀a∈L: a.seg = resume:<r>#k ∧ decisions(r)[k-1] = approve ∧ a.turn = first_turn(a.seg)
+        ⇒ ∃e∈E: e.kind = approval ∧ e.seg = a.seg
+    """,
+    source="ADR-132; RUNTIME 16.11",
+    reads=("ledger", "events"),
+)
 def _find_unrecorded_approval(w: World) -> str | None:
     ledger = w.ledger
     if not ledger:
@@ -537,16 +612,15 @@ def _find_unrecorded_approval(w: World) -> str | None:
     return None
 
 
-def no_write_without_recorded_approval(w: World) -> bool:
-    """□ ∀ a ∈ ledger: a.seg is a resume segment whose decision is approve ∧ a.turn is the
-    approved turn ⇒ ∃ e ∈ events: e.kind = approval ∧ e.seg = a.seg (stored before any call
-    of the segment runs, by construction of the resume).
-
-    Gate 3 of the resume (record_approval fail-closed for approved write turns), ADR-132,
-    16.11."""
-    return _find_unrecorded_approval(w) is None
-
-
+@always(
+    "race_safe_staleness",
+    """
+    □ reaper.pc = row ∧ r = reaper.rows[idx].run ∧ row(r) ≠ ⊥ ∧ ¬stale(row(r), reaper.now)
+        ⇒ fire(requeue_stale r).row(r) = row(r) ∧ fire(dead_letter_stale r).row(r) = row(r)
+    """,
+    source="ADR-104; RUNTIME 16.14",
+    reads=("reaper", "rows", "clock"),  # T11/T12 of the reaper's row, by fire
+)
 def _find_unsafe_staleness(w: World) -> str | None:
     r = w.reaper
     if r is None or r.pc != "row":
@@ -569,16 +643,16 @@ def _find_unsafe_staleness(w: World) -> str | None:
     return None
 
 
-def race_safe_staleness(w: World) -> bool:
-    """□ reaper.pc = row ∧ ¬stale(row_r, reaper.now) ⇒ T11(r, reaper.now) and
-    T12(r, reaper.now) leave row_r unchanged (r = the snapshot row being decided).
-
-    A renewal after the SELECT sets lease_expires = now' + LEASE ≥ reaper.now, so the row is
-    no longer stale by the tick's clock; the stale predicate inside T11/T12 must then refuse.
-    A one-step look-ahead through model.runtime.fire. ADR-104, 16.14."""
-    return _find_unsafe_staleness(w) is None
-
-
+@always(
+    "cooperative_cancel",
+    """
+    □ ∀r: row(r).termination_reason = cancelled ⇒ row(r).status = cancelled
+    □ ∀p∈live: p.pc = stamp ∧ row(p.run).status = cancelled ⇒ fire(p's stamp).row = row
+    □ ∀r: past_cancel:r ∉ marks
+    """,
+    source="ADR-092, ADR-103; RUNTIME 16.15",
+    reads=("rows", "marks", "procs", "removed", "clock"),  # and T5 of a stamp, by fire
+)
 def _find_cancel_broken(w: World) -> str | None:
     for i, row in enumerate(w.rows):
         if row is not None and row.termination_reason == "cancelled" and row.status != CANCELLED:
@@ -602,176 +676,11 @@ def _find_cancel_broken(w: World) -> str | None:
     return None
 
 
-def cooperative_cancel(w: World) -> bool:
-    """□ (termination_reason = cancelled ⇒ status = cancelled) ∧ (a stamp T5 by a live segment
-    on a cancelled row matches nothing) ∧ no mark past_cancel:r (ghost: a segment went on past
-    a boundary that began after the cancel committed, to a provider call or a tool).
-
-    T13 (ADR-092), the probe (ADR-103), the status guard of T5; 16.15."""
-    return _find_cancel_broken(w) is None
-
-
-def no_resurrection_by_suspend(w: World) -> bool:
-    """□ no mark resurrection:r: T6 never matches a terminal row. ADR-101, 16.16."""
-    return _find_resurrection(w) is None
-
-
-# =========================================================================================
-# registry
-# =========================================================================================
-def _p(check: Callable[[World], bool], statement: str, source: str,
-       reads: tuple[str, ...] | None, stable: bool = False) -> Property:
-    return Property(check.__name__, check, statement, source, reads, stable)
-
-
-_AUDIT = ("ledger", "events", "procs")  # what _audited(w) reads, with the ledger
-_MARKS = ("marks",)
-
-
-SAFETY: dict[str, Property] = {
-    p.name: p
-    for p in (
-        _p(
-            no_unaudited_write_settles_successfully,
-            "□ ∀a∈L: status(a.run)=completed ⇒ aud(a) ∨ (idem(a) ∧ ∃b>a: call(b)=call(a) ∧ aud(b))",
-            "ADR-111; RUNTIME 16.10",
-            _AUDIT + ("rows",),
-        ),
-        _p(
-            no_write_applied_twice_without_audit,
-            "□ ∀c non-idempotent: |L_c| ≥ 2 ⇒ ∀a∈L_c: aud(a)",
-            "ADR-111, ADR-112; RUNTIME 16.8, 16.10",
-            _AUDIT,
-        ),
-        _p(
-            non_idempotent_write_at_most_once,
-            "□ ∀c non-idempotent: |L_c| ≤ 1",
-            "not claimed (ADR-104, ADR-112, ADR-141: not exactly-once); RUNTIME 16.8 limits",
-            ("ledger",),
-            stable=True,
-        ),
-        _p(
-            no_success_over_unrecorded_write,
-            "□ ∀a∈L: ¬aud(a) ⇒ ¬continued(a.seg, a) ∧ outcome(a.seg) ∉ SUCCESS",
-            "ADR-111; RUNTIME 16.10",
-            _AUDIT + ("outcomes",),
-        ),
-        _p(
-            terminal_is_absorbing,
-            "□ ∀r: terminal_overwritten:r ∉ marks ∧ resurrection:r ∉ marks",
-            "ADR-092, ADR-101; RUNTIME 16.1",
-            _MARKS,
-            stable=True,
-        ),
-        _p(
-            exclusive_claim,
-            "□ ∀p≠q live segments: p.epoch>0 ⇒ (p.run,p.epoch) ≠ (q.run,q.epoch)",
-            "ADR-084, ADR-102; RUNTIME 16.2",
-            ("procs",),
-        ),
-        _p(
-            owner_only_mutation,
-            "□ ∀r: foreign_owner_mutation:r ∉ marks",
-            "ADR-102, ADR-104, 3c1f5699, ADR-141; RUNTIME 16.3",
-            _MARKS,
-            stable=True,
-        ),
-        _p(
-            no_zombie_append,
-            "□ ∀r: zombie_append:r ∉ marks",
-            "ADR-104 (renew before persist); RUNTIME 16.4",
-            _MARKS,
-            stable=True,
-        ),
-        _p(
-            no_zombie_settle,
-            "□ ∀r: zombie_settle:r ∉ marks",
-            "commit 3c1f5699, ADR-141; RUNTIME 16.5",
-            _MARKS,
-            stable=True,
-        ),
-        _p(
-            stream_order,
-            "□ ∀r: seq strictly increasing in insert order ∧ no segment appends after a later one",
-            "ADR-101, ADR-104; RUNTIME 16.17",
-            ("events",),
-            stable=True,
-        ),
-        _p(
-            bounded_attempts,
-            "□ ∀r: attempts(r) ≤ MAX_REQUEUES + 1",
-            "ADR-104; RUNTIME 16.6",
-            ("rows",),
-            stable=True,
-        ),
-        _p(
-            no_retry_of_non_retryable,
-            "□ ∀r: retry_of_non_retryable:r ∉ marks",
-            "ADR-095, ADR-104, ADR-111; RUNTIME 16.7",
-            _MARKS,
-            stable=True,
-        ),
-        _p(
-            interrupted_non_idempotent_write_not_repeated,
-            "□ ∀a∈L: nonidem(a) ∧ ¬aud(a) ⇒ ∄b>a: call(b)=call(a) ∧ attempts(a.run)=att(a.seg)",
-            "ADR-112, ADR-141 (ADR-111); RUNTIME 16.8",
-            _AUDIT + ("rows",),
-        ),
-        _p(
-            writes_only_under_fence,
-            "□ ∀a∈L: row(a.run)≠⊥ ∧ (holds(seg(a)) at a's boundary ⇒ leased ∧ pending=a.effect)",
-            "ADR-112, ADR-141; RUNTIME 16.9",
-            ("ledger", "rows"),
-            stable=True,
-        ),
-        _p(
-            no_write_without_recorded_approval,
-            "□ ∀a∈L: approve-resume(a.seg) ∧ a.turn=approved ⇒ ∃e: e.kind=approval ∧ e.seg=a.seg",
-            "ADR-132; RUNTIME 16.11",
-            ("ledger", "events"),
-        ),
-        _p(
-            race_safe_staleness,
-            "□ reaper.pc=row ∧ ¬stale(row_r, reaper.now) ⇒ T11, T12 leave row_r unchanged",
-            "ADR-104; RUNTIME 16.14",
-            ("reaper", "rows", "clock"),  # T11/T12 of the reaper's row, by fire
-        ),
-        _p(
-            cooperative_cancel,
-            "□ (reason=cancelled ⇒ status=cancelled) ∧ T5 on cancelled rows fails ∧ past_cancel∉marks",
-            "ADR-092, ADR-103; RUNTIME 16.15",
-            ("rows", "marks", "procs", "removed", "clock"),  # and T5 of a stamp, by fire
-        ),
-        _p(
-            no_resurrection_by_suspend,
-            "□ ∀r: resurrection:r ∉ marks",
-            "ADR-101; RUNTIME 16.16",
-            _MARKS,
-            stable=True,
-        ),
-    )
-}
-
-_FINDERS: dict[str, Finder] = {
-    "no_unaudited_write_settles_successfully": _find_unaudited_write_settled,
-    "no_write_applied_twice_without_audit": _find_twice_without_audit,
-    "non_idempotent_write_at_most_once": _find_ni_twice,
-    "no_success_over_unrecorded_write": _find_success_over_unrecorded,
-    "terminal_is_absorbing": _find_terminal_changed,
-    "exclusive_claim": _find_double_claim,
-    "owner_only_mutation": _find_foreign_owner,
-    "no_zombie_append": _find_zombie_append,
-    "no_zombie_settle": _find_zombie_settle,
-    "stream_order": _find_stream_disorder,
-    "bounded_attempts": _find_too_many_attempts,
-    "no_retry_of_non_retryable": _find_retry_non_retryable,
-    "interrupted_non_idempotent_write_not_repeated": _find_interrupted_repeated,
-    "writes_only_under_fence": _find_unfenced_write,
-    "no_write_without_recorded_approval": _find_unrecorded_approval,
-    "race_safe_staleness": _find_unsafe_staleness,
-    "cooperative_cancel": _find_cancel_broken,
-    "no_resurrection_by_suspend": _find_resurrection,
-}
+_never_marked(
+    "no_resurrection_by_suspend", "resurrection:",
+    "a suspend (T6) moved a terminal row back to waiting",
+    source="ADR-101; RUNTIME 16.16",
+)
 
 
 # =========================================================================================
@@ -863,6 +772,48 @@ def _owned(w: World, i: int, epoch: int) -> bool:
     return any(p.run == i and p.epoch == epoch and p.kind in _SEGMENT_KINDS for p in w.procs)
 
 
+def _describe_rows(w: World, row_text: Callable[[World, int, str], str | None]) -> str:
+    out = [t for i in range(len(w.rows)) if (t := row_text(w, i, w.run_id(i))) is not None]
+    return "; ".join(out) or "goal not reached"
+
+
+def _abandoned_text(w: World, i: int, rid: str) -> str | None:
+    row = w.rows[i]
+    if row is not None and row.status == RUNNING and row.lease_expires > 0 and not _owned(
+        w, i, row.epoch
+    ):
+        return f"run {rid} is RUNNING (lease {row.lease_expires}) with no live owner"
+    return None
+
+
+def _queued_text(w: World, i: int, rid: str) -> str | None:
+    row = w.rows[i]
+    if row is not None and row.status == QUEUED:
+        msgs = sum(1 for m in w.messages if m.run == i)
+        return f"run {rid} is QUEUED with {msgs} pending message(s)"
+    return None
+
+
+def _unsettled_text(w: World, i: int, rid: str) -> str | None:
+    if not w.started[i]:
+        return None
+    row = w.rows[i]
+    procs = [p.name for p in w.procs if p.run == i]
+    if procs or (row is not None and row.status not in TERMINAL | AWAITING):
+        status = row.status if row is not None else "no row"
+        return f"run {rid} is {status}, live: {', '.join(procs) or 'none'}"
+    return None
+
+
+@leads_to(
+    "leased_runs_leave_running",
+    """
+    true ~> ∀r: ¬(row(r).status = running ∧ row(r).lease_expires > 0
+                  ∧ ∄p∈live segments: p.run = r ∧ p.epoch = row(r).epoch)
+    """,
+    source="ADR-104, ADR-141; RUNTIME 16.12",
+    describe=lambda w: _describe_rows(w, _abandoned_text),
+)
 def no_abandoned_leased_row(w: World) -> bool:
     """Goal of leased_runs_leave_running: no RUNNING row with lease_expires > 0 whose claim
     (row.epoch) no live segment holds."""
@@ -877,11 +828,26 @@ def no_abandoned_leased_row(w: World) -> bool:
     return True
 
 
+@leads_to(
+    "no_orphan_queued_run",
+    "true ~> ∀r: row(r).status ≠ queued",
+    source="ADR-102, commit a7e1a954; RUNTIME 9 step 8, 16.13",
+    describe=lambda w: _describe_rows(w, _queued_text),
+)
 def no_queued_row(w: World) -> bool:
     """Goal of no_orphan_queued_run: no row is QUEUED."""
     return all(row is None or row.status != QUEUED for row in w.rows)
 
 
+@leads_to(
+    "every_run_terminates",
+    """
+    true ~> ∀r started: (row(r) = ⊥ ∨ row(r).status ∈ TERMINAL ∪ AWAITING)
+                        ∧ ∄p∈live: p.run = r
+    """,
+    source="ADR-092, ADR-104; RUNTIME 8, 16.12, 16.13",
+    describe=lambda w: _describe_rows(w, _unsettled_text),
+)
 def every_run_settled(w: World) -> bool:
     """Goal of every_run_terminates: every started run's row is terminal or waiting for a
     caller (or was never stored), and no process of it is alive."""
@@ -896,75 +862,28 @@ def every_run_settled(w: World) -> bool:
     return True
 
 
-def _l(goal: Callable[[World], bool], name: str, statement: str, source: str) -> LivenessProperty:
-    return LivenessProperty(name, goal, statement, source, fairness, at_bound)
+# =========================================================================================
+# derived: explanations and the scenario evaluator
+# =========================================================================================
+def explain(name: str, world: World) -> str:
+    """Which run, segment or call violates property ``name`` in ``world`` ("holds" if none)."""
+    p = SAFETY.get(name)
+    if p is not None:
+        why = p.find(world)
+        return "holds" if why is None else why
+    lp = LIVENESS.get(name)
+    if lp is not None:
+        return "holds (goal reached)" if lp.goal(world) else lp.describe(world)
+    raise KeyError(f"unknown property {name!r}: use one of {', '.join([*SAFETY, *LIVENESS])}")
 
-
-LIVENESS: dict[str, LivenessProperty] = {
-    p.name: p
-    for p in (
-        _l(
-            no_abandoned_leased_row,
-            "leased_runs_leave_running",
-            "true ~> ∀r: ¬(status=running ∧ lease_expires>0 ∧ ∄ live p: p.run=r ∧ p.epoch=epoch)",
-            "ADR-104, ADR-141; RUNTIME 16.12",
-        ),
-        _l(
-            no_queued_row,
-            "no_orphan_queued_run",
-            "true ~> ∀r: status(r) ≠ queued",
-            "ADR-102, commit a7e1a954, section 9 step 8; RUNTIME 16.13",
-        ),
-        _l(
-            every_run_settled,
-            "every_run_terminates",
-            "true ~> ∀r started: status(r) ∈ TERMINAL ∪ AWAITING ∧ no live process of r",
-            "ADR-092, ADR-104; RUNTIME 8, 16.12, 16.13",
-        ),
-    )
-}
 
 def evaluate(world: World, name: str) -> tuple[bool, str]:
     """A safety property by name on one world, for a scenario's ``holds`` / ``violates``:
     (holds, which run or segment violates it). ``LookupError`` names the valid ones."""
     if name not in SAFETY:
         raise LookupError(f"no safety property {name!r}; use one of {', '.join(SAFETY)}")
-    ok = SAFETY[name].check(world)
-    return ok, "" if ok else explain(name, world)
+    why = SAFETY[name].find(world)
+    return why is None, "" if why is None else why
 
 
 _scenario.register_property_evaluator(evaluate)
-
-
-def explain(name: str, world: World) -> str:
-    """Which run, segment or call violates property ``name`` in ``world`` ("holds" if none)."""
-    if name in _FINDERS:
-        why = _FINDERS[name](world)
-        return "holds" if why is None else why
-    if name in LIVENESS:
-        goal = LIVENESS[name].goal
-        if goal(world):
-            return "holds (goal reached)"
-        return _explain_goal(name, world)
-    raise KeyError(f"unknown property {name!r}: use one of {', '.join([*SAFETY, *LIVENESS])}")
-
-
-def _explain_goal(name: str, w: World) -> str:
-    out = []
-    for i, row in enumerate(w.rows):
-        rid = w.run_id(i)
-        if name == "leased_runs_leave_running":
-            if row is not None and row.status == RUNNING and row.lease_expires > 0 and not _owned(
-                w, i, row.epoch
-            ):
-                out.append(f"run {rid} is RUNNING (lease {row.lease_expires}) with no live owner")
-        elif name == "no_orphan_queued_run":
-            if row is not None and row.status == QUEUED:
-                msgs = sum(1 for m in w.messages if m.run == i)
-                out.append(f"run {rid} is QUEUED with {msgs} pending message(s)")
-        elif w.started[i]:
-            procs = [p.name for p in w.procs if p.run == i]
-            if procs or (row is not None and row.status not in TERMINAL | AWAITING):
-                status = row.status if row is not None else "no row"
-                out.append(f"run {rid} is {status}, live: {', '.join(procs) or 'none'}")
-    return "; ".join(out) or "goal not reached"

@@ -121,9 +121,41 @@ def test_the_registry_names_every_guarantee_in_order():
     assert list(LIVENESS) == [
         "leased_runs_leave_running", "no_orphan_queued_run", "every_run_terminates",
     ]
+    for name, p in [*SAFETY.items(), *LIVENESS.items()]:
+        assert p.name == name and p.statement and "RUNTIME " in p.source, name
+        assert "16." in p.source.split("RUNTIME ", 1)[1], name
     for name, p in SAFETY.items():
-        assert p.name == name and p.statement and p.source
-        assert p.check.__doc__ and "16." in p.check.__doc__ + p.source
+        assert p.statement.startswith("□"), name
+        assert p.check.__name__ == name and p.statement in p.check.__doc__, name
+    for name, lp in LIVENESS.items():
+        assert lp.statement.startswith("true ~>"), name
+
+
+def test_the_bool_form_is_derived_from_the_finder():
+    # check(w) is find(w) is None, on worlds where each finder answers both ways
+    w = world("current")
+    marked = replace(w, marks=frozenset({"zombie_append:r1", "resurrection:r1"}))
+    e = Event(0, 0, "request", 0, -1, "", "w1/r1#1")
+    dup = replace(w, events=(e, replace(e, seg="w2/r1#2")))
+    for x in (w, marked, dup):
+        for name, p in SAFETY.items():
+            why = p.find(x)
+            assert p.check(x) is (why is None), name
+            assert explain(name, x) == ("holds" if why is None else why), name
+    assert [n for n, p in SAFETY.items() if not p.check(marked)] == [
+        "terminal_is_absorbing", "no_zombie_append", "no_resurrection_by_suspend"]
+    assert [n for n, p in SAFETY.items() if not p.check(dup)] == ["stream_order"]
+
+
+def test_a_property_is_declared_once():
+    from failclosed.spec.properties import always, leads_to
+
+    with pytest.raises(ValueError, match="declared twice"):
+        always("stream_order", "□ true", source="RUNTIME 16.17")(lambda w: None)
+    with pytest.raises(ValueError, match="declared twice"):
+        leads_to("stream_order", "true ~> true", source="RUNTIME 16.17",
+                 describe=lambda w: "")(lambda w: True)
+    assert SAFETY["stream_order"].find(world()) is None  # the first declaration stands
 
 
 def test_every_property_holds_on_the_initial_world_and_explain_says_so():
