@@ -57,9 +57,11 @@ from .state import (
     Outcome,
     Proc,
     ReaperState,
+    ResumePart,
     RunStep,
     SettlePlan,
     StaleRow,
+    WorkerPart,
     World,
     replace,
 )
@@ -653,8 +655,8 @@ def _caller(w: World, t: Transition) -> World:
             refusal = INVALID_INPUT_SUBMISSION
         p = Proc(
             name=label, kind=RESUME, run=i, pc="resume_read", seg=label, identity=label,
-            observer=r.observer, decision=decision,
-            seen_turn=row.suspended_state if row is not None else -1, refusal=refusal,
+            observer=r.observer,
+            part=ResumePart(decision, row.suspended_state if row is not None else -1, refusal),
         )
         return _spawn(w, p)
     raise AssertionError(t)  # pragma: no cover
@@ -696,10 +698,10 @@ def _pick_up(w: World, i: int, process: str, pc: str, outer: tuple[Proc, ...] = 
     identity = f"worker:{process}"
     pol = w.config.policy
     return Proc(
-        name=process, kind=WORKER, run=i, pc=pc, worker=process, seg=process, identity=identity,
+        name=process, kind=WORKER, run=i, pc=pc, seg=process, identity=identity,
         owner=identity if pol.heartbeat else "",
         guard=identity if pol.owner_guarded_settle_workers else "",
-        hook=pol.retry, cap=_cap(w, i), outer=outer,
+        cap=_cap(w, i), outer=outer, part=WorkerPart(process, hook=pol.retry),
     )
 
 
@@ -1019,7 +1021,15 @@ def _after_llm(w: World, p: Proc) -> World:
         for c in ans.calls
     ):
         return _ladder(w, p, INPUT_REQUIRED, "")
-    return _next_call(w, replace(p, call=0, decision=""))
+    return _next_call(w, _decided(replace(p, call=0)))
+
+
+def _decided(p: Proc) -> Proc:
+    """A resume's decision applies to the resumed turn only: cleared when it is done."""
+    part = p.part
+    if part.__class__ is ResumePart and part.decision:
+        return replace(p, part=replace(part, decision=""))
+    return p
 
 
 def _next_call(w: World, p: Proc) -> World:
@@ -1027,7 +1037,7 @@ def _next_call(w: World, p: Proc) -> World:
     calls = spec.runs[p.run].answer(p.turn).calls
     if p.call >= len(calls):
         # the next round
-        p = replace(p, turn=p.turn + 1, rounds=p.rounds + 1, decision="")
+        p = _decided(replace(p, turn=p.turn + 1, rounds=p.rounds + 1))
         return _enter_round(w, p)
     name = calls[p.call]
     if p.decision in ("approve", "deny", "input") and _refused_in_resume(w, p, name):
@@ -1217,7 +1227,7 @@ def _h_recovery_read(w: World, p: Proc, t: Transition) -> World:
     count = row.requeue_count if row is not None else -1
     if count < 0 or count >= w.config.constants.MAX_REQUEUES:
         return _dead_letter(w, p, "retries_exhausted")  # branch 5
-    return _put(w, replace(p, pc="requeue", count=count))  # branch 6
+    return _put(w, replace(p, pc="requeue", part=replace(p.part, count=count)))  # branch 6
 
 
 @action("requeue", fires="requeue", faults=STORE_FAULTS, cost=STORE, then=("dispatch", END), place="T9; 9 step 6")

@@ -248,12 +248,10 @@ class Proc(Record):
     run: int
     pc: str
     seg: str = ""  # segment label written into events, ledger and outcomes
-    worker: str = ""  # the worker process a queued-worker segment runs in
     identity: str = ""
     owner: str = ""  # lease_owner ('' = none)
     guard: str = ""  # owner_guard ('' = none)
     handle: int = -1  # next event sequence; -1 = no handle
-    hook: bool = False  # recovery hook
     observer: bool = False
     turn: int = 0  # plan index of the current round
     rounds: int = 0  # loop counter of this segment
@@ -264,12 +262,6 @@ class Proc(Record):
     error: str = ""  # the error the ladder handles
     eclass: str = ""  # classify(error)
     settle: tuple = ()  # the pending T8: a SettlePlan (() when none)
-    count: int = 0  # recovery: requeue_count read in branch 5
-    decision: str = ""  # resume: approve | deny | input
-    seen_turn: int = -1  # resume: the turn the approval refers to (turn digest)
-    # resume: the check after the claim this request fails, if reached: "" (none),
-    # ApproverNotPermitted (gate 2, on a write turn) or InvalidInputSubmission (12.3)
-    refusal: str = ""
     epoch: int = ghost(default=0)  # the row epoch this segment claimed
     cancelled: bool = False  # the probe saw cancelled: persist, then CancellationRequested
     synthesis: bool = False  # the round after the cap (7.1 step 9)
@@ -282,6 +274,60 @@ class Proc(Record):
     # handler this frame runs, the nearest first (each stored with ``outer = ()``). Empty
     # otherwise. Only the innermost frame is in ``World.procs``: the others are blocked.
     outer: tuple[Proc, ...] = ()
+    # what only one kind of process carries: a WorkerPart (queued worker), a ResumePart
+    # (resume), or None (synchronous segment, enqueue caller)
+    part: WorkerPart | ResumePart | None = None
+
+    # the parts' fields, read as the process's own ("" / False / 0 / -1 where it has none)
+    @property
+    def worker(self) -> str:
+        part = self.part
+        return part.worker if part.__class__ is WorkerPart else ""
+
+    @property
+    def hook(self) -> bool:
+        part = self.part
+        return part.hook if part.__class__ is WorkerPart else False
+
+    @property
+    def count(self) -> int:
+        part = self.part
+        return part.count if part.__class__ is WorkerPart else 0
+
+    @property
+    def decision(self) -> str:
+        part = self.part
+        return part.decision if part.__class__ is ResumePart else ""
+
+    @property
+    def seen_turn(self) -> int:
+        part = self.part
+        return part.seen_turn if part.__class__ is ResumePart else -1
+
+    @property
+    def refusal(self) -> str:
+        part = self.part
+        return part.refusal if part.__class__ is ResumePart else ""
+
+
+@record
+class WorkerPart(Record):
+    """What only a queued worker's segment carries (RUNTIME 6.2, section 9)."""
+
+    worker: str  # the worker process the segment runs in
+    hook: bool = False  # the recovery hook (section 9) is installed
+    count: int = 0  # recovery: the requeue_count read in branch 5
+
+
+@record
+class ResumePart(Record):
+    """What only a resume segment carries (RUNTIME 12.2, 12.3)."""
+
+    decision: str = ""  # approve | deny | input; cleared once the resumed turn's calls are done
+    seen_turn: int = -1  # the turn the decision refers to (turn digest)
+    # the check after the claim this request fails, if reached: "" (none),
+    # ApproverNotPermitted (gate 2, on a write turn) or InvalidInputSubmission (12.3)
+    refusal: str = ""
 
 
 @record

@@ -34,6 +34,13 @@ SIM_SEEDS = (1, 2, 3)
 FAST_SIM = {("small", p, s) for p in POLICIES for s in SIM_SEEDS}
 
 
+# a process's fields in the order they were recorded (before WorkerPart / ResumePart)
+_FLAT_PROC = ("name", "kind", "run", "pc", "seg", "worker", "identity", "owner", "guard", "handle",
+              "hook", "observer", "turn", "rounds", "cap", "call", "step", "then", "error", "eclass",
+              "settle", "count", "decision", "seen_turn", "refusal", "epoch", "cancelled", "synthesis",
+              "cancel_seen", "stamped", "claim_requeues", "outer")
+
+
 def _canon(v: Any) -> Any:
     """A value as nested plain tuples: records by their declared fields, in order."""
     import dataclasses
@@ -49,6 +56,8 @@ def _canon(v: Any) -> Any:
     if isinstance(v, frozenset):
         return ("frozenset", tuple(sorted(repr(_canon(x)) for x in v)))
     names = [f.name for f in dataclasses.fields(v)]
+    if type(v).__name__ == "Proc":  # recorded when a process's kind parts were its own fields
+        names = _FLAT_PROC
     return (type(v).__name__, tuple((n, _canon(getattr(v, n))) for n in names if n != "config"))
 
 
