@@ -177,6 +177,12 @@ def labels_with_cost(cost: str) -> frozenset[str]:
     return frozenset(a.pc for a in ACTIONS.values() if a.cost == cost)
 
 
+def costs() -> dict[str, str]:
+    """Each process label's cost class, read from the table now (the simulator's components)."""
+    _declared()
+    return {a.pc: a.cost for a in ACTIONS.values()}
+
+
 class Vocabulary(Mapping[str, tuple[str, tuple[str, ...]]]):
     """Transition name -> (docs/RUNTIME.md places, fault kinds), derived from the step table
     and :data:`OTHER_TRANSITIONS` each time it is read (a step added at run time, as the

@@ -122,7 +122,43 @@ def swimlane(path: str, out: str, runs: list[str] | None = None,
     ``axis``: ``time`` (simulated seconds), ``step`` (transition order: a checker
     counterexample happens in a few seconds, and what matters is the interleaving) or
     ``auto`` (step when the clock moves less than one second per transition)."""
-    recs = load_records(path) if records is None else records
+    recs = _selected(load_records(path) if records is None else records, path, runs, window)
+    by_step = _by_step(recs, axis)
+    if by_step:  # x = position in the trace; leases are drawn as held, without deadlines
+        recs = [dict(r, t=float(k + 1)) for k, r in enumerate(recs)]
+    t_end = max(r["t"] for r in recs)
+    t_start = min(r["t"] for r in recs)
+    lanes = _lanes(recs)
+    y = {name: k for k, name in enumerate(reversed(lanes))}
+    ids = sorted({r.get("run") for r in recs if r.get("run")}, key=lambda s: (len(s), s))
+    cmap = plt.get_cmap("tab10")
+    colour = {rid: cmap(k % 10) for k, rid in enumerate(ids)}
+
+    fig_h = 1.2 + 0.45 * len(lanes)
+    fig, ax = plt.subplots(figsize=(13, max(3.5, fig_h)))
+    drawing = _Swimlane(ax, y, colour, by_step)
+    for r in recs:
+        drawing.add(r)
+    for rid in list(drawing.lease):
+        drawing.close_lease(rid, t_end)
+    _draw_markers(ax, y, drawing.markers)
+    ax.set_yticks(range(len(lanes)))
+    ax.set_yticklabels(list(reversed(lanes)))
+    span = max(t_end - t_start, 1.0)
+    ax.set_xlim(t_start - 0.02 * span, t_end + 0.02 * span)
+    ax.set_xlabel("step of the trace (transition order)" if by_step else "simulated time (s)")
+    ax.set_title(f"Swimlane: {path.split('/')[-1]}" + (f" (runs {', '.join(runs)})" if runs else ""))
+    ax.grid(axis="x", alpha=0.3)
+    _legend(ax, ids)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def _selected(recs: list[dict[str, Any]], path: str, runs: list[str] | None,
+              window: tuple[float, float] | None) -> list[dict[str, Any]]:
+    """The transitions to draw: of ``runs`` (and the reaper's ticks), in ``window``, without
+    the clock's moves; none is one UsageError line."""
     if runs:
         keep = set(runs)
         recs = [r for r in recs if r.get("run") in keep or r["name"] == "find_stale_running"]
@@ -133,134 +169,153 @@ def swimlane(path: str, out: str, runs: list[str] | None = None,
     if not recs:
         span = f"{min(r['t'] for r in recs0):.0f} to {max(r['t'] for r in recs0):.0f} s" if recs0 else "empty"
         raise UsageError(f"{path}: no transitions to draw in --window/--runs (the history spans {span}); widen --window")
+    return recs
+
+
+def _by_step(recs: list[dict[str, Any]], axis: str) -> bool:
+    """Whether the x axis is the step of the trace rather than simulated time."""
     if axis not in ("auto", "time", "step"):
         raise UsageError(f"--axis {axis}: use auto, time or step")
     if axis == "auto":
         span_t = max(r["t"] for r in recs) - min(r["t"] for r in recs)
-        axis = "step" if span_t < len(recs) else "time"
-    by_step = axis == "step"
-    if by_step:  # x = position in the trace; leases are drawn as held, without deadlines
-        recs = [dict(r, t=float(k + 1)) for k, r in enumerate(recs)]
-    t_end = max(r["t"] for r in recs)
-    t_start = min(r["t"] for r in recs)
+        return span_t < len(recs)
+    return axis == "step"
 
-    # lanes, in a stable order
+
+def _lanes(recs: list[dict[str, Any]]) -> list[str]:
+    """The lanes, in a stable order: the outside world, the stores, the bus, the reaper, the
+    segments, the workers."""
     workers = sorted({r["actor"] for r in recs if r["actor"][:1] == "w" and r["actor"][1:].isdigit()},
                      key=lambda a: int(a[1:]))
     segs = sorted({r["actor"] for r in recs if r["actor"].startswith(("caller:", "resume:"))})
-    lanes = ["outside world", "audit store", "run store", "bus", "reaper", *segs, *workers][::-1]
-    lanes = lanes[::-1]
-    y = {name: k for k, name in enumerate(reversed(lanes))}
+    return ["outside world", "audit store", "run store", "bus", "reaper", *segs, *workers]
 
-    run_ids = sorted({r.get("run") for r in recs if r.get("run")}, key=lambda s: (len(s), s))
-    cmap = plt.get_cmap("tab10")
-    colour = {rid: cmap(k % 10) for k, rid in enumerate(run_ids)}
 
-    fig_h = 1.2 + 0.45 * len(lanes)
-    fig, ax = plt.subplots(figsize=(13, max(3.5, fig_h)))
-    last_t: dict[str, float] = {}
-    lease: dict[str, tuple[str, float, int]] = {}  # run -> (lane, since, lease_expires)
-    markers: list[tuple[float, str, str, str]] = []  # (t, lane, marker style key, label)
+class _Swimlane:
+    """The swimlane drawn record by record: calls and leases as bars at once, the markers
+    collected (drawn last, over the bars)."""
 
-    def close_lease(rid: str, t: float) -> None:
-        if rid not in lease:
-            return
-        lane, since, exp = lease.pop(rid)
-        if lane not in y:
-            return
-        if by_step:
-            exp = 0  # no deadlines on a step axis
-        end_solid = min(t, float(exp)) if exp > 0 else t
-        ax.barh(y[lane], max(end_solid - since, 0.0), left=since, height=0.5,
-                color=colour.get(rid, "grey"), alpha=0.35, edgecolor=colour.get(rid, "grey"))
-        if exp > 0 and t > exp:  # held past its deadline: the lease had lapsed
-            ax.barh(y[lane], t - exp, left=exp, height=0.5, fill=False, hatch="//",
-                    edgecolor=colour.get(rid, "grey"), linestyle="--")
+    def __init__(self, ax: Any, y: dict[str, int], colour: dict[str, Any], by_step: bool):
+        self.ax = ax
+        self.y = y  # lane -> its row
+        self.colour = colour  # run -> its colour
+        self.by_step = by_step
+        self.last_t: dict[str, float] = {}  # actor -> time of its last transition
+        self.lease: dict[str, tuple[str, float, int]] = {}  # run -> (lane, since, lease_expires)
+        self.markers: list[tuple[float, str, str, str]] = []  # (t, lane, marker style key, label)
 
-    for r in recs:
+    def add(self, r: dict[str, Any]) -> None:
         t, name, actor, rid = r["t"], r["name"], r["actor"], r.get("run")
-        fault = r.get("fault")
-        n = r.get("note", {})
-        lane = actor if actor in y else None
+        lane = actor if actor in self.y else None
         if name in ("provider_call", "invoke") and lane is not None:
-            t0 = last_t.get(actor, t)
-            ax.barh(y[lane] + (0.28 if name == "invoke" else -0.28), t - t0, left=t0, height=0.12,
-                    color="tab:purple" if name == "invoke" else "tab:grey")
-            if fault:
-                markers.append((t, lane, "fault", f"{name}[{fault}]"))
-        if fault and name in ("record_step", "record_approval", "record_input"):
-            markers.append((t, "audit store", "audit_fail", fault))
-        elif fault == "store_error":
-            markers.append((t, "run store", "store_error", name))
-        if name in ("requeue_stale", "dead_letter_stale") and not fault:
-            markers.append((t, "reaper", "reap", f"{name} {rid}"))
-        if name == "find_stale_running":
-            markers.append((t, "reaper", "tick", ""))
-        if name in ("dispatch", "duplicate_message"):
-            markers.append((t, "bus", "dup" if name == "duplicate_message" else ("dispatch_fail" if fault else "dispatch"), ""))
-        if name == "crash" and lane is not None:
-            markers.append((t, lane, "crash", "crash"))
-        for tool, effect, _seg in n.get("landed", []):
-            markers.append((t, "outside world", "landed_ni" if effect == "non_idempotent_write" else "landed_i", tool))
-        row = n.get("row")
+            self._call(r, lane)
+        self.markers += _markers(r, lane)
+        row = r.get("note", {}).get("row")
         if row is not None and rid is not None:
-            status, owner, expires = row[0], row[1], row[2]
-            cur = lease.get(rid)
-            new_lane = _lane_of_identity(owner) if (status == "running" and owner) else None
-            if cur is not None and (new_lane != cur[0]):
-                close_lease(rid, t)
-                cur = None
-            if new_lane is not None:
-                if cur is None:
-                    lease[rid] = (new_lane, t, expires)
-                else:
-                    lease[rid] = (cur[0], cur[1], expires)
-            if status in ("completed", "failed", "cancelled") and lane is not None:
-                markers.append((t, lane, "settle", status))
-        last_t[actor] = t
-    for rid in list(lease):
-        close_lease(rid, t_end)
+            self._row(rid, t, row, lane)
+        self.last_t[actor] = t
 
-    style = {
-        "audit_fail": dict(marker="x", color="red", s=60, label="audit insert failed"),
-        "store_error": dict(marker="x", color="darkorange", s=40, label="run store error"),
-        "reap": dict(marker="v", color="black", s=60, label="reaped (requeue / dead-letter)"),
-        "tick": dict(marker="|", color="grey", s=30, label="reaper tick"),
-        "dispatch": dict(marker=">", color="tab:blue", s=20, label="message dispatched"),
-        "dispatch_fail": dict(marker="x", color="tab:blue", s=40, label="dispatch failed"),
-        "dup": dict(marker="d", color="tab:cyan", s=30, label="duplicate delivery"),
-        "crash": dict(marker="X", color="black", s=90, label="process crash"),
-        "fault": dict(marker="*", color="red", s=60, label="provider / tool error"),
-        "landed_ni": dict(marker="P", color="crimson", s=70, label="non-idempotent effect landed"),
-        "landed_i": dict(marker="P", color="seagreen", s=50, label="idempotent effect landed"),
-        "settle": dict(marker="s", color="black", s=25, label="run settled (terminal)"),
-    }
+    def _call(self, r: dict[str, Any], lane: str) -> None:
+        """A provider or tool call: a thin bar since the process's previous transition."""
+        t, name, fault = r["t"], r["name"], r.get("fault")
+        t0 = self.last_t.get(r["actor"], t)
+        self.ax.barh(self.y[lane] + (0.28 if name == "invoke" else -0.28), t - t0, left=t0, height=0.12,
+                     color="tab:purple" if name == "invoke" else "tab:grey")
+        if fault:
+            self.markers.append((t, lane, "fault", f"{name}[{fault}]"))
+
+    def _row(self, rid: str, t: float, row: list, lane: str | None) -> None:
+        """The run's row after the transition (the note): who holds its lease, till when."""
+        status, owner, expires = row[:3]
+        cur = self.lease.get(rid)
+        new_lane = _lane_of_identity(owner) if (status == "running" and owner) else None
+        if cur is not None and new_lane != cur[0]:
+            self.close_lease(rid, t)
+            cur = None
+        if new_lane is not None:
+            if cur is None:
+                self.lease[rid] = (new_lane, t, expires)
+            else:
+                held_by, since, _expires = cur
+                self.lease[rid] = (held_by, since, expires)
+        if status in ("completed", "failed", "cancelled") and lane is not None:
+            self.markers.append((t, lane, "settle", status))
+
+    def close_lease(self, rid: str, t: float) -> None:
+        if rid not in self.lease:
+            return
+        lane, since, exp = self.lease.pop(rid)
+        if lane not in self.y:
+            return
+        if self.by_step:
+            exp = 0  # no deadlines on a step axis
+        c = self.colour.get(rid, "grey")
+        end_solid = min(t, float(exp)) if exp > 0 else t
+        self.ax.barh(self.y[lane], max(end_solid - since, 0.0), left=since, height=0.5,
+                     color=c, alpha=0.35, edgecolor=c)
+        if exp > 0 and t > exp:  # held past its deadline: the lease had lapsed
+            self.ax.barh(self.y[lane], t - exp, left=exp, height=0.5, fill=False, hatch="//",
+                         edgecolor=c, linestyle="--")
+
+
+def _markers(r: dict[str, Any], lane: str | None) -> list[tuple[float, str, str, str]]:
+    """The markers of one record but its call's fault and its run's settling: failures,
+    reaps and ticks, bus events, crashes, landed effects."""
+    t, name, rid, fault = r["t"], r["name"], r.get("run"), r.get("fault")
+    out = []
+    if fault and name in ("record_step", "record_approval", "record_input"):
+        out.append((t, "audit store", "audit_fail", fault))
+    elif fault == "store_error":
+        out.append((t, "run store", "store_error", name))
+    if name in ("requeue_stale", "dead_letter_stale") and not fault:
+        out.append((t, "reaper", "reap", f"{name} {rid}"))
+    if name == "find_stale_running":
+        out.append((t, "reaper", "tick", ""))
+    if name in ("dispatch", "duplicate_message"):
+        out.append((t, "bus", "dup" if name == "duplicate_message" else ("dispatch_fail" if fault else "dispatch"), ""))
+    if name == "crash" and lane is not None:
+        out.append((t, lane, "crash", "crash"))
+    for tool, effect, _seg in r.get("note", {}).get("landed", []):
+        out.append((t, "outside world", "landed_ni" if effect == "non_idempotent_write" else "landed_i", tool))
+    return out
+
+
+_MARKER_STYLE = {
+    "audit_fail": dict(marker="x", color="red", s=60, label="audit insert failed"),
+    "store_error": dict(marker="x", color="darkorange", s=40, label="run store error"),
+    "reap": dict(marker="v", color="black", s=60, label="reaped (requeue / dead-letter)"),
+    "tick": dict(marker="|", color="grey", s=30, label="reaper tick"),
+    "dispatch": dict(marker=">", color="tab:blue", s=20, label="message dispatched"),
+    "dispatch_fail": dict(marker="x", color="tab:blue", s=40, label="dispatch failed"),
+    "dup": dict(marker="d", color="tab:cyan", s=30, label="duplicate delivery"),
+    "crash": dict(marker="X", color="black", s=90, label="process crash"),
+    "fault": dict(marker="*", color="red", s=60, label="provider / tool error"),
+    "landed_ni": dict(marker="P", color="crimson", s=70, label="non-idempotent effect landed"),
+    "landed_i": dict(marker="P", color="seagreen", s=50, label="idempotent effect landed"),
+    "settle": dict(marker="s", color="black", s=25, label="run settled (terminal)"),
+}
+
+
+def _draw_markers(ax: Any, y: dict[str, int], markers: list[tuple[float, str, str, str]]) -> None:
     used = set()
     for t, lane, key, _label in markers:
         if lane not in y:
             continue
-        st = dict(style[key])
+        st = dict(_MARKER_STYLE[key])
         lab = st.pop("label")
         ax.scatter([t], [y[lane]], zorder=3, label=None if key in used else lab, **st)
         used.add(key)
-    ax.set_yticks(range(len(lanes)))
-    ax.set_yticklabels(list(reversed(lanes)))
-    span = max(t_end - t_start, 1.0)
-    ax.set_xlim(t_start - 0.02 * span, t_end + 0.02 * span)
-    ax.set_xlabel("step of the trace (transition order)" if by_step else "simulated time (s)")
-    ax.set_title(f"Swimlane: {path.split('/')[-1]}" + (f" (runs {', '.join(runs)})" if runs else ""))
-    ax.grid(axis="x", alpha=0.3)
+
+
+def _legend(ax: Any, ids: list[str]) -> None:
     handles, labels = ax.get_legend_handles_labels()
     handles += [Patch(facecolor="grey", alpha=0.35, label="lease held (colour = run)"),
                 Patch(fill=False, hatch="//", label="held after the lease expired"),
                 Line2D([0], [0], color="tab:grey", lw=3, label="provider call"),
                 Line2D([0], [0], color="tab:purple", lw=3, label="tool call")]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    if run_ids and len(run_ids) <= 10:
-        ax.text(1.01, 0.0, "runs: " + ", ".join(run_ids), transform=ax.transAxes, fontsize=8, va="bottom")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    if ids and len(ids) <= 10:
+        ax.text(1.01, 0.0, "runs: " + ", ".join(ids), transform=ax.transAxes, fontsize=8, va="bottom")
 
 
 # -- lease curves --------------------------------------------------------------------------------

@@ -61,9 +61,9 @@ def _compare(raw: dict, policy: str, seeds, runs: int | None) -> int:
         late = Simulation(cfg, policy=policy, seed=seed, runs=runs, keep_going=True).run()
         every = Simulation(cfg, policy=policy, seed=seed, runs=runs, keep_going=True,
                            defer_stable=False).run()
-        assert late._deferred and not every._deferred
+        assert late.checks.deferred and not every.checks.deferred
         assert _records(late) == _records(every), (policy, seed)
-        found += sum(v.property in late._deferred for v in late.violations)
+        found += sum(v.property in late.checks.deferred for v in late.violations)
     return found
 
 
@@ -89,10 +89,10 @@ def test_a_stopping_simulation_checks_every_property_after_every_step():
     nothing is deferred, and the history is the keep-going one's prefix."""
     cfg = sconfig.load(read_toml(sconfig.default_path()))
     stop = Simulation(cfg, policy="current", seed=1, runs=200, keep_history=True).run()
-    assert not stop._deferred and len(stop.violations) >= 1
+    assert not stop.checks.deferred and len(stop.violations) >= 1
     go = Simulation(cfg, policy="current", seed=1, runs=200, keep_going=True,
                     keep_history=True).run()
-    assert go._deferred
+    assert go.checks.deferred
     assert stop.history.records == go.history.records[: len(stop.history.records)]
     first = go.violations[0]
     assert (stop.violations[0].property, stop.violations[0].runs, stop.violations[0].time) == (

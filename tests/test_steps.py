@@ -177,8 +177,14 @@ def test_recipe_a_new_transition_is_one_declaration(extra_step):
     run = w.config.run_index(en[0].arg("run"))
     assert w2.rows[run].status == RUNNING and w2.rows[run].pending_effect == "touched"
     assert w2.proc(en[0].actor).pc == "persist"
-    # the simulator's cost class: a store statement
+    # the simulator's cost class: a store statement, whose latency and store_error the
+    # simulator's run-store component draws for it
+    from failclosed.sim import config as sconfig
+    from failclosed.sim.engine import Simulation
+
     assert "touch" in steps.labels_with_cost(STORE)
+    sim = Simulation(sconfig.load_file(sconfig.default_path()), "current", seed=1)
+    assert sim.components["touch"] is sim.components["renew"]
     # a scenario may name it
     sc = scenario_from_dict({
         "policy": "current+cancel_probe-renew_before_persist",

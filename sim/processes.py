@@ -1,0 +1,348 @@
+"""The simulated processes (SimPy generators): they decide WHEN a transition fires and which
+fault branch it takes; the engine's :meth:`Simulation.step` fires it.
+
+* arrivals, and each run's admission and caller (``enqueue_run`` / ``start_run``, then the
+  enqueue's dispatch or the interactive segment);
+* the message bus: the delivery of each message (delay, duplicates);
+* N workers: take a delivered message, pick the run up (``run_queued``), drive the
+  queued-worker segment; a crash (its own process per worker) interrupts them;
+* approvers (a decision some time after a run comes to await one), cancelling callers;
+* the reaper;
+* :meth:`Processes.drive`: one model process (a segment, or an enqueue caller) step by
+  step, each step's stall, latency and fault drawn from the component it touches
+  (sim/faults.py).
+
+A process draws from its own stream (sim/streams.py), named after it; what it draws, and
+in which order, is part of the history.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, NamedTuple
+
+import simpy
+from failclosed.model.state import FINAL_ANSWER, Answer, RunSpec
+
+from .config import SimConfig
+from .faults import NOTHING
+from .records import SimulationError, Stop
+from .streams import stream
+from .window import reaper_slot
+
+if TYPE_CHECKING:
+    from .engine import Simulation
+
+
+class Delivery(NamedTuple):
+    """A delivered message in the mailbox (the model's message, by its run's slot and id)."""
+
+    slot: int
+    run: str
+    not_before: int
+
+
+class _Held:
+    """What a worker waits for or holds: the mailbox request, then the delivered message until
+    it has picked the run up. A crash gives either back to the mailbox."""
+
+    def __init__(self) -> None:
+        self.request = None
+        self.message = None
+
+    def give_back(self, mailbox: simpy.Store) -> None:
+        if self.request is not None:
+            if self.request.triggered:
+                mailbox.put(self.request.value)
+            else:
+                self.request.cancel()
+        elif self.message is not None:
+            mailbox.put(self.message)  # a dead worker's undelivered message goes back
+
+
+class Processes:
+    def __init__(self, sim: Simulation):
+        self.sim = sim
+        self.env = sim.env
+        self.cfg = sim.cfg
+        self.seed = sim.seed
+        self.faults = sim.faults
+        self.window = sim.window
+        self.mailbox = simpy.Store(sim.env)  # delivered messages (Delivery)
+        self.worker_down: dict[str, bool] = {}
+
+    def start(self) -> None:
+        sim, env, cfg = self.sim, self.env, self.cfg
+        env.process(self.arrivals())
+        for wk in sim.worker_names:
+            self.worker_down[wk] = False
+            proc = env.process(self.worker(wk))
+            if self.faults.crashes.worker_rate > 0:
+                env.process(self.crasher(wk, proc))
+        if cfg.reaper_enabled and sim.policy.reaper and sim.policy.queue:
+            env.process(self.reaper())
+        if self.faults.audit.flaps:
+            env.process(self.faults.audit.flapping())
+
+    # -- arrivals and callers ----------------------------------------------------------------
+    def arrivals(self):
+        cfg = self.cfg
+        env = self.env
+        rng = stream(self.seed, "arrivals")
+        n = self.sim.n_runs
+        k = 0
+        while k < n:
+            if cfg.arrival_kind == "batch":
+                size = n - k if cfg.batch_every <= 0 else min(cfg.batch_size, n - k)
+                if k > 0:
+                    yield env.timeout(cfg.batch_every)
+            else:
+                size = 1
+                yield env.timeout(rng.expovariate(cfg.rate_per_hour / 3600.0))
+            for _ in range(size):
+                k += 1
+                env.process(self.admit(k))
+        env.process(self.drain())
+        yield env.timeout(0)
+
+    def drain(self):
+        """The simulation ends ``drain_seconds`` after the last arrival at the latest."""
+        yield self.env.timeout(self.cfg.drain_seconds)
+        if not self.sim.done.triggered:
+            self.sim.done.succeed()
+
+    def admit(self, k: int):
+        """Arrival ``k``: wait for a free slot, then the caller starts or enqueues the run."""
+        sim, env, store = self.sim, self.env, self.faults.store
+        arrival = env.now
+        rs = plan(self.cfg, self.seed, k)
+        i = yield self.window.free.get()
+        sim.world = self.window.admit(sim.world, i, rs, arrival, env.now)
+        caller = stream(self.seed, f"caller:{rs.id}")
+        fault = store.fault_drawn(caller)
+        try:
+            if store.waits:
+                yield env.timeout(store.latency.sample(caller))
+            name = "enqueue_run" if rs.entry == "queued" else "start_run"
+            sim.step("caller", fault, lambda t: t.name == name, run=rs.id)
+            if rs.cancels:
+                env.process(self.canceller(i, rs.id, caller))
+            if rs.entry == "queued":
+                if sim.world.proc(f"enqueue:{rs.id}") is not None:
+                    # sync: the whole run executes in the caller's (web) process
+                    yield from self.drive(f"enqueue:{rs.id}", caller, web=self.cfg.transport == "sync")
+            else:
+                yield from self.drive(f"caller:{rs.id}", caller, web=True)
+            sim.maybe_archive(i)
+        except Stop:
+            return
+
+    def canceller(self, i: int, rid: str, rng: random.Random):
+        sim = self.sim
+        yield self.env.timeout(self.cfg.cancel_delay.sample(rng))
+        if self.window.slot_of.get(rid) != i or sim.stopped:
+            return
+        fault = self.faults.store.fault_drawn(rng)
+        try:
+            sim.step("caller", fault, lambda t: t.name == "cancel", run=rid)
+        except Stop:
+            return
+
+    def approver(self, i: int, rid: str):
+        """A decision on the run in slot ``i``, which has come to await one."""
+        sim = self.sim
+        rng = stream(self.seed, f"approver:{rid}:{sim.world.resumes[i]}")
+        yield self.env.timeout(self.cfg.approval_delay.sample(rng))
+        if self.window.slot_of.get(rid) != i or sim.stopped:
+            return
+        # gate 2: this approver may not run the turn's writes (drawn only when configured)
+        np_ = self.cfg.not_permitted_probability
+        refused = np_ > 0 and rng.random() < np_
+        before = {p.name for p in sim.world.procs}
+        try:
+            t = sim.step(
+                "caller", None,
+                lambda t: t.name in ("approve", "deny", "submit_input")
+                and (t.arg("permitted") is False) == refused,
+                run=rid,
+            )
+            if t is None:
+                return
+            new = [p.name for p in sim.world.procs if p.name not in before]
+            for name in new:
+                yield from self.drive(name, stream(self.seed, name), web=True)
+            sim.maybe_archive(i)
+        except Stop:
+            return
+
+    # -- the bus -----------------------------------------------------------------------------
+    def deliver(self, slot: int, rid: str, not_before: int):
+        """One message of the model: delivered (perhaps duplicated) after the bus's delay."""
+        sim, env, bus = self.sim, self.env, self.faults.bus
+        rng = stream(self.seed, f"bus:{rid}:{not_before}:{sim.fired}")
+        wait = max(0.0, not_before - env.now) + bus.delivery(rng)
+        if wait > 0:
+            yield env.timeout(wait)
+        if sim.stopped:
+            return
+        if bus.duplicates(rng):
+            try:
+                sim.step(
+                    "bus", None,
+                    lambda t: t.name == "duplicate_message" and t.arg("not_before") == not_before,
+                    run=rid,
+                )
+            except Stop:
+                return
+        self.mailbox.put(Delivery(slot, rid, not_before))
+
+    # -- workers -----------------------------------------------------------------------------
+    def worker(self, wk: str):
+        rng = stream(self.seed, f"worker:{wk}")
+        while not self.sim.stopped:
+            held = _Held()
+            try:
+                yield from self.serve(wk, rng, held)
+            except simpy.Interrupt:  # a crash (crasher)
+                held.give_back(self.mailbox)
+                try:
+                    self.crash(wk)
+                except Stop:
+                    return
+                yield self.env.timeout(self.faults.crashes.restart(rng))
+                self.worker_down[wk] = False
+            except Stop:
+                return
+
+    def serve(self, wk: str, rng: random.Random, held: _Held):
+        """Take a delivered message, pick its run up and drive the segment that starts."""
+        sim, store = self.sim, self.faults.store
+        held.request = self.mailbox.get()
+        held.message = yield held.request
+        held.request = None
+        _slot, rid, not_before = held.message
+        if store.waits:
+            yield self.env.timeout(store.latency.sample(rng))
+        fault = store.fault_drawn(rng)
+        t = sim.step(
+            wk, fault,
+            lambda t: t.name == "run_queued" and t.arg("not_before") == not_before, run=rid,
+        )
+        held.message = None
+        if t is None:
+            raise SimulationError(f"{wk}: run_queued({rid}, {not_before}) not enabled")
+        if sim.world.proc(wk) is not None:
+            yield from self.drive(wk, rng, web=False)
+        elif rid in self.window.slot_of:
+            sim.maybe_archive(self.window.slot_of[rid])
+
+    def crash(self, wk: str) -> None:
+        """The crashed worker's segment, if it has one, ends (``crash``)."""
+        p = self.sim.world.proc(wk)
+        if p is not None:
+            self.sim.step(wk, "crash")
+            self.sim.maybe_archive(p.run)
+
+    def crasher(self, wk: str, proc: simpy.Process):
+        rng = stream(self.seed, f"crash:{wk}")
+        crashes = self.faults.crashes
+        while not self.sim.stopped:
+            yield self.env.timeout(crashes.next_worker_crash(rng))
+            if not self.worker_down[wk] and proc.is_alive:
+                self.worker_down[wk] = True
+                proc.interrupt("crash")
+
+    # -- a model process -----------------------------------------------------------------------
+    def drive(self, name: str, rng: random.Random, web: bool):
+        """Drive one process of the model (a segment, or an enqueue caller) until it ends.
+        Before each step: a stall, and the delay of the component the step touches (``web``:
+        the process dies at a drawn time, a web-process crash); then the component's fault."""
+        sim, env, window = self.sim, self.env, self.window
+        crash_at = self.faults.crashes.web_crash_at(rng, env.now) if web else float("inf")
+        stall = self.faults.pauses.stall
+        component = sim.components.get
+        timeout = env.timeout
+        step = sim.step
+        while True:
+            if sim.stopped:
+                raise Stop
+            p = sim.world.proc(name)
+            if p is None:
+                return
+            comp = component(p.pc, NOTHING)
+            lat = stall(rng, p)
+            d = comp.delay(rng, p, sim.world)
+            lat += d
+            if env.now + lat >= crash_at:
+                yield timeout(max(0.0, crash_at - env.now))
+                step(name, "crash")
+                return
+            if lat > 0:
+                yield timeout(lat)
+            if d and comp.work:
+                window.add_work(p, d)
+            fault = comp.fault(rng, p, sim.world)
+            t = step(name, fault)
+            if t is None:
+                raise SimulationError(f"{name} at {p.pc!r}: nothing enabled")
+            if fault is not None and t.fault == fault:
+                rec = window.live.get(p.run)
+                if rec is not None:
+                    comp.note(rec, p, sim.world, fault)
+
+    # -- the reaper ----------------------------------------------------------------------------
+    def reaper(self):
+        sim, env = self.sim, self.env
+        store = self.faults.store
+        rng = stream(self.seed, "reaper")
+        try:
+            while not sim.stopped:
+                yield env.timeout(self.cfg.reaper_period)
+                yield env.timeout(store.delay(rng))
+                sim.step("reaper", store.fault(rng))
+                while sim.world.reaper is not None:
+                    yield from self.reap_row(rng)
+        except Stop:
+            return
+
+    def reap_row(self, rng: random.Random):
+        """The reaper's next statement on the current row of its tick (sync: the run the
+        reaper reclaimed, executed in the reaper's process)."""
+        sim = self.sim
+        nested = sim.world.proc("reaper")
+        if nested is not None:
+            yield from self.drive("reaper", rng, web=False)
+            sim.maybe_archive(nested.run)
+            return
+        yield self.env.timeout(self.faults.store.delay(rng))
+        r = sim.world.reaper
+        slot = reaper_slot(r) if r is not None else None
+        # the dispatch of a requeued run goes through the bus; every other step is a store statement
+        comp = self.faults.bus if r is not None and r.pc == "dispatch" else self.faults.store
+        sim.step("reaper", comp.fault(rng))
+        if slot is not None:
+            sim.maybe_archive(slot)
+
+
+def plan(cfg: SimConfig, seed: int, k: int) -> RunSpec:
+    """The run of arrival ``k``, drawn from the stream of its arrival number (the same
+    workload under every policy)."""
+    rng = stream(seed, f"run:{k}")
+    entry = "queued" if rng.random() < cfg.queued_fraction else "interactive"
+    names = [n for n, _ in cfg.tool_mix]
+    weights = [x for _, x in cfg.tool_mix]
+    rounds = cfg.rounds.sample_count(rng)
+    answers = []
+    for _ in range(rounds):
+        calls = tuple(rng.choices(names, weights)[0] for _ in range(cfg.calls_per_round.sample_count(rng)))
+        answers.append(Answer("tools", calls))
+    answers.append(FINAL_ANSWER)
+    decisions = tuple(
+        "deny" if rng.random() < cfg.deny_probability else "approve" for _ in range(rounds + 2)
+    )
+    cancels = 1 if cfg.cancel_probability > 0 and rng.random() < cfg.cancel_probability else 0
+    if cfg.not_permitted_probability > 0:  # a refused approval spends a decision: more
+        decisions += tuple("deny" if rng.random() < cfg.deny_probability else "approve"
+                           for _ in range(4))
+    return RunSpec(id=f"r{k}", entry=entry, plan=tuple(answers), cap=cfg.cap, cancels=cancels,
+                   decisions=decisions)
