@@ -43,7 +43,6 @@ __all__ = [
     "Finding",
     "LivenessResult",
     "Stats",
-    "bench_toy",
     "check_liveness",
     "strongly_connected",
     "count_switches",
@@ -1213,35 +1212,3 @@ def trace_table(
 
     sep = "-+-".join("-" * w for w in widths)
     return "\n".join([line(head), sep, *(line(r) for r in rows)])
-
-
-# --------------------------------------------------------------------------------------------
-# Benchmark
-# --------------------------------------------------------------------------------------------
-
-
-def bench_toy(n: int = 40, actors: int = 3) -> float:
-    """States/s on a cheap toy: ``actors`` counters in ``0..n``, actor k bumps or resets its own.
-
-    Distinct states: ``(n + 1) ** actors``; about ``2 * actors`` edges per state. One invariant
-    is checked and no graph is kept.
-    """
-    from failclosed.model.transition import Transition
-
-    bump = [Transition("bump", f"a{k}") for k in range(actors)]
-    reset = [Transition("reset", f"a{k}") for k in range(actors)]
-    rng = range(actors)
-
-    def succ(w: tuple[int, ...]) -> list[tuple[Transition, tuple[int, ...]]]:
-        out = []
-        for k in rng:
-            c = w[k]
-            if c < n:
-                out.append((bump[k], w[:k] + (c + 1,) + w[k + 1 :]))
-            if c:
-                out.append((reset[k], w[:k] + (0,) + w[k + 1 :]))
-        return out
-
-    ex = explore([(0,) * actors], succ, invariants={"bounded": lambda w: max(w) <= n})
-    assert ex.stats.states == (n + 1) ** actors and ex.ok
-    return ex.stats.states_per_second
