@@ -317,9 +317,9 @@ class FieldReads:
 # The search is four parts, in the manner of TLC and stateright: the transition table
 # (``_Transitions``), the parent/switch bookkeeping (``_Paths``), the property step
 # (``_PropertyStep``, run once per BFS layer) and the BFS core (``_bfs``), whose inner loop
-# stays flat: per edge it only interns, looks the key up, appends or offers a parent and
-# records the edge; everything that runs rarely (a new transition, a tie on switches, a layer
-# boundary) is a call out of it.
+# stays flat: per edge it interns, looks the key up, stores a new state or updates the
+# parent/switch entries of a next-layer one, and records the edge, all inline; only what
+# runs rarely (a new transition, a layer boundary) is a call out of it.
 
 
 class _Transitions:
@@ -356,11 +356,13 @@ class _Paths:
     transition id and the bit set of the last actors achieving those switches; ``alts`` holds
     one parent per further tying (state, last actor).
 
-    The BFS core appends a new state's entries itself (inline: that happens for every state)
-    and calls :meth:`offer` only when a further shortest-path parent changes something: it
-    has fewer switches, or ties with a last actor not yet recorded."""
+    The BFS core updates these inline (it does so per edge): a new state gets the parent that
+    found it; a further parent in the previous layer replaces it if it has fewer switches
+    (the replaced one is kept in ``displaced`` until the property step has checked the
+    layer), and one with as many switches but a last actor not yet in the mask is added to
+    the mask and to ``alts``."""
 
-    def __init__(self, tr_actor: array) -> None:
+    def __init__(self) -> None:
         self.parent = array("i")  # -1 for initial states
         self.depth = array("i")
         self.switches = array("i")
@@ -370,7 +372,6 @@ class _Paths:
         # Next-layer state -> the parent that produced its stored world, when a parent with
         # fewer switches replaced it; emptied by the property step once the layer is checked.
         self.displaced: dict[int, int] = {}
-        self._tr_actor = tr_actor
 
     def add_root(self) -> None:
         self.parent.append(-1)
@@ -378,20 +379,6 @@ class _Paths:
         self.switches.append(0)
         self.in_tr.append(-1)
         self.actor_mask.append(-1)  # no previous actor: the first transition is never a switch
-
-    def offer(self, j: int, i: int, tid: int, b: int, c: int) -> None:
-        """State ``i`` also reaches next-layer state ``j`` by transition ``tid`` (actor bit
-        ``b``) with ``c`` switches, fewer than recorded or as many with a new last actor:
-        keep the fewest, and every tying last actor."""
-        if c < self.switches[j]:
-            self.displaced.setdefault(j, self.parent[j])
-            self.switches[j] = c
-            self.parent[j] = i
-            self.in_tr[j] = tid
-            self.actor_mask[j] = b
-        elif not self.actor_mask[j] & b:
-            self.actor_mask[j] |= b
-            self.alts[(j, self._tr_actor[tid])] = (i, tid)
 
 
 class _PropertyStep:
@@ -417,6 +404,7 @@ class _PropertyStep:
         self.inv_hits: dict[str, list[int]] = {}
         self.wit_hits: dict[str, list[int]] = {}
         self.stop = stop_at_first_violation
+        self.checked = 0  # states 0..checked-1 were checked
 
     def check(self, lo: int, hi: int, worlds: list[Any], paths: _Paths) -> bool:
         """Check states ``lo..hi-1`` (one whole layer, or the part of one stored before
@@ -434,6 +422,7 @@ class _PropertyStep:
                     parents[j - lo] = p  # all in lo..hi-1: displaced only in the next layer
             self._check(range(lo, hi), parents, worlds, inv, wit)
         paths.displaced.clear()
+        self.checked = hi
         return self.stop and bool(self.inv_hits)
 
     def _check(
@@ -521,17 +510,19 @@ def _bfs(
     edges: tuple[array, array, array] | None,
 ) -> tuple[int, array, bool, bool]:
     """The BFS core: expand the stored states in id order (ids are assigned in BFS order, so
-    the frontier is a cursor over the id range), storing every successor of a new key, and run
-    the property step on each layer once it is complete (before it is expanded). Returns
-    ``(expanded, deadlocks, truncated, stopped)``; ids below ``expanded`` were expanded."""
-    depth, sw, amask = paths.depth, paths.switches, paths.actor_mask
-    offer = paths.offer
+    the frontier is a cursor over the id range), storing every successor of a new key and
+    keeping the fewest-switch parents, and run the property step on each layer once it is
+    complete (before it is expanded). Returns ``(expanded, deadlocks, truncated, stopped)``;
+    ids below ``expanded`` were expanded. If ``max_states`` cut the search short, the states
+    stored of the last layer are left for the caller to check."""
+    parent, depth, sw, in_tr = paths.parent, paths.depth, paths.switches, paths.in_tr
+    amask, alts, displaced = paths.actor_mask, paths.alts, paths.displaced
     tr_get, intern = trs.index.get, trs.intern
-    tr_bit, enabled, taken = trs.bit, trs.enabled, trs.taken
+    tr_bit, tr_actor, enabled, taken = trs.bit, trs.actor, trs.enabled, trs.taken
     idx_get = index.get
     worlds_append = worlds.append
-    parent_append, depth_append = paths.parent.append, depth.append
-    sw_append, in_tr_append, amask_append = sw.append, paths.in_tr.append, amask.append
+    parent_append, depth_append = parent.append, depth.append
+    sw_append, in_tr_append, amask_append = sw.append, in_tr.append, amask.append
     keep = edges is not None
     esrc_append, edst_append, etr_append = [a.append for a in edges] if edges else [None] * 3
     check_layer = props.check
@@ -580,12 +571,20 @@ def _bfs(
                 amask_append(b)
                 taken[tid] += 1
             elif j >= next_start:
-                # Another shortest-path parent of a next-layer state: keep the fewest switches.
+                # Another shortest-path parent of a next-layer state (see _Paths): keep the
+                # fewest switches, and one parent per further tying last actor.
                 b = tr_bit[tid]
                 c = k if m & b else k + 1
                 cj = sw[j]
-                if c < cj or (c == cj and not amask[j] & b):
-                    offer(j, i, tid, b, c)  # fewer switches, or a further tying last actor
+                if c < cj:
+                    displaced.setdefault(j, parent[j])
+                    sw[j] = c
+                    parent[j] = i
+                    in_tr[j] = tid
+                    amask[j] = b
+                elif c == cj and not amask[j] & b:
+                    amask[j] |= b
+                    alts[(j, tr_actor[tid])] = (i, tid)
             if keep:
                 esrc_append(i)
                 edst_append(j)
@@ -595,8 +594,6 @@ def _bfs(
         if not any_succ:
             deadlocks.append(i)
         i += 1
-    if truncated:
-        check_layer(next_start, n, worlds, paths)  # the part of the next layer stored
     return i, deadlocks, truncated, stopped
 
 
@@ -685,7 +682,7 @@ def explore(
     index: dict[Hashable, int] = {}
     worlds: list[W] = []
     trs = _Transitions()
-    paths = _Paths(trs.actor)
+    paths = _Paths()
     props = _PropertyStep(invariants, witnesses, reads, stop_at_first_violation)
     edges = (array("i"), array("i"), array("i")) if keep_graph else None
 
@@ -695,6 +692,7 @@ def explore(
         successors, canon, index, worlds, paths, trs, props, max_n, edges
     )
     n = len(worlds)
+    props.check(props.checked, n, worlds, paths)  # what max_states cut short (else nothing)
     stats = _stats(t0, rss0, n, trs, expanded, paths.depth[n - 1] if n else 0, seed_cut or cut,
                    stopped)
     ex: Exploration[W] = Exploration(
