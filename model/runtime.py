@@ -1434,31 +1434,3 @@ __all__ = [
     "FAULT_KINDS", "GuardFailed", "apply", "clock_move", "enabled", "fire", "lapsed_by",
     "successors",
 ]
-
-
-def shift_time(w: World) -> World:
-    """The same world with every instant moved earlier by one constant, as far as keeps every
-    instant positive. Every guard compares instants with each other (``lease_expires < now``,
-    ``not_before <= now``) or writes ``now + LEASE_SECONDS``, and ``0`` ("no lease") is kept,
-    so the shifted world has exactly the same futures, moved in time. The checker uses it as
-    a state abstraction (time symmetry); with a horizon there is nothing to shift against."""
-    if w.config.horizon is not None:
-        return w
-    times = [w.clock]
-    for r in w.rows:
-        if r is not None and r.lease_expires > 0:
-            times.append(r.lease_expires)
-    for m in w.messages:
-        times.append(m.not_before)
-    if w.reaper is not None:
-        times.append(w.reaper.now)
-    d = min(times) - 1
-    if d <= 0:
-        return w
-    rows = tuple(
-        r if r is None or r.lease_expires == 0 else replace(r, lease_expires=r.lease_expires - d)
-        for r in w.rows
-    )
-    msgs = tuple(Message(m.run, m.not_before - d) for m in w.messages)
-    reaper = w.reaper if w.reaper is None else replace(w.reaper, now=w.reaper.now - d)
-    return replace(w, clock=w.clock - d, rows=rows, messages=msgs, reaper=reaper)

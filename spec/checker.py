@@ -11,32 +11,29 @@ A configuration is a TOML file in model/config.py's format, or a file with
 ``parts = ["a.toml", "b.toml"]`` (paths relative to that file): "check each part; a property
 holds iff it holds in every part". Named configurations live in ``spec/configs``.
 
-Symmetry: workers are interchangeable (their names only appear as identities and labels),
-and so are runs whose ``RunSpec`` differs only in its id. :func:`make_canonical` returns a
-key function that renames workers and permutes such runs everywhere (row tuple, per-run
-tuples, every ``run`` index, and the worker names / run ids inside strings such as segment
-labels, identities, ``claimed_by`` and marks) and keeps the least serialised form.
+Symmetry and the time shift (the state abstraction the search runs under) are
+``spec.symmetry``.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 import time
-from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from failclosed.model import rules
 from failclosed.model.config import ConfigError, parse_config, read_toml
 from failclosed.model.policy import parse_policy
-from failclosed.model.runtime import shift_time, successors
+from failclosed.model.runtime import successors
 from failclosed.model.state import Config, World
 from failclosed.model.transition import Transition
 from failclosed.spec import engine
 from failclosed.spec import properties as P
 from failclosed.spec.coverage import expected_labels
+from failclosed.spec.symmetry import make_canonical
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 FINDINGS_DIR = Path(__file__).resolve().parent / "findings"
@@ -51,7 +48,6 @@ __all__ = [
     "check",
     "diff_worlds",
     "load_config",
-    "make_canonical",
     "pytest_text",
     "resolve_properties",
     "scenario_text",
@@ -98,165 +94,6 @@ def _parts(p: Path, seen: tuple[str, ...]) -> list[ConfigPart]:
     for x in parts:
         out.extend(_parts((p.parent / x).resolve(), seen + (str(p),)))
     return out
-
-
-# =========================================================================================
-# symmetry
-# =========================================================================================
-_TOKEN = re.compile(r"[^:/#]+|[:/#]")
-
-
-def _sym_runs(spec: Config) -> list[list[int]]:
-    """Classes of interchangeable runs: identical RunSpec up to the id. (T10 orders rows by
-    lease only; the model lets rows of equal lease come back in any order, so no transition
-    depends on a run's index and permuting identical runs is a symmetry.)"""
-    classes: dict[Any, list[int]] = {}
-    for i, r in enumerate(spec.runs):
-        classes.setdefault(replace(r, id=""), []).append(i)
-    return [c for c in classes.values() if len(c) > 1]
-
-
-def make_canonical(spec: Config, symmetry: bool = True) -> Callable[[World], Hashable] | None:
-    """A canonical key over the symmetry group of ``spec`` (None: the group is trivial).
-
-    Key = min over the permutations of a serialised form of the world. A permutation renames
-    the workers (Proc.name/worker/identity/seg/owner/guard, Row.claimed_by, Event.seg,
-    Application.seg, outcomes) and moves runs with identical RunSpec (rows, started, cancels,
-    decisions, resumes, every ``run`` index (dataclass fields, the reaper snapshot and the
-    outcome tuples), and the run ids inside strings: labels, identities, marks). Processes
-    and messages are multisets (sorted). tests/test_checker.py checks on
-    ``medium-symmetric`` that the reduced search stores exactly one world per orbit of the
-    plain search's worlds."""
-    if not symmetry:
-        return shift_time if spec.horizon is None else None
-    workers = list(spec.workers)
-    run_classes = _sym_runs(spec)
-    ids = [r.id for r in spec.runs]
-    if set(workers) & set(ids):
-        return None  # a name that is both a worker and a run id: renaming would be ambiguous
-    wperms = list(itertools.permutations(workers)) if len(workers) > 1 else [tuple(workers)]
-    rperms: list[list[int]] = []
-    n = len(spec.runs)
-    for combo in itertools.product(*(itertools.permutations(c) for c in run_classes)):
-        perm = list(range(n))
-        for cls, img in zip(run_classes, combo, strict=True):
-            for src, dst in zip(cls, img, strict=True):
-                perm[src] = dst
-        rperms.append(perm)
-    if not rperms:
-        rperms = [list(range(n))]
-    group = []
-    for wp in wperms:
-        for rp in rperms:
-            smap = {a: b for a, b in zip(workers, wp, strict=True) if a != b}
-            smap.update({ids[i]: ids[rp[i]] for i in range(n) if rp[i] != i})
-            group.append((smap, rp))
-    if len(group) == 1:
-        return shift_time if spec.horizon is None else None
-
-    world_fields = tuple(f.name for f in fields(World) if f.name != "config")
-    field_names: dict[type, tuple[str, ...]] = {}
-    sers = [_serialiser(smap, rp, n, world_fields, field_names) for smap, rp in group]
-
-    def canonical(w: World) -> Hashable:
-        w = shift_time(w)  # time symmetry: only the instants' differences matter
-        return min(ser(w) for ser in sers)
-
-    canonical.group_size = len(group)  # type: ignore[attr-defined]
-    return canonical
-
-
-class _Key:
-    """A serialised world with its hash computed once from its fields' memoised hashes (the
-    serialisation is a deep tuple: hashing it afresh at every index look-up would walk it)."""
-
-    __slots__ = ("t", "h")
-
-    def __init__(self, t: tuple, h: int) -> None:
-        self.t = t
-        self.h = h
-
-    def __hash__(self) -> int:
-        return self.h
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Key) and self.h == other.h and self.t == other.t
-
-    def __lt__(self, other: _Key) -> bool:
-        return self.t < other.t
-
-
-_PER_RUN = frozenset({"rows", "started", "cancels", "decisions", "resumes"})
-
-
-def _serialiser(smap: dict[str, str], rp: list[int], n: int, world_fields: tuple[str, ...],
-                field_names: dict[type, tuple[str, ...]]) -> Callable[[World], _Key]:
-    """The serialisation of a world under one permutation (``smap`` renames worker names and
-    run ids inside strings, ``rp`` moves run indices). Generic over the dataclasses of
-    model.state (new ghost fields are picked up): every string is renamed token-wise, every
-    field called ``run`` is a run index. Each world field's serialisation is memoised on the
-    field's value: successive worlds share most of their fields, so most look-ups hit."""
-    cache: dict[str, str] = {}
-    memo: dict[Any, tuple] = {}  # row / event / proc ... -> its serialisation
-    fmemo: dict[str, dict[Any, tuple[Any, int]]] = {f: {} for f in world_fields}
-    inv = [0] * n
-    for i, j in enumerate(rp):
-        inv[j] = i
-
-    def rename(s: str) -> str:
-        r = cache.get(s)
-        if r is None:
-            r = cache[s] = "".join(smap.get(t, t) for t in _TOKEN.findall(s))
-        return r
-
-    def val(v: Any) -> Any:
-        if hasattr(v, "__dataclass_fields__"):  # rows, events, procs...: shared, memoised
-            r = memo.get(v)
-            if r is None:
-                r = memo[v] = dval(v)
-            return r
-        if isinstance(v, str):
-            return rename(v) if v else v
-        if isinstance(v, tuple):
-            return tuple(val(x) for x in v)
-        if isinstance(v, (frozenset, set)):
-            return tuple(sorted(val(x) for x in v))
-        return v
-
-    def dval(v: Any) -> tuple:
-        names = field_names.get(type(v))
-        if names is None:
-            names = field_names[type(v)] = tuple(f.name for f in fields(v))
-        return tuple(rp[getattr(v, f)] if f == "run" else val(getattr(v, f)) for f in names)
-
-    def field(f: str, v: Any) -> Any:
-        if f in _PER_RUN:
-            return tuple(val(v[inv[j]]) if v[inv[j]] is not None else () for j in range(n))
-        if f in ("messages", "procs"):
-            return tuple(sorted(val(x) for x in v))
-        if f == "reaper":
-            return () if v is None else (
-                v.pc, v.now, tuple((rp[x[0]],) + tuple(val(x[1:])) for x in v.rows), v.idx
-            )
-        if f == "outcomes":  # (segment, run, kind, OUTCOME): a run index inside
-            return tuple((val(s), rp[r], k, o) for s, r, k, o in v)
-        return val(v)
-
-    def ser(w: World) -> _Key:
-        out = []
-        hs = []
-        for f in world_fields:
-            v = getattr(w, f)
-            m = fmemo[f]
-            r = m.get(v)
-            if r is None:
-                x = field(f, v)
-                r = m[v] = (x, hash(x))
-            out.append(r[0])
-            hs.append(r[1])
-        return _Key(tuple(out), hash(tuple(hs)))
-
-    return ser
 
 
 # =========================================================================================
@@ -660,6 +497,26 @@ def diff_worlds(a: World, b: World) -> list[str]:
     out: list[str] = []
     if a.clock != b.clock:
         out.append(f"clock: {a.clock} -> {b.clock}")
+    out.extend(_diff_rows(a, b))
+    out.extend(_diff_appended(a, b))
+    if a.messages != b.messages:
+        def fmt(ms: tuple) -> str:
+            return "[" + ", ".join(f"{b.run_id(m.run)}@{m.not_before}" for m in ms) + "]"
+        out.append(f"messages: {fmt(a.messages)} -> {fmt(b.messages)}")
+    out.extend(_diff_procs(a, b))
+    if a.reaper != b.reaper:
+        ra, rb = a.reaper, b.reaper
+        out.append(f"reaper: {ra.pc if ra else 'idle'} -> {rb.pc if rb else 'idle'}")
+    if a.faults != b.faults:
+        out.append(f"fault budget: {a.faults} -> {b.faults}")
+    if a.removed != b.removed:
+        out.append(f"removed tools: {sorted(b.removed)}")
+    return out
+
+
+def _diff_rows(a: World, b: World) -> list[str]:
+    """Rows inserted, and each changed field of a row: ``r1.status: 'running' -> 'queued'``."""
+    out: list[str] = []
     for i, (ra, rb) in enumerate(zip(a.rows, b.rows, strict=True)):
         if ra == rb:
             continue
@@ -674,6 +531,13 @@ def diff_worlds(a: World, b: World) -> list[str]:
             if k in fa and fa[k] != v:
                 out.append(f"{rid}.{k}: {fa[k]!r} -> {v!r}" if isinstance(v, str)
                            else f"{rid}.{k}: {fa[k]} -> {v}")
+    return out
+
+
+def _diff_appended(a: World, b: World) -> list[str]:
+    """What ``b`` appended to the append-only parts of ``a``: events, ledger entries,
+    outcomes, marks."""
+    out: list[str] = []
     for e in b.events[len(a.events):]:
         what = f" {e.tool}" if e.tool else ""
         out.append(f"event {b.run_id(e.run)}#{e.seq} {e.kind}{what} (turn {e.turn}) by {e.seg}")
@@ -683,10 +547,12 @@ def diff_worlds(a: World, b: World) -> list[str]:
         out.append(f"outcome {s}: {o}")
     for m in sorted(b.marks - a.marks):
         out.append(f"mark {m}")
-    if a.messages != b.messages:
-        def fmt(ms: tuple) -> str:
-            return "[" + ", ".join(f"{b.run_id(m.run)}@{m.not_before}" for m in ms) + "]"
-        out.append(f"messages: {fmt(a.messages)} -> {fmt(b.messages)}")
+    return out
+
+
+def _diff_procs(a: World, b: World) -> list[str]:
+    """Processes started, moved to another pc, and ended."""
+    out: list[str] = []
     pa = {p.name: p for p in a.procs}
     pb = {p.name: p for p in b.procs}
     for n, p in pb.items():
@@ -698,13 +564,6 @@ def diff_worlds(a: World, b: World) -> list[str]:
     for n in pa:
         if n not in pb:
             out.append(f"{n}: ended")
-    if a.reaper != b.reaper:
-        ra, rb = a.reaper, b.reaper
-        out.append(f"reaper: {ra.pc if ra else 'idle'} -> {rb.pc if rb else 'idle'}")
-    if a.faults != b.faults:
-        out.append(f"fault budget: {a.faults} -> {b.faults}")
-    if a.removed != b.removed:
-        out.append(f"removed tools: {sorted(b.removed)}")
     return out
 
 

@@ -43,7 +43,6 @@ __all__ = [
     "Finding",
     "LivenessResult",
     "Stats",
-    "bench_toy",
     "check_liveness",
     "strongly_connected",
     "count_switches",
@@ -315,6 +314,307 @@ class FieldReads:
                                 "object it is in ``a``.")
 
 
+# The search is four parts, in the manner of TLC and stateright: the transition table
+# (``_Transitions``), the parent/switch bookkeeping (``_Paths``), the property step
+# (``_PropertyStep``, run once per BFS layer) and the BFS core (``_bfs``), whose inner loop
+# stays flat: per edge it interns, looks the key up, stores a new state or updates the
+# parent/switch entries of a next-layer one, and records the edge, all inline; only what
+# runs rarely (a new transition, a layer boundary) is a call out of it.
+
+
+class _Transitions:
+    """Transitions interned to ints in order of first appearance, each with the id and the bit
+    (``1 << id``) of its actor and how often it was enabled and taken."""
+
+    def __init__(self) -> None:
+        self.index: dict[Transition, int] = {}
+        self.items: list[Transition] = []
+        self.actor = array("i")  # tr id -> actor id
+        self.bit: list[int] = []  # tr id -> 1 << actor id
+        self.actor_index: dict[str, int] = {}
+        self.actors: list[str] = []  # actor id -> actor
+        self.enabled: list[int] = []  # tr id -> times yielded by successors of an expanded state
+        self.taken: list[int] = []  # tr id -> times it discovered a new state
+
+    def intern(self, t: Transition) -> int:
+        a = self.actor_index.get(t.actor)
+        if a is None:
+            a = self.actor_index[t.actor] = len(self.actors)
+            self.actors.append(t.actor)
+        tid = self.index[t] = len(self.items)
+        self.items.append(t)
+        self.actor.append(a)
+        self.bit.append(1 << a)
+        self.enabled.append(0)
+        self.taken.append(0)
+        return tid
+
+
+class _Paths:
+    """The parent/switch bookkeeping (the fewest-switch tie-break of :func:`explore`): per
+    state id its BFS parent, depth, fewest actor switches over its shortest paths, incoming
+    transition id and the bit set of the last actors achieving those switches; ``alts`` holds
+    one parent per further tying (state, last actor).
+
+    The BFS core updates these inline (it does so per edge): a new state gets the parent that
+    found it; a further parent in the previous layer replaces it if it has fewer switches
+    (the replaced one is kept in ``displaced`` until the property step has checked the
+    layer), and one with as many switches but a last actor not yet in the mask is added to
+    the mask and to ``alts``."""
+
+    def __init__(self) -> None:
+        self.parent = array("i")  # -1 for initial states
+        self.depth = array("i")
+        self.switches = array("i")
+        self.in_tr = array("i")  # -1 for initial states
+        self.actor_mask: list[int] = []  # all bits (-1) for initial states
+        self.alts: dict[tuple[int, int], tuple[int, int]] = {}  # (state, actor) -> (parent, tr)
+        # Next-layer state -> the parent that produced its stored world, when a parent with
+        # fewer switches replaced it; emptied by the property step once the layer is checked.
+        self.displaced: dict[int, int] = {}
+
+    def add_root(self) -> None:
+        self.parent.append(-1)
+        self.depth.append(0)
+        self.switches.append(0)
+        self.in_tr.append(-1)
+        self.actor_mask.append(-1)  # no previous actor: the first transition is never a switch
+
+
+class _PropertyStep:
+    """The property step: invariants and witnesses, checked one complete BFS layer at a time.
+
+    A property violated (an invariant) or reached (a witness) by a state of depth d is not
+    checked on deeper layers. With ``reads``, a state is compared with the parent that
+    produced its stored world: a predicate reading only attributes that are the very objects
+    of the parent's is skipped, as it had the same value there (held, or not reached)."""
+
+    def __init__(
+        self,
+        invariants: Mapping[str, Callable[[Any], bool]],
+        witnesses: Mapping[str, Callable[[Any], bool]],
+        reads: Mapping[str, Sequence[str]],
+        stop_at_first_violation: bool,
+    ) -> None:
+        self.inv_items = list(invariants.items())
+        self.wit_items = list(witnesses.items())
+        fr = FieldReads({nm: fs for nm, fs in reads.items() if nm in invariants or nm in witnesses})
+        self.read_mask = fr.mask  # name -> mask of the fields it reads (missing: always checked)
+        self.changed = fr.changed
+        self.inv_hits: dict[str, list[int]] = {}
+        self.wit_hits: dict[str, list[int]] = {}
+        self.stop = stop_at_first_violation
+        self.checked = 0  # states 0..checked-1 were checked
+
+    def check(self, lo: int, hi: int, worlds: list[Any], paths: _Paths) -> bool:
+        """Check states ``lo..hi-1`` (one whole layer, or the part of one stored before
+        ``max_states`` ended the search) against the properties no earlier layer violated or
+        reached. True: stop the search (``stop_at_first_violation`` and a violation)."""
+        inv = [(nm, p, self.read_mask.get(nm, 0)) for nm, p in self.inv_items
+               if nm not in self.inv_hits]
+        wit = [(nm, p, self.read_mask.get(nm, 0)) for nm, p in self.wit_items
+               if nm not in self.wit_hits]
+        if inv or wit:
+            parents = None
+            if any(x[2] for x in inv) or any(x[2] for x in wit):
+                parents = paths.parent[lo:hi]
+                for j, p in paths.displaced.items():
+                    parents[j - lo] = p  # all in lo..hi-1: displaced only in the next layer
+            self._check(range(lo, hi), parents, worlds, inv, wit)
+        paths.displaced.clear()
+        self.checked = hi
+        return self.stop and bool(self.inv_hits)
+
+    def _check(
+        self,
+        ids: range,
+        parents: array | None,
+        worlds: list[Any],
+        inv: list[tuple[str, Callable[[Any], bool], int]],
+        wit: list[tuple[str, Callable[[Any], bool], int]],
+    ) -> None:
+        changed_fields = self.changed
+        inv_hits, wit_hits = self.inv_hits, self.wit_hits
+        changed = -1
+        for k, j in enumerate(ids):
+            w2 = worlds[j]
+            if parents is not None:
+                p = parents[k]
+                changed = changed_fields(worlds[p], w2) if p >= 0 else -1
+            for name, pred, rm in inv:
+                if rm and not rm & changed:
+                    continue  # reads nothing that differs from the parent: held there
+                if not pred(w2):
+                    inv_hits.setdefault(name, []).append(j)
+            for name, pred, rm in wit:
+                if rm and not rm & changed:
+                    continue  # not reached at the parent, so not here
+                if pred(w2):
+                    wit_hits.setdefault(name, []).append(j)
+
+    def report(self, ex: Exploration[Any]) -> None:
+        """Fill ``ex.violations`` and ``ex.witnesses``: per property, the hit of fewest
+        switches (then smallest id) among its shortest ones, with a concrete trace."""
+        sw = ex.switches
+        for name, _ in self.inv_items:
+            hits = self.inv_hits.get(name)
+            if hits:
+                ex.violations[name] = ex.finding(name, min(hits, key=lambda s: (sw[s], s)))
+        for name, _ in self.wit_items:
+            hits = self.wit_hits.get(name)
+            ex.witnesses[name] = (ex.finding(name, min(hits, key=lambda s: (sw[s], s)))
+                                  if hits else None)
+
+
+def _hashing(canonical: Callable[[W], Hashable] | None, seen: set[int]) -> Callable[[W], Hashable]:
+    """``canonical`` (None: the identity) that also adds the hash of each world to ``seen``."""
+    add = seen.add
+
+    def key(w: W) -> Hashable:
+        add(hash(w))
+        return w if canonical is None else canonical(w)
+
+    return key
+
+
+def _seed(
+    initial: Sequence[W],
+    canon: Callable[[W], Hashable] | None,
+    index: dict[Hashable, int],
+    worlds: list[W],
+    paths: _Paths,
+    max_n: int,
+) -> bool:
+    """Store the initial worlds of distinct keys as ids 0, 1, ... True: ``max_n`` cut them."""
+    for w in initial:
+        key = w if canon is None else canon(w)
+        if key in index:
+            continue
+        if len(worlds) >= max_n:
+            return True
+        index[key] = len(worlds)
+        worlds.append(w)
+        paths.add_root()
+    return False
+
+
+def _bfs(
+    successors: Callable[[W], Iterable[tuple[Transition, W]]],
+    canon: Callable[[W], Hashable] | None,
+    index: dict[Hashable, int],
+    worlds: list[W],
+    paths: _Paths,
+    trs: _Transitions,
+    props: _PropertyStep,
+    max_n: int,
+    edges: tuple[array, array, array] | None,
+) -> tuple[int, array, bool, bool]:
+    """The BFS core: expand the stored states in id order (ids are assigned in BFS order, so
+    the frontier is a cursor over the id range), storing every successor of a new key and
+    keeping the fewest-switch parents, and run the property step on each layer once it is
+    complete (before it is expanded). Returns ``(expanded, deadlocks, truncated, stopped)``;
+    ids below ``expanded`` were expanded. If ``max_states`` cut the search short, the states
+    stored of the last layer are left for the caller to check."""
+    parent, depth, sw, in_tr = paths.parent, paths.depth, paths.switches, paths.in_tr
+    amask, alts, displaced = paths.actor_mask, paths.alts, paths.displaced
+    tr_get, intern = trs.index.get, trs.intern
+    tr_bit, tr_actor, enabled, taken = trs.bit, trs.actor, trs.enabled, trs.taken
+    idx_get = index.get
+    worlds_append = worlds.append
+    parent_append, depth_append = parent.append, depth.append
+    sw_append, in_tr_append, amask_append = sw.append, in_tr.append, amask.append
+    keep = edges is not None
+    esrc_append, edst_append, etr_append = [a.append for a in edges] if edges else [None] * 3
+    check_layer = props.check
+    deadlocks = array("i")
+    n = len(worlds)
+    i = 0
+    cur_d = -1
+    d1 = 0
+    next_start = n
+    truncated = stopped = False
+    while i < n:
+        d = depth[i]
+        if d != cur_d:
+            # New layer: all its states are known (ids i..n-1), none of the next one yet.
+            if check_layer(i, n, worlds, paths):
+                stopped = True
+                break
+            cur_d = d
+            d1 = d + 1
+            next_start = n
+        w = worlds[i]
+        k = sw[i]
+        m = amask[i]
+        any_succ = False
+        for t, w2 in successors(w):
+            any_succ = True
+            tid = tr_get(t)
+            if tid is None:
+                tid = intern(t)
+            enabled[tid] += 1
+            key = w2 if canon is None else canon(w2)
+            j = idx_get(key)
+            if j is None:
+                if n >= max_n:
+                    truncated = True
+                    break
+                j = n
+                n += 1
+                index[key] = j
+                worlds_append(w2)
+                parent_append(i)
+                depth_append(d1)
+                b = tr_bit[tid]
+                sw_append(k if m & b else k + 1)
+                in_tr_append(tid)
+                amask_append(b)
+                taken[tid] += 1
+            elif j >= next_start:
+                # Another shortest-path parent of a next-layer state (see _Paths): keep the
+                # fewest switches, and one parent per further tying last actor.
+                b = tr_bit[tid]
+                c = k if m & b else k + 1
+                cj = sw[j]
+                if c < cj:
+                    displaced.setdefault(j, parent[j])
+                    sw[j] = c
+                    parent[j] = i
+                    in_tr[j] = tid
+                    amask[j] = b
+                elif c == cj and not amask[j] & b:
+                    amask[j] |= b
+                    alts[(j, tr_actor[tid])] = (i, tid)
+            if keep:
+                esrc_append(i)
+                edst_append(j)
+                etr_append(tid)
+        if truncated:
+            break
+        if not any_succ:
+            deadlocks.append(i)
+        i += 1
+    return i, deadlocks, truncated, stopped
+
+
+def _stats(t0: float, rss0: float, n: int, trs: _Transitions, expanded: int, max_depth: int,
+           truncated: bool, stopped: bool) -> Stats:
+    seconds = time.perf_counter() - t0
+    rss1 = _maxrss_mib()
+    return Stats(
+        states=n,
+        transitions=sum(trs.enabled),
+        expanded=expanded,
+        max_depth=max_depth,
+        seconds=seconds,
+        states_per_second=n / seconds if seconds > 0 else float("inf"),
+        peak_rss_mib=rss1,
+        rss_delta_mib=max(0.0, rss1 - rss0),
+        truncated=truncated,
+        stopped_early=stopped,
+    )
+
+
 def explore(
     initial: Sequence[W],
     successors: Callable[[W], Iterable[tuple[Transition, W]]],
@@ -345,11 +645,15 @@ def explore(
       ``reduction_factor`` (costs memory and time; off by default).
     * ``reads``: invariant or witness name -> the attributes of a world its predicate reads
       (it must be a function of those and of nothing that differs between worlds). A new
-      state whose attributes are the very objects (``is``) of its BFS parent's is not checked
-      again: while the parent is expanded, every predicate still active held at the parent
-      (an invariant) or failed there (a witness), since a state of depth d that violates or
-      reaches one drops it from every layer from d on. Successors share the unchanged parts
-      of their parent, so this skips most checks of a property the transition cannot affect.
+      state whose attributes are the very objects (``is``) of those of the parent that
+      produced it is not checked again: when its layer is checked, every predicate still
+      active held at that parent (an invariant) or failed there (a witness), since a state of
+      depth d that violates or reaches one drops it from every layer after d. Successors
+      share the unchanged parts of their parent, so this skips most checks of a property the
+      transition cannot affect.
+
+    Properties are checked one layer at a time, once the layer is complete (the property
+    step); the verdicts and traces are those of checking each state as it is stored.
 
     **Fewest-switch tie-break (exact).** A switch is a pair of consecutive transitions with
     different ``actor``. During BFS each state keeps its minimum switch count ``k`` over all
@@ -372,250 +676,54 @@ def explore(
     """
     t0 = time.perf_counter()
     rss0 = _maxrss_mib()
-    canon = canonical
     max_n = sys.maxsize if max_states is None else max_states
-
+    seen: set[int] | None = set() if measure_reduction else None
+    canon = canonical if seen is None else _hashing(canonical, seen)
     index: dict[Hashable, int] = {}
     worlds: list[W] = []
-    parent = array("i")
-    depth = array("i")
-    sw = array("i")
-    in_tr = array("i")
-    amask: list[int] = []
-    alts: dict[tuple[int, int], tuple[int, int]] = {}
+    trs = _Transitions()
+    paths = _Paths()
+    props = _PropertyStep(invariants, witnesses, reads, stop_at_first_violation)
+    edges = (array("i"), array("i"), array("i")) if keep_graph else None
 
-    tr_index: dict[Transition, int] = {}
-    transitions: list[Transition] = []
-    tr_actor = array("i")
-    tr_bit: list[int] = []
-    actor_index: dict[str, int] = {}
-    actors: list[str] = []
-    bits: list[int] = []
-    enabled: list[int] = []
-    taken: list[int] = []
-
-    def intern(t: Transition) -> int:
-        a = actor_index.get(t.actor)
-        if a is None:
-            a = actor_index[t.actor] = len(actors)
-            actors.append(t.actor)
-            bits.append(1 << a)
-        tid = tr_index[t] = len(transitions)
-        transitions.append(t)
-        tr_actor.append(a)
-        tr_bit.append(bits[a])
-        enabled.append(0)
-        taken.append(0)
-        return tid
-
-    esrc = array("i")
-    edst = array("i")
-    etr = array("i")
-    deadlocks = array("i")
-    seen: set[int] | None = set() if measure_reduction else None
-
-    inv_items = list(invariants.items())
-    wit_items = list(witnesses.items())
-    fr = FieldReads({nm: fs for nm, fs in reads.items() if nm in invariants or nm in witnesses})
-    read_mask = fr.mask  # name -> mask of the fields it reads (missing: always checked)
-    changed_fields = fr.changed
-    inv_hits: dict[str, list[int]] = {}
-    wit_hits: dict[str, list[int]] = {}
-    stop_depth: int | None = None
-    truncated = False
-
-    for w in initial:
-        if seen is not None:
-            seen.add(hash(w))
-        key = w if canon is None else canon(w)
-        if key in index:
-            continue
-        if len(worlds) >= max_n:
-            truncated = True
-            break
-        sid = index[key] = len(worlds)
-        worlds.append(w)
-        parent.append(-1)
-        depth.append(0)
-        sw.append(0)
-        in_tr.append(-1)
-        amask.append(-1)  # no previous actor: the first transition is never a switch
-        for name, pred in inv_items:
-            if not pred(w):
-                inv_hits.setdefault(name, []).append(sid)
-                if stop_at_first_violation:
-                    stop_depth = 0
-        for name, pred in wit_items:
-            if pred(w):
-                wit_hits.setdefault(name, []).append(sid)
+    seed_cut = _seed(initial, canon, index, worlds, paths, max_n)
     initial_ids = list(range(len(worlds)))
-
-    # ---- hot loop ---------------------------------------------------------------------------
-    n = len(worlds)
-    i = 0
-    cur_d = -1
-    d1 = 0
-    next_start = n
-    inv_active: list[tuple[str, Callable[[W], bool], int]] = []
-    wit_active: list[tuple[str, Callable[[W], bool], int]] = []
-    use_reads = False
-    halted = False
-    stopped = False
-    tr_get = tr_index.get
-    idx_get = index.get
-    worlds_append = worlds.append
-    parent_append = parent.append
-    depth_append = depth.append
-    sw_append = sw.append
-    in_tr_append = in_tr.append
-    amask_append = amask.append
-    esrc_append, edst_append, etr_append = esrc.append, edst.append, etr.append
-    seen_add = seen.add if seen is not None else None
-    keep = keep_graph
-    while i < n:
-        d = depth[i]
-        if d != cur_d:
-            # New layer: every state of depth d is known, none of depth d + 1 yet.
-            if stop_depth is not None and d >= stop_depth:
-                stopped = True
-                break
-            cur_d = d
-            d1 = d + 1
-            next_start = n
-            inv_active = [(nm, p, read_mask.get(nm, 0)) for nm, p in inv_items
-                          if nm not in inv_hits]
-            wit_active = [(nm, p, read_mask.get(nm, 0)) for nm, p in wit_items
-                          if nm not in wit_hits]
-            use_reads = any(x[2] for x in inv_active) or any(x[2] for x in wit_active)
-        w = worlds[i]
-        k = sw[i]
-        m = amask[i]
-        any_succ = False
-        for t, w2 in successors(w):
-            any_succ = True
-            tid = tr_get(t)
-            if tid is None:
-                tid = intern(t)
-            enabled[tid] += 1
-            if seen_add is not None:
-                seen_add(hash(w2))
-            key = w2 if canon is None else canon(w2)
-            j = idx_get(key)
-            if j is None:
-                if n >= max_n:
-                    truncated = halted = True
-                    break
-                j = n
-                n += 1
-                index[key] = j
-                worlds_append(w2)
-                parent_append(i)
-                depth_append(d1)
-                b = tr_bit[tid]
-                sw_append(k if m & b else k + 1)
-                in_tr_append(tid)
-                amask_append(b)
-                taken[tid] += 1
-                changed = changed_fields(w, w2) if use_reads else -1
-                if inv_active:
-                    for name, pred, rm in inv_active:
-                        if rm and not rm & changed:
-                            continue  # reads nothing the transition changed: held at parent
-                        if not pred(w2):
-                            hits = inv_hits.get(name)
-                            if hits is None:
-                                inv_hits[name] = [j]
-                                if stop_at_first_violation and stop_depth is None:
-                                    stop_depth = d1
-                            else:
-                                hits.append(j)
-                if wit_active:
-                    for name, pred, rm in wit_active:
-                        if rm and not rm & changed:
-                            continue
-                        if pred(w2):
-                            hits = wit_hits.get(name)
-                            if hits is None:
-                                wit_hits[name] = [j]
-                            else:
-                                hits.append(j)
-            elif j >= next_start:
-                # Another shortest-path parent of a next-layer state: keep the fewest switches.
-                b = tr_bit[tid]
-                c = k if m & b else k + 1
-                cj = sw[j]
-                if c < cj:
-                    sw[j] = c
-                    parent[j] = i
-                    in_tr[j] = tid
-                    amask[j] = b
-                elif c == cj:
-                    mj = amask[j]
-                    if not mj & b:
-                        amask[j] = mj | b
-                        alts[(j, tr_actor[tid])] = (i, tid)
-            if keep:
-                esrc_append(i)
-                edst_append(j)
-                etr_append(tid)
-        if halted:
-            break
-        if not any_succ:
-            deadlocks.append(i)
-        i += 1
-    expanded = i
-    # -----------------------------------------------------------------------------------------
-
-    seconds = time.perf_counter() - t0
-    rss1 = _maxrss_mib()
-    stats = Stats(
-        states=n,
-        transitions=sum(enabled),
-        expanded=expanded,
-        max_depth=depth[n - 1] if n else 0,
-        seconds=seconds,
-        states_per_second=n / seconds if seconds > 0 else float("inf"),
-        peak_rss_mib=rss1,
-        rss_delta_mib=max(0.0, rss1 - rss0),
-        truncated=truncated,
-        stopped_early=stopped,
+    expanded, deadlocks, cut, stopped = _bfs(
+        successors, canon, index, worlds, paths, trs, props, max_n, edges
     )
+    n = len(worlds)
+    props.check(props.checked, n, worlds, paths)  # what max_states cut short (else nothing)
+    stats = _stats(t0, rss0, n, trs, expanded, paths.depth[n - 1] if n else 0, seed_cut or cut,
+                   stopped)
     ex: Exploration[W] = Exploration(
         successors=successors,
         canonical=canonical,
         index=index,
         worlds=worlds,
         initial_ids=initial_ids,
-        parent=parent,
-        depth=depth,
-        switches=sw,
-        in_tr=in_tr,
-        actor_mask=amask,
-        alt_parents=alts,
-        transitions=transitions,
-        tr_actor=tr_actor,
-        actors=actors,
-        enabled_count=enabled,
-        taken_count=taken,
-        edges_src=esrc if keep_graph else None,
-        edges_dst=edst if keep_graph else None,
-        edges_tr=etr if keep_graph else None,
+        parent=paths.parent,
+        depth=paths.depth,
+        switches=paths.switches,
+        in_tr=paths.in_tr,
+        actor_mask=paths.actor_mask,
+        alt_parents=paths.alts,
+        transitions=trs.items,
+        tr_actor=trs.actor,
+        actors=trs.actors,
+        enabled_count=trs.enabled,
+        taken_count=trs.taken,
+        edges_src=edges[0] if edges else None,
+        edges_dst=edges[1] if edges else None,
+        edges_tr=edges[2] if edges else None,
         expanded=expanded,
         deadlocks=deadlocks,
         violations={},
         witnesses={},
-        invariants_checked=[nm for nm, _ in inv_items],
+        invariants_checked=[nm for nm, _ in props.inv_items],
         concrete_seen=len(seen) if seen is not None else None,
         stats=stats,
     )
-    for name, _ in inv_items:
-        hits = inv_hits.get(name)
-        if hits:
-            best = min(hits, key=lambda s: (sw[s], s))
-            ex.violations[name] = ex.finding(name, best)
-    for name, _ in wit_items:
-        hits = wit_hits.get(name)
-        ex.witnesses[name] = ex.finding(name, min(hits, key=lambda s: (sw[s], s))) if hits else None
+    props.report(ex)
     return ex
 
 
@@ -684,6 +792,16 @@ def strongly_connected(n: int, src: np.ndarray, dst: np.ndarray) -> list[list[in
     States with no in-scope predecessor or successor cannot be on a cycle: they are trimmed
     in rounds on the arrays (most of a breadth-first state graph goes that way), then an
     iterative Tarjan (no recursion, so no depth limit) runs on what is left."""
+    alive_n, alive_e = _trim_acyclic(n, src, dst)
+    if not alive_n.any():
+        return []
+    return _tarjan(n, src[alive_e], dst[alive_e], np.nonzero(alive_n)[0].tolist())
+
+
+def _trim_acyclic(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Masks of the states and edges left after removing, in rounds, the states without an
+    in-scope predecessor or successor (they lie on no cycle). Stops when a round removes
+    little (under 1/64 of what is left): Tarjan does the rest cheaper."""
     alive_e = np.ones(len(src), dtype=bool)
     alive_n = np.zeros(n, dtype=bool)
     alive_n[src] = True
@@ -697,13 +815,15 @@ def strongly_connected(n: int, src: np.ndarray, dst: np.ndarray) -> list[list[in
         alive_n &= has_out & has_in
         alive_e &= alive_n[src] & alive_n[dst]
         now = int(alive_n.sum())
-        if now == left or now > left - left // 64:  # little left to trim: Tarjan does the rest
-            left = now
+        if now == left or now > left - left // 64:
             break
         left = now
-    if not left:
-        return []
-    s, d = src[alive_e], dst[alive_e]
+    return alive_n, alive_e
+
+
+def _tarjan(n: int, s: np.ndarray, d: np.ndarray, roots: list[int]) -> list[list[int]]:
+    """Iterative Tarjan over the edges ``s[k] -> d[k]`` (``s`` sorted) from each of ``roots``
+    not yet visited: the non-trivial components, sorted, ordered by smallest member."""
     off = np.searchsorted(s, np.arange(n + 1)).tolist()
     succ = d.tolist()
     index = [-1] * n
@@ -712,7 +832,7 @@ def strongly_connected(n: int, src: np.ndarray, dst: np.ndarray) -> list[list[in
     stack: list[int] = []
     out: list[list[int]] = []
     counter = 0
-    for root in np.nonzero(alive_n)[0].tolist():
+    for root in roots:
         if index[root] >= 0:
             continue
         index[root] = low[root] = counter
@@ -746,18 +866,126 @@ def strongly_connected(n: int, src: np.ndarray, dst: np.ndarray) -> list[list[in
                 if low[v] < low[p]:
                     low[p] = low[v]
             if low[v] == index[v]:
-                c = []
-                while True:
-                    u = stack.pop()
-                    on_stack[u] = False
-                    c.append(u)
-                    if u == v:
-                        break
+                c = _pop_component(stack, on_stack, v)
                 if len(c) > 1 or v in succ[off[v] : off[v + 1]]:
                     c.sort()
                     out.append(c)
     out.sort()
     return out
+
+
+def _pop_component(stack: list[int], on_stack: list[bool], v: int) -> list[int]:
+    """Pop Tarjan's stack down to the component root ``v``: the component's states."""
+    c = []
+    while True:
+        u = stack.pop()
+        on_stack[u] = False
+        c.append(u)
+        if u == v:
+            return c
+
+
+class _Edges:
+    """The stored edges as int32 arrays (``src`` sorted) with CSR offsets per state."""
+
+    def __init__(self, ex: Exploration[Any]) -> None:
+        assert ex.edges_src is not None and ex.edges_dst is not None and ex.edges_tr is not None
+        self.n = n = len(ex.worlds)
+        self.src = _int32(ex.edges_src)
+        self.dst = _int32(ex.edges_dst)
+        self.tr = _int32(ex.edges_tr)
+        self.offsets = np.searchsorted(self.src, np.arange(n + 1))  # CSR for edge look-ups
+
+    def tid(self, u: int, v: int) -> int:
+        """The transition id of the first stored edge ``u -> v``."""
+        lo, hi = int(self.offsets[u]), int(self.offsets[u + 1])
+        hit = np.nonzero(self.dst[lo:hi] == v)[0]
+        return int(self.tr[lo + hit[0]])
+
+
+def _int32(a: array) -> np.ndarray:
+    return np.frombuffer(a, dtype=np.int32) if len(a) else np.zeros(0, np.int32)
+
+
+def _distances(
+    n: int, roots: list[int], s_in: np.ndarray, d_in: np.ndarray
+) -> tuple[np.ndarray, dict[int, int]]:
+    """Breadth-first distances over the edges ``s_in -> d_in`` (sorted by source) from
+    ``roots`` (-1: unreached), and the BFS predecessor of each reached non-root."""
+    dist = np.full(n, -1, dtype=np.int64)
+    pred: dict[int, int] = {}
+    off_in = np.searchsorted(s_in, np.arange(n + 1)).tolist()
+    succ_in = d_in.tolist()
+    frontier = list(roots)
+    for s in frontier:
+        dist[s] = 0
+    while frontier:
+        nxt = []
+        for u in frontier:
+            for k in range(off_in[u], off_in[u + 1]):
+                v = succ_in[k]
+                if dist[v] < 0:
+                    dist[v] = dist[u] + 1
+                    pred[v] = u
+                    nxt.append(v)
+        frontier = nxt
+    return dist, pred
+
+
+@dataclass
+class _FairSCCs:
+    """The non-trivial SCCs of the in-scope subgraph and which of them are fair."""
+
+    sccs: list[list[int]]
+    comp: np.ndarray  # state -> index in sccs, -1 outside every kept SCC
+    edge_comp: np.ndarray  # in-scope edge -> comp of its source
+    internal: np.ndarray  # in-scope edge -> both ends in the same SCC
+    classes: list[np.ndarray]  # per fairness class: tr id -> in the class
+    enabled: list[np.ndarray]  # per fairness class: state -> one of its transitions enabled
+    fair: list[int]  # indices of the fair SCCs
+
+
+def _fair_sccs(
+    g: _Edges,
+    node_ok: np.ndarray,
+    s_in: np.ndarray,
+    d_in: np.ndarray,
+    t_in: np.ndarray,
+    transitions: list[Transition],
+    fairness: Sequence[Callable[[Transition], bool]],
+) -> _FairSCCs:
+    """Label the non-trivial SCCs of the in-scope subgraph (``s_in -> d_in`` by ``t_in``)
+    whose states are in scope, and find the fair ones: for every class F, F is disabled at
+    some state of the SCC or some internal edge is in F. (An SCC is wholly in scope or not
+    at all: the reached set of scope "initial" is closed under in-scope edges.)"""
+    n = g.n
+    comp = np.full(n, -1, dtype=np.int64)
+    sccs: list[list[int]] = []
+    for c in strongly_connected(n, s_in, d_in):
+        if node_ok[c[0]]:
+            comp[c] = len(sccs)
+            sccs.append(c)
+    ns = len(sccs)
+    cs, cd = comp[s_in], comp[d_in]
+    internal = (cs >= 0) & (cs == cd)
+    classes = [
+        np.fromiter((bool(f(t)) for t in transitions), dtype=bool, count=len(transitions))
+        for f in fairness
+    ]
+    enabled = []
+    for fc in classes:
+        en = np.zeros(n, dtype=bool)
+        if len(g.tr):
+            en[g.src[fc[g.tr]]] = True
+        enabled.append(en)
+    fair = np.ones(ns, dtype=bool)
+    in_scc = np.nonzero(comp >= 0)[0]
+    for fc, en in zip(classes, enabled, strict=True):
+        ok = np.zeros(ns, dtype=bool)
+        ok[comp[in_scc[~en[in_scc]]]] = True  # F is disabled somewhere in the SCC
+        ok[cs[internal & fc[t_in]]] = True  # or F is taken inside the SCC
+        fair &= ok
+    return _FairSCCs(sccs, comp, cs, internal, classes, enabled, np.nonzero(fair)[0].tolist())
 
 
 def check_liveness(
@@ -793,21 +1021,13 @@ def check_liveness(
         raise ValueError("check_liveness needs explore(..., keep_graph=True)")
     if scope not in ("always", "initial"):
         raise ValueError(f"unknown scope {scope!r}")
-    n = len(ex.worlds)
-    src = (
-        np.frombuffer(ex.edges_src, dtype=np.int32) if len(ex.edges_src) else np.zeros(0, np.int32)
-    )
-    dst = (
-        np.frombuffer(ex.edges_dst, dtype=np.int32) if len(ex.edges_dst) else np.zeros(0, np.int32)
-    )
-    etr = np.frombuffer(ex.edges_tr, dtype=np.int32) if len(ex.edges_tr) else np.zeros(0, np.int32)
-    offsets = np.searchsorted(src, np.arange(n + 1))  # src is sorted: CSR for edge look-ups
-
+    g = _Edges(ex)
+    n = g.n
     is_goal = np.fromiter((bool(goal(w)) for w in ex.worlds), dtype=bool, count=n)
     node_ok = ~is_goal
     node_ok[ex.expanded :] = False
-    emask = node_ok[src] & node_ok[dst]
-    s_in, d_in, t_in = src[emask], dst[emask], etr[emask]
+    emask = node_ok[g.src] & node_ok[g.dst]
+    s_in, d_in, t_in = g.src[emask], g.dst[emask], g.tr[emask]
 
     dead = [s for s in ex.deadlocks if node_ok[s]]
     if ignore_deadlock is not None:
@@ -819,192 +1039,140 @@ def check_liveness(
     if scope == "always":
         dist = np.frombuffer(ex.depth, dtype=np.int32).astype(np.int64)
     else:
-        dist = np.full(n, -1, dtype=np.int64)
-        off_in = np.searchsorted(s_in, np.arange(n + 1)).tolist()
-        succ_in = d_in.tolist()
-        frontier = [s for s in ex.initial_ids if node_ok[s]]
-        for s in frontier:
-            dist[s] = 0
-        while frontier:
-            nxt = []
-            for u in frontier:
-                for k in range(off_in[u], off_in[u + 1]):
-                    v = succ_in[k]
-                    if dist[v] < 0:
-                        dist[v] = dist[u] + 1
-                        pred[v] = u
-                        nxt.append(v)
-            frontier = nxt
+        dist, pred = _distances(n, [s for s in ex.initial_ids if node_ok[s]], s_in, d_in)
         reach = dist >= 0
         node_ok &= reach
         dead = [s for s in dead if reach[s]]
 
-    # Non-trivial SCCs of the in-scope subgraph, labelled in `comp`. Out of scope "initial"'s
-    # reach no SCC is kept: the reached set is closed under in-scope edges, so an SCC is
-    # either wholly reached or not at all.
-    comp = np.full(n, -1, dtype=np.int64)
-    sccs: list[list[int]] = []
-    for c in strongly_connected(n, s_in, d_in):
-        if node_ok[c[0]]:
-            comp[c] = len(sccs)
-            sccs.append(c)
-    ns = len(sccs)
-    cs, cd = comp[s_in], comp[d_in]
-    internal = (cs >= 0) & (cs == cd)
-
-    fcls = [
-        np.fromiter((bool(f(t)) for t in ex.transitions), dtype=bool, count=len(ex.transitions))
-        for f in fairness
-    ]
-    enabled_f = []  # per class: state -> some F transition enabled (all edges of the state)
-    for fc in fcls:
-        en = np.zeros(n, dtype=bool)
-        if len(etr):
-            en[src[fc[etr]]] = True
-        enabled_f.append(en)
-    fair = np.ones(ns, dtype=bool)
-    in_scc = np.nonzero(comp >= 0)[0]
-    for fc, en in zip(fcls, enabled_f, strict=True):
-        ok = np.zeros(ns, dtype=bool)
-        ok[comp[in_scc[~en[in_scc]]]] = True  # F is disabled somewhere in the SCC
-        ok[cs[internal & fc[t_in]]] = True  # or F is taken inside the SCC
-        fair &= ok
-    fair_ids = np.nonzero(fair)[0]
-
-    checked = int(node_ok.sum())
+    fs = _fair_sccs(g, node_ok, s_in, d_in, t_in, ex.transitions, fairness)
     base = dict(
         name=name,
         deadlocks=len(dead),
-        fair_sccs=len(fair_ids),
-        checked_states=checked,
+        fair_sccs=len(fs.fair),
+        checked_states=int(node_ok.sum()),
         complete=ex.complete,
         scope=scope,
     )
     best_dead = min(dead, key=lambda s: (dist[s], s)) if dead else None
     best_entry = None
     best_scc = -1
-    for k in fair_ids.tolist():
-        e = min(sccs[k], key=lambda s: (dist[s], s))
+    for k in fs.fair:
+        e = min(fs.sccs[k], key=lambda s: (dist[s], s))
         if best_entry is None or (dist[e], e) < (dist[best_entry], best_entry):
             best_entry, best_scc = e, k
     if best_dead is None and best_entry is None:
-        return LivenessResult(
-            holds=True,
-            kind=None,
-            initial=None,
-            prefix=[],
-            cycle=[],
-            entry=None,
-            scc_size=0,
-            **base,
-        )
-
-    def edge_tid(u: int, v: int) -> int:
-        lo, hi = int(offsets[u]), int(offsets[u + 1])
-        hit = np.nonzero(dst[lo:hi] == v)[0]
-        return int(etr[lo + hit[0]])
-
-    def prefix_to(s: int) -> tuple[int, list[tuple[int, int]]]:
-        if scope == "always":
-            return ex.abstract_path(s)
-        nodes = [s]
-        while nodes[-1] in pred:
-            nodes.append(pred[nodes[-1]])
-        nodes.reverse()
-        return nodes[0], [(edge_tid(u, v), v) for u, v in zip(nodes, nodes[1:], strict=False)]
+        return LivenessResult(holds=True, kind=None, initial=None, prefix=[], cycle=[],
+                              entry=None, scc_size=0, **base)
 
     if best_dead is not None and (best_entry is None or dist[best_dead] <= dist[best_entry]):
-        root, steps = prefix_to(best_dead)
+        root, steps = _prefix(ex, g, pred if scope == "initial" else None, best_dead)
         initial, prefix = ex.replay(root, steps)
-        return LivenessResult(
-            holds=False,
-            kind="deadlock",
-            initial=initial,
-            prefix=prefix,
-            cycle=[],
-            entry=best_dead,
-            scc_size=1,
-            **base,
-        )
+        return LivenessResult(holds=False, kind="deadlock", initial=initial, prefix=prefix,
+                              cycle=[], entry=best_dead, scc_size=1, **base)
 
     assert best_entry is not None
-    members = sccs[best_scc]
-    in_this = internal & (cs == best_scc)
-    is_, id_, it_ = s_in[in_this], d_in[in_this], t_in[in_this]
-    # networkx only for the lasso a person reads: the offending SCC's own edges, in edge order
-    h = nx.DiGraph()
-    h.add_edges_from(zip(is_.tolist(), id_.tolist(), strict=True))
-    # Requirements: for each class, visit a state where it is disabled or take one of its edges.
-    reqs: list[tuple[set[int], list[tuple[int, int, int]], np.ndarray]] = []
-    for fc, en in zip(fcls, enabled_f, strict=True):
-        disabled = {s for s in members if not en[s]}
-        sel = fc[it_]
-        fedges = list(zip(is_[sel].tolist(), id_[sel].tolist(), it_[sel].tolist(), strict=True))
-        reqs.append((disabled, fedges, fc))
-
-    cur = best_entry
-    cyc: list[tuple[int, int]] = []
-    visited = {cur}
-    taken_t: set[int] = set()
-
-    def satisfied(r: tuple[set[int], list[tuple[int, int, int]], np.ndarray]) -> bool:
-        return bool(r[0] & visited) or any(r[2][t] for t in taken_t)
-
-    def walk(nodes: list[int]) -> None:
-        for u, v in zip(nodes, nodes[1:], strict=False):
-            t = edge_tid(u, v)
-            cyc.append((t, v))
-            visited.add(v)
-            taken_t.add(t)
-
-    while True:
-        todo = [r for r in reqs if not satisfied(r)]
-        if not todo:
-            break
-        paths = nx.single_source_shortest_path(h, cur)
-        best: tuple[int, list[int], tuple[int, int, int] | None] | None = None
-        for disabled, fedges, _ in todo:
-            for s in disabled:
-                cand = (len(paths[s]) - 1, paths[s], None)
-                if best is None or cand[0] < best[0]:
-                    best = cand
-            for u, v, t in fedges:
-                cand = (len(paths[u]), paths[u], (u, v, t))
-                if best is None or cand[0] < best[0]:
-                    best = cand
-        assert best is not None  # the SCC is fair, so every requirement has a target
-        _, nodes, edge = best
-        walk(nodes)
-        cur = nodes[-1]
-        if edge is not None:
-            _, v, t = edge
-            cyc.append((t, v))
-            visited.add(v)
-            taken_t.add(t)
-            cur = v
-    if not cyc:  # entry satisfies everything: any cycle through it
-        v = next(iter(h.successors(cur)))
-        cyc.append((edge_tid(cur, v), v))
-        cur = v
-    if cur != best_entry:
-        walk(nx.shortest_path(h, cur, best_entry))
-
-    root, steps = prefix_to(best_entry)
+    in_this = fs.internal & (fs.edge_comp == best_scc)
+    cyc = _fair_cycle(g, fs, best_scc, best_entry, s_in[in_this], d_in[in_this], t_in[in_this])
+    root, steps = _prefix(ex, g, pred if scope == "initial" else None, best_entry)
     initial, prefix = ex.replay(root, steps)
     start = prefix[-1][1] if prefix else initial
     _, cycle = ex.replay(
         best_entry, cyc, start=start, last_actor=prefix[-1][0].actor if prefix else None
     )
-    return LivenessResult(
-        holds=False,
-        kind="fair_cycle",
-        initial=initial,
-        prefix=prefix,
-        cycle=cycle,
-        entry=best_entry,
-        scc_size=len(members),
-        **base,
-    )
+    return LivenessResult(holds=False, kind="fair_cycle", initial=initial, prefix=prefix,
+                          cycle=cycle, entry=best_entry, scc_size=len(fs.sccs[best_scc]), **base)
+
+
+def _prefix(
+    ex: Exploration[Any], g: _Edges, pred: dict[int, int] | None, s: int
+) -> tuple[int, list[tuple[int, int]]]:
+    """The abstract path to ``s``: the chosen shortest path of the exploration, or (scope
+    "initial", ``pred`` given) the BFS path over non-goal states from an initial state."""
+    if pred is None:
+        return ex.abstract_path(s)
+    nodes = [s]
+    while nodes[-1] in pred:
+        nodes.append(pred[nodes[-1]])
+    nodes.reverse()
+    return nodes[0], [(g.tid(u, v), v) for u, v in zip(nodes, nodes[1:], strict=False)]
+
+
+def _fair_cycle(
+    g: _Edges,
+    fs: _FairSCCs,
+    k: int,
+    entry: int,
+    is_: np.ndarray,
+    id_: np.ndarray,
+    it_: np.ndarray,
+) -> list[tuple[int, int]]:
+    """A cycle ``[(transition id, state id), ...]`` from ``entry`` back to it inside the fair
+    SCC ``k`` (internal edges ``is_ -> id_`` by ``it_``) that meets every fairness class:
+    visits a state where the class is disabled or takes one of its transitions. Greedy: the
+    nearest unmet requirement next."""
+    # networkx only for the lasso a person reads: the offending SCC's own edges, in edge order
+    h = nx.DiGraph()
+    h.add_edges_from(zip(is_.tolist(), id_.tolist(), strict=True))
+    # Requirements: for each class, visit a state where it is disabled or take one of its edges.
+    reqs: list[tuple[set[int], list[tuple[int, int, int]], np.ndarray]] = []
+    for fc, en in zip(fs.classes, fs.enabled, strict=True):
+        disabled = {s for s in fs.sccs[k] if not en[s]}
+        sel = fc[it_]
+        fedges = list(zip(is_[sel].tolist(), id_[sel].tolist(), it_[sel].tolist(), strict=True))
+        reqs.append((disabled, fedges, fc))
+
+    cur = entry
+    cyc: list[tuple[int, int]] = []
+    visited = {cur}
+    taken_t: set[int] = set()
+
+    def step(t: int, v: int) -> None:
+        cyc.append((t, v))
+        visited.add(v)
+        taken_t.add(t)
+
+    while True:
+        todo = [r for r in reqs if not (r[0] & visited or any(r[2][t] for t in taken_t))]
+        if not todo:
+            break
+        nodes, edge = _nearest(nx.single_source_shortest_path(h, cur), todo)
+        for u, v in zip(nodes, nodes[1:], strict=False):
+            step(g.tid(u, v), v)
+        cur = nodes[-1]
+        if edge is not None:
+            _, v, t = edge
+            step(t, v)
+            cur = v
+    if not cyc:  # entry satisfies everything: any cycle through it
+        v = next(iter(h.successors(cur)))
+        cyc.append((g.tid(cur, v), v))
+        cur = v
+    if cur != entry:
+        nodes = nx.shortest_path(h, cur, entry)
+        for u, v in zip(nodes, nodes[1:], strict=False):
+            step(g.tid(u, v), v)
+    return cyc
+
+
+def _nearest(
+    paths: dict[int, list[int]],
+    todo: list[tuple[set[int], list[tuple[int, int, int]], np.ndarray]],
+) -> tuple[list[int], tuple[int, int, int] | None]:
+    """The closest way (fewest steps along ``paths``, the first found on a tie) to meet one of
+    the unmet requirements: a path to a state where its class is disabled, or a path to the
+    source of one of its edges plus that edge."""
+    best: tuple[int, list[int], tuple[int, int, int] | None] | None = None
+    for disabled, fedges, _ in todo:
+        for s in disabled:
+            cand = (len(paths[s]) - 1, paths[s], None)
+            if best is None or cand[0] < best[0]:
+                best = cand
+        for u, v, t in fedges:
+            cand = (len(paths[u]), paths[u], (u, v, t))
+            if best is None or cand[0] < best[0]:
+                best = cand
+    assert best is not None  # the SCC is fair, so every requirement has a target
+    return best[1], best[2]
 
 
 # --------------------------------------------------------------------------------------------
@@ -1042,35 +1210,3 @@ def trace_table(
 
     sep = "-+-".join("-" * w for w in widths)
     return "\n".join([line(head), sep, *(line(r) for r in rows)])
-
-
-# --------------------------------------------------------------------------------------------
-# Benchmark
-# --------------------------------------------------------------------------------------------
-
-
-def bench_toy(n: int = 40, actors: int = 3) -> float:
-    """States/s on a cheap toy: ``actors`` counters in ``0..n``, actor k bumps or resets its own.
-
-    Distinct states: ``(n + 1) ** actors``; about ``2 * actors`` edges per state. One invariant
-    is checked and no graph is kept.
-    """
-    from failclosed.model.transition import Transition
-
-    bump = [Transition("bump", f"a{k}") for k in range(actors)]
-    reset = [Transition("reset", f"a{k}") for k in range(actors)]
-    rng = range(actors)
-
-    def succ(w: tuple[int, ...]) -> list[tuple[Transition, tuple[int, ...]]]:
-        out = []
-        for k in rng:
-            c = w[k]
-            if c < n:
-                out.append((bump[k], w[:k] + (c + 1,) + w[k + 1 :]))
-            if c:
-                out.append((reset[k], w[:k] + (0,) + w[k + 1 :]))
-        return out
-
-    ex = explore([(0,) * actors], succ, invariants={"bounded": lambda w: max(w) <= n})
-    assert ex.stats.states == (n + 1) ** actors and ex.ok
-    return ex.stats.states_per_second

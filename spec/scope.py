@@ -208,35 +208,9 @@ def _table_of_tables(v: Any, where: str) -> dict[str, dict[str, Any]]:
 def _expand_product(prod: dict[str, Any], pname: str, pw: str, constants: dict[str, Any],
                     tools: dict[str, dict], shapes: dict[str, dict], ends: dict[str, dict],
                     ) -> list[Member]:
-    workers = _list_of(prod.get("workers", [1]), f"{pw}.workers", "worker counts", int)
-    transports = _list_of(prod.get("transport", ["async"]), f"{pw}.transport", "transports")
-    runs = prod.get("runs")
-    if not isinstance(runs, list) or not runs or not all(isinstance(r, list) and r for r in runs):
-        raise _err(f"{pw}.runs", "expected a list of lists of shape names, e.g. [[\"queued\"]]")
-    for r in runs:
-        for s in r:
-            if s not in shapes:
-                raise _err(f"{pw}.runs", f"unknown shape {s!r}; declared: {', '.join(shapes) or 'none'}")
-    tool_keys = _list_of(prod.get("tools"), f"{pw}.tools", "tool keys")
-    for t in tool_keys:
-        if t not in tools:
-            raise _err(f"{pw}.tools", f"unknown tool {t!r}; declared: {', '.join(tools) or 'none'}")
-    end_keys = _list_of(prod.get("ends", list(ends)[:1] or ["?"]), f"{pw}.ends", "end keys")
-    for e in end_keys:
-        if e not in ends:
-            raise _err(f"{pw}.ends", f"unknown end {e!r}; declared: {', '.join(ends) or 'none'}")
-    kinds = prod.get("faults", [])
-    if kinds:
-        _list_of(kinds, f"{pw}.faults", "fault kinds")
-    set_kinds = _list_of(prod.get("fault_sets", ["singles"] if kinds else ["none"]),
-                         f"{pw}.fault_sets", "of none, singles, pairs, all")
-    for k in set_kinds:
-        if k not in FAULT_SET_KINDS:
-            raise _err(f"{pw}.fault_sets", f"{k!r}; use {', '.join(FAULT_SET_KINDS)}")
-    budgets = _list_of(prod.get("fault_budget", [1]), f"{pw}.fault_budget", "budgets", int)
-    horizons = _list_of(prod.get("horizon", [4]), f"{pw}.horizon", "horizons", int)
+    workers, transports, runs, tool_keys, end_keys, fault_sets, budgets, horizons = (
+        _product_axes(prod, pw, tools, shapes, ends))
     pf = prod.get("provider_faults", [])
-    fault_sets = _fault_sets(list(kinds), set_kinds)
     out = []
     for w, tr, shape_names, tk, ek, fs, b, h in itertools.product(
             workers, transports, runs, tool_keys, end_keys, fault_sets, budgets, horizons):
@@ -265,6 +239,41 @@ def _expand_product(prod: dict[str, Any], pname: str, pw: str, constants: dict[s
             raise _err(pw, f"generates an invalid configuration {name}: {e}") from None
         out.append(Member(name, data, f"product {pname}"))
     return out
+
+
+def _product_axes(prod: dict[str, Any], pw: str, tools: dict[str, dict],
+                  shapes: dict[str, dict], ends: dict[str, dict]) -> tuple[list, ...]:
+    """The validated axes of a [[product]]: workers, transports, runs (lists of shape names),
+    tool keys, end keys, fault sets, budgets, horizons."""
+    workers = _list_of(prod.get("workers", [1]), f"{pw}.workers", "worker counts", int)
+    transports = _list_of(prod.get("transport", ["async"]), f"{pw}.transport", "transports")
+    runs = prod.get("runs")
+    if not isinstance(runs, list) or not runs or not all(isinstance(r, list) and r for r in runs):
+        raise _err(f"{pw}.runs", "expected a list of lists of shape names, e.g. [[\"queued\"]]")
+    _declared([s for r in runs for s in r], shapes, f"{pw}.runs", "shape")
+    tool_keys = _list_of(prod.get("tools"), f"{pw}.tools", "tool keys")
+    _declared(tool_keys, tools, f"{pw}.tools", "tool")
+    end_keys = _list_of(prod.get("ends", list(ends)[:1] or ["?"]), f"{pw}.ends", "end keys")
+    _declared(end_keys, ends, f"{pw}.ends", "end")
+    kinds = prod.get("faults", [])
+    if kinds:
+        _list_of(kinds, f"{pw}.faults", "fault kinds")
+    set_kinds = _list_of(prod.get("fault_sets", ["singles"] if kinds else ["none"]),
+                         f"{pw}.fault_sets", "of none, singles, pairs, all")
+    for k in set_kinds:
+        if k not in FAULT_SET_KINDS:
+            raise _err(f"{pw}.fault_sets", f"{k!r}; use {', '.join(FAULT_SET_KINDS)}")
+    budgets = _list_of(prod.get("fault_budget", [1]), f"{pw}.fault_budget", "budgets", int)
+    horizons = _list_of(prod.get("horizon", [4]), f"{pw}.horizon", "horizons", int)
+    return (workers, transports, runs, tool_keys, end_keys, _fault_sets(list(kinds), set_kinds),
+            budgets, horizons)
+
+
+def _declared(keys: list[str], table: dict[str, dict], where: str, what: str) -> None:
+    """Every key names an entry of ``table``, else one error naming the first that does not."""
+    for k in keys:
+        if k not in table:
+            raise _err(where, f"unknown {what} {k!r}; declared: {', '.join(table) or 'none'}")
 
 
 def _fault_sets(kinds: list[str], set_kinds: Sequence[str]) -> list[tuple[str, ...]]:

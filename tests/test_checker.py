@@ -20,10 +20,10 @@ from failclosed.spec.checker import (  # noqa: E402
     check,
     diff_worlds,
     load_config,
-    make_canonical,
     scenario_text,
 )
 from failclosed.spec.coverage import expected_labels  # noqa: E402
+from failclosed.spec.symmetry import make_canonical  # noqa: E402
 
 # Properties that hold under current on tiny (the others are FINDINGS.md 1 and 4, or not
 # claimed by the records: non_idempotent_write_at_most_once).

@@ -13,13 +13,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from failclosed.model.transition import Transition  # noqa: E402
 from failclosed.spec.engine import (  # noqa: E402
-    bench_toy,
     check_liveness,
     coverage,
     explore,
     strongly_connected,
     trace_table,
 )
+
+from benchmarks.bench_toy import bench_toy  # noqa: E402
 
 # --------------------------------------------------------------------------------------------
 # helpers and toys

@@ -1,0 +1,247 @@
+"""State abstraction for the exhaustive checker: symmetry reduction and the time shift.
+
+Symmetry: workers are interchangeable (their names only appear as identities and labels),
+and so are runs whose ``RunSpec`` differs only in its id. :func:`make_canonical` returns a
+key function that renames workers and permutes such runs everywhere (row tuple, per-run
+tuples, every ``run`` index, and the worker names / run ids inside strings such as segment
+labels, identities, ``claimed_by`` and marks) and keeps the least serialised form.
+
+Time: without a horizon only the differences between instants matter, so every key is taken
+of the world shifted as early as it goes (:func:`shift_time`).
+
+Both are abstractions in the sense of ``spec.engine.explore``'s ``canonical``: worlds with
+the same key have successors with matching keys.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Hashable
+from dataclasses import fields, replace
+from typing import Any
+
+from failclosed.model.state import Config, Message, World
+
+__all__ = ["make_canonical", "shift_time"]
+
+
+# =========================================================================================
+# time
+# =========================================================================================
+def shift_time(w: World) -> World:
+    """The same world with every instant moved earlier by one constant, as far as keeps every
+    instant positive. Every guard compares instants with each other (``lease_expires < now``,
+    ``not_before <= now``) or writes ``now + LEASE_SECONDS``, and ``0`` ("no lease") is kept,
+    so the shifted world has exactly the same futures, moved in time. The checker uses it as
+    a state abstraction (time symmetry); with a horizon there is nothing to shift against."""
+    if w.config.horizon is not None:
+        return w
+    times = [w.clock]
+    for r in w.rows:
+        if r is not None and r.lease_expires > 0:
+            times.append(r.lease_expires)
+    for m in w.messages:
+        times.append(m.not_before)
+    if w.reaper is not None:
+        times.append(w.reaper.now)
+    d = min(times) - 1
+    if d <= 0:
+        return w
+    rows = tuple(
+        r if r is None or r.lease_expires == 0 else replace(r, lease_expires=r.lease_expires - d)
+        for r in w.rows
+    )
+    msgs = tuple(Message(m.run, m.not_before - d) for m in w.messages)
+    reaper = w.reaper if w.reaper is None else replace(w.reaper, now=w.reaper.now - d)
+    return replace(w, clock=w.clock - d, rows=rows, messages=msgs, reaper=reaper)
+
+
+# =========================================================================================
+# workers and runs
+# =========================================================================================
+_TOKEN = re.compile(r"[^:/#]+|[:/#]")
+
+
+def _sym_runs(spec: Config) -> list[list[int]]:
+    """Classes of interchangeable runs: identical RunSpec up to the id. (T10 orders rows by
+    lease only; the model lets rows of equal lease come back in any order, so no transition
+    depends on a run's index and permuting identical runs is a symmetry.)"""
+    classes: dict[Any, list[int]] = {}
+    for i, r in enumerate(spec.runs):
+        classes.setdefault(replace(r, id=""), []).append(i)
+    return [c for c in classes.values() if len(c) > 1]
+
+
+def _group(spec: Config) -> list[tuple[dict[str, str], list[int]]] | None:
+    """The symmetry group of ``spec`` as ``(string renaming, run index map)`` per element
+    (the identity included), or None if a name is both a worker and a run id."""
+    workers = list(spec.workers)
+    run_classes = _sym_runs(spec)
+    ids = [r.id for r in spec.runs]
+    if set(workers) & set(ids):
+        return None
+    wperms = list(itertools.permutations(workers)) if len(workers) > 1 else [tuple(workers)]
+    rperms: list[list[int]] = []
+    n = len(spec.runs)
+    for combo in itertools.product(*(itertools.permutations(c) for c in run_classes)):
+        perm = list(range(n))
+        for cls, img in zip(run_classes, combo, strict=True):
+            for src, dst in zip(cls, img, strict=True):
+                perm[src] = dst
+        rperms.append(perm)
+    if not rperms:
+        rperms = [list(range(n))]
+    group = []
+    for wp in wperms:
+        for rp in rperms:
+            smap = {a: b for a, b in zip(workers, wp, strict=True) if a != b}
+            smap.update({ids[i]: ids[rp[i]] for i in range(n) if rp[i] != i})
+            group.append((smap, rp))
+    return group
+
+
+def make_canonical(spec: Config, symmetry: bool = True) -> Callable[[World], Hashable] | None:
+    """A canonical key over the symmetry group of ``spec`` (None: the group is trivial).
+
+    Key = min over the permutations of a serialised form of the world. A permutation renames
+    the workers (Proc.name/worker/identity/seg/owner/guard, Row.claimed_by, Event.seg,
+    Application.seg, outcomes) and moves runs with identical RunSpec (rows, started, cancels,
+    decisions, resumes, every ``run`` index (dataclass fields, the reaper snapshot and the
+    outcome tuples), and the run ids inside strings: labels, identities, marks). Processes
+    and messages are multisets (sorted). tests/test_checker.py checks on
+    ``medium-symmetric`` that the reduced search stores exactly one world per orbit of the
+    plain search's worlds. Without a horizon every key is taken of the time-shifted world;
+    with a trivial group (or ``symmetry=False``) that shift alone is the key (None with a
+    horizon)."""
+    if not symmetry:
+        return shift_time if spec.horizon is None else None
+    group = _group(spec)
+    if group is None:
+        return None  # a worker name that is also a run id: renaming would be ambiguous
+    if len(group) == 1:
+        return shift_time if spec.horizon is None else None
+
+    n = len(spec.runs)
+    world_fields = tuple(f.name for f in fields(World) if f.name != "config")
+    field_names: dict[type, tuple[str, ...]] = {}
+    sers = [_serialiser(smap, rp, n, world_fields, field_names) for smap, rp in group]
+
+    def canonical(w: World) -> Hashable:
+        w = shift_time(w)  # time symmetry: only the instants' differences matter
+        return min(ser(w) for ser in sers)
+
+    canonical.group_size = len(group)  # type: ignore[attr-defined]
+    return canonical
+
+
+class _Key:
+    """A serialised world with its hash computed once from its fields' memoised hashes (the
+    serialisation is a deep tuple: hashing it afresh at every index look-up would walk it)."""
+
+    __slots__ = ("t", "h")
+
+    def __init__(self, t: tuple, h: int) -> None:
+        self.t = t
+        self.h = h
+
+    def __hash__(self) -> int:
+        return self.h
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Key) and self.h == other.h and self.t == other.t
+
+    def __lt__(self, other: _Key) -> bool:
+        return self.t < other.t
+
+
+_PER_RUN = frozenset({"rows", "started", "cancels", "decisions", "resumes"})
+
+
+def _serialiser(smap: dict[str, str], rp: list[int], n: int, world_fields: tuple[str, ...],
+                field_names: dict[type, tuple[str, ...]]) -> Callable[[World], _Key]:
+    """The serialisation of a world under one permutation (``smap`` renames worker names and
+    run ids inside strings, ``rp`` moves run indices). Generic over the dataclasses of
+    model.state (new ghost fields are picked up): every string is renamed token-wise, every
+    field called ``run`` is a run index. Each world field's serialisation is memoised on the
+    field's value: successive worlds share most of their fields, so most look-ups hit."""
+    field = _field_serialiser(_value_serialiser(smap, rp, field_names), rp, n)
+    fmemo: dict[str, dict[Any, tuple[Any, int]]] = {f: {} for f in world_fields}
+
+    def ser(w: World) -> _Key:
+        out = []
+        hs = []
+        for f in world_fields:
+            v = getattr(w, f)
+            m = fmemo[f]
+            r = m.get(v)
+            if r is None:
+                x = field(f, v)
+                r = m[v] = (x, hash(x))
+            out.append(r[0])
+            hs.append(r[1])
+        return _Key(tuple(out), hash(tuple(hs)))
+
+    return ser
+
+
+def _value_serialiser(smap: dict[str, str], rp: list[int],
+                      field_names: dict[type, tuple[str, ...]]) -> Callable[[Any], Any]:
+    """The serialisation of one value under the permutation: strings renamed token-wise,
+    tuples element-wise, sets sorted, dataclasses field by field (memoised: rows, events and
+    processes are shared between worlds) with each ``run`` field moved by ``rp``."""
+    cache: dict[str, str] = {}
+    memo: dict[Any, tuple] = {}  # row / event / proc ... -> its serialisation
+
+    def rename(s: str) -> str:
+        r = cache.get(s)
+        if r is None:
+            r = cache[s] = "".join(smap.get(t, t) for t in _TOKEN.findall(s))
+        return r
+
+    def val(v: Any) -> Any:
+        if hasattr(v, "__dataclass_fields__"):  # rows, events, procs...: shared, memoised
+            r = memo.get(v)
+            if r is None:
+                r = memo[v] = dval(v)
+            return r
+        if isinstance(v, str):
+            return rename(v) if v else v
+        if isinstance(v, tuple):
+            return tuple(val(x) for x in v)
+        if isinstance(v, (frozenset, set)):
+            return tuple(sorted(val(x) for x in v))
+        return v
+
+    def dval(v: Any) -> tuple:
+        names = field_names.get(type(v))
+        if names is None:
+            names = field_names[type(v)] = tuple(f.name for f in fields(v))
+        return tuple(rp[getattr(v, f)] if f == "run" else val(getattr(v, f)) for f in names)
+
+    return val
+
+
+def _field_serialiser(val: Callable[[Any], Any], rp: list[int],
+                      n: int) -> Callable[[str, Any], Any]:
+    """The serialisation of one World field: per-run tuples reordered by the permutation,
+    processes and messages as sorted multisets, run indices inside the reaper's snapshot and
+    the outcome tuples moved; any other field is a plain value."""
+    inv = [0] * n
+    for i, j in enumerate(rp):
+        inv[j] = i
+
+    def field(f: str, v: Any) -> Any:
+        if f in _PER_RUN:
+            return tuple(val(v[inv[j]]) if v[inv[j]] is not None else () for j in range(n))
+        if f in ("messages", "procs"):
+            return tuple(sorted(val(x) for x in v))
+        if f == "reaper":
+            return () if v is None else (
+                v.pc, v.now, tuple((rp[x[0]],) + tuple(val(x[1:])) for x in v.rows), v.idx
+            )
+        if f == "outcomes":  # (segment, run, kind, OUTCOME): a run index inside
+            return tuple((val(s), rp[r], k, o) for s, r, k, o in v)
+        return val(v)
+
+    return field
