@@ -46,11 +46,12 @@ __all__ = [
     "WITNESSES",
     "Witness",
     "check",
+    "counterexample_scenario",
     "diff_worlds",
     "load_config",
     "pytest_text",
     "resolve_properties",
-    "scenario_text",
+    "trace_text",
 ]
 
 
@@ -578,12 +579,12 @@ def trace_text(r: PropertyResult) -> str:
     return head + "\n" + table
 
 
-def scenario_text(r: PropertyResult, policy: str | None) -> str:
-    """A scenario file (model/scenario.py) that ``failclosed replay`` replays to the same
-    violation. Safety: ``violates = [name]`` after the last step. Liveness: the lasso's
-    prefix, expecting the offending goal not to be met at its end."""
-    from failclosed.model.scenario import dump_scenario
-
+def counterexample_scenario(r: PropertyResult, policy: str | None) -> dict[str, Any]:
+    """The scenario (model/scenario.py's format) that ``failclosed replay`` replays to the
+    same violation, as a document: the keyword arguments of the command line's writer
+    (cli/scenario_writer.py ``dump_scenario``: ``config``, ``steps``, ``expectations``,
+    ``description``, ``policy``). Safety: ``violates = [name]`` after the last step.
+    Liveness: the lasso's prefix, expecting the offending goal not to be met at its end."""
     assert r.data is not None
     steps = [t for t, _ in r.trace]
     if r.kind == "safety":
@@ -597,7 +598,8 @@ def scenario_text(r: PropertyResult, policy: str | None) -> str:
                 for i, row in enumerate(last.rows) if row is not None
             }
     desc = f"checker counterexample: {r.name} under {policy or r.data.get('policy', 'current')} ({r.part})"
-    return dump_scenario(r.data, steps, exp or None, description=desc, policy=policy)
+    return {"config": r.data, "steps": steps, "expectations": exp or None, "description": desc,
+            "policy": policy}
 
 
 def pytest_text(r: PropertyResult, scenario_path: str, policy: str | None) -> str:
@@ -635,18 +637,6 @@ def test_{fn}():
     else:
         assert res.stopped or _holds(res.world)
 '''
-
-
-def write_counterexample(r: PropertyResult, out: Path, policy: str | None) -> list[Path]:
-    """Write ``<name>.txt`` (trace table), ``<name>.toml`` (scenario) and
-    ``test_<name>.py`` (regression test) under ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    base = f"{r.name}--{(policy or 'config').replace('+', 'p')}"
-    paths = [out / f"{base}.txt", out / f"{base}.toml", out / f"test_{base.replace('-', '_')}.py"]
-    paths[0].write_text(trace_text(r) + "\n")
-    paths[1].write_text(scenario_text(r, policy))
-    paths[2].write_text(pytest_text(r, str(paths[1]), policy))
-    return paths
 
 
 def presets() -> list[str]:

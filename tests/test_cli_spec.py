@@ -2,7 +2,7 @@
 every command, arguments checked before any work, honest progress and summaries, tables that
 fit, and the exit-code rule with a baseline of known findings (spec/baseline.py).
 
-Everything runs through the real entry point: ``failclosed.sim.cli.main([...])`` in process, or
+Everything runs through the real entry point: ``failclosed.cli.main([...])`` in process, or
 ``python -m failclosed`` in a fresh interpreter where a pipe, a signal or a traceback printed by
 the interpreter itself is what is being tested."""
 
@@ -18,8 +18,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from failclosed.cli import main
 from failclosed.model.policy import PRESET_ORDER, SWITCHES
-from failclosed.sim.cli import main
 from failclosed.spec.baseline import load_baseline
 from failclosed.spec.properties import LIVENESS, SAFETY
 
@@ -218,7 +218,7 @@ def _help(command: str, capsys) -> str:
 
 
 def test_help_shows_every_default(capsys):
-    from failclosed.sim.cli import build_parser
+    from failclosed.cli import build_parser
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     for name, parser in sub.choices.items():
@@ -353,7 +353,7 @@ def test_matrix_tables_fit_the_terminal(columns, monkeypatch, capsys):
 
 
 def test_mutants_progress_per_variant_summary_and_baseline(capsys):
-    from failclosed.spec.cli import mutants
+    from failclosed.spec.mutants import mutants
 
     n = len(mutants())
     assert main(["mutants", "--config", "tiny", "--baseline", str(BASELINE)]) == 1
