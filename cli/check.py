@@ -1,10 +1,14 @@
 """``failclosed check``, ``failclosed matrix`` and ``failclosed mutants`` (``failclosed scope``
 is cli/scope.py). The exit-code rule and the shared helpers are cli/checking.py's.
+
+``check --jobs N`` checks the parts of a configuration (independent searches) on N spawned
+processes (spec.checker.check ``jobs``): the verdicts and the output are those of ``--jobs 1``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -57,6 +61,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--max-states", type=positive_int, default=None, metavar="N",
                    help="stop each part's search after N states (the result then says "
                         "'holds up to N states (truncated)'; default: no bound)")
+    p.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, metavar="N",
+                   help="check the configuration's parts on N local processes (default: every "
+                        "core)")
     add_common(p)
     p.set_defaults(func=_cmd_check)
 
@@ -149,7 +156,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     with progress(args, "check", len(parts), "parts") as pg:
         res = check(args.policy, args.config, args.properties, max_states=args.max_states,
                     witnesses=not args.properties, coverage=not args.properties,
-                    on_part=lambda name, states: pg.advance(states=states))
+                    on_part=lambda name, states: pg.advance(states=states), jobs=args.jobs)
     cells = {(args.policy, n): not r.holds for n, r in res.properties.items()}
     failed = [r for r in res.properties.values() if not r.holds]
     notes: list[str] = []
