@@ -1,9 +1,11 @@
 """failclosed: a reference model, an exhaustive checker and a deterministic fault-injection
 simulator of an at-least-once agent-run queue.
 
-The three packages sit at the top of the source tree (model/, spec/, sim/) and are installed
-under this one namespace: ``failclosed.model``, ``failclosed.spec``, ``failclosed.sim``, so a
-user's own ``model.py`` never shadows them. ``python -m failclosed`` is the command line.
+The four packages sit at the top of the source tree (model/, spec/, sim/, cli/) and are
+installed under this one namespace: ``failclosed.model``, ``failclosed.spec``,
+``failclosed.sim``, ``failclosed.cli`` (the command line, the only one that depends on the
+other three), so a user's own ``model.py`` never shadows them. ``python -m failclosed`` is
+the command line.
 """
 
 from pathlib import Path as _Path

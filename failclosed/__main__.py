@@ -1,7 +1,7 @@
-"""``python -m failclosed``: the command line (failclosed.sim.cli)."""
+"""``python -m failclosed``: the command line (failclosed.cli)."""
 
 import sys
 
-from failclosed.sim.cli import main
+from failclosed.cli import main
 
 sys.exit(main())

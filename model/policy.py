@@ -91,7 +91,7 @@ class Policy:
     # FINDINGS.md F6.
     suspend_guarded_by_claim: bool = False
     # -- mutants: deliberately BROKEN variants for the vacuity check (`failclosed mutants`,
-    # spec/cli.py MUTANT_SWITCHES); never a runtime stage, off in every preset. Each removes
+    # spec/mutants.py MUTANT_SWITCHES); never a runtime stage, off in every preset. Each removes
     # one guard so that the property it protects must be seen to fail. ------------------------
     # T3 claim_queued and T7 claim_for_resume match any non-terminal row, not only a row in
     # status queued / the waiting status (kills exclusive_claim).

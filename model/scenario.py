@@ -3,8 +3,9 @@
 A scenario file is a model configuration (model/config.py: ``policy``, ``[switches]``,
 ``[constants]``, ``[model]``, ``[[tools]]``, ``[[runs]]`` with an optional ``[runs.row]``
 and ``[[runs.events]]``) plus a description, the steps, and what must hold. The checker and
-the simulator write their counterexamples in the same format (``dump_scenario``), so every
-trace they find can be replayed, read and kept as a regression test (docs/DESIGN.md, "Scenarios").
+the simulator produce their counterexamples in the same format (the command line writes them:
+cli/scenario_writer.py), so every trace they find can be replayed, read and kept as a
+regression test (docs/DESIGN.md, "Scenarios"). This module reads, validates and replays.
 
     description = "16.5: a zombie's unguarded dead-letter kills B's healthy run"
     policy = "adr-104"
@@ -130,20 +131,15 @@ now, limit), ``requeue_stale`` (T11: now), ``dead_letter_stale`` (T12: reason, n
 ``cancel`` (T13), and the reads ``find_run`` and ``max_sequence``. ``now`` defaults to the
 clock. Every one but T10 names its ``run``.
 
-``failclosed replay FILE --policy P`` replays the file under P (its own ``policy`` and
-``[switches]`` set aside). ``failclosed replay --all --policy P`` does that for every shipped
-scenario and every spec/findings trace and prints what changed against its own policy (passed
-and fails now, with the first failure; or the reverse, with the failure P fixed): exit 0 if
-nothing changed, 1 if something did. ``replay --json`` on a failure adds ``world``, a snapshot
-of the world where the replay ended (and each failed step expectation its own).
+``load_scenario(path, policy)`` reads a file under ``policy`` (its own ``policy`` and
+``[switches]`` set aside); ``failclosed replay`` (cli/replay.py) replays files and the shipped
+scenarios (``SCENARIO_DIR``) from the command line. ``ReplayResult.to_dict`` on a failure adds
+``world``, a snapshot of the world where the replay ended (and each failed step expectation
+its own).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -152,7 +148,6 @@ from typing import Any
 from . import store
 from .config import ConfigError, initial_world, misplaced, parse_config, read_toml
 from .names import TRANSITIONS
-from .policy import UnknownPolicy, parse_policy
 from .runtime import GuardFailed, apply, enabled
 from .scenario_check import (
     CHECKERS,
@@ -299,7 +294,7 @@ class ReplayResult:
         for s in self.steps:
             d = {"step": s.step, "transition": s.transition.to_dict(), "clock": s.world.clock}
             if s.is_store:
-                d["result"] = _jsonable(s.result)
+                d["result"] = jsonable(s.result)
             steps.append(d)
         out = {
             "scenario": self.scenario.name,
@@ -310,8 +305,8 @@ class ReplayResult:
             "checked": self.checked,
             "steps": steps,
             "failures": [
-                {"step": f.step, "key": f.key, "expected": _jsonable(f.expected),
-                 "actual": _jsonable(f.actual),
+                {"step": f.step, "key": f.key, "expected": jsonable(f.expected),
+                 "actual": jsonable(f.actual),
                  **({"world": world_dict(f.world)} if f.world is not None else {})}
                 for f in self.failures
             ],
@@ -353,13 +348,13 @@ def world_dict(w: World) -> dict[str, Any]:
     }
 
 
-def _jsonable(v: Any) -> Any:
+def jsonable(v: Any) -> Any:
     if isinstance(v, (str, int, float, bool)) or v is None:
         return v
     if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
+        return {str(k): jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple, set, frozenset)):
-        return [_jsonable(x) for x in v]
+        return [jsonable(x) for x in v]
     return str(v)
 
 
@@ -1008,299 +1003,6 @@ def replay(scenario: Scenario) -> ReplayResult:
     return res
 
 
-# =========================================================================================
-# writing (counterexamples from the checker and the simulator)
-# =========================================================================================
-_BARE = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-def _key(k: str) -> str:
-    return k if _BARE.match(k) else _str(k)
-
-
-def _str(s: str) -> str:
-    out = ['"']
-    for ch in s:
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-def _value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if math.isnan(v) or math.isinf(v):
-            raise ValueError(f"cannot write {v!r} to TOML")
-        return repr(v)
-    if isinstance(v, str):
-        return _str(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        if not v:
-            return "{}"
-        return "{ " + ", ".join(f"{_key(str(k))} = {_value(x)}" for k, x in v.items()) + " }"
-    raise TypeError(f"cannot write {type(v).__name__} to TOML: {v!r}")
-
-
-def _table(lines: list[str], header: str, d: dict[str, Any], sub: tuple[str, ...] = ()) -> None:
-    """``d`` under ``header``; its keys named in ``sub`` as sub-tables (a table: ``[a.k]``;
-    an array of tables: ``[[a.k]]``, each belonging to the last ``[[a]]``)."""
-    lines.append(header)
-    for k, v in d.items():
-        if k not in sub:
-            lines.append(f"{_key(k)} = {_value(v)}")
-    for k in sub:
-        if k in d:
-            name = f"{header.strip('[]')}.{k}"
-            if isinstance(d[k], list):
-                for item in d[k]:
-                    lines.append("")
-                    _table(lines, f"[[{name}]]", item)
-            else:
-                lines.append("")
-                _table(lines, f"[{name}]", d[k])
-
-
-def dump_scenario(
-    spec_data: dict[str, Any],
-    steps: list[Any],
-    expectations: dict[str, Any] | list[dict[str, Any]] | None = None,
-    description: str | None = None,
-    policy: str | None = None,
-    notes: dict[int, str] | None = None,
-) -> str:
-    """TOML text of a scenario: the configuration ``spec_data`` (as given to ``parse_config``),
-    one ``[[steps]]`` per transition (optionally ``(transition, step_expectations)``),
-    then the final ``[expect]`` tables. ``policy`` overrides the configuration's policy
-    (a counterexample found with a policy override). The text round-trips through tomllib.
-    """
-    data = {k: v for k, v in spec_data.items() if k not in ("steps", "expect")}
-    if description is not None:
-        data["description"] = description
-    if policy is not None:
-        data["policy"] = policy
-    lines: list[str] = []
-    scalars = [k for k, v in data.items() if not isinstance(v, (dict, list)) or
-               (isinstance(v, list) and not all(isinstance(x, dict) for x in v)) or
-               (isinstance(v, list) and not v)]
-    for k in ("description", "policy"):
-        if k in scalars:
-            lines.append(f"{k} = {_value(data[k])}")
-    for k in scalars:
-        if k not in ("description", "policy"):
-            lines.append(f"{_key(k)} = {_value(data[k])}")
-    for k, v in data.items():
-        if k in scalars:
-            continue
-        if isinstance(v, dict):
-            lines.append("")
-            _table(lines, f"[{_key(k)}]", v)
-        else:  # a non-empty array of tables
-            for item in v:
-                lines.append("")
-                _table(lines, f"[[{_key(k)}]]", item, sub=("row", "events") if k == "runs" else ())
-    for n, s in enumerate(steps):
-        if isinstance(s, dict):  # a step table as written by hand (partial args, until)
-            lines.append("")
-            lines.append("[[steps]]")
-            for k, v in s.items():
-                lines.append(f"{_key(k)} = {_value(v)}")
-            continue
-        t, exp = (s if isinstance(s, tuple) and len(s) == 2 and isinstance(s[0], Transition)
-                  else (s, None))
-        assert isinstance(t, Transition)
-        lines.append("")
-        lines.append("[[steps]]")
-        if t.actor == STORE_ACTOR:  # a store statement run directly (run_statement)
-            lines.append(f"store = {_value(t.name)}")
-        else:
-            lines.append(f"do = {_value(t.name)}")
-            lines.append(f"actor = {_value(t.actor)}")
-        for k, v in t.args:
-            lines.append(f"{_key(k)} = {_value(v)}")
-        if notes and n in notes:
-            lines.append(f"note = {_value(notes[n])}")
-        if exp:
-            lines.append(f"expect = {_value(exp)}")
-    if expectations:
-        for e in [expectations] if isinstance(expectations, dict) else expectations:
-            lines.append("")
-            lines.append("[[expect]]")
-            for k, v in e.items():
-                lines.append(f"{_key(k)} = {_value(v)}")
-    return "\n".join(lines) + "\n"
-
-
-# =========================================================================================
-# command line
-# =========================================================================================
-def shipped() -> list[Path]:
-    """The scenario files shipped with the package (model/scenarios/*.toml)."""
-    return sorted(SCENARIO_DIR.glob("*.toml"))
-
-
-def findings() -> list[Path]:
-    """The checker's findings traces (spec/findings/*.toml), if the spec package is there.
-    Read as files: model does not import spec."""
-    import importlib.util
-
-    found = importlib.util.find_spec("failclosed.spec")
-    if found is None or not found.submodule_search_locations:
-        return []
-    return sorted(Path(next(iter(found.submodule_search_locations)), "findings").glob("*.toml"))
-
-
-def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "replay", help="replay a scenario file through the model and check its expectations",
-        description="Replay a scenario (a configuration plus [[steps]] and expectations). "
-                    "Exit 0: every expectation holds; 1: one fails or a step's guard does "
-                    "not hold; 2: the file is malformed. With --all --policy P: every shipped "
-                    "scenario and every spec/findings trace under P, against its own policy; "
-                    "exit 0: nothing changed, 1: something did.",
-    )
-    p.add_argument("file", nargs="?", help="a scenario .toml file")
-    p.add_argument("--all", action="store_true", help="replay every shipped scenario (a table)")
-    p.add_argument("--policy", metavar="P",
-                   help="replay under policy P instead of the file's own (its policy and "
-                        "[switches] set aside); with --all: a table of what changed")
-    p.add_argument("--json", action="store_true", help="print a machine-readable result")
-    p.add_argument("-v", "--verbose", action="store_true", help="print every transition")
-    p.set_defaults(func=_cmd_replay)
-
-
-def _policy_arg(name: str | None) -> str | None:
-    if name is None:
-        return None
-    try:
-        parse_policy(name)
-    except UnknownPolicy as e:
-        raise ConfigError(f"--policy: {e}") from None
-    return name
-
-
-def _cmd_replay(args: argparse.Namespace) -> int:
-    policy = _policy_arg(args.policy)
-    if args.all:
-        if args.file:
-            raise ConfigError("replay: give a FILE or --all, not both")
-        return _replay_changes(args, policy) if policy else _replay_all(args)
-    if not args.file:
-        raise ConfigError("replay: give a scenario FILE, or --all for the shipped scenarios")
-    res = replay(load_scenario(args.file, policy))
-    if args.json:
-        print(json.dumps(res.to_dict(), indent=2))
-    else:
-        _print_result(res, args.verbose)
-    return 0 if res.ok else 1
-
-
-def _print_result(res: ReplayResult, verbose: bool) -> None:
-    sc = res.scenario
-    print(f"{sc.name}  [{sc.policy}]")
-    if sc.description:
-        print(f"  {sc.description}")
-    if verbose:
-        notes = {s.index: s.note for s in sc.steps if s.note}
-        last = None
-        for r in res.steps:
-            if r.step != last and r.step in notes:
-                print(f"  # {notes[r.step]}")
-            last = r.step
-            shown = f" = {_jsonable(r.result)!r}" if r.is_store else ""
-            print(f"  {r.step:>3}  t={r.world.clock:<5} {r.transition}{shown}")
-    for f in res.failures:
-        print(f"  FAIL {f}")
-    if res.stopped:
-        print(f"  STOP {res.stopped}")
-        print("  enabled at that point:")
-        for t in res.enabled_then:
-            print(f"    {t}")
-    status = "PASS" if res.ok else "FAIL"
-    print(f"{status}: {len(res.steps)} transitions, {res.checked} expectations checked, "
-          f"{len(res.failures)} failed")
-
-
-def _verdict(path: Path, policy: str | None) -> tuple[str, bool, str, int, int]:
-    """(policy name, ok, the first failure or the stop, transitions, expectations checked)."""
-    try:
-        res = replay(load_scenario(path, policy))
-    except ConfigError as e:
-        return policy or "?", False, f"malformed: {e}", 0, 0
-    note = res.stopped or (str(res.failures[0]) if res.failures else "")
-    return res.scenario.policy, res.ok, note, len(res.steps), res.checked
-
-
-def _replay_all(args: argparse.Namespace) -> int:
-    rows = []
-    bad = 0
-    for path in shipped():
-        pol, ok, note, s, c = _verdict(path, None)
-        rows.append((path.stem, pol, s, c, ok, note))
-        bad += not ok
-    if args.json:
-        print(json.dumps([
-            {"scenario": n, "policy": p, "transitions": s, "checked": c, "ok": ok, "detail": d}
-            for n, p, s, c, ok, d in rows], indent=2))
-    else:
-        w = max((len(r[0]) for r in rows), default=8)
-        pw = max((len(r[1]) for r in rows), default=6)
-        print(f"{'scenario':<{w}}  {'policy':<{pw}}  steps  checks  result")
-        for n, p, s, c, ok, d in rows:
-            print(f"{n:<{w}}  {p:<{pw}}  {s:>5}  {c:>6}  {'PASS' if ok else 'FAIL ' + d}")
-        print(f"{len(rows) - bad}/{len(rows)} scenarios pass")
-    return 0 if bad == 0 else 1
-
-
-def _replay_changes(args: argparse.Namespace, policy: str) -> int:
-    """Every shipped scenario and findings trace under its own policy and under ``policy``:
-    what changed (passed before and fails now, with the first failing expectation, or the
-    reverse). Exit 1 if anything changed: the workflow after a change to the runtime."""
-    rows = []
-    for kind, paths in (("scenario", shipped()), ("finding", findings())):
-        for path in paths:
-            own, ok0, note0, _, _ = _verdict(path, None)
-            _, ok1, note1, _, _ = _verdict(path, policy)
-            rows.append({"file": path.stem, "kind": kind, "own_policy": own,
-                         "before": "PASS" if ok0 else "FAIL", "after": "PASS" if ok1 else "FAIL",
-                         "changed": ok0 != ok1, "detail": note1 if not ok1 else note0})
-    changed = [r for r in rows if r["changed"]]
-    broke = sum(r["before"] == "PASS" for r in changed)
-    n_sc = sum(r["kind"] == "scenario" for r in rows)
-    summary = (f"{len(rows)} replayed under {policy} ({n_sc} scenarios, {len(rows) - n_sc} "
-               f"findings traces): {len(changed)} changed ({broke} pass -> fail, "
-               f"{len(changed) - broke} fail -> pass), {len(rows) - len(changed)} unchanged")
-    if args.json:
-        print(json.dumps({"policy": policy, "changed": len(changed), "rows": rows,
-                          "summary": summary}, indent=2))
-    else:
-        if changed:
-            w = max(len(r["file"]) for r in changed)
-            pw = max(max(len(r["own_policy"]) for r in changed), len("own policy"))
-            print(f"{'file':<{w}}  {'kind':<8}  {'own policy':<{pw}}  before  under {policy}: "
-                  "first failure (or the one fixed)")
-            for r in changed:
-                print(f"{r['file']:<{w}}  {r['kind']:<8}  {r['own_policy']:<{pw}}  "
-                      f"{r['before']:<6}  {r['after']} {r['detail']}")
-        print(summary)
-    return 1 if changed else 0
-
-
 __all__ = ["Failure", "History", "ReplayResult", "Scenario", "Step", "StepResult", "check",
-           "dump_scenario", "findings", "load_scenario", "register", "replay", "resolve",
-           "run_statement", "scenario_from_dict", "shipped", "world_dict"]
+           "jsonable", "load_scenario", "replay", "resolve", "run_statement",
+           "scenario_from_dict", "world_dict"]

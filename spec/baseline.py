@@ -26,7 +26,7 @@ the entry, the field and the fix). ``Baseline.compare(cells)`` takes what a comm
   may simply not reach it).
 
 Any command that judges (policy, property) cells can use it: ``check``, ``matrix`` and
-``mutants`` (spec/cli.py), ``simulate`` (its observed violations per policy), ``scope``.
+``mutants`` (cli/check.py), ``simulate`` (its observed violations per policy), ``scope``.
 :func:`write_baseline` records observed violations as a baseline to start from.
 """
 

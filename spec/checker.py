@@ -46,11 +46,12 @@ __all__ = [
     "WITNESSES",
     "Witness",
     "check",
+    "counterexample_scenario",
     "diff_worlds",
     "load_config",
     "pytest_text",
     "resolve_properties",
-    "scenario_text",
+    "trace_text",
 ]
 
 
@@ -367,11 +368,15 @@ def check(
     measure_reduction: bool = False,
     max_states: int | None = None,
     on_part: Callable[[str, int], None] | None = None,
+    jobs: int = 1,
 ) -> CheckResult:
     """Check ``properties`` (None: all) on every part of ``config`` under ``policy`` (None:
     each part's own policy). ``config`` is a name, a path, or one :class:`ConfigPart` (a
     configuration already in memory, as a scope generates them: spec/scope.py).
-    ``on_part(name, states)`` is called as each part is done (for progress reports)."""
+    ``on_part(name, states)`` is called as each part is done (for progress reports).
+    ``jobs`` > 1: the parts (independent searches) run on that many spawned processes
+    (spec/scope.py's pool) and are merged in their order, so the result is the one of
+    ``jobs=1`` (but for the measured seconds and memory)."""
     t0 = time.perf_counter()
     pname = _policy_name(policy)
     if isinstance(config, ConfigPart):
@@ -383,103 +388,193 @@ def check(
         n: PropertyResult(n, "safety", True) for n in safety
     } | {n: PropertyResult(n, "liveness", True) for n in live}
     reached: dict[str, str | None] = {k: None for k in WITNESSES} if witnesses else {}
-    part_stats: list[PartStats] = []
-    specs: list[Config] = []
-    cov_en: dict[str, int] = {}
-    cov_tk: dict[str, int] = {}
-    policy_obj = None
-    for part in parts:
-        spec, budget = parse_config(part.data, pname)
-        policy_obj = spec.policy
-        specs.append(spec)
-        from failclosed.model.config import initial_world
-
-        w0 = initial_world(spec, budget)
-        canon = make_canonical(spec, symmetry)
-        wit = {k: v.holds for k, v in WITNESSES.items() if reached.get(k, "x") is None}
-        ex = engine.explore(
-            [w0], successors,
-            invariants={n: P.SAFETY[n].check for n in safety},
-            canonical=canon,
-            witnesses=wit,
-            keep_graph=bool(live),
-            measure_reduction=measure_reduction and canon is not None,
-            max_states=max_states,
-            reads={n: P.SAFETY[n].reads for n in safety if P.SAFETY[n].reads}
-            | {k: WITNESSES[k].reads for k in wit},
-        )
-        part_stats.append(PartStats(part.name, ex.stats, ex.reduction_factor,
-                                    getattr(canon, "group_size", 1)))
-        for k, f in ex.witnesses.items():
-            if f is not None and reached.get(k) is None:
-                reached[k] = part.name
-        for n, f in ex.violations.items():
-            r = results[n]
-            if r.holds or len(f.trace) < len(r.trace):
-                results[n] = PropertyResult(
-                    n, "safety", False, part.name, part.data, f.initial, list(f.trace),
-                    explanation=P.explain(n, f.world),
-                )
-        for n in live:
-            lp = P.LIVENESS[n]
-            # Scope "always": every liveness property is a leads-to (true ~> goal, see
-            # spec.properties.LivenessProperty), so it must hold from EVERY reachable state,
-            # not only along paths from the initial world that have not met the goal yet
-            # (a run settled once may be re-enqueued/resumed in later parts of a history).
-            # States where the model's horizon, not the system, stops time count as goal:
-            # there the clock cannot reach the next instant something waits on, so a reaper
-            # idling there would otherwise form a "fair" cycle (or a deadlock) that only the
-            # bound creates. Violations away from the bound are unaffected.
-            res = engine.check_liveness(
-                ex,
-                lambda w, g=lp.goal: g(w) or P.at_bound(w),
-                lp.predicates(spec),
-                name=n,
-                ignore_deadlock=lp.ignore_deadlock,
-                scope="always",
-            )
-            r = results[n]
-            r.complete = r.complete and res.complete
-            if not res.holds:
-                trace = list(res.prefix) + list(res.cycle)
-                if r.holds or len(trace) < len(r.trace):
-                    last = trace[-1][1] if trace else res.initial
-                    results[n] = PropertyResult(
-                        n, "liveness", False, part.name, part.data, res.initial, trace,
-                        cycle_start=len(res.prefix) if res.kind == "fair_cycle" else None,
-                        liveness_kind=res.kind,
-                        explanation=P.explain(n, res.prefix[-1][1] if res.prefix else last),
-                    )
-        if coverage:
-            for t, e, k in zip(ex.transitions, ex.enabled_count, ex.taken_count, strict=True):
-                lab = t.label()
-                cov_en[lab] = cov_en.get(lab, 0) + e
-                cov_tk[lab] = cov_tk.get(lab, 0) + k
-        if on_part is not None:
-            on_part(part.name, ex.stats.states)
-    cov = None
-    if coverage:
-        expected = expected_labels(specs)
-        exp_set = set(expected)
-        cov = engine.Coverage(
-            enabled=cov_en,
-            taken=cov_tk,
-            never_enabled=[x for x in expected if cov_en.get(x, 0) == 0],
-            never_taken=[x for x in expected if cov_en.get(x, 0) > 0 and cov_tk.get(x, 0) == 0],
-            unexpected=sorted(x for x in cov_en if x not in exp_set),
-        )
+    search = _Search(pname, tuple(safety), tuple(live), coverage, symmetry, measure_reduction,
+                     max_states)
+    if jobs > 1 and len(parts) > 1:
+        outcomes = _parts_in_processes(parts, search, tuple(reached), jobs, on_part)
+        for part, out in zip(parts, outcomes, strict=True):
+            _merge_part(results, reached, part, out)
+    else:
+        outcomes = []
+        for part in parts:  # a witness reached in an earlier part is not searched again
+            out = _check_part(part, search, tuple(k for k, v in reached.items() if v is None))
+            _merge_part(results, reached, part, out)
+            outcomes.append(out)
+            if on_part is not None:
+                on_part(part.name, out.stats.stats.states)
+    policy_obj = outcomes[-1].config.policy if outcomes else None
     required = [k for k, v in WITNESSES.items() if witnesses and policy_obj is not None
                 and v.applies(policy_obj)]
     return CheckResult(
         policy=pname or (policy_obj.name if policy_obj else "?"),
         config=cname,
         properties=results,
-        parts=part_stats,
+        parts=[o.stats for o in outcomes],
         witnesses=reached,
         required_witnesses=required,
-        coverage=cov,
+        coverage=_coverage(outcomes) if coverage else None,
         seconds=time.perf_counter() - t0,
     )
+
+
+@dataclass(frozen=True)
+class _Search:
+    """How every part is searched (the arguments of check that a worker process needs)."""
+
+    policy: str | None
+    safety: tuple[str, ...]
+    live: tuple[str, ...]
+    coverage: bool
+    symmetry: bool
+    measure_reduction: bool
+    max_states: int | None
+
+
+@dataclass
+class _PartOutcome:
+    """What one part's search contributes to the result; small and picklable (a worker
+    process returns it), the explored graph stays behind."""
+
+    stats: PartStats
+    config: Config
+    witnesses: list[str]  # reached in this part
+    # safety: (name, initial world, trace, the violating world), in the engine's order
+    violations: list[tuple[str, World, list[tuple[Transition, World]], World]]
+    # liveness: (name, the analysis was complete, its counterexample or None)
+    liveness: list[tuple[str, bool, PropertyResult | None]]
+    enabled: dict[str, int]  # coverage: label -> times enabled, in first-seen order
+    taken: dict[str, int]
+
+
+def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...]) -> _PartOutcome:
+    """Explore one part: its safety violations and reached ``witnesses``, the liveness
+    analysis of ``search.live`` on its graph, and its coverage counters."""
+    from failclosed.model.config import initial_world
+
+    spec, budget = parse_config(part.data, search.policy)
+    w0 = initial_world(spec, budget)
+    canon = make_canonical(spec, search.symmetry)
+    wit = {k: WITNESSES[k].holds for k in witnesses}
+    ex = engine.explore(
+        [w0], successors,
+        invariants={n: P.SAFETY[n].check for n in search.safety},
+        canonical=canon,
+        witnesses=wit,
+        keep_graph=bool(search.live),
+        measure_reduction=search.measure_reduction and canon is not None,
+        max_states=search.max_states,
+        reads={n: P.SAFETY[n].reads for n in search.safety if P.SAFETY[n].reads}
+        | {k: WITNESSES[k].reads for k in wit},
+    )
+    enabled: dict[str, int] = {}
+    taken: dict[str, int] = {}
+    if search.coverage:
+        for t, e, k in zip(ex.transitions, ex.enabled_count, ex.taken_count, strict=True):
+            lab = t.label()
+            enabled[lab] = enabled.get(lab, 0) + e
+            taken[lab] = taken.get(lab, 0) + k
+    return _PartOutcome(
+        PartStats(part.name, ex.stats, ex.reduction_factor, getattr(canon, "group_size", 1)),
+        spec,
+        [k for k, f in ex.witnesses.items() if f is not None],
+        [(n, f.initial, list(f.trace), f.world) for n, f in ex.violations.items()],
+        [_liveness(part, spec, ex, n) for n in search.live],
+        enabled, taken,
+    )
+
+
+def _liveness(part: ConfigPart, spec: Config, ex: Any, n: str) -> tuple[str, bool, PropertyResult | None]:
+    lp = P.LIVENESS[n]
+    # Scope "always": every liveness property is a leads-to (true ~> goal, see
+    # spec.properties.LivenessProperty), so it must hold from EVERY reachable state,
+    # not only along paths from the initial world that have not met the goal yet
+    # (a run settled once may be re-enqueued/resumed in later parts of a history).
+    # States where the model's horizon, not the system, stops time count as goal:
+    # there the clock cannot reach the next instant something waits on, so a reaper
+    # idling there would otherwise form a "fair" cycle (or a deadlock) that only the
+    # bound creates. Violations away from the bound are unaffected.
+    res = engine.check_liveness(
+        ex,
+        lambda w, g=lp.goal: g(w) or P.at_bound(w),
+        lp.predicates(spec),
+        name=n,
+        ignore_deadlock=lp.ignore_deadlock,
+        scope="always",
+    )
+    if res.holds:
+        return n, res.complete, None
+    trace = list(res.prefix) + list(res.cycle)
+    last = trace[-1][1] if trace else res.initial
+    return n, res.complete, PropertyResult(
+        n, "liveness", False, part.name, part.data, res.initial, trace,
+        cycle_start=len(res.prefix) if res.kind == "fair_cycle" else None,
+        liveness_kind=res.kind,
+        explanation=P.explain(n, res.prefix[-1][1] if res.prefix else last),
+    )
+
+
+def _merge_part(results: dict[str, PropertyResult], reached: dict[str, str | None],
+                part: ConfigPart, out: _PartOutcome) -> None:
+    """Fold one part into the result, parts in their order: a witness is credited to the
+    first part reaching it, and a property's counterexample is the shortest (the earliest
+    part's among equally short ones)."""
+    for k in out.witnesses:
+        if reached.get(k) is None:
+            reached[k] = part.name
+    for n, initial, trace, world in out.violations:
+        r = results[n]
+        if r.holds or len(trace) < len(r.trace):
+            results[n] = PropertyResult(n, "safety", False, part.name, part.data, initial, trace,
+                                        explanation=P.explain(n, world))
+    for n, complete, cx in out.liveness:
+        r = results[n]
+        r.complete = r.complete and complete
+        if cx is not None and (r.holds or len(cx.trace) < len(r.trace)):
+            results[n] = cx
+
+
+def _coverage(outcomes: list[_PartOutcome]) -> engine.Coverage:
+    """The parts' coverage counters added up, judged against the labels their
+    configurations can enable."""
+    cov_en: dict[str, int] = {}
+    cov_tk: dict[str, int] = {}
+    for o in outcomes:
+        for lab, e in o.enabled.items():
+            cov_en[lab] = cov_en.get(lab, 0) + e
+        for lab, k in o.taken.items():
+            cov_tk[lab] = cov_tk.get(lab, 0) + k
+    expected = expected_labels([o.config for o in outcomes])
+    exp_set = set(expected)
+    return engine.Coverage(
+        enabled=cov_en,
+        taken=cov_tk,
+        never_enabled=[x for x in expected if cov_en.get(x, 0) == 0],
+        never_taken=[x for x in expected if cov_en.get(x, 0) > 0 and cov_tk.get(x, 0) == 0],
+        unexpected=sorted(x for x in cov_en if x not in exp_set),
+    )
+
+
+def _part_task(args: tuple[ConfigPart, _Search, tuple[str, ...]]) -> _PartOutcome:
+    return _check_part(*args)
+
+
+def _parts_in_processes(parts: list[ConfigPart], search: _Search, witnesses: tuple[str, ...],
+                        jobs: int, on_part: Callable[[str, int], None] | None,
+                        ) -> list[_PartOutcome]:
+    """Every part on ``jobs`` spawned processes (spec.scope.run_local: Ctrl-C and SIGTERM
+    stop the workers); the outcomes in part order."""
+    from failclosed.spec.scope import run_local
+
+    outcomes: dict[int, _PartOutcome] = {}
+
+    def done(i: int, out: _PartOutcome) -> None:
+        outcomes[i] = out
+        if on_part is not None:
+            on_part(parts[i].name, out.stats.stats.states)
+
+    run_local(min(jobs, len(parts)), {i: (p, search, witnesses) for i, p in enumerate(parts)},
+              done, task=_part_task)
+    return [outcomes[i] for i in range(len(parts))]
 
 
 # =========================================================================================
@@ -578,12 +673,12 @@ def trace_text(r: PropertyResult) -> str:
     return head + "\n" + table
 
 
-def scenario_text(r: PropertyResult, policy: str | None) -> str:
-    """A scenario file (model/scenario.py) that ``failclosed replay`` replays to the same
-    violation. Safety: ``violates = [name]`` after the last step. Liveness: the lasso's
-    prefix, expecting the offending goal not to be met at its end."""
-    from failclosed.model.scenario import dump_scenario
-
+def counterexample_scenario(r: PropertyResult, policy: str | None) -> dict[str, Any]:
+    """The scenario (model/scenario.py's format) that ``failclosed replay`` replays to the
+    same violation, as a document: the keyword arguments of the command line's writer
+    (cli/scenario_writer.py ``dump_scenario``: ``config``, ``steps``, ``expectations``,
+    ``description``, ``policy``). Safety: ``violates = [name]`` after the last step.
+    Liveness: the lasso's prefix, expecting the offending goal not to be met at its end."""
     assert r.data is not None
     steps = [t for t, _ in r.trace]
     if r.kind == "safety":
@@ -597,7 +692,8 @@ def scenario_text(r: PropertyResult, policy: str | None) -> str:
                 for i, row in enumerate(last.rows) if row is not None
             }
     desc = f"checker counterexample: {r.name} under {policy or r.data.get('policy', 'current')} ({r.part})"
-    return dump_scenario(r.data, steps, exp or None, description=desc, policy=policy)
+    return {"config": r.data, "steps": steps, "expectations": exp or None, "description": desc,
+            "policy": policy}
 
 
 def pytest_text(r: PropertyResult, scenario_path: str, policy: str | None) -> str:
@@ -635,18 +731,6 @@ def test_{fn}():
     else:
         assert res.stopped or _holds(res.world)
 '''
-
-
-def write_counterexample(r: PropertyResult, out: Path, policy: str | None) -> list[Path]:
-    """Write ``<name>.txt`` (trace table), ``<name>.toml`` (scenario) and
-    ``test_<name>.py`` (regression test) under ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    base = f"{r.name}--{(policy or 'config').replace('+', 'p')}"
-    paths = [out / f"{base}.txt", out / f"{base}.toml", out / f"test_{base.replace('-', '_')}.py"]
-    paths[0].write_text(trace_text(r) + "\n")
-    paths[1].write_text(scenario_text(r, policy))
-    paths[2].write_text(pytest_text(r, str(paths[1]), policy))
-    return paths
 
 
 def presets() -> list[str]:

@@ -543,11 +543,14 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
         for i in todo:
             done(i, _task(args[i]))
     else:
-        _run_local(jobs, args, done)
+        run_local(jobs, args, done)
     return [results[i] for i in range(len(tasks))]
 
 
-def _run_local(jobs: int, args: dict[int, tuple], done: Callable[[int, dict[str, Any]], None]) -> None:
+def run_local(jobs: int, args: dict[int, tuple], done: Callable[[int, Any], None],
+              task: Callable[[tuple], Any] = _task) -> None:
+    """``done(i, task(args[i]))`` for every ``i``, as each finishes, on ``jobs`` spawned
+    processes (``task`` must be importable by name: a module-level function)."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
@@ -556,7 +559,7 @@ def _run_local(jobs: int, args: dict[int, tuple], done: Callable[[int, dict[str,
     ex = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
     old = _sigterm_interrupts()
     try:
-        pending = {ex.submit(_task, a): i for i, a in args.items()}
+        pending = {ex.submit(task, a): i for i, a in args.items()}
         while pending:
             fin, _ = wait(pending, return_when=FIRST_COMPLETED)
             for f in fin:

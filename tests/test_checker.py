@@ -1,4 +1,4 @@
-"""The exhaustive checker (spec/checker.py) and its command line (spec/cli.py)."""
+"""The exhaustive checker (spec/checker.py) and its command line (cli/check.py)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,17 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from failclosed.cli import main  # noqa: E402
+from failclosed.cli.scenario_writer import write_scenario  # noqa: E402
 from failclosed.model.config import load_world  # noqa: E402
 from failclosed.model.runtime import apply, successors  # noqa: E402
-from failclosed.sim.cli import main  # noqa: E402
 from failclosed.spec import properties as P  # noqa: E402
 from failclosed.spec.checker import (  # noqa: E402
     WITNESSES,
     check,
+    counterexample_scenario,
     diff_worlds,
     load_config,
-    scenario_text,
 )
 from failclosed.spec.coverage import expected_labels  # noqa: E402
 from failclosed.spec.symmetry import make_canonical  # noqa: E402
@@ -129,7 +130,7 @@ def test_counterexample_outputs(slow_writer: Path, tmp_path: Path):
     assert "r1.status: 'queued' -> 'running'" in lines, lines
     # the scenario file replays to the same violation (violates = [name])
     p = tmp_path / "cx.toml"
-    p.write_text(scenario_text(r, "adr-111"))
+    write_scenario(p, counterexample_scenario(r, "adr-111"))
     res = replay(load_scenario(p))
     assert res.ok, (res.stopped, [str(f) for f in res.failures])
     assert not P.SAFETY[name].check(res.world)
@@ -258,7 +259,7 @@ def test_every_deliberate_mutant_kills_its_property():
     spec/mutant_configs) violates the property it was made for, which holds there under
     current: no property of the five is vacuous. `failclosed mutants` runs the same pairs."""
     from failclosed.model.policy import PRESETS
-    from failclosed.spec.cli import MUTANT_SWITCHES, MUTANTS, mutant_config
+    from failclosed.spec.mutants import MUTANT_SWITCHES, MUTANTS, mutant_config
 
     by_config: dict[str, list[str]] = {}
     for sw, (prop, _) in MUTANT_SWITCHES.items():

@@ -17,8 +17,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from failclosed.sim import commands  # noqa: E402
-from failclosed.sim.cli import main  # noqa: E402
+from failclosed.cli import (  # noqa: E402
+    main,  # noqa: E402
+    simulate,
+    sweep,
+)
+from failclosed.sim.batch import simulate_many  # noqa: E402
 from failclosed.sim.engine import Simulation  # noqa: E402
 
 # A small workload that violates a property quickly: an unattended remote writer that always
@@ -248,7 +252,7 @@ def test_plot_lease_curves_bad_input(tmp_path, capsys, case, needle):
 def test_sweep_dask_address_that_does_not_answer_is_one_line(tmp_path, capsys, monkeypatch, no_work,
                                                              address, needle):
     pytest.importorskip("dask.distributed")
-    monkeypatch.setattr(commands, "DASK_CONNECT_TIMEOUT", 1)
+    monkeypatch.setattr(sweep, "DASK_CONNECT_TIMEOUT", 1)
     cfg = write(tmp_path, "c.toml", CLEAN)
     out = tmp_path / "d.csv"
     code, _, err = run(["sweep", cfg, "--seeds", "1", "--dask", address, "--out", str(out), "--quiet"], capsys)
@@ -360,8 +364,8 @@ def test_side_by_side_fail_fast_stops_the_whole_command(tmp_path, capsys, quiet_
     code, out, _ = run(["simulate", "--runs", "30", "--fail-fast", "--no-baseline", "--json", str(js)], capsys)
     res = json.loads(js.read_text())
     assert code == 1
-    assert res[-1]["stopped_early"] and len(res) < len(commands.SIDE_BY_SIDE)
-    assert "not simulated: " + ", ".join(commands.SIDE_BY_SIDE[len(res):]) in " ".join(out.split())
+    assert res[-1]["stopped_early"] and len(res) < len(simulate.SIDE_BY_SIDE)
+    assert "not simulated: " + ", ".join(simulate.SIDE_BY_SIDE[len(res):]) in " ".join(out.split())
 
 
 def test_exit_codes_clean_and_violated(tmp_path, capsys, quiet_progress):
@@ -431,7 +435,7 @@ def test_simulate_writes_scenarios_only_where_asked_and_lists_them(tmp_path, cap
 
 
 def test_every_option_states_its_default():
-    from failclosed.sim.cli import build_parser
+    from failclosed.cli import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
@@ -448,8 +452,8 @@ def test_simulate_many_on_spawned_processes_matches_in_process():
 
     raw = tomllib.loads(OUTLIVES)
     tasks = [{"raw": raw, "policy": p, "seed": s} for p in ("owner-guard", "current") for s in (1, 2)]
-    here = list(commands.simulate_many(tasks, jobs=1))
-    there = list(commands.simulate_many(tasks, jobs=2))
+    here = list(simulate_many(tasks, jobs=1))
+    there = list(simulate_many(tasks, jobs=2))
     assert [r["history_sha256"] for r, _ in here] == [r["history_sha256"] for r, _ in there]
     assert [len(recs) for _, recs in there] == [4, 4, 4, 4]
     assert all(r.spec is None and r.finished for _, recs in there for r in recs)
@@ -504,7 +508,7 @@ def test_simulate_baseline_a_violation_it_does_not_list_exits_1(tmp_path, capsys
 def test_simulate_shipped_baseline_entries_of_another_config_are_not_reported_fixed(tmp_path, capsys,
                                                                                     quiet_progress):
     cfg, _ = _violated(tmp_path, capsys)
-    code, out, _ = run(["simulate", cfg, "--baseline", commands.default_baseline_path()], capsys)
+    code, out, _ = run(["simulate", cfg, "--baseline", simulate.default_baseline_path()], capsys)
     assert code == 0  # owner-guard's violations of this workload are RUNTIME 16.x narratives
     assert "16.8" in out and "warning: fixed" not in out
 

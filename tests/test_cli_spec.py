@@ -2,7 +2,7 @@
 every command, arguments checked before any work, honest progress and summaries, tables that
 fit, and the exit-code rule with a baseline of known findings (spec/baseline.py).
 
-Everything runs through the real entry point: ``failclosed.sim.cli.main([...])`` in process, or
+Everything runs through the real entry point: ``failclosed.cli.main([...])`` in process, or
 ``python -m failclosed`` in a fresh interpreter where a pipe, a signal or a traceback printed by
 the interpreter itself is what is being tested."""
 
@@ -18,8 +18,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from failclosed.cli import main
 from failclosed.model.policy import PRESET_ORDER, SWITCHES
-from failclosed.sim.cli import main
 from failclosed.spec.baseline import load_baseline
 from failclosed.spec.properties import LIVENESS, SAFETY
 
@@ -218,7 +218,7 @@ def _help(command: str, capsys) -> str:
 
 
 def test_help_shows_every_default(capsys):
-    from failclosed.sim.cli import build_parser
+    from failclosed.cli import build_parser
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     for name, parser in sub.choices.items():
@@ -301,6 +301,48 @@ def test_a_truncated_search_never_says_a_bare_holds(capsys):
     assert "hold up to 50 states per part (truncated)" in last, last
 
 
+# the measured figures of the statistics line: wall time, speed and memory
+MEASURED = re.compile(r"[\d.]+s \([\d,]+ states/s\), peak memory \d+ MiB")
+
+
+def test_check_on_two_processes_prints_and_judges_what_one_does(tmp_path, capsys):
+    """`check --jobs 2` runs the two parts of cancel-probe on spawned processes: the same
+    verdicts, traces, witnesses, coverage, counterexample files and output as `--jobs 1`
+    (but for the measured seconds and memory)."""
+    runs = {}
+    for jobs in ("1", "2"):
+        out_dir, js = tmp_path / f"cx{jobs}", tmp_path / f"check{jobs}.json"
+        rc = main(["check", "--policy", "current", "--config", CANCEL_PROBE, "--jobs", jobs,
+                   "--out", str(out_dir), "--json", str(js), "--quiet"])
+        text = capsys.readouterr().out.replace(str(out_dir), "DIR")
+        d = json.loads(js.read_text())
+        for k in ("seconds", "states_per_second", "peak_rss_mib", "written"):
+            d.pop(k)
+        files = {p.name: p.read_text() for p in sorted(out_dir.iterdir())}
+        runs[jobs] = (rc, MEASURED.sub("MEASURED", text), d, files)
+    assert MEASURED.search(runs["1"][1]) is None and "MEASURED" in runs["1"][1]
+    assert runs["1"][0] == 1 and "VIOLATED" in runs["1"][1] and runs["1"][3]  # F4: a trace
+    assert runs["2"] == runs["1"]
+
+
+def test_check_jobs_merges_the_parts_in_their_order():
+    """The library call: the parts' results merged in part order whatever finishes first."""
+    from failclosed.spec.checker import check, trace_text
+
+    one = check("current", CANCEL_PROBE, jobs=1)
+    two = check("current", CANCEL_PROBE, jobs=2)
+    assert [p.name for p in two.parts] == [p.name for p in one.parts] == \
+        ["cancel-probe-sync", "cancel-probe-async"]
+    assert [p.stats.states for p in two.parts] == [p.stats.states for p in one.parts]
+    assert two.witnesses == one.witnesses and two.coverage == one.coverage
+    for n, r in one.properties.items():
+        q = two.properties[n]
+        assert (q.holds, q.part, q.complete, q.explanation) == (r.holds, r.part, r.complete,
+                                                                r.explanation), n
+        if not r.holds:
+            assert trace_text(q) == trace_text(r) and q.trace == r.trace, n
+
+
 def _matrix_cells(out: str) -> dict[tuple[str, str], str]:
     """The cells of the printed matrix tables (several tables of columns)."""
     cells: dict[tuple[str, str], str] = {}
@@ -353,7 +395,7 @@ def test_matrix_tables_fit_the_terminal(columns, monkeypatch, capsys):
 
 
 def test_mutants_progress_per_variant_summary_and_baseline(capsys):
-    from failclosed.spec.cli import mutants
+    from failclosed.spec.mutants import mutants
 
     n = len(mutants())
     assert main(["mutants", "--config", "tiny", "--baseline", str(BASELINE)]) == 1

@@ -8,11 +8,11 @@ from collections import deque
 from typing import Any
 
 import pytest
+from failclosed.cli import main
 from failclosed.model import apply, enabled, load_world
 from failclosed.model.config import BUILTIN_WRITERS, ConfigError, parse_config
 from failclosed.model.rules import approval_bound, resolve_by_name
 from failclosed.model.state import World
-from failclosed.sim.cli import main
 
 WRITE_TURN = [{"tools": ["update_page_metadata", "lookup_page"]}, {"final": "completed"}]
 
@@ -238,7 +238,8 @@ def test_the_checker_reaches_both_branches_where_the_config_enables_them():
 
 
 def test_a_trace_with_a_refused_request_round_trips_through_a_scenario_file():
-    from failclosed.model.scenario import dump_scenario, replay, scenario_from_dict
+    from failclosed.cli.scenario_writer import dump_scenario
+    from failclosed.model.scenario import replay, scenario_from_dict
 
     data = {"policy": "current", "model": {"refusals": ["ApproverNotPermitted"]},
             "tools": [{"name": "update_page_metadata"}],

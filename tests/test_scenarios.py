@@ -11,16 +11,16 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from failclosed.cli import main  # noqa: E402
+from failclosed.cli.replay import shipped  # noqa: E402
+from failclosed.cli.scenario_writer import dump_scenario  # noqa: E402
 from failclosed.model.scenario import (  # noqa: E402
     SCENARIO_DIR,
-    dump_scenario,
     load_scenario,
     replay,
     scenario_from_dict,
-    shipped,
 )
 from failclosed.model.transition import Transition  # noqa: E402
-from failclosed.sim.cli import main  # noqa: E402
 
 SHIPPED = shipped()
 HISTORICAL = [
@@ -535,7 +535,7 @@ def _own_policy_is(path: Path, name: str) -> bool:
 
 
 def test_replay_all_under_another_policy_reports_what_changed(capsys) -> None:
-    from failclosed.model.scenario import findings
+    from failclosed.cli.replay import findings
 
     assert main(["replay", "--all", "--policy", "proposed", "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
@@ -564,7 +564,7 @@ def test_replay_all_under_another_policy_reports_what_changed(capsys) -> None:
 
 
 def test_replay_all_under_a_policy_exit_0_when_nothing_changed(monkeypatch, capsys, tmp_path) -> None:
-    import failclosed.model.scenario as scenario_mod
+    import failclosed.cli.replay as scenario_mod
 
     same = [p for p in SHIPPED if _own_policy_is(p, "current")]
     assert same

@@ -30,9 +30,9 @@ from hypothesis.stateful import (
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from failclosed.cli import main  # noqa: E402
 from failclosed.model.config import ConfigError, initial_world, load_world, parse_config  # noqa: E402
 from failclosed.model.runtime import apply, enabled, successors  # noqa: E402
-from failclosed.sim.cli import main  # noqa: E402
 from failclosed.spec import engine  # noqa: E402
 from failclosed.spec.checker import load_config  # noqa: E402
 from failclosed.spec.properties import SAFETY, explain  # noqa: E402

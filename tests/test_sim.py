@@ -11,9 +11,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from failclosed.cli import main  # noqa: E402
 from failclosed.sim import config as sconfig  # noqa: E402
-from failclosed.sim.cli import main  # noqa: E402
-from failclosed.sim.commands import simulate_one  # noqa: E402
+from failclosed.sim.batch import simulate_one  # noqa: E402
 
 SMALL = """
 policy = "current"

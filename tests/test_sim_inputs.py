@@ -12,10 +12,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from failclosed.cli import main  # noqa: E402
 from failclosed.model.classify import classify, parse_error  # noqa: E402
 from failclosed.sim import config as sconfig  # noqa: E402
-from failclosed.sim.cli import main  # noqa: E402
-from failclosed.sim.commands import simulate_one  # noqa: E402
+from failclosed.sim.batch import simulate_one  # noqa: E402
 
 from tests.test_sim import SMALL  # noqa: E402
 

@@ -12,12 +12,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from failclosed.cli import main  # noqa: E402
 from failclosed.model.config import ConfigError, load_world  # noqa: E402
 from failclosed.model.runtime import apply, enabled  # noqa: E402
 from failclosed.model.state import ASYNC, SYNC  # noqa: E402
 from failclosed.model.transition import Transition  # noqa: E402
-from failclosed.sim.cli import main  # noqa: E402
-from failclosed.sim.commands import simulate_one  # noqa: E402
+from failclosed.sim.batch import simulate_one  # noqa: E402
 
 T = Transition.make
 
@@ -222,10 +222,10 @@ def test_sim_on_the_sync_transport_is_deterministic(tmp_path):
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_sim_on_the_sync_transport_is_clean_or_its_violations_replay(tmp_path, seed):
+    from failclosed.cli.simulate import simulate_and_write
     from failclosed.model.scenario import load_scenario, replay
 
-    res, _ = simulate_one(_sync_sim(), seed=seed, keep_going=True,
-                          violations_dir=str(tmp_path / "v"))
+    res, _ = simulate_and_write(_sync_sim(), str(tmp_path / "v"), seed=seed, keep_going=True)
     assert res["metrics"]["finished"] > 0
     files = sorted((tmp_path / "v").glob("*.toml"))
     assert len(files) == sum(1 for v in res["violations"] if "scenario" in v)

@@ -1,4 +1,5 @@
-"""``failclosed simulate``, ``failclosed sweep`` and ``failclosed plot``.
+"""``failclosed simulate``, and what the simulator's commands share (``sweep``: cli/sweep.py,
+``plot``: cli/plot.py): their input checks, the baseline argument, plain counts and paths.
 
 Every command checks its whole input first (files to read, every output path, every number)
 and only then starts working: bad input is one line naming the field and the fix, exit 2,
@@ -25,24 +26,11 @@ simulate
     (``failclosed replay FILE`` reproduces each) are written only under an explicit
     ``--violations-dir``; the side-by-side run writes the one its closing advice replays
     into one directory under the system's temporary directory, and says which.
-
-sweep
-    The grid of ``--param NAME=V1,V2`` values (dotted config keys; ``policy`` too) times
-    ``--seeds N`` seeds, on local processes (``--jobs``, spawned) or a dask cluster
-    (``--dask``); one CSV row per simulation, appended as it completes (an interrupted sweep
-    keeps its rows, and a rerun skips the rows already in the file; a file with other
-    columns is refused). Exit 1 if a simulation of the grid violated a property that
-    ``--baseline FILE`` does not list (any violation without one).
-
-plot
-    ``swimlane`` of a history (JSONL) or a scenario (TOML); ``lease-curves`` of a sweep CSV.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import itertools
 import json
 import os
 import re
@@ -53,16 +41,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+from failclosed.cli.scenario_writer import write_scenario
 from failclosed.model.config import ConfigError, UsageError, read_toml
+from failclosed.sim.batch import simulate_one, violation_scenario
+
+__all__ = ["SIDE_BY_SIDE", "check_input_file", "check_output_dir", "check_output_file",
+           "default_baseline_path", "int_arg", "load_known", "plural", "read_config", "register",
+           "rel_path", "simulate_and_write"]
 
 SIDE_BY_SIDE = ("proposed", "current", "adr-134", "adr-122", "adr-111", "owner-guard")
-PLOT_FORMATS = (".png", ".svg", ".pdf")
-DASK_CONNECT_TIMEOUT = 5  # seconds to reach a dask scheduler before giving up
 LIST_FILES = 10  # files listed by name; the rest are counted
 
 
 # -- checking input before any work --------------------------------------------------------------
-def _int_arg(lo: int, what: str):
+def int_arg(lo: int, what: str):
     """An argparse type: an integer >= lo (argparse prints the message, one line, exit 2)."""
 
     def parse(s: str) -> int:
@@ -132,81 +124,32 @@ def terminal_width() -> int:
     return max(40, shutil.get_terminal_size((100, 24)).columns)
 
 
-# -- one simulation ------------------------------------------------------------------------
-def simulate_one(
-    raw: dict[str, Any],
-    policy: str | None = None,
-    seed: int | None = None,
-    runs: int | None = None,
-    keep_going: bool = False,
-    history: str | None = None,
-    violations_dir: str | None = None,
-    keep_history: bool = False,
-    on_archive: Any = None,
-) -> tuple[dict[str, Any], Any]:
-    """Run one simulation; returns (the JSON result object, the Simulation).
-
-    ``on_archive(n)`` is called after each run is archived (progress; read-only). A history
-    file is complete or not written at all: an interruption removes its temporary file."""
-    from . import config as sconfig
-    from . import metrics
-    from .engine import Simulation
-
-    cfg = sconfig.load(raw)
-    t0 = time.perf_counter()
-    sim = Simulation(cfg, policy=policy, seed=seed, runs=runs, keep_going=keep_going,
-                     history_path=history, keep_history=keep_history)
-    sim.on_archive = on_archive
+# -- one simulation, its counterexamples written ---------------------------------------------
+def simulate_and_write(raw: dict[str, Any], violations_dir: str | None = None,
+                       **kw: Any) -> tuple[dict[str, Any], Any]:
+    """``sim.batch.simulate_one(raw, **kw)``, and each violation's counterexample written as a
+    scenario file under ``violations_dir`` (its path in the violation's ``"scenario"``). An
+    interrupted ``history`` is reported on stderr (the engine removed its temporary file)."""
+    history = kw.get("history")
     try:
-        sim.run()
+        res, sim = simulate_one(raw, **kw)
     except BaseException:
-        sim.history.abort()
         if history:
             print(f"failclosed simulate: {history} not written (the simulation did not finish); "
                   "an earlier file of that name is untouched", file=sys.stderr)
         raise
-    elapsed = time.perf_counter() - t0
-    recs = sim.all_records()
-    viol = []
-    for k, v in enumerate(sim.violations):
-        d: dict[str, Any] = {"property": v.property, "runs": v.runs, "time": round(v.time, 6)}
-        if v.scenario is not None and violations_dir:
-            d["scenario"] = write_scenario(sim.policy_name, sim.seed, v, k, violations_dir)
-        viol.append(d)
-    result = {
-        "policy": sim.policy_name,
-        "seed": sim.seed,
-        "runs": sim.n_runs,
-        "runs_simulated": len(recs),
-        "stopped_early": bool(sim.stopped),
-        "history_sha256": sim.history.hexdigest(),
-        "outcomes": metrics.outcomes(recs),
-        "violations": viol,
-        "metrics": metrics.compute(recs, sim.seed, cfg.lease_seconds()),
-        "transitions": sim.fired,
-        "asserted_enabled": sim.checked,
-        "properties": sim.properties_source,
-        "simulated_seconds": round(sim.env.now, 6),
-        "elapsed_seconds": round(elapsed, 3),
-    }
-    return result, sim
+    if violations_dir:
+        for k, (v, d) in enumerate(zip(sim.violations, res["violations"], strict=True)):
+            if v.scenario is not None:
+                d["scenario"] = write_violation(sim.policy_name, sim.seed, v, k, violations_dir)
+    return res, sim
 
 
-def write_scenario(policy: str, seed: int, v, k: int, directory: str) -> str:
-    """Write a violation's trace as a scenario file; returns its path."""
-    from failclosed.model.scenario import dump_scenario
-    from failclosed.model.transition import Transition
-
+def write_violation(policy: str, seed: int, v: Any, k: int, directory: str) -> str:
+    """Write the ``k``-th violation's trace as a scenario file; returns its path."""
     os.makedirs(directory, exist_ok=True)
-    sc = v.scenario
-    steps = [Transition.from_dict(s) for s in sc["steps"]]
-    expect: dict[str, Any] = {"violates": [v.property]}
-    desc = (f"simulator counterexample: {v.property} violated by {', '.join(v.runs)} "
-            f"(policy {policy}, seed {seed}, t={v.time:.3f} s)")
     path = os.path.join(directory, f"sim-{_safe(policy)}-seed{seed}-{v.property}-{k}.toml")
-    text = dump_scenario(sc["config"], steps, expect, description=desc)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+    write_scenario(path, violation_scenario(v, policy, seed))
     return path
 
 
@@ -232,9 +175,8 @@ def load_known(path: str):
 # -- simulate --------------------------------------------------------------------------------
 def _cmd_simulate(args: argparse.Namespace) -> int:
     from failclosed.model.policy import parse_policy
+    from failclosed.sim import config as sconfig
     from failclosed.spec.progress import Progress
-
-    from . import config as sconfig
 
     side = args.config is None and args.policy is None
     path = args.config or sconfig.default_path()
@@ -269,15 +211,15 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
                 counted[0] = n
                 pg.advance()
 
-            res, sim = simulate_one(raw, policy=pol, seed=seed, runs=n_runs, keep_going=not args.fail_fast,
-                                    history=args.history, violations_dir=args.violations_dir,
-                                    on_archive=tick)
+            res, sim = simulate_and_write(raw, args.violations_dir, policy=pol, seed=seed, runs=n_runs,
+                                          keep_going=not args.fail_fast, history=args.history,
+                                          on_archive=tick)
             pg.advance(max(0, n_runs - counted[0]))  # runs left unfinished at the end count as done
             results.append(res)
             viol_objs[pol] = sim.violations
             props = len({v["property"] for v in res["violations"]})
             pg.note(f"failclosed simulate: {pol}: {res['runs_simulated']} runs, "
-                    + (f"{_plural(props, 'property', 'properties')} violated" if props else "all properties hold")
+                    + (f"{plural(props, 'property', 'properties')} violated" if props else "all properties hold")
                     + f" ({res['elapsed_seconds']:.1f} s)")
             if args.fail_fast and sim.violations:
                 v = sim.violations[0]
@@ -313,7 +255,7 @@ def judge(results: list[dict[str, Any]], baseline: Any, config: str, stopped: bo
     into new and known (``knowns``: pair -> the baseline's entry), and the baseline entries
     reported as fixed (spec/baseline.py: only an entry without ``config``, or observed on a
     configuration of this name, is judged; a stopped simulation judges none)."""
-    from .invariants import load_safety
+    from failclosed.sim.invariants import load_safety
 
     violated: dict[tuple[str, str], int] = {}
     for r in results:
@@ -389,7 +331,7 @@ def _write_headline(results, viol_objs, known, seed) -> dict[str, Any] | None:
         return None
     _key, pol, k, v = best
     directory = os.path.join(tempfile.gettempdir(), f"failclosed-simulate-seed{seed}")
-    path = write_scenario(pol, seed, v, k, directory)
+    path = write_violation(pol, seed, v, k, directory)
     k = known.get((pol, v.property)) if known is not None else None
     return {"policy": pol, "property": v.property, "runs": v.runs, "time": v.time, "path": path,
             "known": k is not None, "label": finding_label(k) if k is not None else ""}
@@ -413,7 +355,9 @@ def _f(x: float | None, nd: int) -> str:
     return "-" if x is None else f"{x:.{nd}f}"
 
 
-def _plural(n: int, word: str, many: str | None = None) -> str:
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``3 runs``, ``1 policy`` (no thousands separator: the simulator's output as it was;
+    the checking commands' cli.checking.plural writes ``1,234 states``)."""
     return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
@@ -480,7 +424,7 @@ def _metric_rows(results: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
         ("history sha256", lambda r: r["history_sha256"][:16]),
         ("wall time", lambda r: f"{r['elapsed_seconds']:.2f} s"),
     ]
-    from .metrics import failure_rows
+    from failclosed.sim.metrics import failure_rows
 
     rows = [(name, [fn(r) for r in results]) for name, fn in spec]
     frows = [dict(failure_rows(r["metrics"])) for r in results]
@@ -501,7 +445,7 @@ def _property_rows(results: list[dict[str, Any]], verdict: dict[str, Any],
         if not n:
             return "[green]ok[/]"
         if known is None:
-            return f"[red]{_plural(n, 'run')}[/]"
+            return f"[red]{plural(n, 'run')}[/]"
         k = known.get((pol, p))
         return f"[yellow]{n} {finding_label(k)}[/]" if k is not None else f"[bold red]{n} NEW[/]"
 
@@ -520,7 +464,7 @@ def summary_line(results: list[dict[str, Any]], verdict: dict[str, Any], known: 
     pols = [r["policy"] for r in results]
     bad_pols = {p for (p, _) in verdict["violated"]}
     props = {q for (_, q) in verdict["violated"]}
-    head = f"{_plural(len(pols), 'policy', 'policies')} x {n_runs} runs"
+    head = f"{plural(len(pols), 'policy', 'policies')} x {n_runs} runs"
     if stop is not None:
         return f"{head}: stopped at the first violation after {stop['runs_simulated']} runs (seed {seed})"
     clean = f"{len(pols) - len(bad_pols)} clean (seed {seed})"
@@ -530,7 +474,7 @@ def summary_line(results: list[dict[str, Any]], verdict: dict[str, Any], known: 
         new = len(verdict["new"])
         return f"{head}: {new} {'NEW' if new else 'new'} violation{'' if new == 1 else 's'}, {len(verdict['known'])} known, {clean}"
     verb = "violates" if len(bad_pols) == 1 else "violate"
-    return f"{head}: {_plural(len(bad_pols), 'policy', 'policies')} {verb} {_plural(len(props), 'property', 'properties')}, {clean}"
+    return f"{head}: {plural(len(bad_pols), 'policy', 'policies')} {verb} {plural(len(props), 'property', 'properties')}, {clean}"
 
 
 def report(results, path, total, verdict, *, stop, known, baseline_path, headline, side,
@@ -553,7 +497,7 @@ def report(results, path, total, verdict, *, stop, known, baseline_path, headlin
     pols = [r["policy"] for r in results]
     for t in fit_tables("metric", pols, _metric_rows(results), width):
         con.print(t)
-    title = "violating runs per property" + (f" (baseline {_rel(baseline_path)})" if known is not None else "")
+    title = "violating runs per property" + (f" (baseline {rel_path(baseline_path)})" if known is not None else "")
     con.print(title)
     for t in fit_tables("property", pols, _property_rows(results, verdict, known), width):
         con.print(t)
@@ -576,7 +520,7 @@ def report(results, path, total, verdict, *, stop, known, baseline_path, headlin
     con.print(f"[{style}]{line}[/]")
 
 
-def _rel(path: str | None) -> str:
+def rel_path(path: str | None) -> str:
     if not path:
         return ""
     rel = os.path.relpath(path)
@@ -592,7 +536,7 @@ def _report_files(con, results, violations_dir) -> None:
     files = [(r["policy"], v) for r in results for v in r["violations"] if "scenario" in v]
     if not files:
         return
-    con.print(f"{_plural(len(files), 'counterexample scenario')} written to {violations_dir}/, named "
+    con.print(f"{plural(len(files), 'counterexample scenario')} written to {violations_dir}/, named "
               "sim-POLICY-seedN-PROPERTY-K.toml (failclosed replay FILE reproduces each):")
     for _pol, v in files[:LIST_FILES]:
         con.print(f"    {v['scenario']}", soft_wrap=True)
@@ -632,303 +576,10 @@ def _report_meaning(con, verdict, known, pols) -> None:
         con.print("[bold red]NEW violations[/] (not in the baseline: a regression, or a finding to record "
                   "in FINDINGS.md and the baseline):")
         for pol, prop in verdict["new"]:
-            con.print(f"  [bold red]{prop}[/] under {pol}: {_plural(verdict['violated'][(pol, prop)], 'run')}")
+            con.print(f"  [bold red]{prop}[/] under {pol}: {plural(verdict['violated'][(pol, prop)], 'run')}")
     for k in verdict["fixed"]:
         con.print(f"[yellow]warning: fixed[/] (listed in the baseline, holds in this simulation; "
                   f"remove the entry): {k.label()}")
-
-
-# -- sweep -----------------------------------------------------------------------------------
-def _parse_value(s: str) -> Any:
-    low = s.strip().lower()
-    if low in ("true", "false"):
-        return low == "true"
-    try:
-        return int(s)
-    except ValueError:
-        pass
-    try:
-        return float(s)
-    except ValueError:
-        return s.strip()
-
-
-def parse_params(items: list[str]) -> list[tuple[str, list[Any]]]:
-    out = []
-    for it in items or []:
-        if "=" not in it:
-            raise ConfigError(f"--param {it}: expected NAME=V1,V2,...; e.g. --param constants.LEASE_SECONDS=300,900")
-        name, vals = it.split("=", 1)
-        values = [_parse_value(v) for v in vals.split(",") if v.strip() != ""]
-        if not name or not values:
-            raise ConfigError(f"--param {it}: expected NAME=V1,V2,...; give a name and at least one value")
-        out.append((name.strip(), values))
-    return out
-
-
-SWEEP_COLUMNS = ("seed", "policy", "runs", "lease_seconds", "violations", "violated", "history_sha256", "elapsed_s")
-
-
-def sweep_columns(names: list[str]) -> list[str]:
-    """The CSV header of a sweep over the parameters ``names``."""
-    from .metrics import FLAT_COLUMNS
-
-    return [f"param:{n}" for n in names] + list(SWEEP_COLUMNS) + list(FLAT_COLUMNS)
-
-
-def sweep_task(raw: dict[str, Any], params: dict[str, Any], seed: int) -> dict[str, Any]:
-    """One grid point and seed (top level so that process pools and dask can ship it)."""
-    from . import config as sconfig
-    from .metrics import flat
-
-    data = sconfig.with_overrides(raw, {k: v for k, v in params.items() if k != "policy"})
-    res, _ = simulate_one(data, policy=params.get("policy"), seed=seed, keep_going=True)
-    row = {**{f"param:{k}": v for k, v in params.items()}, "seed": seed, "policy": res["policy"],
-           "runs": res["runs"], "lease_seconds": res["metrics"]["lease_seconds"],
-           "violations": sum(len(v["runs"]) for v in res["violations"]),
-           "violated": ";".join(sorted({v["property"] for v in res["violations"]})),
-           "history_sha256": res["history_sha256"], "elapsed_s": res["elapsed_seconds"]}
-    row.update(flat(res["metrics"]))
-    return row
-
-
-def _cmd_sweep(args: argparse.Namespace) -> int:
-    from failclosed.model.policy import parse_policy
-    from failclosed.spec.progress import Progress
-
-    from . import config as sconfig
-
-    raw = read_config(args.config)
-    sconfig.load(raw)
-    grid = parse_params(args.param)
-    names = [n for n, _ in grid]
-    points = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*[v for _, v in grid])]
-    for p in points:  # validate every grid point before anything runs
-        sconfig.load(sconfig.with_overrides(raw, {k: v for k, v in p.items() if k != "policy"}))
-        if "policy" in p:
-            parse_policy(str(p["policy"]))
-    check_output_file(args.out, "--out")
-    baseline = load_known(args.baseline) if args.baseline else None
-    header = _check_csv_columns(args.out, sweep_columns(names))
-    tasks = [(p, s) for p in points for s in range(1, args.seeds + 1)]
-    done = _done_keys(args.out, names)
-    todo = [(p, s) for p, s in tasks if _key(p, s, names) not in done]
-    client = _dask_client(args.dask) if args.dask and todo else None
-    ok = 0
-    with Progress("sweep", total=len(todo), unit="simulations", enabled=not args.quiet) as pg:
-        if len(todo) < len(tasks):
-            pg.note(f"failclosed sweep: {len(tasks) - len(todo)} of {len(tasks)} simulations already in {args.out}")
-        for row in _execute(raw, todo, args.jobs, client):
-            header = _append(args.out, row, header)
-            ok += 1
-            pg.advance(violations=row["violations"])
-    print(f"sweep: {len(tasks)} simulations ({len(points)} grid points x {args.seeds} seeds), "
-          f"{ok} run now, {len(tasks) - len(todo)} already in {args.out}")
-    return _judge_sweep(args.out, names, tasks, baseline, Path(args.config).stem)
-
-
-def _judge_sweep(path: str, names: list[str], tasks, baseline: Any, config: str) -> int:
-    """The sweep's verdict over its rows in ``path`` (those run now and earlier): exit 1 if
-    a (policy, property) violation is not in the baseline (any violation without one)."""
-    want = {_key(p, s, names) for p, s in tasks}
-    violated: dict[tuple[str, str], int] = {}
-    with open(path, newline="", encoding="utf-8") as f:
-        for r in csv.DictReader(f):
-            if tuple(r[f"param:{n}"] for n in names) + (r["seed"],) not in want:
-                continue
-            for prop in filter(None, (r.get("violated") or "").split(";")):
-                violated[(r["policy"], prop)] = violated.get((r["policy"], prop), 0) + 1
-    if baseline is None:
-        new, known = sorted(violated), []
-    else:
-        cmp = baseline.compare({k: True for k in violated}, config)
-        new, known = sorted(cmp.new), cmp.known
-    if not violated:
-        print("sweep: every property holds in every simulation")
-        return 0
-    names_new = ", ".join(f"{p} / {q} ({_plural(violated[(p, q)], 'simulation')})" for p, q in new[:6])
-    more = f" and {len(new) - 6} more" if len(new) > 6 else ""
-    if baseline is None:
-        print(f"sweep: {_plural(len(new), 'violated (policy, property) pair')}: {names_new}{more} "
-              "(exit 1; --baseline FILE accepts known ones)")
-    elif new:
-        print(f"sweep: {len(new)} NEW violations (not in {args_rel(baseline)}): {names_new}{more}; {len(known)} known")
-    else:
-        print(f"sweep: 0 new violations, {len(known)} known ({args_rel(baseline)})")
-    return 1 if new else 0
-
-
-def args_rel(baseline: Any) -> str:
-    return _rel(getattr(baseline, "path", None)) or "the baseline"
-
-
-_DASK_ADDRESS = re.compile(r"^(?:(?:tcp|tls|ws|wss|ucx)://)?\[?[A-Za-z0-9_.:-]*[A-Za-z0-9_.-]\]?:\d{1,5}$")
-
-
-def _dask_client(address: str):
-    """A connected dask client, or one UsageError line within DASK_CONNECT_TIMEOUT seconds."""
-    import logging
-
-    if not (_DASK_ADDRESS.match(address) or address.startswith("inproc://")):
-        raise UsageError(f"--dask {address}: not a scheduler address; give tcp://HOST:PORT, e.g. tcp://127.0.0.1:8786")
-    from dask.distributed import Client
-
-    quiet = [logging.getLogger(n) for n in ("distributed", "distributed.client", "distributed.comm",
-                                            "distributed.core", "tornado")]
-    levels = [lg.level for lg in quiet]
-    for lg in quiet:
-        lg.setLevel(logging.CRITICAL)
-    try:
-        return Client(address, timeout=f"{DASK_CONNECT_TIMEOUT}s")
-    except (OSError, TimeoutError) as e:
-        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise UsageError(f"--dask {address}: no scheduler reachable within {DASK_CONNECT_TIMEOUT} s ({reason[:120]}); "
-                         "start one (`dask scheduler`) and pass its address, or drop --dask to run locally") from None
-    except Exception as e:  # something answered, but not a dask scheduler (an HTTP server, say)
-        raise UsageError(f"--dask {address}: did not answer as a dask scheduler ({type(e).__name__}); "
-                         "give the scheduler's tcp://HOST:PORT (default port 8786)") from None
-    finally:
-        for lg, lv in zip(quiet, levels, strict=True):
-            lg.setLevel(lv)
-
-
-def _execute(raw, todo, jobs: int, client=None):
-    if client is not None:
-        from dask.distributed import as_completed
-
-        with client:
-            futs = [client.submit(sweep_task, raw, p, s, pure=False) for p, s in todo]
-            for fut in as_completed(futs):
-                yield fut.result()
-        return
-    if jobs == 1:
-        for p, s in todo:
-            yield sweep_task(raw, p, s)
-        return
-    yield from run_in_processes(sweep_task, [(raw, p, s) for p, s in todo], jobs, ordered=False)
-
-
-def run_in_processes(fn, arg_tuples: list[tuple], jobs: int, ordered: bool = True):
-    """``fn(*args)`` for each args tuple on ``jobs`` spawned processes (never forked, so a
-    Jupyter kernel or any threaded caller is safe); results in order, or as they complete.
-    ``fn`` must be importable by name (a module-level function of the project)."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
-        futs = [ex.submit(fn, *a) for a in arg_tuples]
-        try:
-            for fut in (futs if ordered else as_completed(futs)):
-                yield fut.result()
-        except BaseException:
-            for f in futs:
-                f.cancel()
-            raise
-
-
-def simulate_records(raw: dict[str, Any], policy: str | None, seed: int, runs: int | None = None
-                     ) -> tuple[dict[str, Any], list[Any]]:
-    """One simulation (every violation counted): its result object and its run records,
-    without their plans (what the notebooks need from a process pool)."""
-    import dataclasses
-
-    res, sim = simulate_one(raw, policy=policy, seed=seed, runs=runs, keep_going=True)
-    return res, [dataclasses.replace(r, spec=None) for r in sim.all_records()]
-
-
-def simulate_many(tasks: list[dict[str, Any]], jobs: int = 1):
-    """``simulate_records(**task)`` for each task, on ``jobs`` spawned processes (never a
-    fork: safe in a Jupyter kernel), yielded in task order as they become available."""
-    if jobs <= 1:
-        for t in tasks:
-            yield simulate_records(**t)
-        return
-    args = [(t["raw"], t.get("policy"), t["seed"], t.get("runs")) for t in tasks]
-    yield from run_in_processes(simulate_records, args, jobs)
-
-
-def _key(p: dict[str, Any], seed: int, names: list[str]) -> tuple:
-    return tuple(str(p[n]) for n in names) + (str(seed),)
-
-
-def _read_header(path: str) -> list[str] | None:
-    if not os.path.exists(path) or os.path.getsize(path) == 0:
-        return None
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            return next(csv.reader(f), None)
-    except (UnicodeDecodeError, csv.Error):
-        raise ConfigError(f"--out {path}: exists and is not a CSV file; give a new --out file") from None
-
-
-def _check_csv_columns(path: str, columns: list[str]) -> list[str] | None:
-    """Refuse to append rows of other columns to an existing CSV; returns its header."""
-    header = _read_header(path)
-    if header is None:
-        return None
-    if set(header) != set(columns):
-        extra = sorted(set(header) - set(columns))
-        missing = sorted(set(columns) - set(header))
-        what = "; ".join(x for x in (
-            f"it has {', '.join(extra[:3])}{' ...' if len(extra) > 3 else ''} this sweep does not" if extra else "",
-            f"it lacks {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}" if missing else "") if x)
-        raise ConfigError(f"--out {path}: holds another sweep's columns ({what}); give a new --out file, "
-                          "or delete it to start over")
-    return header
-
-
-def _done_keys(path: str, names: list[str]) -> set[tuple]:
-    if _read_header(path) is None:
-        return set()
-    with open(path, newline="", encoding="utf-8") as f:
-        return {tuple(r[f"param:{n}"] for n in names) + (r["seed"],) for r in csv.DictReader(f)}
-
-
-def _append(path: str, row: dict[str, Any], header: list[str] | None) -> list[str]:
-    fields = header or list(row)
-    with open(path, "a", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
-        if header is None:
-            w.writeheader()
-        w.writerow(row)
-        f.flush()
-    return fields
-
-
-# -- plot --------------------------------------------------------------------------------------
-def parse_window(text: str) -> tuple[float, float]:
-    import math
-
-    try:
-        a, b = text.split(":")
-        window = (float(a), float(b))
-    except ValueError:
-        raise ConfigError(f"--window {text}: expected START:END in simulated seconds, e.g. 0:3600") from None
-    if not all(math.isfinite(x) for x in window) or window[0] < 0:
-        raise ConfigError(f"--window {text}: START and END must be finite seconds >= 0, e.g. 0:3600")
-    if window[0] >= window[1]:
-        raise ConfigError(f"--window {text}: START must be below END; e.g. {window[1]:g}:{window[0]:g}")
-    return window
-
-
-def _cmd_plot(args: argparse.Namespace) -> int:
-    from . import plots
-
-    check_output_file(args.out, "--out", PLOT_FORMATS)
-    what = "HISTORY" if args.kind == "swimlane" else "CSV"
-    check_input_file(args.input, what)
-    if args.kind == "swimlane":
-        window = parse_window(args.window) if args.window else None
-        runs = [r.strip() for r in (args.runs or "").split(",") if r.strip()]
-        recs = plots.load_records(args.input)
-        plots.check_runs(recs, runs, args.input)
-        plots.swimlane(args.input, args.out, runs=runs or None, window=window, axis=args.axis, records=recs)
-    else:
-        rows = plots.read_sweep_csv(args.input)
-        plots.lease_curves(args.input, args.out, rows=rows)
-    print(f"wrote {args.out}")
-    return 0
 
 
 def register(subparsers: Any) -> None:
@@ -942,8 +593,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("config", nargs="?",
                    help="a simulator TOML config (default: sim/configs/default.toml under several policies, side by side)")
     p.add_argument("--policy", help="policy to simulate (default: the config's policy)")
-    p.add_argument("--seed", type=_int_arg(0, "a seed >= 0"), help="random seed (default: the config's seed)")
-    p.add_argument("--runs", type=_int_arg(1, "the number of runs, >= 1"),
+    p.add_argument("--seed", type=int_arg(0, "a seed >= 0"), help="random seed (default: the config's seed)")
+    p.add_argument("--runs", type=int_arg(1, "the number of runs, >= 1"),
                    help="number of runs per policy (default: the config's runs.count)")
     p.add_argument("--json", metavar="FILE", help="write the result object(s) as JSON (default: not written)")
     p.add_argument("--history", metavar="FILE.jsonl",
@@ -962,37 +613,3 @@ def register(subparsers: Any) -> None:
                    help="judge without a baseline: every violation exits 1 (default: off)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr (default: progress shown)")
     p.set_defaults(func=_cmd_simulate)
-
-    s = subparsers.add_parser("sweep", help="simulate a parameter grid x seeds, results to CSV",
-                              description="Simulate a grid of config parameters times seeds; one CSV row per simulation. "
-                                          "Exit 0: no violation (or only --baseline's known ones); 1: a violation "
-                                          "not in the baseline; 2: bad input.")
-    s.add_argument("config", help="a simulator TOML config")
-    s.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2",
-                   help="a dotted config key and its values, e.g. constants.LEASE_SECONDS=300,900 "
-                        "(repeatable; 'policy' too; default: none, one grid point)")
-    s.add_argument("--seeds", type=_int_arg(1, "the number of seeds per grid point, >= 1"), default=3,
-                   help="seeds per grid point, 1..N (default: 3)")
-    s.add_argument("--jobs", type=_int_arg(1, "the number of local processes, >= 1"), default=1,
-                   help="local worker processes (default: 1)")
-    s.add_argument("--dask", metavar="ADDRESS",
-                   help="run on a dask.distributed scheduler at tcp://HOST:PORT (default: local processes)")
-    s.add_argument("--out", default="results.csv",
-                   help="CSV file rows are appended to; a bare name is in the current directory (default: results.csv)")
-    s.add_argument("--baseline", metavar="FILE",
-                   help="known violations (TOML, e.g. spec/baselines/current.toml): exit 1 only on a "
-                        "violation it does not list (default: none, every violation exits 1)")
-    s.add_argument("--quiet", action="store_true", help="no progress on stderr (default: progress shown)")
-    s.set_defaults(func=_cmd_sweep)
-
-    pl = subparsers.add_parser("plot", help="plots: swimlane of a history or scenario; lease curves of a sweep",
-                               description="Render a plot (matplotlib, Agg).")
-    pl.add_argument("kind", choices=("swimlane", "lease-curves"))
-    pl.add_argument("input", help="swimlane: HISTORY.jsonl or SCENARIO.toml; lease-curves: a sweep's CSV")
-    pl.add_argument("--out", required=True, help=f"output file ({', '.join(PLOT_FORMATS)}; required)")
-    pl.add_argument("--runs", help="swimlane: only these run ids, comma-separated (default: every run)")
-    pl.add_argument("--window", help="swimlane: START:END in simulated seconds (default: the whole history)")
-    pl.add_argument("--axis", choices=("auto", "time", "step"), default="auto",
-                    help="swimlane: x axis; step = transition order, auto = step when the clock moves "
-                         "less than one second per transition (default: auto)")
-    pl.set_defaults(func=_cmd_plot)

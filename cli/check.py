@@ -1,0 +1,442 @@
+"""``failclosed check``, ``failclosed matrix`` and ``failclosed mutants`` (``failclosed scope``
+is cli/scope.py). The exit-code rule and the shared helpers are cli/checking.py's.
+
+``check --jobs N`` checks the parts of a configuration (independent searches) on N spawned
+processes (spec.checker.check ``jobs``): the verdicts and the output are those of ``--jobs 1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from failclosed.cli.checking import (
+    add_common,
+    check_outputs,
+    column_chunks,
+    emit_json,
+    load_baseline_arg,
+    notes_and_baseline,
+    plural,
+    positive_int,
+    progress,
+    say,
+    table_width,
+    text_table,
+    validate_policy,
+    verdict,
+    write_counterexample,
+)
+from failclosed.cli.scope import (
+    add_scope_run,
+    register_scope,
+    run_scope_cli,
+    scope_preflight,
+    scope_verdict,
+)
+from failclosed.model.policy import PRESET_ORDER
+from failclosed.spec.baseline import Baseline, Comparison, Known, write_baseline
+from failclosed.spec.mutants import mutant_config, mutants
+
+__all__ = ["matrix_word", "register", "run_matrix"]
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "check", help="exhaustively check the properties on a bounded configuration",
+        description="Explore every reachable world of a configuration under a policy and "
+                    "check the named properties.\n"
+                    "Exit 0: every property holds (or its violation is in --baseline); "
+                    "1: a new violation (its counterexample is printed) or a required witness "
+                    "unreached; 2: bad input.",
+    )
+    p.add_argument("--policy", required=True, help="the policy (see policies below)")
+    p.add_argument("--property", action="append", dest="properties", metavar="NAME",
+                   help="check only this property (repeatable; default: every property)")
+    p.add_argument("--out", metavar="DIR", help="write each new counterexample (every one without "
+                   "--baseline) as a trace table, a scenario file and a pytest regression test")
+    p.add_argument("--max-states", type=positive_int, default=None, metavar="N",
+                   help="stop each part's search after N states (the result then says "
+                        "'holds up to N states (truncated)'; default: no bound)")
+    p.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, metavar="N",
+                   help="check the configuration's parts on N local processes (default: every "
+                        "core)")
+    add_common(p)
+    p.set_defaults(func=_cmd_check)
+
+    m = subparsers.add_parser(
+        "matrix", help="policies x properties: ok, or the length of the shortest trace",
+        description="Check every property under every preset (historical presets in order, "
+                    "then proposed), or the --policy ones.\n"
+                    "Exit 0: every violation is in --baseline (or none); 1: a new violation; "
+                    "2: bad input.",
+    )
+    m.add_argument("--policy", action="append", dest="policies", metavar="P",
+                   help="restrict to these policies (repeatable; default: "
+                        f"{', '.join([*PRESET_ORDER, 'proposed'])})")
+    m.add_argument("--scope", metavar="SCOPE", help="check every configuration of this scope "
+                   "(standard | quick | full | a FILE) instead of --config: a cell holds only if "
+                   "it holds in all of them, and a failing cell names its configuration")
+    add_common(m)
+    add_scope_run(m)
+    m.set_defaults(func=_cmd_matrix)
+
+    k = subparsers.add_parser(
+        "mutants", help="kill table: for every property, the policy variants that violate it",
+        description="Check every property under switch-off and counterfactual variants of "
+                    "current, the earlier presets and the deliberately broken mutant_ "
+                    "switches.\n"
+                    "Exit 1 if some property is violated by no variant, or (with --baseline) "
+                    "if current has a violation the baseline does not list; 0 otherwise; "
+                    "2: bad input.",
+    )
+    add_common(k)
+    k.set_defaults(func=_cmd_mutants)
+
+    register_scope(subparsers)
+
+
+# -- check --------------------------------------------------------------------------------
+def _check_summary(res: Any, cmp: Comparison, baseline_given: bool, max_states: int | None,
+                   unreached: int) -> str:
+    n = len(res.properties)
+    bad = sum(not r.holds for r in res.properties.values())
+    held = n - bad
+    viol = f"{bad} violated"
+    if baseline_given:
+        viol += f" ({len(cmp.known)} known, {len(cmp.new)} new)"
+    hold = f"{held} hold"
+    if not res.complete:
+        hold += f" up to {max_states:,} states per part (truncated)"
+    fixed = f", {len(cmp.fixed)} fixed" if cmp.fixed else ""
+    if unreached:
+        fixed += f", {plural(unreached, 'witness', 'witnesses')} unreached"
+    where = f"{res.config}: {plural(len(res.parts), 'part')}, {plural(res.states, 'state')}"
+    return f"{plural(n, 'property', 'properties')}: {viol}, {hold}{fixed} ({where})"
+
+
+def _recorded_reason(command: str, config: str, r: Any) -> str:
+    return (f"recorded by `failclosed {command} --config {config}`: shortest counterexample "
+            f"{r.trace_length} steps (part {r.part}); replace this with why it is accepted")
+
+
+def _baseline_entries(found: list[tuple[str, Any]], baseline: Baseline, command: str,
+                      config_arg: str, config: str) -> list[Known]:
+    """A Known per violated (policy, PropertyResult) observed on ``config`` (its name; the
+    command ran with ``--config config_arg``), keeping the reasons ``baseline`` gives."""
+    out = []
+    for pol, r in found:
+        k = baseline.find(pol, r.name, config)
+        out.append(k if k is not None else
+                   Known(pol, r.name, _recorded_reason(command, config_arg, r), config=config))
+    return out
+
+
+def _write_baseline(args: argparse.Namespace, entries: list[Known], command: str) -> str:
+    header = (f"Known violations, written by `failclosed {command} --config {args.config} "
+              f"--write-baseline {args.write_baseline}`.\n"
+              f"Check against it: `failclosed {command} --config {args.config} --baseline "
+              f"{args.write_baseline}` (exit 1 only on a violation not listed here).")
+    write_baseline(args.write_baseline, entries, header)
+    return f"wrote a baseline of {plural(len(entries), 'known violation')}: {args.write_baseline}"
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from failclosed.spec.checker import check, load_config, resolve_properties
+
+    validate_policy(args.policy)
+    resolve_properties(args.properties)  # an unknown name: one line, before any work
+    _, parts = load_config(args.config)
+    baseline = load_baseline_arg(args.baseline)
+    check_outputs(args)
+
+    with progress(args, "check", len(parts), "parts") as pg:
+        res = check(args.policy, args.config, args.properties, max_states=args.max_states,
+                    witnesses=not args.properties, coverage=not args.properties,
+                    on_part=lambda name, states: pg.advance(states=states), jobs=args.jobs)
+    cells = {(args.policy, n): not r.holds for n, r in res.properties.items()}
+    failed = [r for r in res.properties.values() if not r.holds]
+    notes: list[str] = []
+    if args.write_baseline:
+        entries = _baseline_entries([(args.policy, r) for r in failed], baseline, "check",
+                                    args.config, res.config)
+        notes.append(_write_baseline(args, entries, "check"))
+        baseline = Baseline(tuple(entries), args.write_baseline)
+    cmp = baseline.compare(cells, res.config)
+    # a witness is a proof of non-vacuity only on a complete search
+    unreached = res.unreached_witnesses if res.complete else []
+    summary = _check_summary(res, cmp, bool(args.baseline or args.write_baseline), args.max_states,
+                             len(unreached))
+    rc = max(verdict(cmp), 1 if unreached else 0)
+
+    # counterexamples are written for the violations a reader must look at: the new ones
+    new = [r for r in failed if r.name in {prop for _, prop in cmp.new}]
+    written: list[str] = []
+    if args.out:
+        for r in new:
+            written += [str(x) for x in write_counterexample(r, Path(args.out), args.policy)]
+
+    if args.json:
+        d = res.to_json()
+        if written:
+            d["written"] = written
+        d["baseline"] = cmp.to_json()
+        d["summary"] = summary
+        d["exit_code"] = rc
+        emit_json(args, d)
+        if args.json == "-":
+            return rc
+    _print_check(args, res, new, cmp, notes, written)
+    print(summary)
+    return rc
+
+
+def _print_check(args: argparse.Namespace, res: Any, new: list[Any], cmp: Comparison,
+                 notes: list[str], written: list[str]) -> None:
+    """The new violations' traces, one verdict line per property, the witnesses and
+    transitions never seen, the files written, the notes and the statistics."""
+    from failclosed.spec.checker import trace_text
+
+    for r in new:
+        print(trace_text(r))
+        print()
+    known = {k.property: k for k in cmp.known}
+    width = table_width()
+    nw = max(len(n) for n in res.properties)
+    for n, r in res.properties.items():
+        if r.holds:
+            mark = "holds" if res.complete else f"holds up to {args.max_states:,} states per part (truncated)"
+        else:
+            mark = f"VIOLATED ({r.trace_length} steps, {r.part})"
+            if n in known:
+                mark += f", known: {known[n].finding or 'in the baseline'}"
+        print(f"  {n:{nw}s}  {mark}".rstrip())
+    for w in res.unreached_witnesses:
+        tail = "" if res.complete else " (the search was truncated: not judged)"
+        say(f"witness unreached: {w}{tail}", width)
+    if res.coverage is not None and res.coverage.never_enabled and res.complete:
+        say(f"never enabled: {', '.join(res.coverage.never_enabled)}", width)
+    for x in written:
+        print(f"  wrote {x}")
+    notes_and_baseline(args, cmp, notes, width)
+    print(f"{res.policy} on {res.config}: {res.stats_line()}")
+
+
+# -- matrix -------------------------------------------------------------------------------
+def _cell(r: Any) -> dict[str, Any]:
+    return {"holds": r.holds, "trace_length": r.trace_length}
+
+
+def run_matrix(config: str, policies: list[str],
+               on_policy: Callable[[str, Any], None] | None = None,
+               ) -> tuple[list[str], dict[str, dict[str, Any]], list[Any]]:
+    """Check every property under each policy: (properties, {policy: {property: cell}},
+    the CheckResults). ``on_policy(policy, result)`` is called as each is done."""
+    from failclosed.spec.checker import check
+
+    table: dict[str, dict[str, Any]] = {}
+    results = []
+    props: list[str] = []
+    for pol in policies:
+        res = check(pol, config, None, witnesses=False, coverage=False)
+        results.append(res)
+        props = list(res.properties)
+        table[pol] = {n: _cell(r) for n, r in res.properties.items()}
+        if on_policy is not None:
+            on_policy(pol, res)
+    return props, table, results
+
+
+def matrix_word(cell: dict[str, Any]) -> str:
+    """A matrix cell as the README's matrix spells it: ``ok`` or the trace length."""
+    return "ok" if cell["holds"] else str(cell["trace_length"])
+
+
+def _cmd_matrix(args: argparse.Namespace) -> int:
+    from failclosed.spec.checker import load_config
+
+    pols = args.policies or [*PRESET_ORDER, "proposed"]  # history, then the proposal
+    for p in pols:
+        validate_policy(p)
+    if args.scope:
+        return _cmd_matrix_scope(args, pols)
+    cname, _ = load_config(args.config)
+    baseline = load_baseline_arg(args.baseline)
+    check_outputs(args)
+
+    with progress(args, "matrix", len(pols), "policies") as pg:
+        props, table, results = run_matrix(
+            args.config, pols, lambda pol, res: pg.advance(states=res.states))
+    cells = {(pol, n): not table[pol][n]["holds"] for pol in pols for n in props}
+    notes: list[str] = []
+    if args.write_baseline:
+        found = [(pol, res.properties[n]) for pol, res in zip(pols, results, strict=True)
+                 for n in props if not res.properties[n].holds]
+        entries = _baseline_entries(found, baseline, "matrix", args.config, cname)
+        notes.append(_write_baseline(args, entries, "matrix"))
+        baseline = Baseline(tuple(entries), args.write_baseline)
+    cmp = baseline.compare(cells, cname)
+    judged = bool(args.baseline or args.write_baseline)
+    stats = [f"{pol}: {res.stats_line()}" for pol, res in zip(pols, results, strict=True)]
+    return _print_matrix(args, pols, props, table, cmp, judged, cname,
+                         sum(r.states for r in results), stats, notes)
+
+
+def _cmd_matrix_scope(args: argparse.Namespace, pols: list[str]) -> int:
+    """``matrix --scope``: the scope's merged verdicts, one column per policy."""
+    scope_preflight(args)
+    res = run_scope_cli(args.scope, pols, None, args)
+    _, cmp, notes = scope_verdict(res, args, f"matrix --scope {args.scope}")
+    table = {p: {n: res.cell(p, n) for n in res.properties} for p in pols}
+    stats = [f"{p}: {plural(sum(r.states for r in res.results if r.policy == p), 'state')}"
+             for p in pols]
+    if res.truncated:
+        notes.append(f"truncated by --max-states: {', '.join(res.truncated[:10])}")
+    return _print_matrix(args, pols, res.properties, table, cmp,
+                         bool(args.baseline or args.write_baseline), f"scope {res.scope.name}",
+                         res.states, stats, notes, reach=res)
+
+
+def _print_matrix(args: argparse.Namespace, pols: list[str], props: list[str],
+                  table: dict[str, dict[str, Any]], cmp: Comparison, judged: bool, cname: str,
+                  states: int, stats: list[str], notes: list[str], reach: Any = None) -> int:
+    """The matrix's tables, notes and closing line (``reach``: a ScopeResult)."""
+    cells = {(pol, n): not table[pol][n]["holds"] for pol in pols for n in props}
+    bad = sum(cells.values())
+    viol = plural(bad, "cell") + " violated"
+    if judged:
+        viol += f" ({len(cmp.known)} known, {len(cmp.new)} new)"
+    fixed = f", {len(cmp.fixed)} fixed" if cmp.fixed else ""
+    where = reach.reach() if reach is not None else f"{cname}, {plural(states, 'state')}"
+    summary = (f"{plural(len(pols), 'policy', 'policies')} x "
+               f"{plural(len(props), 'property', 'properties')}: {viol}, "
+               f"{len(cells) - bad} hold{fixed} ({where})")
+    rc = verdict(cmp)
+
+    if args.json:
+        d = {"properties": props, "policies": table, "baseline": cmp.to_json(),
+             "summary": summary, "exit_code": rc}
+        if reach is not None:
+            d["scope"] = {k: v for k, v in reach.to_json().items() if k not in ("properties", "policies")}
+        emit_json(args, d)
+        if args.json == "-":
+            return rc
+
+    new = set(cmp.new)
+
+    def word(pol: str, n: str) -> str:
+        w = matrix_word(table[pol][n])
+        return f"!{w}" if judged and (pol, n) in new else w
+
+    width = table_width()
+    first = max(len("property"), *(len(n) for n in props))
+    colw = [max(len(pol), *(len(word(pol, n)) for n in props)) for pol in pols]
+    chunks = column_chunks(first, colw, width)
+    legend = "cell: ok, or the length of the shortest counterexample"
+    if judged:
+        legend += "; !: not in the baseline"
+    for i, chunk in enumerate(chunks):
+        cols = [pols[j] for j in chunk]
+        part = f" [{i + 1}/{len(chunks)}]" if len(chunks) > 1 else ""
+        say(f"properties x policies on {cname}{part} ({legend})", width, "")
+        for line in text_table(["property", *cols], [[n, *(word(c, n) for c in cols)]
+                                                     for n in props], width=width):
+            print(line)
+        print()
+    for line in stats:
+        say(line, width)
+    if reach is not None:
+        for pol in pols:
+            for n in props:
+                c = table[pol][n]
+                if not c["holds"]:
+                    say(f"{pol} / {n}: {c['trace_length']} steps in {c['config']}", width)
+    notes_and_baseline(args, cmp, notes, width)
+    print(summary)
+    return rc
+
+
+# -- mutants ------------------------------------------------------------------------------
+def _cmd_mutants(args: argparse.Namespace) -> int:
+    from failclosed.spec.checker import check, load_config
+
+    cname, _ = load_config(args.config)
+    baseline = load_baseline_arg(args.baseline)
+    check_outputs(args)
+    muts = mutants()
+    configs = {name: mutant_config(name, args.config) for name in muts}
+    kills: dict[str, dict[str, int | None]] = {}
+    props: list[str] = []
+    states = 0
+    with progress(args, "mutants", len(muts) + 1, "variants") as pg:
+        for name, pol in muts.items():
+            res = check(pol, configs[name], None, witnesses=False, coverage=False)
+            props = list(res.properties)
+            kills[name] = {n: r.trace_length for n, r in res.properties.items()}
+            states += res.states
+            pg.advance(states=res.states)
+        base = check("current", args.config, None, witnesses=False, coverage=False)
+        states += base.states
+        pg.advance(states=base.states)
+    survivors = []
+    table: dict[str, dict[str, Any]] = {}
+    for n in props:
+        killed_by = {m: k[n] for m, k in kills.items() if k[n] is not None}
+        table[n] = {"current": base.properties[n].trace_length, "killed_by": killed_by}
+        if not killed_by:
+            survivors.append(n)
+    cells = {("current", n): not r.holds for n, r in base.properties.items()}
+    notes: list[str] = []
+    if args.write_baseline:
+        found = [("current", r) for r in base.properties.values() if not r.holds]
+        entries = _baseline_entries(found, baseline, "mutants", args.config, cname)
+        notes.append(_write_baseline(args, entries, "mutants"))
+        baseline = Baseline(tuple(entries), args.write_baseline)
+    judged = bool(args.baseline or args.write_baseline)
+    cmp = baseline.compare(cells, cname)
+    cur_bad = sum(cells.values())
+    cur = f"current: {cur_bad} violated"
+    if judged:
+        cur += f" ({len(cmp.known)} known, {len(cmp.new)} new)"
+    summary = (f"{plural(len(muts), 'variant')} x {plural(len(props), 'property', 'properties')}: "
+               f"{len(props) - len(survivors)} killed, {len(survivors)} survive; {cur} "
+               f"({cname}, {plural(states, 'state')})")
+    rc = 1 if survivors or (judged and not cmp.ok) else 0
+
+    if args.json:
+        own = {m: Path(c).stem for m, c in configs.items() if c != args.config}
+        emit_json(args, {"mutants": muts, "configs": own, "properties": table,
+                          "survivors": survivors, "baseline": cmp.to_json() if judged else None,
+                          "summary": summary, "exit_code": rc})
+        if args.json == "-":
+            return rc
+    width = table_width()
+    rows = []
+    for n in props:
+        c = base.properties[n].trace_length
+        killed = ", ".join(f"{m}:{v}" for m, v in table[n]["killed_by"].items())
+        rows.append([n, "ok" if c is None else str(c), killed or "NOBODY"])
+    say(f"kill table on {cname}: the variants under which each property is violated "
+        "(shortest trace length)", width, "")
+    for line in text_table(["property", "current", "killed by (mutant:length)"], rows,
+                           width=width, align="lrl"):
+        print(line)
+    print()
+    for m, c in configs.items():
+        if c != args.config:
+            say(f"{m} runs on its own bound {Path(c).stem} (spec/mutant_configs)", width)
+    known = {k.property for k in cmp.known}
+    for n in props:
+        length = base.properties[n].trace_length
+        if length is not None:
+            tag = " (in the baseline)" if n in known else ""
+            say(f"note: {n} is violated under current too ({length} steps){tag}: "
+                "see FINDINGS.md", width)
+    for n in survivors:
+        print(f"  SURVIVES every mutant: {n}")
+    notes_and_baseline(args, cmp, notes, width)
+    print(summary)
+    return rc

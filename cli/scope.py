@@ -1,0 +1,252 @@
+"""``failclosed scope``, and what ``matrix --scope`` shares with it: running a scope with
+progress and the cache (spec/scope.py), its header, summary and verdict against a baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from failclosed.cli.checking import (
+    add_common,
+    check_outputs,
+    emit_json,
+    load_baseline_arg,
+    notes_and_baseline,
+    plural,
+    positive_int,
+    say,
+    table_width,
+    text_table,
+    validate_policy,
+    verdict,
+    write_counterexample,
+)
+from failclosed.spec.baseline import Baseline, Comparison, Known, write_baseline
+from failclosed.spec.progress import Progress
+
+__all__ = ["add_scope_run", "register_scope", "run_scope_cli", "scope_preflight", "scope_verdict"]
+
+
+def add_scope_run(p: argparse.ArgumentParser) -> None:
+    """The arguments of running a scope: parallelism, bound, cache."""
+    p.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, metavar="N",
+                   help="local worker processes (default: every core)")
+    p.add_argument("--dask", metavar="ADDR", help="run the configurations on the "
+                   "dask.distributed scheduler at ADDR (host:port) instead of local processes")
+    p.add_argument("--max-states", type=positive_int, default=None, metavar="N",
+                   help="stop each configuration's search after N states (the verdicts then "
+                        "say which were truncated; default: no bound)")
+    p.add_argument("--cache-dir", metavar="DIR", help="where the results of finished "
+                   "configurations are kept, so an interrupted or repeated run redoes only "
+                   "what is missing (default: $FAILCLOSED_CACHE_DIR or ~/.cache/failclosed)")
+    p.add_argument("--no-cache", action="store_true", help="recheck every configuration")
+
+
+def register_scope(subparsers: Any) -> None:
+    s = subparsers.add_parser(
+        "scope", help="check every configuration of a declared scope, in parallel: holds "
+                      "across the scope, or the shortest counterexample over all of them",
+        description="Expand a scope (spec/scopes: dimensions of small configurations) into "
+                    "its configurations, drop renamings and subsumed ones, and check each one "
+                    "under each policy as an independent task. A property holds only if it "
+                    "holds in every configuration.\n"
+                    "Exit 0: every property holds (or its violation is in --baseline); 1: a new "
+                    "violation (printed with the configuration that produced it); 2: bad input.",
+    )
+    s.add_argument("scope", nargs="?", default="standard",
+                   help="standard | quick | full | a scope TOML FILE (default: standard)")
+    s.add_argument("--policy", action="append", dest="policies", metavar="P",
+                   help="policy to check (repeatable; default: current)")
+    s.add_argument("--property", action="append", dest="properties", metavar="NAME",
+                   help="check only this property (repeatable; default: every property)")
+    s.add_argument("--out", metavar="DIR", help="write each new shortest counterexample as a "
+                   "trace table, a scenario file and a pytest regression test")
+    s.add_argument("--list", action="store_true",
+                   help="list the configurations (after reduction) and exit")
+    s.add_argument("--show", metavar="NAME", help="print one configuration as TOML (for "
+                   "`failclosed check --config FILE`) and exit")
+    add_scope_run(s)
+    add_common(s, config=False)
+    s.set_defaults(func=_cmd_scope)
+
+
+def scope_preflight(args: argparse.Namespace) -> None:
+    """Before any work: the baseline parses, the outputs are writable, the scheduler answers
+    (each a one-line error otherwise)."""
+    load_baseline_arg(args.baseline)
+    check_outputs(args)
+    if args.dask:
+        from failclosed.spec.scope import dask_client
+
+        dask_client(args.dask).close()
+
+
+def run_scope_cli(scope_name: str, policies: list[str], properties: list[str] | None,
+                  args: argparse.Namespace) -> Any:
+    """Load the scope, run it with progress (one line a minute off a terminal) and the
+    cache, merge: the ScopeResult."""
+    from failclosed.spec.scope import Cache, check_scope, load_scope, model_version
+
+    scope = load_scope(scope_name)
+    cache = None
+    if not args.no_cache:
+        root = Path(args.cache_dir) if args.cache_dir else Cache.default_root()
+        cache = Cache(root, model_version())
+    total = len(scope.members) * len(policies)
+    with Progress(f"scope {scope.name}", total, unit="configurations", interval=60,
+                  enabled=not args.quiet) as pg:
+        pg.note(_scope_header(scope, policies))
+        return check_scope(scope, policies, properties, jobs=args.jobs, dask=args.dask,
+                           max_states=args.max_states, cache=cache,
+                           on_result=lambda r: pg.advance(states=r.states))
+
+
+def _scope_header(scope: Any, policies: list[str] | None) -> str:
+    txt = (f"scope {scope.name}: {scope.generated:,} configurations generated, "
+           f"{scope.equivalent:,} renamings and {scope.subsumed:,} subsumed dropped, "
+           f"{len(scope.members):,} kept")
+    if policies:
+        txt += f", checked under {plural(len(policies), 'policy', 'policies')}"
+    return txt
+
+
+def _scope_summary(res: Any, cmp: Comparison, judged: bool) -> str:
+    """``42 cells: 6 violated (6 known, 0 new), 36 hold in scope quick: 32 configurations,
+    4,677 states``."""
+    n = len(res.policies) * len(res.properties)
+    bad = sum(not v.holds for p in res.policies for v in res.verdicts[p].values())
+    viol = f"{bad} violated"
+    if judged:
+        viol += f" ({len(cmp.known)} known, {len(cmp.new)} new)"
+    fixed = f", {len(cmp.fixed)} fixed" if cmp.fixed else ""
+    hold = "hold" if not res.truncated else "hold up to the bound"
+    return (f"{plural(len(res.policies), 'policy', 'policies')} x "
+            f"{plural(len(res.properties), 'property', 'properties')}: {viol}, {n - bad} "
+            f"{hold}{fixed} in {res.reach()}")
+
+
+def scope_verdict(res: Any, args: argparse.Namespace, command: str,
+                   ) -> tuple[Baseline, Comparison, list[str]]:
+    """Judge the merged cells against --baseline (writing --write-baseline first)."""
+    baseline = load_baseline_arg(args.baseline)
+    cells = {(p, n): not v.holds for p in res.policies for n, v in res.verdicts[p].items()}
+    notes: list[str] = []
+    if args.write_baseline:
+        entries = []
+        for (p, n), bad in cells.items():
+            if not bad:
+                continue
+            v = res.verdicts[p][n]
+            k = baseline.find(p, n, res.scope.name)
+            entries.append(k if k is not None else Known(
+                p, n, f"recorded by `failclosed {command}` over scope {res.scope.name}: "
+                      f"shortest counterexample {v.length} steps in {v.member}; replace this "
+                      "with why it is accepted", config=res.scope.name))
+        header = (f"Known violations, written by `failclosed {command}` over scope "
+                  f"{res.scope.name}.\nCheck against it with --baseline "
+                  f"{args.write_baseline} (exit 1 only on a violation not listed here).")
+        write_baseline(args.write_baseline, entries, header)
+        notes.append(f"wrote a baseline of {plural(len(entries), 'known violation')}: "
+                     f"{args.write_baseline}")
+        baseline = Baseline(tuple(entries), args.write_baseline)
+    return baseline, baseline.compare(cells, res.scope.name), notes
+
+
+def _cmd_scope(args: argparse.Namespace) -> int:
+    from failclosed.spec.checker import resolve_properties
+
+    if args.list or args.show:
+        return _list_or_show(args)
+    policies = args.policies or ["current"]
+    for p in policies:
+        validate_policy(p)
+    resolve_properties(args.properties)  # an unknown name: one line, before any work
+    scope_preflight(args)
+    res = run_scope_cli(args.scope, policies, args.properties, args)
+    _, cmp, notes = scope_verdict(res, args, "scope")
+    judged = bool(args.baseline or args.write_baseline)
+    summary = _scope_summary(res, cmp, judged)
+    rc = verdict(cmp)
+    new = set(cmp.new)
+    written = _write_counterexamples(res, sorted(new), Path(args.out)) if args.out else []
+    if args.json:
+        d = res.to_json() | {"baseline": cmp.to_json(), "summary": summary, "exit_code": rc}
+        if written:
+            d["written"] = written
+        emit_json(args, d)
+        if args.json == "-":
+            return rc
+    width = table_width()
+    _print_verdicts(res, policies, cmp, judged, width)
+    if res.truncated:
+        say(f"truncated by --max-states: {', '.join(res.truncated[:10])}"
+            + (f" and {len(res.truncated) - 10} more" if len(res.truncated) > 10 else ""), width)
+    if res.cached:
+        say(f"{res.cached} of {len(res.results)} results came from the cache", width)
+    for x in written:
+        print(f"  wrote {x}")
+    notes_and_baseline(args, cmp, notes, width)
+    if new and not args.out:
+        say(f"traces: add --out DIR; a configuration as TOML: failclosed scope "
+            f"{res.scope.name} --show NAME", width)
+    print(summary)
+    return rc
+
+
+def _list_or_show(args: argparse.Namespace) -> int:
+    """``scope --list``: the configurations after reduction; ``scope --show NAME``: one as
+    TOML (for ``failclosed check --config FILE``)."""
+    from failclosed.cli.scenario_writer import dump_scenario
+    from failclosed.spec.scope import load_scope, member
+
+    scope = load_scope(args.scope)
+    if args.show:
+        print(dump_scenario(member(scope, args.show).data, []), end="")
+        return 0
+    for m in scope.members:
+        print(f"{m.name}\t{m.origin}")
+    print(_scope_header(scope, None), file=sys.stderr)
+    return 0
+
+
+def _write_counterexamples(res: Any, cells: list[tuple[str, str]], out: Path) -> list[str]:
+    """The winning configuration of each (policy, property) checked again, for this property
+    only: its trace, written under ``out``."""
+    from failclosed.spec.checker import ConfigPart, check
+    from failclosed.spec.scope import member
+
+    written: list[str] = []
+    for pol, n in cells:
+        v = res.verdicts[pol][n]
+        m = member(res.scope, v.member)
+        one = check(pol, ConfigPart(m.name, "", m.data), [n], witnesses=False, coverage=False)
+        written += [str(x) for x in write_counterexample(one.properties[n], out, pol)]
+    return written
+
+
+def _print_verdicts(res: Any, policies: list[str], cmp: Comparison, judged: bool,
+                    width: int) -> None:
+    """One table per policy: each property's verdict over the scope."""
+    known = {k.cell: k for k in cmp.known}
+    for pol in policies:
+        say(f"{pol} over {res.reach(pol)}:", width, "")
+        rows = []
+        for n in res.properties:
+            v = res.verdicts[pol][n]
+            if v.holds:
+                word = "holds" if not res.truncated else "holds up to the bound"
+            else:
+                word = (f"VIOLATED: {v.length} steps in {v.member} ({v.violating} of "
+                        f"{len(res.scope.members)} configurations)")
+                if (pol, n) in known:
+                    word += f", known: {known[pol, n].finding or 'in the baseline'}"
+                elif judged:
+                    word += ", NEW"
+            rows.append([n, word])
+        for line in text_table(["property", "verdict"], rows, width=width, align="ll"):
+            print(line)
+        print()

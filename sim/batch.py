@@ -1,0 +1,149 @@
+"""Simulations as jobs, for the command line, the notebooks and worker processes: one
+simulation's result object (:func:`simulate_one`), a violation's counterexample as a scenario
+document (:func:`violation_scenario`; the command line writes it), many simulations on
+spawned processes (:func:`simulate_many`), and one grid point of a sweep (:func:`sweep_task`).
+
+No argument parsing, no printing, and no file written here but the history a caller asks
+:func:`simulate_one` for (streamed by the engine as it runs); the commands are cli/simulate.py,
+cli/sweep.py and cli/plot.py.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+__all__ = ["SWEEP_COLUMNS", "run_in_processes", "simulate_many", "simulate_one", "simulate_records",
+           "sweep_columns", "sweep_task", "violation_scenario"]
+
+
+def simulate_one(
+    raw: dict[str, Any],
+    policy: str | None = None,
+    seed: int | None = None,
+    runs: int | None = None,
+    keep_going: bool = False,
+    history: str | None = None,
+    keep_history: bool = False,
+    on_archive: Any = None,
+) -> tuple[dict[str, Any], Any]:
+    """Run one simulation; returns (the JSON result object, the Simulation).
+
+    ``on_archive(n)`` is called after each run is archived (progress; read-only). A history
+    file is complete or not written at all: an interruption removes its temporary file. Each
+    violation's counterexample is ``violation_scenario(v, policy, seed)`` for the violations
+    ``v`` of ``Simulation.violations`` (the same order as the result's ``violations``)."""
+    from . import config as sconfig
+    from . import metrics
+    from .engine import Simulation
+
+    cfg = sconfig.load(raw)
+    t0 = time.perf_counter()
+    sim = Simulation(cfg, policy=policy, seed=seed, runs=runs, keep_going=keep_going,
+                     history_path=history, keep_history=keep_history)
+    sim.on_archive = on_archive
+    try:
+        sim.run()
+    except BaseException:
+        sim.history.abort()
+        raise
+    elapsed = time.perf_counter() - t0
+    recs = sim.all_records()
+    viol = [{"property": v.property, "runs": v.runs, "time": round(v.time, 6)}
+            for v in sim.violations]
+    result = {
+        "policy": sim.policy_name,
+        "seed": sim.seed,
+        "runs": sim.n_runs,
+        "runs_simulated": len(recs),
+        "stopped_early": bool(sim.stopped),
+        "history_sha256": sim.history.hexdigest(),
+        "outcomes": metrics.outcomes(recs),
+        "violations": viol,
+        "metrics": metrics.compute(recs, sim.seed, cfg.lease_seconds()),
+        "transitions": sim.fired,
+        "asserted_enabled": sim.checked,
+        "properties": sim.properties_source,
+        "simulated_seconds": round(sim.env.now, 6),
+        "elapsed_seconds": round(elapsed, 3),
+    }
+    return result, sim
+
+
+def violation_scenario(v: Any, policy: str, seed: int) -> dict[str, Any]:
+    """A violation's trace as a scenario document, the keyword arguments of the command
+    line's writer (cli/scenario_writer.py ``dump_scenario``): its configuration and steps,
+    expecting the property violated after the last one (``failclosed replay`` reproduces it)."""
+    from failclosed.model.transition import Transition
+
+    sc = v.scenario
+    desc = (f"simulator counterexample: {v.property} violated by {', '.join(v.runs)} "
+            f"(policy {policy}, seed {seed}, t={v.time:.3f} s)")
+    return {"config": sc["config"], "steps": [Transition.from_dict(s) for s in sc["steps"]],
+            "expectations": {"violates": [v.property]}, "description": desc}
+
+
+def run_in_processes(fn, arg_tuples: list[tuple], jobs: int, ordered: bool = True):
+    """``fn(*args)`` for each args tuple on ``jobs`` spawned processes (never forked, so a
+    Jupyter kernel or any threaded caller is safe); results in order, or as they complete.
+    ``fn`` must be importable by name (a module-level function of the project)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
+        futs = [ex.submit(fn, *a) for a in arg_tuples]
+        try:
+            for fut in (futs if ordered else as_completed(futs)):
+                yield fut.result()
+        except BaseException:
+            for f in futs:
+                f.cancel()
+            raise
+
+
+def simulate_records(raw: dict[str, Any], policy: str | None, seed: int, runs: int | None = None
+                     ) -> tuple[dict[str, Any], list[Any]]:
+    """One simulation (every violation counted): its result object and its run records,
+    without their plans (what the notebooks need from a process pool)."""
+    import dataclasses
+
+    res, sim = simulate_one(raw, policy=policy, seed=seed, runs=runs, keep_going=True)
+    return res, [dataclasses.replace(r, spec=None) for r in sim.all_records()]
+
+
+def simulate_many(tasks: list[dict[str, Any]], jobs: int = 1):
+    """``simulate_records(**task)`` for each task, on ``jobs`` spawned processes (never a
+    fork: safe in a Jupyter kernel), yielded in task order as they become available."""
+    if jobs <= 1:
+        for t in tasks:
+            yield simulate_records(**t)
+        return
+    args = [(t["raw"], t.get("policy"), t["seed"], t.get("runs")) for t in tasks]
+    yield from run_in_processes(simulate_records, args, jobs)
+
+
+SWEEP_COLUMNS = ("seed", "policy", "runs", "lease_seconds", "violations", "violated", "history_sha256", "elapsed_s")
+
+
+def sweep_columns(names: list[str]) -> list[str]:
+    """The CSV header of a sweep over the parameters ``names``."""
+    from .metrics import FLAT_COLUMNS
+
+    return [f"param:{n}" for n in names] + list(SWEEP_COLUMNS) + list(FLAT_COLUMNS)
+
+
+def sweep_task(raw: dict[str, Any], params: dict[str, Any], seed: int) -> dict[str, Any]:
+    """One grid point and seed (top level so that process pools and dask can ship it)."""
+    from . import config as sconfig
+    from .metrics import flat
+
+    data = sconfig.with_overrides(raw, {k: v for k, v in params.items() if k != "policy"})
+    res, _ = simulate_one(data, policy=params.get("policy"), seed=seed, keep_going=True)
+    row = {**{f"param:{k}": v for k, v in params.items()}, "seed": seed, "policy": res["policy"],
+           "runs": res["runs"], "lease_seconds": res["metrics"]["lease_seconds"],
+           "violations": sum(len(v["runs"]) for v in res["violations"]),
+           "violated": ";".join(sorted({v["property"] for v in res["violations"]})),
+           "history_sha256": res["history_sha256"], "elapsed_s": res["elapsed_seconds"]}
+    row.update(flat(res["metrics"]))
+    return row

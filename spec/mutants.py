@@ -1,0 +1,67 @@
+"""The policy variants ``failclosed mutants`` checks: every switch that is on in ``current``
+switched off, the counterfactual switches switched off, the earlier presets, and the
+deliberately broken ``mutant_`` switches switched on (each on its own small bound in
+spec/mutant_configs). A property no variant violates is one the checker cannot be seen to
+check (the kill table of cli/check.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from failclosed.model.policy import PRESET_ORDER, PRESETS, SWITCHES
+
+__all__ = ["COUNTERFACTUAL_OFF", "MUTANTS", "MUTANT_CONFIG_DIR", "MUTANT_SWITCHES", "mutant_config",
+           "mutants"]
+
+# Counterfactual switches (RUNTIME 15: "one counterfactual switch is useful beside the
+# presets"), turned OFF on top of current: each is a deliberately broken variant.
+COUNTERFACTUAL_OFF = ("renew_before_persist", "terminal_guard", "audit_fail_unknown")
+
+
+# Deliberately broken variants (model/policy.py, the ``mutant_`` switches), turned ON on top
+# of current, for the properties that no switch-off kills: mutant switch -> (the property it
+# must kill, the bound it runs on). A switch-off of current only removes a mechanism of the
+# history; these remove a guard the runtime has always had (a claim's status, an owner
+# guard's claimed_by, the requeue count, recovery's class check, the reaper's re-check), so
+# each property is seen to be violable. Each runs on its own small bound in
+# spec/mutant_configs, where its violation is reachable whatever --config says (the claim
+# race needs two workers and a duplicate message, which no part of small has).
+MUTANT_CONFIG_DIR = Path(__file__).resolve().parent / "mutant_configs"
+MUTANT_SWITCHES: dict[str, tuple[str, str]] = {
+    "mutant_claim_ignores_status": ("exclusive_claim", "claim.toml"),
+    "mutant_owner_guard_ignores_claim": ("owner_only_mutation", "zombie.toml"),
+    "mutant_requeue_keeps_count": ("bounded_attempts", "zombie.toml"),
+    "mutant_recovery_ignores_class": ("no_retry_of_non_retryable", "zombie.toml"),
+    "mutant_reaper_trusts_snapshot": ("race_safe_staleness", "zombie.toml"),
+}
+
+
+def mutants() -> dict[str, str]:
+    """Mutant name -> policy spec (parse_policy syntax): every switch that is on in
+    ``current`` switched off, the counterfactuals switched off, the earlier presets, and the
+    deliberately broken ``mutant_`` switches switched on."""
+    cur = PRESETS["current"]
+    out: dict[str, str] = {}
+    for sw in SWITCHES:
+        if getattr(cur, sw):
+            out[f"-{sw}"] = f"current-{sw}"
+    for sw in COUNTERFACTUAL_OFF:
+        out.setdefault(f"-{sw}", f"current-{sw}")
+    for name in PRESET_ORDER:
+        if name != "adr-141":
+            out[name] = name
+    for sw in MUTANT_SWITCHES:
+        out[f"+{sw}"] = f"current+{sw}"
+    return out
+
+
+def mutant_config(name: str, default: str) -> str:
+    """The bound a mutant runs on: its own (MUTANT_SWITCHES) or ``default`` (--config)."""
+    sw = name.lstrip("+-")
+    if name.startswith("+") and sw in MUTANT_SWITCHES:
+        return str(MUTANT_CONFIG_DIR / MUTANT_SWITCHES[sw][1])
+    return default
+
+
+MUTANTS = mutants()
