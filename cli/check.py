@@ -39,7 +39,8 @@ from failclosed.cli.scope import (
 )
 from failclosed.model.policy import PRESET_ORDER
 from failclosed.spec.baseline import Baseline, Comparison, Known, write_baseline
-from failclosed.spec.mutants import mutant_config, mutants
+from failclosed.spec.mutants import check_variant, mutant_config, mutants
+from failclosed.spec.scope import run_local
 
 __all__ = ["matrix_word", "register", "run_matrix"]
 
@@ -93,6 +94,8 @@ def register(subparsers: Any) -> None:
                     "if current has a violation the baseline does not list; 0 otherwise; "
                     "2: bad input.",
     )
+    k.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, metavar="N",
+                   help="check the variants on N local processes (default: every core)")
     add_common(k)
     k.set_defaults(func=_cmd_mutants)
 
@@ -360,27 +363,38 @@ def _print_matrix(args: argparse.Namespace, pols: list[str], props: list[str],
 
 
 # -- mutants ------------------------------------------------------------------------------
+def _check_variants(args: argparse.Namespace, jobs: list[tuple[str, str]]) -> list[Any]:
+    """Each (policy, config) checked, in order: on ``--jobs`` spawned processes (the scope
+    pool), each variant an independent search."""
+    out: list[Any] = [None] * len(jobs)
+    with progress(args, "mutants", len(jobs), "variants") as pg:
+        def done(i: int, res: Any) -> None:
+            out[i] = res
+            pg.advance(states=res.states)
+
+        if args.jobs > 1:
+            run_local(min(args.jobs, len(jobs)), dict(enumerate(jobs)), done, check_variant)
+        else:
+            for i, job in enumerate(jobs):
+                done(i, check_variant(job))
+    return out
+
+
 def _cmd_mutants(args: argparse.Namespace) -> int:
-    from failclosed.spec.checker import check, load_config
+    from failclosed.spec.checker import load_config
 
     cname, _ = load_config(args.config)
     baseline = load_baseline_arg(args.baseline)
     check_outputs(args)
     muts = mutants()
     configs = {name: mutant_config(name, args.config) for name in muts}
-    kills: dict[str, dict[str, int | None]] = {}
-    props: list[str] = []
-    states = 0
-    with progress(args, "mutants", len(muts) + 1, "variants") as pg:
-        for name, pol in muts.items():
-            res = check(pol, configs[name], None, witnesses=False, coverage=False)
-            props = list(res.properties)
-            kills[name] = {n: r.trace_length for n, r in res.properties.items()}
-            states += res.states
-            pg.advance(states=res.states)
-        base = check("current", args.config, None, witnesses=False, coverage=False)
-        states += base.states
-        pg.advance(states=base.states)
+    results = _check_variants(args, [(pol, configs[name]) for name, pol in muts.items()]
+                              + [("current", args.config)])
+    base = results[-1]
+    kills = {name: {n: r.trace_length for n, r in res.properties.items()}
+             for name, res in zip(muts, results, strict=False)}
+    props = list(base.properties)
+    states = sum(r.states for r in results)
     survivors = []
     table: dict[str, dict[str, Any]] = {}
     for n in props:

@@ -8,11 +8,12 @@ check (the kill table of cli/check.py).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from failclosed.model.policy import PRESET_ORDER, PRESETS, SWITCHES
 
-__all__ = ["COUNTERFACTUAL_OFF", "MUTANTS", "MUTANT_CONFIG_DIR", "MUTANT_SWITCHES", "mutant_config",
-           "mutants"]
+__all__ = ["COUNTERFACTUAL_OFF", "MUTANTS", "MUTANT_CONFIG_DIR", "MUTANT_SWITCHES", "check_variant",
+           "mutant_config", "mutants"]
 
 # Counterfactual switches (RUNTIME 15: "one counterfactual switch is useful beside the
 # presets"), turned OFF on top of current: each is a deliberately broken variant.
@@ -62,6 +63,15 @@ def mutant_config(name: str, default: str) -> str:
     if name.startswith("+") and sw in MUTANT_SWITCHES:
         return str(MUTANT_CONFIG_DIR / MUTANT_SWITCHES[sw][1])
     return default
+
+
+def check_variant(job: tuple[str, str]) -> Any:
+    """One row of the kill table: ``(policy, config)`` checked without witnesses or coverage
+    (a module-level function: ``failclosed mutants --jobs`` runs it on spawned processes)."""
+    from failclosed.spec.checker import check
+
+    policy, config = job
+    return check(policy, config, None, witnesses=False, coverage=False)
 
 
 MUTANTS = mutants()

@@ -412,6 +412,17 @@ def test_mutants_progress_per_variant_summary_and_baseline(capsys):
     assert max(len(ln) for ln in cap.out.splitlines()[:-1]) <= 100  # piped: 100 columns
 
 
+def test_mutants_on_two_processes_gives_the_same_kill_table(capsys, tmp_path):
+    """``mutants --jobs 2`` runs the variants on spawned processes: the same table and JSON."""
+    outs = []
+    for jobs in ("1", "2"):
+        js = tmp_path / f"m{jobs}.json"
+        assert main(["mutants", "--config", "tiny", "--jobs", jobs, "--json", str(js)]) == 1
+        outs.append((capsys.readouterr().out, json.loads(js.read_text())))
+    (out1, j1), (out2, j2) = outs
+    assert out1 == out2 and j1 == j2
+
+
 # =========================================================================================
 # the regression gate
 # =========================================================================================
