@@ -23,12 +23,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.machinery
+import importlib.util
 import io
 import os
 import platform
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
@@ -54,6 +56,7 @@ GROUP = "failclosed"  # mypyc's shared library: failclosed__mypyc.<abi>.so besid
 STAGE = ROOT / "build" / "mypyc-src"  # the sources as they install (failclosed/model/...)
 MYPY_REQUIREMENT = "mypy>=2.4,<3"  # the versions the build was tried with
 BUILD_COMMANDS = {"build", "build_ext", "bdist_wheel", "install", "bdist"}
+_HASHES: dict[str, str] = {}  # compiled module -> sha256 of its source, as staged
 
 
 def _say(line: str) -> None:
@@ -83,6 +86,15 @@ def _pure_reason() -> str | None:
     return None
 
 
+def _records() -> Any:
+    """model/records.py, loaded from the source tree (it needs nothing but the stdlib)."""
+    spec = importlib.util.spec_from_file_location("_failclosed_records", ROOT / "model" / "records.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _stage() -> list[str]:
     """Copy the packages into ``build/mypyc-src/failclosed/`` (the layout they install in),
     so that mypyc names the modules failclosed.model.*; return the compiled modules' paths."""
@@ -94,6 +106,12 @@ def _stage() -> list[str]:
         shutil.copytree(ROOT / folder, pkg / folder,
                         ignore=lambda d, names: [n for n in names if n == "__pycache__" or (
                             not n.endswith(".py") and not (Path(d) / n).is_dir())])
+    # what the installed sources must be for the compiled modules to run (failclosed/__init__)
+    _HASHES.update({_module(p): _sha256(pkg / p) for p in COMPILED})
+    # the records' compiled form: native classes written from their one declaration
+    state = pkg / "model" / "state.py"
+    state.write_text(_records().compiled_source(state.read_text(encoding="utf-8")),
+                     encoding="utf-8")
     # mypy checks the compiled modules only: an error elsewhere (a module they import) does
     # not stop the build; a module without type information (numpy) is Any
     compiled = ",".join(_module(p) for p in COMPILED)
@@ -189,8 +207,7 @@ class BuildExt(build_ext):
             _write_build_info(self.build_lib, {}, f"the C build failed: {why}")
             _say(f"building pure Python (the C build failed: {why})")
             return
-        hashes = {_module(p): _sha256(STAGE / "failclosed" / p) for p in COMPILED}  # as compiled
-        _write_build_info(self.build_lib, hashes, "")
+        _write_build_info(self.build_lib, _HASHES, "")
         _say(f"compiled {len(COMPILED)} modules with mypyc")
 
 

@@ -9,7 +9,6 @@ exploration and takes no part in equality or hashing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from .constants import Constants
 from .policy import Policy
@@ -144,11 +143,6 @@ class Config:
         raise KeyError(run_id)
 
 
-# World.config's default (a world is always made with one): typed Any so that mypyc does not
-# check the field specifier's value against the field's type
-_NO_CONFIG: Any = None
-
-
 # -- dynamic state ------------------------------------------------------------------------
 @record
 class Row(Record):
@@ -273,7 +267,7 @@ class World(Record):
     removed: frozenset[str] = frozenset()  # tools removed from the catalogue
     faults: int = 0  # remaining fault budget
     marks: frozenset[str] = ghost(default=frozenset())  # history facts the spec reads
-    config: Config = field(default=_NO_CONFIG, compare=False, hash=False, repr=False)
+    config: Config = field(compare=False, hash=False, repr=False, kw_only=True)  # always given
 
     # small helpers -------------------------------------------------------------------
     def run_id(self, i: int) -> str:
