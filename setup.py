@@ -175,6 +175,7 @@ class BuildPy(build_py):
     def run(self) -> None:
         super().run()
         if self.editable_mode:
+            _say("building pure Python (an editable install runs the checkout, never compiled)")
             return
         if not self.distribution.ext_modules:
             for stale in _ext_files(Path(self.build_lib)):
