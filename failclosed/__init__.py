@@ -47,7 +47,7 @@ def _built() -> _Any:
 def _changed_since_build() -> list[str]:
     """Installed sources whose compiled module was built from another version of them."""
     _build = _built()
-    if _build is None:
+    if _build is None or not _build.COMPILED:
         return []
     import hashlib
 
