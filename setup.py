@@ -108,10 +108,12 @@ def _stage() -> list[str]:
                             not n.endswith(".py") and not (Path(d) / n).is_dir())])
     # what the installed sources must be for the compiled modules to run (failclosed/__init__)
     _HASHES.update({_module(p): _sha256(pkg / p) for p in COMPILED})
-    # the records' compiled form: native classes written from their one declaration
-    state = pkg / "model" / "state.py"
-    state.write_text(_records().compiled_source(state.read_text(encoding="utf-8")),
-                     encoding="utf-8")
+    # the records' compiled form: native classes written from their one declaration (only
+    # with state.py compiled: modules compiled against it read their fields natively)
+    if "model/state.py" in COMPILED:
+        state = pkg / "model" / "state.py"
+        state.write_text(_records().compiled_source(state.read_text(encoding="utf-8")),
+                         encoding="utf-8")
     # mypy checks the compiled modules only: an error elsewhere (a module they import) does
     # not stop the build; a module without type information (numpy) is Any
     compiled = ",".join(_module(p) for p in COMPILED)
@@ -126,10 +128,10 @@ def _mypycify() -> tuple[list, str | None]:
     why. mypy's own report goes to the build log only on failure, cut to its first error."""
     from mypyc.build import mypycify
 
-    paths = _stage()
     out = io.StringIO()
     cwd = os.getcwd()
     try:
+        paths = _stage()
         os.chdir(STAGE)  # relative paths: tracebacks name failclosed/model/state.py
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             exts = mypycify(["--config-file", "mypy.ini", *paths], group_name=GROUP,

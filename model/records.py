@@ -223,6 +223,10 @@ def _spec(node: ast.AnnAssign, src: str) -> tuple[str, str, str | None, bool, bo
         return node.target.id, ann, None if v is None else ast.get_source_segment(src, v), \
             True, True, False
     kw = {k.arg: k.value for k in v.keywords if k.arg}
+    unknown = set(kw) - {"default", "compare", "hash", "repr", "kw_only", "metadata"}
+    if unknown or len(v.args) > (v.func.id == "ghost"):
+        raise ValueError(f"{node.target.id}: the compiled form does not write "
+                         f"{sorted(unknown) or 'positional arguments'} (records.py)")
     d = kw.get("default", v.args[0] if v.func.id == "ghost" and v.args else None)
     compare = ast.literal_eval(kw["compare"]) if "compare" in kw else True
     hashed = ast.literal_eval(kw["hash"]) if "hash" in kw else None
@@ -284,6 +288,10 @@ def compiled_source(src: str) -> str:
                           text + _COMPILED_PRELUDE))
         elif isinstance(node, ast.ClassDef) and [
                 d for d in node.decorator_list if isinstance(d, ast.Name) and d.id == "record"]:
+            if len(node.decorator_list) > 1 or [b for b in node.bases
+                                                if not (isinstance(b, ast.Name) and b.id == "Record")]:
+                raise ValueError(f"{node.name}: the compiled form writes a record with no other "
+                                 "decorator or base (records.py)")
             first = min(d.lineno for d in node.decorator_list) - 1
             body = "".join(lines[node.body[0].lineno - 1:node.end_lineno])
             edits.append((first, node.end_lineno or node.lineno,

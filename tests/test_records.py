@@ -194,3 +194,12 @@ def test_environment_variable_selects_the_plain_form():
                                    capture_output=True, text=True).stdout.split()
     assert out["1"] == ["True", "True", "running"]
     assert out[""] == ["False", "False", "running"]
+
+
+def test_the_compiled_form_refuses_a_declaration_it_cannot_write():
+    src = (ROOT / "model" / "state.py").read_text()
+    for old, new in (("status: str = QUEUED", "status: str = field(default_factory=str)"),
+                     ("@record\nclass Row(Record):", "@record\n@final\nclass Row(Record):")):
+        assert old in src
+        with pytest.raises(ValueError, match="the compiled form"):
+            records.compiled_source(src.replace(old, new))
