@@ -128,7 +128,10 @@ def build_parser() -> argparse.ArgumentParser:
                f"{EXIT_INTERRUPTED} interrupted; {EXIT_STDOUT_CLOSED} stdout closed by its "
                "reader (| head).",
     )
-    parser.add_argument("--version", action="version", version=f"failclosed {version()}")
+    from failclosed import build_info  # compiled by mypyc or pure Python (setup.py)
+
+    parser.add_argument("--version", action="version",
+                        version=f"failclosed {version()} ({build_info()})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for mod in COMMAND_MODULES:
         importlib.import_module(mod).register(sub)

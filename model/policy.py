@@ -112,7 +112,7 @@ class Policy:
         for k in switches:
             if k not in SWITCHES:
                 raise KeyError(k)
-        p = replace(self, **switches)
+        p = replace(self, **switches)  # type: ignore[arg-type]  # (name is not a switch)
         return replace(p, name=name) if name else p
 
     def without(self, *switches: str) -> Policy:

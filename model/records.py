@@ -25,16 +25,28 @@ here from the same field list and nowhere else:
 In the plain form :func:`replace` is ``dataclasses.replace`` and hashes are not cached.
 Classes that are dataclasses but not records (the static ``Config``, ``Tool``...) are always
 copied with ``dataclasses.replace``.
+
+The *compiled form* is the third, made from the same declarations for ``pip install .``:
+:func:`compiled_source` rewrites the source of ``model/state.py`` (setup.py compiles the
+result with mypyc; the source tree never holds it), each record an explicit native class with
+the same fields, ``__slots__``, ``__init__``, cached ``__hash__``, ``__eq__`` and a ``_replace``
+that :func:`replace` calls; the dataclass decorator still runs on it (``fields()``, ghost
+metadata, ``repr`` and the frozen ``__setattr__`` are the plain form's). Equal values, equal
+hashes in every form. A compiled build has only that form: ``use_plain(True)`` refuses.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import os
 import typing
 from typing import Any
 
-__all__ = ["Record", "field", "ghost", "ghosts", "is_plain", "record", "replace", "use_plain"]
+__all__ = [
+    "Record", "compiled_source", "field", "ghost", "ghosts", "is_compiled", "is_plain", "record",
+    "register_compiled", "replace", "use_plain",
+]
 
 field = dataclasses.field
 
@@ -61,6 +73,7 @@ _RECORDS: dict[type, dict[str, dict[str, Any]]] = {}  # class -> {"plain": {...}
 _TWINS: dict[type, type] = {}
 _REPLACERS: dict[tuple, Any] = {}  # (class, changed field names in call order) -> replacer
 _PLAIN = [os.environ.get("FAILCLOSED_PLAIN_RECORDS", "") not in ("", "0")]
+_COMPILED: set[type] = set()  # record types of the compiled form (register_compiled)
 
 
 def _compiled(src: str, ns: dict[str, Any], name: str) -> Any:
@@ -120,6 +133,9 @@ def record(cls: type) -> type:
 def use_plain(plain: bool = True) -> None:
     """Switch every record type to its plain form (``True``) or its fast form. Values
     made under one form stay valid under the other (equal values, equal hashes)."""
+    if plain and _COMPILED:
+        raise RuntimeError("the records of a compiled build have one form, the compiled one; "
+                           "for the plain form install pure Python (FAILCLOSED_PURE=1 pip install .)")
     _PLAIN[0] = plain
     for cls, forms in _RECORDS.items():
         for k, v in forms["plain" if plain else "fast"].items():
@@ -127,7 +143,17 @@ def use_plain(plain: bool = True) -> None:
 
 
 def is_plain() -> bool:
-    return _PLAIN[0]
+    return _PLAIN[0] and not _COMPILED
+
+
+def is_compiled(cls: type) -> bool:
+    """Is ``cls`` a record type of the compiled form?"""
+    return cls in _COMPILED
+
+
+def register_compiled(*classes: type) -> None:
+    """Called by the compiled ``model/state.py`` (see :func:`compiled_source`)."""
+    _COMPILED.update(classes)
 
 
 def _make_replacer(cls: type, keys: tuple[str, ...]) -> Any:
@@ -147,6 +173,8 @@ def _make_replacer(cls: type, keys: tuple[str, ...]) -> Any:
 def replace(obj: Any, **changes: Any) -> Any:
     """``dataclasses.replace(obj, **changes)``, generated per record type and set of changed
     fields in the fast form (no per-call introspection: the model's hot path)."""
+    if obj.__class__ in _COMPILED:
+        return obj._replace(changes)
     key = (obj.__class__, *changes)
     r = _REPLACERS.get(key)
     if r is None:
@@ -156,3 +184,122 @@ def replace(obj: Any, **changes: Any) -> Any:
     elif _PLAIN[0]:
         return dataclasses.replace(obj, **changes)
     return r(obj, changes)
+
+
+# -- the compiled form (setup.py; never imported at run time) -----------------------------
+_COMPILED_PRELUDE = """
+from dataclasses import dataclass as _compiled_dataclass
+from dataclasses import replace as _dataclasses_replace
+from typing import Any as _Any
+
+from . import records as _records
+
+
+class _CompiledRecord:
+    \"\"\"The compiled records' base: ``_h`` is the cached hash (-1: not computed yet).\"\"\"
+
+    _h: int = -1
+
+    def _replace(self, c: dict[str, _Any]) -> _Any:
+        raise NotImplementedError
+
+
+def replace(obj: _Any, **changes: _Any) -> _Any:
+    \"\"\"``dataclasses.replace(obj, **changes)``: a record's own ``_replace``.\"\"\"
+    if isinstance(obj, _CompiledRecord):
+        return obj._replace(changes)
+    return _dataclasses_replace(obj, **changes)
+"""
+
+
+def _spec(node: ast.AnnAssign, src: str) -> tuple[str, str, str | None, bool, bool, bool]:
+    """(name, annotation, default, compared, hashed, keyword-only) of a field declaration,
+    by the rules of ``dataclasses.field`` (a ghost field is compared and hashed)."""
+    assert isinstance(node.target, ast.Name)
+    ann = ast.get_source_segment(src, node.annotation) or ""
+    v = node.value
+    if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name)
+            and v.func.id in ("field", "ghost")):
+        return node.target.id, ann, None if v is None else ast.get_source_segment(src, v), \
+            True, True, False
+    kw = {k.arg: k.value for k in v.keywords if k.arg}
+    unknown = set(kw) - {"default", "compare", "hash", "repr", "kw_only", "metadata"}
+    if unknown or len(v.args) > (v.func.id == "ghost"):
+        raise ValueError(f"{node.target.id}: the compiled form does not write "
+                         f"{sorted(unknown) or 'positional arguments'} (records.py)")
+    d = kw.get("default", v.args[0] if v.func.id == "ghost" and v.args else None)
+    compare = ast.literal_eval(kw["compare"]) if "compare" in kw else True
+    hashed = ast.literal_eval(kw["hash"]) if "hash" in kw else None
+    kw_only = ast.literal_eval(kw["kw_only"]) if "kw_only" in kw else False
+    return (node.target.id, ann, None if d is None else ast.get_source_segment(src, d),
+            compare, hashed is not False and bool(hashed or compare), kw_only)
+
+
+def _compiled_class(node: ast.ClassDef, src: str, body: str) -> str:
+    """The compiled form of one record declaration (``body``: its body as written)."""
+    cls = node.name
+    fs = [_spec(s, src) for s in node.body
+          if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+    names = [f[0] for f in fs]
+
+    def param(f: tuple) -> str:
+        return f"{f[0]}: {f[1]}" + ("" if f[2] is None else f" = {f[2]}")
+
+    params = [param(f) for f in fs if not f[5]]
+    if any(f[5] for f in fs):
+        params += ["*"] + [param(f) for f in fs if f[5]]
+    hashed = "".join(f"self.{f[0]}, " for f in fs if f[4])
+    mine = "".join(f"self.{f[0]}, " for f in fs if f[3])
+    theirs = "".join(f"other.{f[0]}, " for f in fs if f[3])
+    args = ", ".join((f"{f[0]}=" if f[5] else "") + f"c[{f[0]!r}] if {f[0]!r} in c else self.{f[0]}"
+                     for f in fs)
+    return (
+        f"@_compiled_dataclass(frozen=True, eq=False)\nclass {cls}(_CompiledRecord):\n{body}\n"
+        f"    def __init__(self, {', '.join(params)}) -> None:\n"
+        + "".join(f"        self.{n} = {n}  # type: ignore[misc]\n" for n in names)
+        + "\n    def __hash__(self) -> int:\n        h = self._h\n        if h == -1:\n"
+        f"            h = hash(({hashed}))\n            self._h = h\n        return h\n\n"
+        "    def __eq__(self, other: object) -> bool:\n        if self is other:\n"
+        f"            return True\n        if not isinstance(other, {cls}):\n"
+        f"            return NotImplemented\n        return ({mine}) == ({theirs})\n\n"
+        f"    def _replace(self, c: dict[str, _Any]) -> {cls}:\n"
+        f"        if not c.keys() <= _{cls}_FIELDS:\n"
+        f"            raise TypeError(f\"{cls}: unknown fields {{sorted(c.keys() - _{cls}_FIELDS)}}\")\n"
+        f"        return {cls}({args})\n\n\n"
+        f"_{cls}_FIELDS = frozenset({tuple(names)!r})\n"
+        # the plain form's __slots__ (a class attribute in the body would become a field)
+        f"setattr({cls}, \"__slots__\", {tuple(names)!r})\n"
+    )
+
+
+def compiled_source(src: str) -> str:
+    """The compiled form of a module that declares records (``model/state.py``): every class
+    decorated ``@record`` becomes the explicit class :func:`_compiled_class` writes, the
+    module's ``replace`` the one that calls it, and the module registers them at its end."""
+    tree = ast.parse(src)
+    lines = src.splitlines(keepends=True)
+    edits: list[tuple[int, int, str]] = []  # (first line, end line, text), 0-based, end excluded
+    done: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "records" and node.level == 1:
+            keep = [a.name for a in node.names if a.name not in ("record", "replace")]
+            text = f"from .records import {', '.join(keep)}  # noqa: F401\n" if keep else ""
+            edits.append((node.lineno - 1, node.end_lineno or node.lineno,
+                          text + _COMPILED_PRELUDE))
+        elif isinstance(node, ast.ClassDef) and [
+                d for d in node.decorator_list if isinstance(d, ast.Name) and d.id == "record"]:
+            if len(node.decorator_list) > 1 or [b for b in node.bases
+                                                if not (isinstance(b, ast.Name) and b.id == "Record")]:
+                raise ValueError(f"{node.name}: the compiled form writes a record with no other "
+                                 "decorator or base (records.py)")
+            first = min(d.lineno for d in node.decorator_list) - 1
+            body = "".join(lines[node.body[0].lineno - 1:node.end_lineno])
+            edits.append((first, node.end_lineno or node.lineno,
+                          _compiled_class(node, src, body.rstrip("\n"))))
+            done.append(node.name)
+    if not done:
+        raise ValueError("no @record class to compile")
+    for first, end, text in sorted(edits, reverse=True):
+        lines[first:end] = [text]
+    return "".join(lines) + f"\n\n_records.register_compiled({', '.join(done)})\n"
+

@@ -387,7 +387,8 @@ def _stale_orders(w: World, first_only: bool = False) -> tuple[list[tuple[str, .
     import itertools
 
     stale = sorted(
-        (r.lease_expires, i) for i, r in enumerate(w.rows) if store.stale(r, w.clock)
+        (r.lease_expires, i) for i, r in enumerate(w.rows)
+        if r is not None and store.stale(r, w.clock)  # stale() is False for no row
     )
     if not stale:
         return [()], False
@@ -397,9 +398,9 @@ def _stale_orders(w: World, first_only: bool = False) -> tuple[list[tuple[str, .
     for _, g in itertools.groupby(stale, key=lambda t: t[0]):
         if pos >= limit:
             break
-        g = list(g)
-        groups.append((g, min(len(g), limit - pos)))
-        pos += len(g)
+        members = list(g)
+        groups.append((members, min(len(members), limit - pos)))
+        pos += len(members)
     tied = any(len(g) > 1 for g, _ in groups)
     if not tied or first_only:
         return [tuple(w.run_id(i) for _, i in stale[:limit])], tied
@@ -741,6 +742,7 @@ def _r_tick(w: World, r: None, t: Transition) -> World:
         rows = tuple(
             StaleRow(i, r.pending_effect, r.queued_request, r.requeue_count)
             for i, r in ((i, w.rows[i]) for i in map(config.run_index, order.split(",")))
+            if r is not None  # always: the order names stale rows (T10)
         )
     if not rows:
         return w
@@ -1280,6 +1282,7 @@ def _h_claim_queued(w: World, p: Proc, t: Transition) -> World:
     if not ok:
         return _end(w, p, None)  # NONE
     row = w.rows[p.run]
+    assert row is not None  # the claim matched it
     p = replace(p, pc="pickup_position", epoch=row.epoch, claim_requeues=row.requeue_count,
                 seg=f"{p.worker}/{w.run_id(p.run)}#{row.attempts}")
     return _put(w, p)
@@ -1345,6 +1348,7 @@ def _h_resume_claim(w: World, p: Proc, t: Transition) -> World:
     if not ok:
         return _end(w, p, "AlreadyResuming")
     row = w.rows[p.run]
+    assert row is not None  # the claim matched it
     owner = p.identity if pol.lease_all_segments else ""
     p = replace(
         p, pc="resume_position", epoch=row.epoch, owner=owner, claim_requeues=row.requeue_count,
@@ -1372,6 +1376,7 @@ def _h_resume_position(w: World, p: Proc, t: Transition) -> World:
         return _settle(w, p, "settle_failed", FAILED, "provider_failed", err, own, err,
                        "LEASE_LOST" if own else err)
     row = w.rows[p.run]
+    assert row is not None  # this segment's claim matched it (resume_claim); rows never go
     turn = row.suspended_state if pol.approval_audit_failclosed else p.turn
     p = replace(p, handle=store.max_sequence(w, p.run) + 1, turn=turn)
     # gate 1: the approval refers to the pending turn

@@ -355,7 +355,7 @@ class World(Record):
     removed: frozenset[str] = frozenset()  # tools removed from the catalogue
     faults: int = 0  # remaining fault budget
     marks: frozenset[str] = ghost(default=frozenset())  # history facts the spec reads
-    config: Config = field(default=None, compare=False, hash=False, repr=False)  # type: ignore[assignment]
+    config: Config = field(compare=False, hash=False, repr=False, kw_only=True)  # always given
 
     # small helpers -------------------------------------------------------------------
     def run_id(self, i: int) -> str:

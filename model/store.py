@@ -88,6 +88,7 @@ def claim_queued(w: World, i: int, worker: str) -> tuple[World, bool]:
     row = w.rows[i]
     if not _claimable(w, row, QUEUED):
         return w, False
+    assert row is not None  # _claimable is False for no row
     return w.set_row(
         i,
         replace(
@@ -159,6 +160,7 @@ def claim_for_resume(
     row = w.rows[i]
     if not _claimable(w, row, from_status):
         return w, False
+    assert row is not None  # _claimable is False for no row
     return w.set_row(
         i,
         replace(
@@ -225,13 +227,14 @@ def requeue(w: World, i: int, me: str, p: Proc | None = None) -> tuple[World, bo
     row = w.rows[i]
     if not owner_guard(row, me, w):
         return w, False
+    assert row is not None  # owner_guard is False for no row
     w = _ghost_owner(w, i, p, "zombie_settle")
     return w.set_row(i, _requeued(w, row)), True
 
 
 # T10 (a read): the reaper's SELECT, oldest lease first, at most ``limit`` rows.
 def find_stale_running(w: World, now: int, limit: int) -> tuple[StaleRow, ...]:
-    rows = [(r.lease_expires, i, r) for i, r in enumerate(w.rows) if stale(r, now)]
+    rows = [(r.lease_expires, i, r) for i, r in enumerate(w.rows) if r is not None and stale(r, now)]
     rows.sort(key=lambda t: (t[0], t[1]))
     return tuple(StaleRow(i, r.pending_effect, r.queued_request, r.requeue_count) for _, i, r in rows[:limit])
 
@@ -249,6 +252,7 @@ def requeue_stale(w: World, i: int, now: int) -> tuple[World, bool]:
     row = w.rows[i]
     if not _stale_in_statement(w, row, now):
         return w, False
+    assert row is not None  # _stale_in_statement is False for no row
     return w.set_row(i, _requeued(w, row)), True
 
 

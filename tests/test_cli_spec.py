@@ -23,6 +23,8 @@ from failclosed.model.policy import PRESET_ORDER, SWITCHES
 from failclosed.spec.baseline import load_baseline
 from failclosed.spec.properties import LIVENESS, SAFETY
 
+from failclosed import build_info
+
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = ROOT / "spec" / "baselines" / "current.toml"
 ZOMBIE = str(ROOT / "spec" / "configs" / "small-zombie.toml")  # one part, ~3k states
@@ -250,14 +252,17 @@ def test_version_from_the_metadata_or_pyproject(capsys, monkeypatch):
     except metadata.PackageNotFoundError:
         installed = None
     ours = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    assert out == f"failclosed {installed or ours}"
+    assert out == f"failclosed {installed or ours} ({build_info()})"
 
     def not_installed(name):
         raise metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(metadata, "version", not_installed)
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out.strip() == f"failclosed {ours}"
+    # run from a checkout, its pyproject.toml; an installed package has none beside it
+    checkout = (Path(sys.modules[main.__module__].__file__).parents[1] / "pyproject.toml").is_file()
+    want = ours if checkout else "unknown (not installed, no pyproject.toml)"
+    assert " ".join(capsys.readouterr().out.split()) == f"failclosed {want} ({build_info()})"
 
 
 # =========================================================================================

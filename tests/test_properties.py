@@ -21,6 +21,8 @@ from failclosed.spec.properties import FAIRNESS, LIVENESS, SAFETY, at_bound, exp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from failclosed import build_info
+
 T = Transition.make
 
 REMOTE_WRITER = {"name": "mcp_create_record", "remote": True, "server_flag": 0}
@@ -582,6 +584,11 @@ def test_a_renewal_after_the_select_wins_over_the_reaper():
     assert w.rows[0].status == "running"
 
 
+@pytest.mark.skipif(
+    "failclosed.model.runtime" in build_info().compiled,
+    reason="mypyc binds model.runtime's call of model.store.requeue_stale when it compiles "
+           "them: a monkeypatched store function is not seen (the mutant "
+           "mutant_reaper_trusts_snapshot tests the same catch on every build)")
 def test_a_reaper_trusting_its_select_is_caught(monkeypatch: pytest.MonkeyPatch):
     w = renewed_after_select()
 

@@ -22,6 +22,10 @@ STANDARD = read_toml(str(Path(__file__).parent / "data" / "standard.toml"))
 FAULTY = {**STANDARD, "model": {**STANDARD["model"], "fault_budget": 6}}
 SYNC = {**FAULTY, "model": {**FAULTY["model"], "transport": "sync"}}
 RECORDS = (Row, Event, Application, Message, Proc, ReaperState, World)
+COMPILED = records.is_compiled(Row)  # pip install . with mypyc: the records' compiled form
+one_form = pytest.mark.skipif(COMPILED, reason="a compiled build's records have one form, the "
+                              "compiled one; .ci/run compares the plain and fast forms on the "
+                              "pure build")
 
 
 @pytest.fixture
@@ -61,6 +65,7 @@ def _walk(data: dict, policy: str, seed: int, steps: int, made=None):
     return w0, out
 
 
+@one_form
 @pytest.mark.parametrize("policy,data", [("current", FAULTY), ("adr-104", FAULTY),
                                          ("proposed", FAULTY), ("current", SYNC)])
 def test_fast_and_plain_records_give_equal_worlds_on_random_walks(policy, data, plain_after):
@@ -91,7 +96,7 @@ def test_no_world_is_changed_after_it_is_made():
         assert len({hash(w) for _, w in steps}) > 50
 
 
-@pytest.mark.parametrize("plain", [False, True])
+@pytest.mark.parametrize("plain", [False, pytest.param(True, marks=one_form)])
 def test_assigning_a_field_of_a_record_raises_in_both_forms(plain, plain_after):
     records.use_plain(plain)
     _, steps = _walk(FAULTY, "current", 3, 400)
@@ -113,7 +118,68 @@ def test_records_declare_their_ghost_fields_once():
     assert records.ghosts(Proc) == ("epoch", "cancel_seen", "stamped")
     assert records.ghosts(World) == ("marks",)
     for cls in RECORDS:
-        assert dataclasses.is_dataclass(cls) and issubclass(cls, records.Record)
+        assert dataclasses.is_dataclass(cls)
+        assert issubclass(cls, records.Record) != records.is_compiled(cls) == COMPILED
+
+
+def test_a_compiled_build_refuses_the_plain_form(plain_after):
+    if not COMPILED:
+        pytest.skip("a pure build: both forms (the tests above)")
+    with pytest.raises(RuntimeError, match="FAILCLOSED_PURE=1"):
+        records.use_plain(True)
+    assert not records.is_plain()
+
+
+def _compiled_form():
+    """model/state.py's compiled form (records.compiled_source), run interpreted beside the
+    real one as ``failclosed.model._compiled_state``: what mypyc compiles, before it does.
+    Not frozen: interpreted, the stores of ``__init__`` and of the cached hash would meet the
+    frozen ``__setattr__`` that mypyc's native stores bypass."""
+    import types
+
+    src = records.compiled_source((ROOT / "model" / "state.py").read_text())
+    assert src.count("@_compiled_dataclass(frozen=True, eq=False)") == len(RECORDS)
+    mod = types.ModuleType("failclosed.model._compiled_state")
+    mod.__package__ = "failclosed.model"
+    sys.modules[mod.__name__] = mod
+    try:
+        exec(compile(src.replace("(frozen=True, eq=False)", "(eq=False)"), "<compiled state.py>",
+                     "exec"), mod.__dict__)
+    finally:
+        del sys.modules[mod.__name__]
+        records._COMPILED.difference_update(getattr(mod, c.__name__) for c in RECORDS)
+    return mod
+
+
+def test_the_compiled_form_has_the_same_fields_values_and_hashes():
+    cs = _compiled_form()
+    for cls in RECORDS:
+        c = getattr(cs, cls.__name__)
+        assert [(f.name, f.compare, f.hash, f.kw_only, f.metadata.get("ghost")) for f in dataclasses.fields(c)] \
+            == [(f.name, f.compare, f.hash, f.kw_only, f.metadata.get("ghost")) for f in dataclasses.fields(cls)]
+        assert records.ghosts(c) == records.ghosts(cls) and c.__slots__ == cls.__slots__
+    _, steps = _walk(FAULTY, "current", 5, 300)
+    for _, w in steps[::10]:
+        for x in (w, *w.procs, *w.events, *w.ledger, *w.messages, *(r for r in w.rows if r)):
+            y = _rebuilt(cs, x)
+            assert _deep(y) == _deep(x) and hash(y) == hash(x) and repr(y) == repr(x)
+            assert y == _rebuilt(cs, x) and not y != _rebuilt(cs, x)
+            f = dataclasses.fields(y)[0].name
+            z = cs.replace(y, **{f: getattr(x, f)})
+            assert z == y and z is not y and hash(z) == hash(y)
+            with pytest.raises(TypeError, match="unknown fields"):
+                cs.replace(y, no_such_field=1)
+
+
+def _rebuilt(cs, x):
+    """``x`` (a record of the real form) as a value of the compiled form, field by field."""
+    if isinstance(x, tuple):
+        return tuple(_rebuilt(cs, v) for v in x)
+    if not dataclasses.is_dataclass(x) or type(x).__name__ not in {c.__name__ for c in RECORDS}:
+        return x
+    c = getattr(cs, type(x).__name__)
+    pos = {f.name: _rebuilt(cs, getattr(x, f.name)) for f in dataclasses.fields(x)}
+    return c(**pos)
 
 
 def test_environment_variable_selects_the_plain_form():
@@ -128,3 +194,12 @@ def test_environment_variable_selects_the_plain_form():
                                    capture_output=True, text=True).stdout.split()
     assert out["1"] == ["True", "True", "running"]
     assert out[""] == ["False", "False", "running"]
+
+
+def test_the_compiled_form_refuses_a_declaration_it_cannot_write():
+    src = (ROOT / "model" / "state.py").read_text()
+    for old, new in (("status: str = QUEUED", "status: str = field(default_factory=str)"),
+                     ("@record\nclass Row(Record):", "@record\n@final\nclass Row(Record):")):
+        assert old in src
+        with pytest.raises(ValueError, match="the compiled form"):
+            records.compiled_source(src.replace(old, new))
