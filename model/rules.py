@@ -5,6 +5,8 @@ RUNTIME sections 13 and 14, and the by-name rules of 7.2 and 12.2.
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import classify as _classify
 from .policy import Policy
 from .state import (
@@ -12,7 +14,6 @@ from .state import (
     READ_ONLY,
     RETRYABLE_CLASSES,
     Config,
-    RunStep,
 )
 
 # Error kinds the runtime raises (RUNTIME 2) that reach the ladder's generic arm.
@@ -62,7 +63,7 @@ def resolve_by_name(spec: Config, removed: frozenset[str], name: str) -> str:
     return tool.declared_effect
 
 
-def step_effect(spec: Config, removed: frozenset[str], step: RunStep | tuple) -> str:
+def step_effect(spec: Config, removed: frozenset[str], step: Any) -> str:
     """7.2: a non-tool step is read-only; a tool step resolves by NAME (not by whether it ran)."""
     if not step or step.kind != "tool":
         return READ_ONLY

@@ -726,7 +726,7 @@ def _reaper(w: World, t: Transition) -> World:
         return replace(w, reaper=None)
     r = w.reaper
     if r is None:
-        return REAPER_ACTIONS["tick"].effect(w, r, t)
+        return REAPER_ACTIONS["tick"].effect(w, None, t)
     return REAPER_ACTIONS[r.pc].effect(w, r, t)
 
 
@@ -740,9 +740,9 @@ def _r_tick(w: World, r: None, t: Transition) -> World:
     order = t.arg("order")
     if order is not None:  # ties in lease_expires: the order this transition names
         rows = tuple(
-            StaleRow(i, r.pending_effect, r.queued_request, r.requeue_count)
-            for i, r in ((i, w.rows[i]) for i in map(config.run_index, order.split(",")))
-            if r is not None  # always: the order names stale rows (T10)
+            StaleRow(i, row.pending_effect, row.queued_request, row.requeue_count)
+            for i, row in ((i, w.rows[i]) for i in map(config.run_index, order.split(",")))
+            if row is not None  # always: the order names stale rows (T10)
         )
     if not rows:
         return w

@@ -9,7 +9,7 @@ exploration and takes no part in equality or hashing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .constants import Constants
 from .policy import Policy
@@ -257,11 +257,11 @@ class Proc(Record):
     rounds: int = 0  # loop counter of this segment
     cap: int = 5
     call: int = 0
-    step: tuple = ()  # the RunStep at the boundary (() before the first)
+    step: Any = ()  # the RunStep at the boundary (() before the first)
     then: str = ""  # continuation after the boundary
     error: str = ""  # the error the ladder handles
     eclass: str = ""  # classify(error)
-    settle: tuple = ()  # the pending T8: a SettlePlan (() when none)
+    settle: Any = ()  # the pending T8: a SettlePlan (() when none)
     epoch: int = ghost(default=0)  # the row epoch this segment claimed
     cancelled: bool = False  # the probe saw cancelled: persist, then CancellationRequested
     synthesis: bool = False  # the round after the cap (7.1 step 9)
