@@ -45,7 +45,7 @@ from typing import Any
 
 __all__ = [
     "Record", "compiled_source", "field", "ghost", "ghosts", "is_compiled", "is_plain", "record",
-    "register_compiled", "replace", "use_plain",
+    "picklable", "rebuild", "register_compiled", "replace", "use_plain",
 ]
 
 field = dataclasses.field
@@ -270,6 +270,27 @@ def _compiled_class(node: ast.ClassDef, src: str, body: str) -> str:
         # the plain form's __slots__ (a class attribute in the body would become a field)
         f"setattr({cls}, \"__slots__\", {tuple(names)!r})\n"
     )
+
+
+def rebuild(cls: type, values: tuple) -> Any:
+    """A frozen dataclass from its fields in declaration order (see :func:`picklable`)."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    return cls(**dict(zip(names, values, strict=True)))
+
+
+def _reduce(obj: Any) -> tuple[Any, ...]:
+    return (rebuild, (type(obj), tuple(getattr(obj, f.name) for f in dataclasses.fields(obj))))
+
+
+def picklable(*classes: type) -> None:
+    """Pickle these frozen dataclasses as their class and their fields, rebuilt by calling
+    the class. Worlds cross process boundaries (``check --jobs``, ``mutants``, scopes); the
+    default protocol of a slotted frozen dataclass restores the slots by assignment, which a
+    compiled (mypyc) class's frozen ``__setattr__`` refuses."""
+    import copyreg
+
+    for cls in classes:
+        copyreg.pickle(cls, _reduce)
 
 
 def compiled_source(src: str) -> str:

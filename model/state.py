@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from .constants import Constants
 from .policy import Policy
-from .records import Record, field, ghost, record, replace
+from .records import Record, field, ghost, picklable, record, replace
 
 # -- vocabulary (RUNTIME section 2), spelled as stored ---------------------------------
 QUEUED = "queued"
@@ -384,3 +384,8 @@ class World(Record):
     def mark(self, fact: str) -> World:
         return self if fact in self.marks else replace(self, marks=self.marks | {fact})
 
+
+
+# worlds cross process boundaries (check --jobs, mutants --jobs, scopes): see records.picklable
+picklable(Policy, Constants, Tool, Answer, RunSpec, Config, Row, Event, Application, Message, Proc,
+          WorkerPart, ResumePart, ReaperState, World)

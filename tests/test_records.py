@@ -214,3 +214,15 @@ def test_the_compiled_form_refuses_a_declaration_it_cannot_write():
         assert old in src
         with pytest.raises(ValueError, match="the compiled form"):
             records.compiled_source(src.replace(old, new))
+
+
+def test_a_world_pickles_to_an_equal_world():
+    """Worlds cross process boundaries (check --jobs, mutants --jobs, scopes): on either build
+    a world pickles to an equal world with the same hash, processes and parts included."""
+    import pickle
+
+    _, steps = _walk(FAULTY, "current", 5, 300)
+    for _, w in steps[::25]:
+        w2 = pickle.loads(pickle.dumps(w))
+        assert w2 == w and hash(w2) == hash(w) and w2.config == w.config
+        assert [type(p.part) for p in w2.procs] == [type(p.part) for p in w.procs]

@@ -59,11 +59,11 @@ def _block(statement: str) -> str:
 
 def test_the_parser_reads_headings_and_indented_blocks():
     text = (
-        "## Safety properties\n\n**a_b** (ADR-1; RUNTIME 16.1)\n\n    □ x\n      ∧ y\n\nProse "
+        "## Safety properties\n\n**a_b** (ADR-111; RUNTIME 16.1)\n\n    □ x\n      ∧ y\n\nProse "
         "**not_a_heading** (x).\n**c** (s)\n\nno block\n\n## Fairness\n\n**d** (t)\n\n    z\n"
     )
     assert parse(text) == {
-        "Safety properties": [("a_b", "ADR-1; RUNTIME 16.1", "    □ x\n      ∧ y"),
+        "Safety properties": [("a_b", "ADR-111; RUNTIME 16.1", "    □ x\n      ∧ y"),
                               ("c", "s", "")],
     }
 
