@@ -16,6 +16,9 @@ transition is ``run_queued`` (pick-up step 1) and its frame waits in ``Proc.oute
 reaper at pc ``nested``) until the nested pick-up or segment ends (``_end``), then goes on
 from the step after its dispatch. A ``crash`` kills every frame of the process (``_die``).
 
+Each step of a process is declared once, by ``@action`` on its effect below (the step table,
+``model/steps.py``): ``enabled`` and ``fire`` look the step up by the process's label.
+
 A slow operation is time passing (``advance_time``) while a segment waits at ``invoke`` or
 ``provider_call``; a tool's effect lands when ``invoke`` fires, so a ``crash`` before it
 models death before the effect landed and a ``crash`` after it death after it landed.
@@ -87,8 +90,6 @@ T = Transition.make
 # Fault kinds a configuration may enable (Config.faults): declared in model/steps.py.
 FAULT_KINDS = tuple(FAULTS)
 
-# Where a segment waits on a slow operation (1.3): time may pass its lease there unfaulted.
-SLOW_OPERATIONS = frozenset({"provider", "invoke"})
 
 
 class GuardFailed(ValueError):
@@ -1439,3 +1440,8 @@ __all__ = [
     "FAULT_KINDS", "GuardFailed", "apply", "clock_move", "enabled", "fire", "lapsed_by",
     "successors",
 ]
+
+
+# Where a segment waits on a slow operation (1.3): time may pass its lease there unfaulted.
+# The labels whose step waits on the provider or a tool (the step table's cost classes).
+SLOW_OPERATIONS = frozenset(a.pc for a in ACTIONS.values() if a.cost in (PROVIDER, TOOL))
