@@ -171,12 +171,6 @@ def steps() -> Iterator[Action]:
     yield from REAPER_ACTIONS.values()
 
 
-def labels_with_cost(cost: str) -> frozenset[str]:
-    """The process labels whose step waits on ``cost`` (the simulator's classes)."""
-    _declared()
-    return frozenset(a.pc for a in ACTIONS.values() if a.cost == cost)
-
-
 def costs() -> dict[str, str]:
     """Each process label's cost class, read from the table now (the simulator's components)."""
     _declared()

@@ -35,7 +35,7 @@ from failclosed.model.policy import parse_policy
 from failclosed.model.rules import approval_bound
 from failclosed.model.runtime import GuardFailed, apply, clock_move, enabled, fire
 from failclosed.model.state import TERMINAL, WAITING_FOR_APPROVAL, World, replace
-from failclosed.model.steps import AUDIT, STORE, costs, labels_with_cost
+from failclosed.model.steps import costs
 from failclosed.model.transition import Transition
 
 from .checks import Checks
@@ -51,10 +51,6 @@ from .window import Window
 
 UNLIMITED_FAULTS = 10**15
 
-# the labels whose step waits on a store statement / an audit insert (model/steps.py's cost
-# classes): they take the store's / the audit store's latency and faults
-STORE_PCS = labels_with_cost(STORE)
-AUDIT_PCS = labels_with_cost(AUDIT)
 
 
 class Simulation:
@@ -316,5 +312,5 @@ def approval_bound_tools(cfg: SimConfig, policy: str) -> list[str]:
     return [t.name for t in config.tools if approval_bound(config, frozenset(), t.name)]
 
 
-__all__ = ["AUDIT_PCS", "STORE_PCS", "RunRecord", "Simulation", "SimulationError", "Violation",
+__all__ = ["RunRecord", "Simulation", "SimulationError", "Violation",
            "WAITING_FOR_APPROVAL", "approval_bound_tools", "stream"]

@@ -8,9 +8,9 @@ fault branch the step takes (``fault``; None is the normal branch). A component 
 the stream of the process that steps, so the order of its draws is part of the history:
 each method says when it draws.
 
-* :class:`RunStore`: every run-store statement (STORE_PCS; a caller's insert, a worker's
+* :class:`RunStore`: every run-store statement (the steps of cost ``STORE``; a caller's insert, a worker's
   pick-up, the reaper's scan): latency, ``store_error``.
-* :class:`AuditStore`: audit inserts (AUDIT_PCS): latency, ``audit_insert_fails`` (drawn,
+* :class:`AuditStore`: audit inserts (cost ``AUDIT``): latency, ``audit_insert_fails`` (drawn,
   or always during a scheduled outage or a random one of its flapping process), and
   ``ambiguous_commit`` of ``persist``.
 * :class:`Provider`: the provider call: its latency is work (a segment's busy time); the

@@ -95,12 +95,17 @@ def test_vocabulary_is_derived_from_the_table():
     assert set(steps.OTHER_TRANSITIONS) <= set(names.TRANSITIONS)
 
 
-def test_the_simulators_cost_classes_are_the_tables():
-    from failclosed.sim import engine as sim
+def test_the_simulator_picks_each_steps_component_by_its_cost_class():
+    from failclosed.sim import config as sconfig
+    from failclosed.sim.engine import Simulation
 
-    assert sim.STORE_PCS == steps.labels_with_cost(steps.STORE)
-    assert sim.AUDIT_PCS == steps.labels_with_cost(steps.AUDIT)
-    assert "clear" in sim.STORE_PCS  # the proposal's T5 clear is a store statement too
+    sim = Simulation(sconfig.load_file(sconfig.default_path()), "current", seed=1)
+    by_cost = {steps.STORE: sim.faults.store, steps.AUDIT: sim.faults.audit,
+               steps.PROVIDER: sim.faults.provider, steps.TOOL: sim.faults.tools,
+               steps.DISPATCH: sim.faults.bus}
+    for pc, cost in steps.costs().items():
+        assert sim.components.get(pc) is by_cost.get(cost), pc
+    assert sim.components["clear"] is sim.faults.store  # the proposal's T5 clear is a store statement too
 
 
 # -- the recipe (docs/CHANGING.md), done once ----------------------------------------------
@@ -182,7 +187,7 @@ def test_recipe_a_new_transition_is_one_declaration(extra_step):
     from failclosed.sim import config as sconfig
     from failclosed.sim.engine import Simulation
 
-    assert "touch" in steps.labels_with_cost(STORE)
+    assert steps.costs()["touch"] == STORE
     sim = Simulation(sconfig.load_file(sconfig.default_path()), "current", seed=1)
     assert sim.components["touch"] is sim.components["renew"]
     # a scenario may name it
