@@ -182,9 +182,22 @@ class Vocabulary(Mapping[str, tuple[str, tuple[str, ...]]]):
     and :data:`OTHER_TRANSITIONS` each time it is read (a step added at run time, as the
     recipe's test does, is in it at once). Several steps may fire one transition (``find_run``
     is the cancel probe, the recovery read and a resume's read): its places and faults are
-    the union over them, in declaration order."""
+    the union over them, in declaration order. The derived table is kept until a declaration
+    changes."""
+
+    def __init__(self) -> None:
+        self._of: tuple[Any, ...] = ()  # the declarations the table was derived from
+        self._derived: dict[str, tuple[str, tuple[str, ...]]] = {}
 
     def _table(self) -> dict[str, tuple[str, tuple[str, ...]]]:
+        """The derived table, derived again only when a declaration was added or replaced."""
+        of = (*steps(), *OTHER_TRANSITIONS.values())
+        if of != self._of:  # compares element by element, identity first
+            self._derived = self._derive()
+            self._of = of
+        return self._derived
+
+    def _derive(self) -> dict[str, tuple[str, tuple[str, ...]]]:
         places: dict[str, list[str]] = {}
         faults: dict[str, list[str]] = {}
         declared = [(n, a.place, a.faults) for a in steps() for n in a.fires]
