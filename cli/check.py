@@ -392,7 +392,7 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
                               + [("current", args.config)])
     base = results[-1]
     kills = {name: {n: r.trace_length for n, r in res.properties.items()}
-             for name, res in zip(muts, results, strict=False)}
+             for name, res in zip(muts, results[:-1], strict=True)}
     props = list(base.properties)
     states = sum(r.states for r in results)
     survivors = []
