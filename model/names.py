@@ -23,3 +23,67 @@ def labels(provider_classes: tuple[str, ...] = ()) -> list[str]:
             else:
                 out.append(f"{name}[{f}]")
     return out
+
+
+# -- process and identity names ----------------------------------------------------------
+# How model/runtime.py names the processes it starts, the identities they claim rows with and
+# the segments they record (RUNTIME 5: a caller is ``interactive:<uuid>``, a worker
+# ``worker:<process>``). Everything outside model/ builds or parses such a name here.
+def caller_process(run_id: str) -> str:
+    """The interactive caller's process (it runs the synchronous segment, 11)."""
+    return f"caller:{run_id}"
+
+
+def caller_identity(run_id: str) -> str:
+    """The identity a synchronous segment claims its row with (T1, 5)."""
+    return f"interactive:{run_id}"
+
+
+def sync_segment(run_id: str) -> str:
+    """The synchronous segment's name in the audit trail."""
+    return f"sync:{run_id}"
+
+
+def enqueue_process(run_id: str) -> str:
+    """The enqueue caller's process (6.1)."""
+    return f"enqueue:{run_id}"
+
+
+def resume_process(run_id: str, k: int) -> str:
+    """The k-th resume of a run (k from 1): the process, its identity and its segment."""
+    return f"resume:{run_id}#{k}"
+
+
+def resume_number(name: str) -> int | None:
+    """k of a resume process, identity or segment named by :func:`resume_process`; None for
+    any other name."""
+    if not name.startswith("resume:"):
+        return None
+    head, sep, k = name.rpartition("#")
+    return int(k) if sep and k.isdigit() else None
+
+
+def worker_identity(process: str) -> str:
+    """The identity a pick-up in ``process`` claims with (5: a worker, or on the sync
+    transport the dispatching process)."""
+    return f"worker:{process}"
+
+
+def identity_process(identity: str) -> str:
+    """The process an identity belongs to (a caller's identity names the caller process)."""
+    kind, sep, rest = identity.partition(":")
+    if sep and kind == "worker":
+        return rest
+    if sep and kind == "interactive":
+        return caller_process(rest)
+    return identity
+
+
+def process_names(config: object) -> tuple[str, ...]:
+    """Every process name a configuration can create: its workers, each run's caller (an
+    interactive run's or an enqueue caller) and one resume per caller decision."""
+    names = list(config.workers)  # type: ignore[attr-defined]
+    for r in config.runs:  # type: ignore[attr-defined]
+        names.append(caller_process(r.id) if r.entry == "interactive" else enqueue_process(r.id))
+        names.extend(resume_process(r.id, k) for k in range(1, len(r.decisions) + 1))
+    return tuple(names)

@@ -26,7 +26,7 @@ models death before the effect landed and a ``crash`` after it death after it la
 
 from __future__ import annotations
 
-from . import rules, store
+from . import names, rules, store
 from .rules import (
     APPROVAL_REQUIRED,
     AUDIT_PERSISTENCE_FAILED,
@@ -290,12 +290,7 @@ def lapsed_by(w: World, to: int) -> str | None:
         if not p.owner:
             continue
         row = w.rows[p.run]
-        if (
-            row is not None
-            and row.status == RUNNING
-            and row.claimed_by == p.owner
-            and 0 < row.lease_expires < to
-        ):
+        if row is not None and row.claimed_by == p.owner and store.stale(w, row, to):
             if p.pc not in SLOW_OPERATIONS:
                 return "pause"
             fault = "slow_operation"
@@ -389,7 +384,7 @@ def _stale_orders(w: World, first_only: bool = False) -> tuple[list[tuple[str, .
 
     stale = sorted(
         (r.lease_expires, i) for i, r in enumerate(w.rows)
-        if r is not None and store.stale(r, w.clock)  # stale() is False for no row
+        if r is not None and store.stale(w, r, w.clock)  # stale() is False for no row
     )
     if not stale:
         return [()], False
@@ -421,18 +416,18 @@ def _reaper_branch(w: World, pending: str, has_request: bool, count: int) -> tup
     return "requeue_stale", None
 
 
-def _time_targets(w: World) -> list[int]:
-    """Time moves to the instants where something can change: the first instant a lease is
-    stale, a delayed message's not_before, and one second on where a renewal in the same
-    second would fail (before commit 2029c781). Between those instants only the order of
-    events matters, so the checker needs no other instant; the simulator and scenarios may
-    move time to any later instant (``apply`` accepts it). Time does not move when nothing
-    waits on it."""
+def waiting_instants(w: World) -> list[int]:
+    """The later instants something waits on, ascending: the first instant a RUNNING row's
+    lease has lapsed (``store.lapses_at``), a delayed message's not_before, and one second on
+    where a renewal in the same second would fail (before commit 2029c781). Between those
+    instants only the order of events matters. Empty when nothing waits on time."""
     now = w.clock
     deadlines: set[int] = set()
     for row in w.rows:
-        if row is not None and row.status == RUNNING and row.lease_expires >= now:
-            deadlines.add(row.lease_expires + 1)
+        if row is not None and row.status == RUNNING:
+            at = store.lapses_at(w, row)
+            if at > now:
+                deadlines.add(at)
     for m in w.messages:
         if m.not_before > now:
             deadlines.add(m.not_before)
@@ -443,9 +438,23 @@ def _time_targets(w: World) -> list[int]:
         r is not None and r.status == RUNNING and r.lease_expires == lease_now for r in w.rows
     ):
         deadlines.add(now + 1)  # before 2029c781 a renewal in the same second fails
-    targets = sorted(deadlines)
+    return sorted(deadlines)
+
+
+def _time_targets(w: World) -> list[int]:
+    """Time moves to the instants something waits on (``waiting_instants``) up to the
+    horizon: the checker needs no other instant; the simulator and scenarios may move time to
+    any later instant (``apply`` accepts it). Time does not move when nothing waits on it."""
     h = w.config.horizon
-    return [t for t in targets if h is None or t <= h]
+    targets = waiting_instants(w)
+    return targets if h is None else [t for t in targets if t <= h]
+
+
+def at_bound(w: World) -> bool:
+    """The model's bound, not the system, stops time here: something waits on an instant
+    later than the horizon, which the clock may not reach."""
+    h = w.config.horizon
+    return h is not None and any(t > h for t in waiting_instants(w))
 
 
 # =========================================================================================
@@ -610,10 +619,10 @@ def _caller(w: World, t: Transition) -> World:
     name = t.name
     if name == "start_run":
         w = replace(w, started=_set_tuple(w.started, i, True))
-        identity = f"interactive:{rid}"
+        identity = names.caller_identity(rid)
         leased = pol.lease_all_segments
         p = Proc(
-            name=f"caller:{rid}", kind=SYNCHRONOUS, run=i, pc="", seg=f"sync:{rid}",
+            name=names.caller_process(rid), kind=SYNCHRONOUS, run=i, pc="", seg=names.sync_segment(rid),
             identity=identity, observer=r.observer, cap=_cap(w, i),
         )
         if t.fault:  # T1 failed: the segment runs with no handle (fail-soft)
@@ -632,7 +641,8 @@ def _caller(w: World, t: Transition) -> World:
         if t.fault:
             return w  # EnqueueFailed, no message
         w, _ = store.enqueue_run(w, i)
-        p = Proc(name=f"enqueue:{rid}", kind=ENQUEUE, run=i, pc="dispatch", seg=f"enqueue:{rid}")
+        p = Proc(name=names.enqueue_process(rid), kind=ENQUEUE, run=i, pc="dispatch",
+                 seg=names.enqueue_process(rid))
         return _spawn(w, p)
     if name == "cancel":
         w = replace(w, cancels=_set_tuple(w.cancels, i, w.cancels[i] + 1))
@@ -649,7 +659,7 @@ def _caller(w: World, t: Transition) -> World:
         )
         row = w.rows[i]
         decision = {"approve": "approve", "deny": "deny", "submit_input": "input"}[name]
-        label = f"resume:{rid}#{k}"
+        label = names.resume_process(rid, k)
         refusal = ""
         if t.arg("permitted") is False:
             refusal = APPROVER_NOT_PERMITTED
@@ -697,7 +707,7 @@ def _pick_up_finds(row) -> bool:
 def _pick_up(w: World, i: int, process: str, pc: str, outer: tuple[Proc, ...] = ()) -> Proc:
     """A queued-worker pick-up in ``process``, with that process's ``worker:`` identity (5:
     on the sync transport a dispatcher's nested pick-up uses it too)."""
-    identity = f"worker:{process}"
+    identity = names.worker_identity(process)
     pol = w.config.policy
     return Proc(
         name=process, kind=WORKER, run=i, pc=pc, seg=process, identity=identity,
@@ -878,7 +888,7 @@ def _on_step_move(w: World, p: Proc) -> Transition:
     return T("on_step", p.name, run=w.run_id(p.run), step=p.step.kind)
 
 
-@action("on_step", fires="on_step", faults=("observer_error",), cost=NONE, then=LOOP,
+@action("on_step", boundary=True, fires="on_step", faults=("observer_error",), cost=NONE, then=LOOP,
         args=("step",), move=_on_step_move, place="7.2 step 1")
 def _h_on_step(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
@@ -886,7 +896,7 @@ def _h_on_step(w: World, p: Proc, t: Transition) -> World:
     return _after_observer(w, p)
 
 
-@action("probe", fires="find_run", faults=STORE_FAULTS, cost=STORE, then=("renew", "persist", END),
+@action("probe", boundary=True, fires="find_run", faults=STORE_FAULTS, cost=STORE, then=("renew", "persist", END),
         place="7.2 step 2 (the cancel probe)")
 def _h_probe(w: World, p: Proc, t: Transition) -> World:
     row = w.rows[p.run]
@@ -907,7 +917,7 @@ def _renew_move(w: World, p: Proc) -> Transition:
     return T("renew_lease", p.name, run=w.run_id(p.run))
 
 
-@action("renew", fires=("renew_lease", "mark_pending_effect"), faults=STORE_FAULTS, cost=STORE,
+@action("renew", boundary=True, fires=("renew_lease", "mark_pending_effect"), faults=STORE_FAULTS, cost=STORE,
         then=LOOP, args=("effect",), move=_renew_move, place="T4, T5 clear; 7.2 step 4")
 def _h_renew(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
@@ -928,7 +938,7 @@ def _persist_move(w: World, p: Proc) -> Transition:
     return T("record_step", p.name, run=w.run_id(p.run), step=step.kind, tool=step.tool or None)
 
 
-@action("persist", fires="record_step", faults=("audit_insert_fails", "ambiguous_commit"), cost=AUDIT,
+@action("persist", boundary=True, fires="record_step", faults=("audit_insert_fails", "ambiguous_commit"), cost=AUDIT,
         then=LOOP + ("clear",), args=("step", "tool"), move=_persist_move, place="4.2, 7.2 step 5")
 def _h_persist(w: World, p: Proc, t: Transition) -> World:
     stored = t.fault != "audit_insert_fails"
@@ -1437,8 +1447,8 @@ def _h_release(w: World, p: Proc, t: Transition) -> World:
 
 
 __all__ = [
-    "FAULT_KINDS", "GuardFailed", "apply", "clock_move", "enabled", "fire", "lapsed_by",
-    "successors",
+    "FAULT_KINDS", "GuardFailed", "apply", "at_bound", "clock_move", "enabled", "fire",
+    "lapsed_by", "successors", "waiting_instants",
 ]
 
 

@@ -163,7 +163,7 @@ from .scenario_check import (
     check,
 )
 from .scenario_check import register_property_evaluator as register_property_evaluator
-from .state import REASONS, STATUSES, TERMINAL, Event, Message, World
+from .state import REASONS, STATUSES, TERMINAL, Event, Message, Row, World
 from .steps import arg_keys
 from .transition import Transition
 
@@ -174,28 +174,9 @@ SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 # fallback_settles_requeued_row), ``permitted`` / ``valid`` a request refused after the claim
 TRANSITION_NAMES = TRANSITIONS.keys()
 ARG_KEYS = arg_keys()
-# store statement -> (RUNTIME 4 label, required arguments, optional arguments)
-STATEMENTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
-    "start_run": ("T1", ("run",), ("owner", "leased")),
-    "enqueue_run": ("T2", ("run",), ()),
-    "claim_queued": ("T3", ("run", "owner"), ()),
-    "renew_lease": ("T4", ("run", "owner"), ()),
-    "mark_pending_effect": ("T5", ("run", "owner", "effect"), ()),
-    "suspend": ("T6", ("run",), ("turn",)),
-    "suspend_for_input": ("T6", ("run",), ("turn",)),
-    "claim_for_resume": ("T7", ("run", "owner"), ("leased",)),
-    "claim_for_resume_from_input": ("T7", ("run", "owner"), ("leased",)),
-    "finish_run": ("T8", ("run", "status", "reason"), ("error_class", "owner")),
-    "requeue": ("T9", ("run", "owner"), ()),
-    "find_stale_running": ("T10", (), ("now", "limit")),
-    "requeue_stale": ("T11", ("run",), ("now",)),
-    "dead_letter_stale": ("T12", ("run", "reason"), ("now",)),
-    "cancel": ("T13", ("run",), ()),
-    "find_run": ("4.2", ("run",), ()),
-    "max_sequence": ("4.2", ("run",), ()),
-}
-STORE_ARG_KEYS = frozenset({"run", "owner", "leased", "effect", "turn", "status", "reason",
-                            "error_class", "now", "limit"})
+# the store statements a ``store`` step may run, and their argument keys (model/store.py)
+STATEMENTS = store.STATEMENTS
+STORE_ARG_KEYS = frozenset(k for st in STATEMENTS.values() for k in st.args)
 STORE_ACTOR = "store"  # the actor of a store statement in the trace
 STEP_KEYS = frozenset({"do", "actor", "until", "store", "expect", "note"}) | ARG_KEYS | STORE_ARG_KEYS
 EXPECT_KEYS = frozenset({
@@ -580,8 +561,9 @@ def _statement_name(stmt: Any, where: str) -> str:
 
 def _store_args(s: dict[str, Any], where: str, stmt: str) -> dict[str, Any]:
     """The arguments of a store step: the statement's (all it requires), each of its type."""
-    label, required, optional = STATEMENTS[stmt]
-    takes = set(required) | set(optional)
+    st = STATEMENTS[stmt]
+    label, required = st.label, st.required
+    takes = set(st.args)
     args: dict[str, Any] = {}
     for k in s.keys() - {"store", "actor", "expect", "note"}:
         if k not in takes:
@@ -898,60 +880,23 @@ def run_statement(w: World, step: Step) -> tuple[World, Transition, Any]:
     argument spelled) and what the statement returned."""
     name = step.store
     assert name is not None
-    a = _statement_args(w, name, dict(step.args))
+    st = STATEMENTS[name]
+    a = st.default(w, dict(step.args))
     i = w.config.run_index(a["run"]) if "run" in a else -1
-    w, res = _STATEMENT_CALLS[name](w, i, a)
-    return w, Transition.make(name, STORE_ACTOR, **a), res
+    w, res = st.call(w, i, a)
+    return w, Transition.make(name, STORE_ACTOR, **a), _result_view(w, res)
 
 
-def _statement_args(w: World, name: str, a: dict[str, Any]) -> dict[str, Any]:
-    """``a`` with the defaults of the arguments the step left out, in the trace's order."""
-    leased = w.config.policy.lease_all_segments
-    if name == "start_run":
-        a.setdefault("owner", f"interactive:{a['run']}")
-        a.setdefault("leased", leased)
-    elif name in ("suspend", "suspend_for_input"):
-        a.setdefault("turn", 0)
-    elif name in ("claim_for_resume", "claim_for_resume_from_input"):
-        a.setdefault("leased", leased)
-    elif name == "finish_run":
-        a.setdefault("error_class", "")
-    elif name == "find_stale_running":
-        a.setdefault("now", w.clock)
-        a.setdefault("limit", w.config.reaper_limit)
-    elif name in ("requeue_stale", "dead_letter_stale"):
-        a.setdefault("now", w.clock)
-    return a
-
-
-def _find_run(w: World, i: int) -> tuple[World, Any]:
-    row = w.rows[i]
-    return w, (_row_dict(row) if row is not None else "absent")
-
-
-_APPROVAL, _INPUT = "waiting_for_approval", "waiting_for_input"
-# store statement -> (world, run index, arguments with their defaults) -> (world after, result)
-_STATEMENT_CALLS: dict[str, Callable[[World, int, dict[str, Any]], tuple[World, Any]]] = {
-    "start_run": lambda w, i, a: store.start_run(w, i, a["owner"], a["leased"]),
-    "enqueue_run": lambda w, i, a: store.enqueue_run(w, i),
-    "claim_queued": lambda w, i, a: store.claim_queued(w, i, a["owner"]),
-    "renew_lease": lambda w, i, a: store.renew_lease(w, i, a["owner"]),
-    "mark_pending_effect": lambda w, i, a: store.mark_pending_effect(w, i, a["owner"], a["effect"]),
-    "suspend": lambda w, i, a: store.suspend(w, i, _APPROVAL, a["turn"]),
-    "suspend_for_input": lambda w, i, a: store.suspend(w, i, _INPUT, a["turn"]),
-    "claim_for_resume": lambda w, i, a: store.claim_for_resume(w, i, _APPROVAL, a["owner"], a["leased"]),
-    "claim_for_resume_from_input": lambda w, i, a: store.claim_for_resume(w, i, _INPUT, a["owner"], a["leased"]),
-    "finish_run": lambda w, i, a: store.finish_run(w, i, a["status"], a["reason"], a["error_class"],
-                                                   owner=a.get("owner", "")),
-    "requeue": lambda w, i, a: store.requeue(w, i, a["owner"]),
-    "find_stale_running": lambda w, i, a: (
-        w, [w.run_id(r[0]) for r in store.find_stale_running(w, a["now"], a["limit"])]),
-    "requeue_stale": lambda w, i, a: store.requeue_stale(w, i, a["now"]),
-    "dead_letter_stale": lambda w, i, a: store.dead_letter_stale(w, i, a["now"], a["reason"]),
-    "cancel": lambda w, i, a: store.cancel(w, i),
-    "find_run": lambda w, i, a: _find_run(w, i),
-    "max_sequence": lambda w, i, a: (w, store.max_sequence(w, i)),
-}
+def _result_view(w: World, res: Any) -> Any:
+    """What a statement returned, as a scenario's ``result`` spells it: a row as its fields
+    (no row: ``"absent"``), T10's rows as their run ids, a flag or a position as it is."""
+    if res is None:
+        return "absent"
+    if isinstance(res, Row):
+        return _row_dict(res)
+    if isinstance(res, tuple):
+        return [w.run_id(r.run) for r in res]
+    return res
 
 
 def replay(scenario: Scenario) -> ReplayResult:

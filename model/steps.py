@@ -98,6 +98,9 @@ class Action:
     then: tuple[str, ...] = ()
     args: tuple[str, ...] = ()
     actor: str = PROCESS
+    # a step of a step boundary (7.2) before its event is stored: a tool's application is
+    # not yet judged audited or not while its segment is at such a label
+    boundary: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,9 +113,26 @@ class Other:
     args: tuple[str, ...] = ()
 
 
+class _Table(dict):  # type: ignore[type-arg]
+    """label -> step; every change of a declaration bumps :data:`generation`, so what is
+    derived from the table (the vocabulary, the boundary labels) is derived again."""
+
+    def __setitem__(self, key: str, value: Action) -> None:
+        global generation
+        generation += 1
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        global generation
+        generation += 1
+        super().__delitem__(key)
+
+
+generation = 0  # bumped by every change of a step declaration (``_Table``)
+
 # label -> step, per kind of process; filled by @action as model/runtime.py is imported
-ACTIONS: dict[str, Action] = {}
-REAPER_ACTIONS: dict[str, Action] = {}
+ACTIONS: dict[str, Action] = _Table()
+REAPER_ACTIONS: dict[str, Action] = _Table()
 
 OTHER_TRANSITIONS: dict[str, Other] = {
     # callers (6.1, 11, 12)
@@ -138,6 +158,7 @@ def action(
     faults: tuple[str, ...] = (), then: tuple[str, ...] = (), args: tuple[str, ...] = (),
     move: Callable[..., Any] | None = None,
     faults_now: Callable[..., tuple[str, ...]] | None = None, actor: str = PROCESS,
+    boundary: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare the decorated function as the effect of the step labelled ``pc``."""
     if cost not in COST_CLASSES:
@@ -152,7 +173,7 @@ def action(
 
     def declare(effect: Callable[..., Any]) -> Callable[..., Any]:
         table[pc] = Action(pc, names, tuple(faults), cost, place, effect, move, faults_now,
-                           tuple(then), tuple(args), actor)
+                           tuple(then), tuple(args), actor, boundary)
         return effect
 
     return declare
@@ -169,6 +190,19 @@ def steps() -> Iterator[Action]:
     _declared()
     yield from ACTIONS.values()
     yield from REAPER_ACTIONS.values()
+
+
+_boundary: tuple[int, frozenset[str]] = (-1, frozenset())
+
+
+def boundary_labels() -> frozenset[str]:
+    """The labels of a step boundary before its event is stored (``boundary=True``): where a
+    segment's tool application waits on its audit event. Derived again after a change."""
+    global _boundary
+    _declared()
+    if _boundary[0] != generation:
+        _boundary = (generation, frozenset(a.pc for a in ACTIONS.values() if a.boundary))
+    return _boundary[1]
 
 
 def costs() -> dict[str, str]:

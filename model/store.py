@@ -11,11 +11,17 @@ Every function returns ``(world, matched)``. The ghost fields (``Row.epoch``,
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 from .state import (
     CANCELLED,
     QUEUED,
     RUNNING,
     TERMINAL,
+    WAITING_FOR_APPROVAL,
+    WAITING_FOR_INPUT,
     Proc,
     Row,
     StaleRow,
@@ -36,9 +42,22 @@ def owner_guard(row: Row | None, me: str, w: World | None = None) -> bool:
     return row is not None and row.status == RUNNING and row.claimed_by == me
 
 
-def stale(row: Row | None, now: int) -> bool:
-    """``status = 'running' AND lease_expires > 0 AND lease_expires < now`` (strict)."""
-    return row is not None and row.status == RUNNING and 0 < row.lease_expires < now
+def lapses_at(w: World, row: Row) -> int:
+    """The first instant at which the lease of the RUNNING ``row`` has lapsed: the instant
+    :func:`stale` turns true for a leased row (T10's ``lease_expires < now``, strict). The
+    clock's next instants and the model's time bound are read from here
+    (``runtime.waiting_instants``)."""
+    return row.lease_expires + 1
+
+
+def stale(w: World, row: Row | None, now: int) -> bool:
+    """The stale predicate of T10-T12: ``status = 'running' AND lease_expires > 0 AND
+    lease_expires < now`` (strict); the one definition the reaper's guard, the clock, the
+    properties and the scenarios read."""
+    return (
+        row is not None and row.status == RUNNING and row.lease_expires > 0
+        and now >= lapses_at(w, row)
+    )
 
 
 def _ghost_owner(w: World, i: int, p: Proc | None, what: str) -> World:
@@ -234,7 +253,7 @@ def requeue(w: World, i: int, me: str, p: Proc | None = None) -> tuple[World, bo
 
 # T10 (a read): the reaper's SELECT, oldest lease first, at most ``limit`` rows.
 def find_stale_running(w: World, now: int, limit: int) -> tuple[StaleRow, ...]:
-    rows = [(r.lease_expires, i, r) for i, r in enumerate(w.rows) if r is not None and stale(r, now)]
+    rows = [(r.lease_expires, i, r) for i, r in enumerate(w.rows) if r is not None and stale(w, r, now)]
     rows.sort(key=lambda t: (t[0], t[1]))
     return tuple(StaleRow(i, r.pending_effect, r.queued_request, r.requeue_count) for _, i, r in rows[:limit])
 
@@ -244,7 +263,7 @@ def _stale_in_statement(w: World, row: Row | None, now: int) -> bool:
     mutant mutant_reaper_trusts_snapshot: ``WHERE id = ?`` only, acting on the SELECT)."""
     if w.config.policy.mutant_reaper_trusts_snapshot:
         return row is not None
-    return stale(row, now)
+    return stale(w, row, now)
 
 
 # T11
@@ -300,6 +319,11 @@ def cancel(w: World, i: int) -> tuple[World, bool]:
     ), True
 
 
+# 4.2 (a read): the row by uuid, or None
+def find_run(w: World, i: int) -> Row | None:
+    return w.rows[i]
+
+
 def max_sequence(w: World, i: int) -> int:
     """``max(stored sequence)``, or -1 with no events (the handle is at ``max + 1``)."""
     m = -1
@@ -307,3 +331,90 @@ def max_sequence(w: World, i: int) -> int:
         if e.run == i and e.seq > m:
             m = e.seq
     return m
+
+
+# =========================================================================================
+# the statement table: what a scenario may run directly (``store = "<name>"``)
+# =========================================================================================
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One store statement as a scenario names it: its RUNTIME 4 label, the arguments it
+    takes besides the world (``run`` is the row; the rest are passed in ``args`` order), the
+    ones it requires, and the default of each optional one (a value, or a function of the
+    world and the arguments given). ``call(world, run index, arguments)`` runs it and returns
+    (world, what it returned): ``matched`` for a write, the row / rows / position for a read."""
+
+    name: str
+    label: str
+    args: tuple[str, ...]
+    required: tuple[str, ...]
+    defaults: dict[str, Any]
+    fn: Callable[..., Any]
+    fixed: tuple[Any, ...] = ()  # positional arguments the variant fixes, before ``args``
+    read: bool = False  # a read: the world is unchanged and the result is what it returns
+
+    def default(self, w: World, a: dict[str, Any]) -> dict[str, Any]:
+        """``a`` with the defaults of the optional arguments it leaves out."""
+        for k, d in self.defaults.items():
+            if k not in a:
+                a[k] = d(w, a) if callable(d) else d
+        return a
+
+    def call(self, w: World, i: int, a: dict[str, Any]) -> tuple[World, Any]:
+        head = (w, i) if "run" in self.required else (w,)
+        out = self.fn(*head, *self.fixed, *(a[k] for k in self.args if k != "run"))
+        return (w, out) if self.read else out
+
+
+def _leased(w: World, a: dict[str, Any]) -> bool:
+    return w.config.policy.lease_all_segments
+
+
+def _now(w: World, a: dict[str, Any]) -> int:
+    return w.clock
+
+
+def _limit(w: World, a: dict[str, Any]) -> int:
+    return w.config.reaper_limit
+
+
+def _interactive(w: World, a: dict[str, Any]) -> str:
+    from .names import caller_identity
+
+    return caller_identity(a["run"])
+
+
+def _table(*rows: Statement) -> dict[str, Statement]:
+    return {r.name: r for r in rows}
+
+
+S = Statement
+STATEMENTS: dict[str, Statement] = _table(
+    S("start_run", "T1", ("run", "owner", "leased"), ("run",),
+      {"owner": _interactive, "leased": _leased}, start_run),
+    S("enqueue_run", "T2", ("run",), ("run",), {}, enqueue_run),
+    S("claim_queued", "T3", ("run", "owner"), ("run", "owner"), {}, claim_queued),
+    S("renew_lease", "T4", ("run", "owner"), ("run", "owner"), {}, renew_lease),
+    S("mark_pending_effect", "T5", ("run", "owner", "effect"), ("run", "owner", "effect"), {},
+      mark_pending_effect),
+    S("suspend", "T6", ("run", "turn"), ("run",), {"turn": 0}, suspend, (WAITING_FOR_APPROVAL,)),
+    S("suspend_for_input", "T6", ("run", "turn"), ("run",), {"turn": 0}, suspend,
+      (WAITING_FOR_INPUT,)),
+    S("claim_for_resume", "T7", ("run", "owner", "leased"), ("run", "owner"),
+      {"leased": _leased}, claim_for_resume, (WAITING_FOR_APPROVAL,)),
+    S("claim_for_resume_from_input", "T7", ("run", "owner", "leased"), ("run", "owner"),
+      {"leased": _leased}, claim_for_resume, (WAITING_FOR_INPUT,)),
+    S("finish_run", "T8", ("run", "status", "reason", "error_class", "owner"),
+      ("run", "status", "reason"), {"error_class": "", "owner": ""}, finish_run),
+    S("requeue", "T9", ("run", "owner"), ("run", "owner"), {}, requeue),
+    S("find_stale_running", "T10", ("now", "limit"), (), {"now": _now, "limit": _limit},
+      find_stale_running, read=True),
+    S("requeue_stale", "T11", ("run", "now"), ("run",), {"now": _now}, requeue_stale),
+    S("dead_letter_stale", "T12", ("run", "now", "reason"), ("run", "reason"), {"now": _now},
+      dead_letter_stale),
+    S("cancel", "T13", ("run",), ("run",), {}, cancel),
+    S("find_run", "4.2", ("run",), ("run",), {}, find_run, read=True),
+    S("max_sequence", "4.2", ("run",), ("run",), {}, max_sequence, read=True),
+)
+"""Every store statement a scenario may run, in RUNTIME 4 order (the scenario format's
+``store`` steps, their keys and defaults are read from here)."""

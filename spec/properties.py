@@ -36,7 +36,7 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from failclosed.model import rules, runtime
+from failclosed.model import names, rules, runtime, steps, store
 from failclosed.model import scenario as _scenario
 from failclosed.model.state import (
     AWAITING,
@@ -206,9 +206,6 @@ def _key(a: Application) -> tuple[int, int, int, str]:
     return (a.run, a.turn, a.call, a.seg)
 
 
-_BOUNDARY_PCS = frozenset({"on_step", "probe", "renew", "persist"})
-
-
 def _audited(w: World) -> set[tuple[int, int, int, str]]:
     """(run, turn, call, seg) of every application that is audited or not yet judged: a
     stored ``tool`` event (an ambiguous commit stores the event, so it counts), or the live
@@ -217,9 +214,10 @@ def _audited(w: World) -> set[tuple[int, int, int, str]]:
     stores the event, or it stops (death, lost lease, audit failure) without it, and the
     exploration reaches both successors."""
     out = {(e.run, e.turn, e.call, e.seg) for e in w.events if e.kind == "tool"}
+    boundary = steps.boundary_labels()
     for p in w.procs:
         st = p.step
-        if st and st[0] == "tool" and p.pc in _BOUNDARY_PCS:
+        if st and st[0] == "tool" and p.pc in boundary:
             out.add((p.run, st[1], st[2], p.seg))
     return out
 
@@ -257,9 +255,8 @@ def _never_marked(name: str, prefix: str, text: str, *, source: str) -> Finder:
 def _resume_decision(w: World, a_run: int, seg: str) -> str:
     """The k-th resume process of a run (label ``resume:<run>#<k>``) consumed the run's k-th
     caller decision (approve / deny / submit_input each start exactly one resume)."""
-    try:
-        k = int(seg.rsplit("#", 1)[1])
-    except ValueError:
+    k = names.resume_number(seg)
+    if k is None:
         return ""
     decisions = w.config.runs[a_run].decisions
     return decisions[k - 1] if 0 < k <= len(decisions) else ""
@@ -598,7 +595,7 @@ def _find_unrecorded_approval(w: World) -> str | None:
         return None
     for a in ledger:
         seg = a.seg
-        if not seg.startswith("resume:") or _resume_decision(w, a.run, seg) != "approve":
+        if _resume_decision(w, a.run, seg) != "approve":
             continue
         if any(e.kind == "approval" and e.seg == seg for e in w.events):
             continue
@@ -627,7 +624,7 @@ def _find_unsafe_staleness(w: World) -> str | None:
         return None
     run = r.rows[r.idx][0]
     row = w.rows[run]
-    if row is None or (row.status == RUNNING and 0 < row.lease_expires < r.now):
+    if row is None or store.stale(w, row, r.now):
         return None  # still stale by the tick's clock: the reaper may act
     rid = w.run_id(run)
     for t in (
@@ -686,15 +683,6 @@ _never_marked(
 # =========================================================================================
 # liveness and fairness
 # =========================================================================================
-def _process_actors(spec: Config) -> tuple[str, ...]:
-    """Every process name a configuration can create (runtime.py names them so)."""
-    names = list(spec.workers)
-    for r in spec.runs:
-        names.append(f"caller:{r.id}" if r.entry == "interactive" else f"enqueue:{r.id}")
-        names.extend(f"resume:{r.id}#{k}" for k in range(1, len(r.decisions) + 1))
-    return tuple(names)
-
-
 def _reaper_step(t: Transition) -> bool:
     return t.actor == "reaper" and t.fault is None and t.name != "crash"
 
@@ -739,7 +727,7 @@ def fairness(spec: Config) -> tuple[Fairness, ...]:
     procs = tuple(
         Fairness(f"process:{a}", _process_step(a),
                  f"WF({a}): the process's next step without a fault")
-        for a in _process_actors(spec)
+        for a in names.process_names(spec)
     )
     return FAIRNESS + procs
 
@@ -749,23 +737,7 @@ def fairness_predicates(spec: Config) -> list[Callable[[Transition], bool]]:
     return [f.applies for f in fairness(spec)]
 
 
-def at_bound(w: World) -> bool:
-    """The model's bound, not the system, stops time here: something waits on an instant (a
-    lease going stale, a delayed message) later than ``spec.horizon``, which the clock may not
-    reach (``model.runtime._time_targets`` jumps straight to such instants)."""
-    h = w.config.horizon
-    if h is None:
-        return False
-    now = w.clock
-    for row in w.rows:
-        if (
-            row is not None
-            and row.status == RUNNING
-            and row.lease_expires >= now
-            and row.lease_expires + 1 > h
-        ):
-            return True
-    return any(m.not_before > h for m in w.messages)
+at_bound = runtime.at_bound  # the model's time bound (model/runtime.py)
 
 
 def _owned(w: World, i: int, epoch: int) -> bool:
