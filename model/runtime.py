@@ -70,18 +70,25 @@ from .state import (
 )
 from .steps import (
     ACTIONS,
+    ACTORS,
     AUDIT,
     DISPATCH,
     END,
     FAULTS,
     NONE,
+    PICK_UP,
     PROVIDER,
     REAPER,
     REAPER_ACTIONS,
+    REAPER_DECISION,
+    REAPER_TICK,
+    SETTLE,
+    STAMP,
     STORE,
     STORE_FAULTS,
     TOOL,
     action,
+    declare_actor,
 )
 from .transition import Transition
 
@@ -176,26 +183,25 @@ def enabled(
     the orders of k tied rows are k!). With ``run`` (a run id), only the transitions whose
     ``run`` argument is that run."""
     if run is not None:
-        return _enabled_for_run(w, actor, run, one_order)
-    if actor is not None:
-        return _enabled_for(w, actor, one_order)
-    spec = w.config
-    pol = spec.policy
-    out = _caller_moves(w)
-    # -- processes ----------------------------------------------------------------------
-    for p in w.procs:
-        out.extend(_proc_moves(w, p))
-        if _can(w, "crash"):
-            out.append(T("crash", p.name, run=w.run_id(p.run)))
-    out.extend(_pickup_moves(w))
-    out.extend(_bus_moves(w))
-    # -- the reaper ---------------------------------------------------------------------
-    if pol.reaper and pol.queue:
-        out.extend(_reaper_moves(w, one_order))
-    out.extend(_operator_moves(w))
-    # -- time ---------------------------------------------------------------------------
-    out.extend(_clock_moves(w))
-    return out
+        slots = [i for i, r in enumerate(w.config.runs) if r.id == run]
+        if not slots:
+            return []
+        return [t for t in _moves(w, actor, one_order, slots) if t.arg("run") == run]
+    return _moves(w, actor, one_order, None)
+
+
+def _moves(w: World, actor: str | None, one_order: bool, slots: list[int] | None) -> list[Transition]:
+    """Every actor's moves in declaration order (``model.steps.ACTORS``), or those of the
+    first actor that answers to ``actor``."""
+    if actor is None:
+        out: list[Transition] = []
+        for a in ACTORS.values():
+            out.extend(a.moves(w, None, one_order, slots))
+        return out
+    for a in ACTORS.values():
+        if a.answers(w, actor):
+            return a.moves(w, actor, one_order, slots)
+    return []
 
 
 def _caller_moves(w: World, only: list[int] | None = None) -> list[Transition]:
@@ -208,12 +214,12 @@ def _caller_moves(w: World, only: list[int] | None = None) -> list[Transition]:
         row = w.rows[i]
         if not w.started[i]:
             if r.entry == "interactive":
-                out.extend(_with_faults(w, T("start_run", "caller", run=rid), ("store_error",)))
+                out.extend(_with_faults(w, T(store.START_RUN, "caller", run=rid), ("store_error",)))
             elif pol.queue:
-                out.extend(_with_faults(w, T("enqueue_run", "caller", run=rid), ("store_error",)))
+                out.extend(_with_faults(w, T(store.ENQUEUE_RUN, "caller", run=rid), ("store_error",)))
             continue
         if w.cancels[i] < r.cancels:
-            out.extend(_with_faults(w, T("cancel", "caller", run=rid), ("store_error",)))
+            out.extend(_with_faults(w, T(store.CANCEL, "caller", run=rid), ("store_error",)))
         if w.decisions[i] < len(r.decisions) and row is not None and row.status in AWAITING:
             d = r.decisions[w.decisions[i]]
             want = WAITING_FOR_INPUT if d == "input" else WAITING_FOR_APPROVAL
@@ -247,7 +253,7 @@ def _pickup_moves(w: World, only: str | None = None, runs: list[int] | None = No
                     out.extend(
                         _with_faults(
                             w,
-                            T("run_queued", wk, run=w.run_id(m.run), not_before=m.not_before),
+                            T(PICK_UP, wk, run=w.run_id(m.run), not_before=m.not_before),
                             ("store_error",),
                         )
                     )
@@ -302,45 +308,6 @@ def clock_move(w: World, to: int) -> Transition:
     return T("advance_time", "clock", to=to, fault=lapsed_by(w, to))
 
 
-def _enabled_for(w: World, actor: str, one_order: bool = False) -> list[Transition]:
-    p = w.proc(actor)
-    if p is not None:
-        out = _proc_moves(w, p)
-        if _can(w, "crash"):
-            out.append(T("crash", p.name, run=w.run_id(p.run)))
-        return out
-    if actor == "reaper":
-        pol = w.config.policy
-        return _reaper_moves(w, one_order) if pol.reaper and pol.queue else []
-    if actor == "clock":
-        return _clock_moves(w)
-    # workers, callers, bus, operator: the sections of ``enabled`` that name this actor, in
-    # the same order (no process is named ``actor`` here, and the reaper and clock are above)
-    out = _caller_moves(w) if actor == "caller" else []
-    if actor in w.config.workers:
-        out.extend(_pickup_moves(w, actor))
-    if actor == "bus":
-        out.extend(_bus_moves(w))
-    if actor == "operator":
-        out.extend(_operator_moves(w))
-    return out
-
-
-def _enabled_for_run(w: World, actor: str | None, run: str, one_order: bool) -> list[Transition]:
-    """``[t for t in enabled(w, actor) if t.arg("run") == run]``; a caller's or a free
-    worker's part is computed for that run's slot(s) only."""
-    slots = [i for i, r in enumerate(w.config.runs) if r.id == run]
-    if not slots:
-        return []
-    plain = actor is not None and w.proc(actor) is None and actor not in ("bus", "operator", "reaper", "clock")
-    workers = w.config.workers
-    if plain and actor == "caller" and actor not in workers:
-        return _caller_moves(w, slots)
-    if plain and actor in workers and actor != "caller":
-        return _pickup_moves(w, actor, slots)
-    return [t for t in enabled(w, actor, one_order=one_order) if t.arg("run") == run]
-
-
 def _reaper_moves(w: World, one_order: bool = False) -> list[Transition]:
     r = w.reaper
     if r is None:
@@ -359,14 +326,14 @@ def _reaper_moves(w: World, one_order: bool = False) -> list[Transition]:
 
 def _tick_moves(w: World, one_order: bool) -> list[Transition]:
     """T10, and the orders it may return rows of equal lease in (no defined order)."""
-    tick = REAPER_ACTIONS["tick"]
+    tick = REAPER_ACTIONS[REAPER_TICK]
     orders, tied = _stale_orders(w, one_order)
     if not tied:
-        return _with_faults(w, T("find_stale_running", "reaper"), tick.faults)
-    out = [T("find_stale_running", "reaper", order=",".join(o)) for o in orders]
+        return _with_faults(w, T(store.FIND_STALE_RUNNING, "reaper"), tick.faults)
+    out = [T(store.FIND_STALE_RUNNING, "reaper", order=",".join(o)) for o in orders]
     for k in tick.faults:
-        if _can(w, k, "find_stale_running"):
-            out.append(T("find_stale_running", "reaper", fault=k))
+        if _can(w, k, store.FIND_STALE_RUNNING):
+            out.append(T(store.FIND_STALE_RUNNING, "reaper", fault=k))
     # an idle reaper's crash changes nothing but the fault budget; it is listed only here
     # (kept as the model has always had it: the recorded behaviour digests include it)
     if _can(w, "crash"):
@@ -408,12 +375,12 @@ def _reaper_branch(w: World, pending: str, has_request: bool, count: int) -> tup
     """Section 10 branches 1-4, decided on the SELECT snapshot."""
     pol = w.config.policy
     if pol.write_fence and not rules.may_retry_after_fence(pending):
-        return "dead_letter_stale", "not_retryable"
+        return store.DEAD_LETTER_STALE, "not_retryable"
     if pol.reaper_no_request_branch and not has_request:
-        return "dead_letter_stale", "not_retryable"
+        return store.DEAD_LETTER_STALE, "not_retryable"
     if count >= w.config.constants.MAX_REQUEUES:
-        return "dead_letter_stale", "retries_exhausted"
-    return "requeue_stale", None
+        return store.DEAD_LETTER_STALE, "retries_exhausted"
+    return store.REQUEUE_STALE, None
 
 
 def waiting_instants(w: World) -> list[int]:
@@ -513,28 +480,14 @@ def _spend(w: World, t: Transition) -> World:
 
 
 def fire(w: World, t: Transition) -> World:
-    """Apply an enabled transition (no re-check: use ``apply`` for untrusted input)."""
+    """Apply an enabled transition (no re-check: use ``apply`` for untrusted input): the
+    effect of the first actor that answers to ``t.actor`` (``model.steps.ACTORS``)."""
     w = _spend(w, t)
     actor = t.actor
-    name = t.name
-    if actor == "caller":
-        return _caller(w, t)
-    if actor == "clock":
-        return replace(w, clock=t.arg("to"))
-    if actor == "bus":
-        i = w.config.run_index(t.arg("run"))
-        return _add_message(w, Message(i, t.arg("not_before")))
-    if actor == "operator":
-        return replace(w, removed=w.removed | {t.arg("tool")})
-    if actor == "reaper" and (w.reaper is None or w.reaper.pc != "nested"):
-        return _reaper(w, t)
-    p = w.proc(actor)
-    if p is None:
-        assert name == "run_queued", t
-        return _run_queued(w, t)  # a free worker takes a delivered message
-    if name == "crash":
-        return _die(w, p)
-    return _step(w, p, t)
+    for a in ACTORS.values():
+        if a.answers(w, actor):
+            return a.fire(w, t)
+    raise AssertionError(t)  # pragma: no cover - apply checks the actor first
 
 
 def _add_message(w: World, m: Message) -> World:
@@ -617,7 +570,7 @@ def _caller(w: World, t: Transition) -> World:
     r = spec.runs[i]
     rid = r.id
     name = t.name
-    if name == "start_run":
+    if name == store.START_RUN:
         w = replace(w, started=_set_tuple(w.started, i, True))
         identity = names.caller_identity(rid)
         leased = pol.lease_all_segments
@@ -636,7 +589,7 @@ def _caller(w: World, t: Transition) -> World:
             )
         w = _spawn(w, p)
         return _enter_round(w, p)
-    if name == "enqueue_run":
+    if name == store.ENQUEUE_RUN:
         w = replace(w, started=_set_tuple(w.started, i, True))
         if t.fault:
             return w  # EnqueueFailed, no message
@@ -644,7 +597,7 @@ def _caller(w: World, t: Transition) -> World:
         p = Proc(name=names.enqueue_process(rid), kind=ENQUEUE, run=i, pc="dispatch",
                  seg=names.enqueue_process(rid))
         return _spawn(w, p)
-    if name == "cancel":
+    if name == store.CANCEL:
         w = replace(w, cancels=_set_tuple(w.cancels, i, w.cancels[i] + 1))
         if t.fault:
             return w
@@ -690,7 +643,7 @@ def _run_queued(w: World, t: Transition) -> World:
     return _spawn(w, _pick_up(w, i, t.actor, "claim_queued"))
 
 
-@action("run_queued", fires="run_queued", faults=STORE_FAULTS, cost=STORE, then=("claim_queued", END),
+@action(PICK_UP, fires=PICK_UP, faults=STORE_FAULTS, cost=STORE, then=("claim_queued", END),
         place="6.2 step 1; 6.3 sync: nested in the dispatching process")
 def _h_run_queued(w: World, p: Proc, t: Transition) -> World:
     """Sync: pick-up step 1 of the handler nested in the dispatching process."""
@@ -725,7 +678,7 @@ def _dispatch_queued(w: World, i: int, process: str, not_before: int,
     (the dispatcher's frames) wait for it. Returns whether the dispatcher now waits."""
     if w.config.transport != SYNC:
         return _add_message(w, Message(i, not_before)), False
-    p = _pick_up(w, i, process, "run_queued", outer)
+    p = _pick_up(w, i, process, PICK_UP, outer)
     if w.proc(process) is not None:
         return w.set_proc(p), True
     return _spawn(w, p), True
@@ -737,11 +690,11 @@ def _reaper(w: World, t: Transition) -> World:
         return replace(w, reaper=None)
     r = w.reaper
     if r is None:
-        return REAPER_ACTIONS["tick"].effect(w, None, t)
+        return REAPER_ACTIONS[REAPER_TICK].effect(w, None, t)
     return REAPER_ACTIONS[r.pc].effect(w, r, t)
 
 
-@action("tick", actor=REAPER, fires="find_stale_running", faults=("store_error", "decode_error"),
+@action(REAPER_TICK, actor=REAPER, fires=store.FIND_STALE_RUNNING, faults=("store_error", "decode_error"),
         cost=STORE, then=("row", END), args=("order",), place="T10; 10")
 def _r_tick(w: World, r: None, t: Transition) -> World:
     if t.fault:
@@ -766,14 +719,14 @@ def _row_move(w: World, r: ReaperState) -> Transition:
     return T(name, "reaper", run=w.run_id(run), reason=reason)
 
 
-@action("row", actor=REAPER, fires=("requeue_stale", "dead_letter_stale"), faults=STORE_FAULTS,
+@action(REAPER_DECISION, actor=REAPER, fires=(store.REQUEUE_STALE, store.DEAD_LETTER_STALE), faults=STORE_FAULTS,
         cost=STORE, then=("dispatch", "row", END), args=("reason",), move=_row_move,
         place="T11, T12; 10 branches 1-4")
 def _r_row(w: World, r: ReaperState, t: Transition) -> World:
     if t.fault:
         return _reaper_next(w)
     run = r.rows[r.idx][0]
-    if t.name == "requeue_stale":
+    if t.name == store.REQUEUE_STALE:
         w, ok = store.requeue_stale(w, run, r.now)
         if ok:
             return replace(w, reaper=replace(r, pc="dispatch"))
@@ -913,16 +866,16 @@ def _h_probe(w: World, p: Proc, t: Transition) -> World:
 def _renew_move(w: World, p: Proc) -> Transition:
     """7.2 step 4: the renewal, or on a write's boundary with the fence the T5 clear."""
     if _clears_fence(w, p):
-        return T("mark_pending_effect", p.name, run=w.run_id(p.run), effect="")
-    return T("renew_lease", p.name, run=w.run_id(p.run))
+        return T(store.MARK_PENDING_EFFECT, p.name, run=w.run_id(p.run), effect="")
+    return T(store.RENEW_LEASE, p.name, run=w.run_id(p.run))
 
 
-@action("renew", boundary=True, fires=("renew_lease", "mark_pending_effect"), faults=STORE_FAULTS, cost=STORE,
+@action("renew", boundary=True, fires=(store.RENEW_LEASE, store.MARK_PENDING_EFFECT), faults=STORE_FAULTS, cost=STORE,
         then=LOOP, args=("effect",), move=_renew_move, place="T4, T5 clear; 7.2 step 4")
 def _h_renew(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
         ok = False
-    elif t.name == "mark_pending_effect":
+    elif t.name == store.MARK_PENDING_EFFECT:
         w, ok = store.mark_pending_effect(w, p.run, p.owner, "", p)
     else:
         w, ok = store.renew_lease(w, p.run, p.owner, p)
@@ -972,10 +925,10 @@ def _h_persist(w: World, p: Proc, t: Transition) -> World:
 
 
 def _clear_move(w: World, p: Proc) -> Transition:
-    return T("mark_pending_effect", p.name, run=w.run_id(p.run), effect="")
+    return T(store.MARK_PENDING_EFFECT, p.name, run=w.run_id(p.run), effect="")
 
 
-@action("clear", fires="mark_pending_effect", faults=STORE_FAULTS, cost=STORE, then=LOOP,
+@action("clear", fires=store.MARK_PENDING_EFFECT, faults=STORE_FAULTS, cost=STORE, then=LOOP,
         args=("effect",), move=_clear_move, place="T5 clear (proposal fence_cleared_after_audit)")
 def _h_clear(w: World, p: Proc, t: Transition) -> World:
     """Proposal fence_cleared_after_audit: the T5 clear after the event is stored."""
@@ -1088,13 +1041,13 @@ def _hook(w: World, p: Proc, name: str) -> World:
     return _put(w, replace(p, pc="stamp"))
 
 
-def _stamp_move(w: World, p: Proc) -> Transition:
+def stamp_move(w: World, p: Proc) -> Transition:
     effect = rules.resolve_by_name(w.config, w.removed, _call_name(w, p))
-    return T("mark_pending_effect", p.name, run=w.run_id(p.run), effect=effect)
+    return T(store.MARK_PENDING_EFFECT, p.name, run=w.run_id(p.run), effect=effect)
 
 
-@action("stamp", fires="mark_pending_effect", faults=STORE_FAULTS, cost=STORE, then=("invoke", END),
-        args=("effect",), move=_stamp_move, place="T5 stamp; 7.3")
+@action(STAMP, fires=store.MARK_PENDING_EFFECT, faults=STORE_FAULTS, cost=STORE, then=("invoke", END),
+        args=("effect",), move=stamp_move, place="T5 stamp; 7.3")
 def _h_stamp(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
         return _ladder(w, p, LEASE_LOST, "")
@@ -1196,7 +1149,7 @@ def _settle_move(w: World, p: Proc) -> Transition:
              status=plan.expect or None)
 
 
-@action("settle", fires=("settle_completed", "settle_failed", "settle_policy_stopped", "settle_dead_lettered"),
+@action(SETTLE, fires=("settle_completed", "settle_failed", "settle_policy_stopped", "settle_dead_lettered"),
         faults=STORE_FAULTS, cost=STORE, then=(END,), args=("reason", "owner", "status"),
         move=_settle_move, place="T8 via 4.3")
 def _h_settle(w: World, p: Proc, t: Transition) -> World:
@@ -1284,7 +1237,7 @@ def _frames(p: Proc) -> tuple[Proc, ...]:
 
 
 # -- pick-up after the claim (6.2 steps 2-5) ----------------------------------------------
-@action("claim_queued", fires="claim_queued", faults=STORE_FAULTS, cost=STORE, then=("pickup_position", END),
+@action("claim_queued", fires=store.CLAIM_QUEUED, faults=STORE_FAULTS, cost=STORE, then=("pickup_position", END),
         place="T3, 6.2 step 2")
 def _h_claim_queued(w: World, p: Proc, t: Transition) -> World:
     ok = False
@@ -1450,6 +1403,69 @@ __all__ = [
     "FAULT_KINDS", "GuardFailed", "apply", "at_bound", "clock_move", "enabled", "fire",
     "lapsed_by", "successors", "waiting_instants",
 ]
+
+
+# =========================================================================================
+# the actors (RUNTIME 1.2), in the order ``enabled`` lists their moves
+# =========================================================================================
+def _is(kind: str):
+    def answers(w: World, name: str) -> bool:
+        return name == kind
+    return answers
+
+
+def _process_moves(w: World, name: str | None, one_order: bool, slots: list[int] | None) -> list[Transition]:
+    """Each live process's step (``_proc_moves``) and its death."""
+    out: list[Transition] = []
+    crash = _can(w, "crash")
+    for p in w.procs if name is None else (w.proc(name),):
+        assert p is not None  # answered: the process is live
+        out.extend(_proc_moves(w, p))
+        if crash:
+            out.append(T("crash", p.name, run=w.run_id(p.run)))
+    return out
+
+
+def _process_fire(w: World, t: Transition) -> World:
+    p = w.proc(t.actor)
+    assert p is not None  # answered: the process is live
+    if t.name == "crash":
+        return _die(w, p)
+    return _step(w, p, t)
+
+
+def _is_free_worker(w: World, name: str) -> bool:
+    return name in w.config.workers and w.proc(name) is None
+
+
+def _queue_on(w: World) -> bool:
+    pol = w.config.policy
+    return pol.reaper and pol.queue
+
+
+def _bus_fire(w: World, t: Transition) -> World:
+    return _add_message(w, Message(w.config.run_index(t.arg("run")), t.arg("not_before")))
+
+
+declare_actor("caller", place="6.1, 11, 12", answers=_is("caller"),
+              moves=lambda w, name, one_order, slots: _caller_moves(w, slots), fire=_caller)
+declare_actor("process", place="5; 1.3 process death",
+              answers=lambda w, name: w.proc(name) is not None,
+              moves=_process_moves, fire=_process_fire)
+declare_actor("worker", place="6.2 step 1 (async: a delivery)", answers=_is_free_worker,
+              moves=lambda w, name, one_order, slots: _pickup_moves(w, name, slots),
+              fire=_run_queued)
+declare_actor("bus", place="6.3; 1.3 a duplicate message", answers=_is("bus"),
+              moves=lambda w, name, one_order, slots: _bus_moves(w), fire=_bus_fire)
+declare_actor("reaper", place="10", answers=_is("reaper"),
+              moves=lambda w, name, one_order, slots: _reaper_moves(w, one_order) if _queue_on(w) else [],
+              fire=_reaper)
+declare_actor("operator", place="14.2 a tool removed between attempts", answers=_is("operator"),
+              moves=lambda w, name, one_order, slots: _operator_moves(w),
+              fire=lambda w, t: replace(w, removed=w.removed | {t.arg("tool")}))
+declare_actor("clock", place="conventions: one clock", answers=_is("clock"),
+              moves=lambda w, name, one_order, slots: _clock_moves(w),
+              fire=lambda w, t: replace(w, clock=t.arg("to")))
 
 
 # Where a segment waits on a slow operation (1.3): time may pass its lease there unfaulted.

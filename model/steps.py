@@ -41,6 +41,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import store
+
 # cost classes: the environment component a step waits on (the simulator's latency and fault)
 STORE = "store"  # a store statement (T1-T13, find_run, max_sequence)
 AUDIT = "audit"  # an audit insert (record_step, record_approval, record_input)
@@ -55,6 +57,13 @@ PROCESS = "process"  # a segment or an enqueue caller (``Proc``)
 REAPER = "reaper"  # the reaper (``ReaperState``)
 
 STORE_FAULTS = ("store_error",)
+
+# The labels and transitions the properties and the simulator name, each read from here:
+PICK_UP = "run_queued"  # pick-up step 1 (6.2): a free worker's delivery, or nested in a sync dispatch
+STAMP = "stamp"  # the before-tool hook's T5 stamp of a write (7.3)
+REAPER_DECISION = "row"  # the reaper's per-row decision on its snapshot (10 branches 1-4)
+REAPER_TICK = "tick"  # the reaper's SELECT (T10)
+SETTLE = "settle"  # a segment's settle (T8 via 4.3), the last step of an arm of the ladder
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,30 +136,68 @@ class _Table(dict):  # type: ignore[type-arg]
         generation += 1
         super().__delitem__(key)
 
+    def clear(self) -> None:
+        global generation
+        generation += 1
+        super().clear()
+
+    def update(self, *args: Any, **kw: Any) -> None:
+        global generation
+        generation += 1
+        super().update(*args, **kw)
+
 
 generation = 0  # bumped by every change of a step declaration (``_Table``)
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """One kind of actor (RUNTIME 1.2): the processes, the callers, the free workers, the bus,
+    the reaper, the operator, the clock. ``answers(world, name)``: this actor acts under
+    ``name`` now; ``moves(world, name, one_order, slots)``: its enabled transitions (``name``
+    None: every actor of the kind; ``slots``: only those run slots', where it can narrow
+    them); ``fire(world, transition)``: the effect. ``runtime.enabled`` lists the actors'
+    moves in declaration order and ``runtime.fire`` dispatches on the first that answers."""
+
+    kind: str
+    place: str
+    answers: Callable[..., bool]
+    moves: Callable[..., list[Any]]
+    fire: Callable[..., Any]
+
+
+# kind -> actor, in the order ``enabled`` lists their moves; filled by model/runtime.py
+ACTORS: dict[str, Actor] = {}
+
+
+def declare_actor(kind: str, *, place: str, answers: Callable[..., bool],
+                  moves: Callable[..., list[Any]], fire: Callable[..., Any]) -> None:
+    """Declare an actor kind (model/runtime.py does, once per kind, in listing order)."""
+    if kind in ACTORS:
+        raise ValueError(f"actor {kind!r} is declared twice")
+    ACTORS[kind] = Actor(kind, place, answers, moves, fire)
+
 
 # label -> step, per kind of process; filled by @action as model/runtime.py is imported
 ACTIONS: dict[str, Action] = _Table()
 REAPER_ACTIONS: dict[str, Action] = _Table()
 
-OTHER_TRANSITIONS: dict[str, Other] = {
+OTHER_TRANSITIONS: dict[str, Other] = _Table({
     # callers (6.1, 11, 12)
-    "start_run": Other("caller", STORE_FAULTS, "T1"),
-    "enqueue_run": Other("caller", STORE_FAULTS, "T2"),
-    "cancel": Other("caller", STORE_FAULTS, "T13"),
+    store.START_RUN: Other("caller", STORE_FAULTS, "T1"),
+    store.ENQUEUE_RUN: Other("caller", STORE_FAULTS, "T2"),
+    store.CANCEL: Other("caller", STORE_FAULTS, "T13"),
     "approve": Other("caller", (), "12.2", ("permitted",)),
     "deny": Other("caller", (), "12.2", ("permitted",)),
     "submit_input": Other("caller", (), "12.3", ("valid",)),
     # a free worker takes a delivered message (async transport; 6.2 step 1)
-    "run_queued": Other("worker", STORE_FAULTS, "6.2 step 1 (async: a delivery)", ("not_before",)),
+    PICK_UP: Other("worker", STORE_FAULTS, "6.2 step 1 (async: a delivery)", ("not_before",)),
     # the environment and its faults (1.3)
     "advance_time": Other("clock", ("slow_operation", "pause"),
                           "conventions: one clock; 1.3 slow operation", ("to",)),
     "crash": Other("any process", (), "1.3 process death"),
     "duplicate_message": Other("bus", (), "1.3, 6.3", ("not_before",)),
     "remove_tool": Other("operator", (), "14.2 a tool removed between attempts", ("tool",)),
-}
+})
 
 
 def action(
@@ -220,15 +267,15 @@ class Vocabulary(Mapping[str, tuple[str, tuple[str, ...]]]):
     changes."""
 
     def __init__(self) -> None:
-        self._of: tuple[Any, ...] = ()  # the declarations the table was derived from
+        self._of = -1  # the generation of the declarations the table was derived from
         self._derived: dict[str, tuple[str, tuple[str, ...]]] = {}
 
     def _table(self) -> dict[str, tuple[str, tuple[str, ...]]]:
         """The derived table, derived again only when a declaration was added or replaced."""
-        of = (*steps(), *OTHER_TRANSITIONS.values())
-        if of != self._of:  # compares element by element, identity first
+        _declared()
+        if self._of != generation:
             self._derived = self._derive()
-            self._of = of
+            self._of = generation
         return self._derived
 
     def _derive(self) -> dict[str, tuple[str, tuple[str, ...]]]:

@@ -29,6 +29,18 @@ from .state import (
     replace,
 )
 
+# The names of the statements other modules name a transition by (the table at the end is
+# keyed by every statement's name): read them here.
+START_RUN = "start_run"
+ENQUEUE_RUN = "enqueue_run"
+CLAIM_QUEUED = "claim_queued"
+RENEW_LEASE = "renew_lease"
+MARK_PENDING_EFFECT = "mark_pending_effect"
+FIND_STALE_RUNNING = "find_stale_running"
+REQUEUE_STALE = "requeue_stale"
+DEAD_LETTER_STALE = "dead_letter_stale"
+CANCEL = "cancel"
+
 
 def _lease(w: World) -> int:
     return w.clock + w.config.constants.LEASE_SECONDS
@@ -390,12 +402,12 @@ def _table(*rows: Statement) -> dict[str, Statement]:
 
 S = Statement
 STATEMENTS: dict[str, Statement] = _table(
-    S("start_run", "T1", ("run", "owner", "leased"), ("run",),
+    S(START_RUN, "T1", ("run", "owner", "leased"), ("run",),
       {"owner": _interactive, "leased": _leased}, start_run),
-    S("enqueue_run", "T2", ("run",), ("run",), {}, enqueue_run),
-    S("claim_queued", "T3", ("run", "owner"), ("run", "owner"), {}, claim_queued),
-    S("renew_lease", "T4", ("run", "owner"), ("run", "owner"), {}, renew_lease),
-    S("mark_pending_effect", "T5", ("run", "owner", "effect"), ("run", "owner", "effect"), {},
+    S(ENQUEUE_RUN, "T2", ("run",), ("run",), {}, enqueue_run),
+    S(CLAIM_QUEUED, "T3", ("run", "owner"), ("run", "owner"), {}, claim_queued),
+    S(RENEW_LEASE, "T4", ("run", "owner"), ("run", "owner"), {}, renew_lease),
+    S(MARK_PENDING_EFFECT, "T5", ("run", "owner", "effect"), ("run", "owner", "effect"), {},
       mark_pending_effect),
     S("suspend", "T6", ("run", "turn"), ("run",), {"turn": 0}, suspend, (WAITING_FOR_APPROVAL,)),
     S("suspend_for_input", "T6", ("run", "turn"), ("run",), {"turn": 0}, suspend,
@@ -407,12 +419,12 @@ STATEMENTS: dict[str, Statement] = _table(
     S("finish_run", "T8", ("run", "status", "reason", "error_class", "owner"),
       ("run", "status", "reason"), {"error_class": "", "owner": ""}, finish_run),
     S("requeue", "T9", ("run", "owner"), ("run", "owner"), {}, requeue),
-    S("find_stale_running", "T10", ("now", "limit"), (), {"now": _now, "limit": _limit},
+    S(FIND_STALE_RUNNING, "T10", ("now", "limit"), (), {"now": _now, "limit": _limit},
       find_stale_running, read=True),
-    S("requeue_stale", "T11", ("run", "now"), ("run",), {"now": _now}, requeue_stale),
-    S("dead_letter_stale", "T12", ("run", "now", "reason"), ("run", "reason"), {"now": _now},
+    S(REQUEUE_STALE, "T11", ("run", "now"), ("run",), {"now": _now}, requeue_stale),
+    S(DEAD_LETTER_STALE, "T12", ("run", "now", "reason"), ("run", "reason"), {"now": _now},
       dead_letter_stale),
-    S("cancel", "T13", ("run",), ("run",), {}, cancel),
+    S(CANCEL, "T13", ("run",), ("run",), {}, cancel),
     S("find_run", "4.2", ("run",), ("run",), {}, find_run, read=True),
     S("max_sequence", "4.2", ("run",), ("run",), {}, max_sequence, read=True),
 )

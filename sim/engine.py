@@ -30,6 +30,7 @@ from collections import Counter
 from typing import Any
 
 import simpy
+from failclosed.model import store
 from failclosed.model.config import initial_world, parse_config
 from failclosed.model.policy import parse_policy
 from failclosed.model.rules import approval_bound
@@ -204,7 +205,7 @@ class Simulation:
         if w2.messages is not w.messages:
             self._new_messages(w, w2)
         i = None
-        if t.name == "find_stale_running" and w2.reaper is not None:
+        if t.name == store.FIND_STALE_RUNNING and w2.reaper is not None:
             self.window.note_tick(w2, t, self.fired, now)
         elif rid is not None:
             i = self.window.slot_of.get(rid)

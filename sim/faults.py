@@ -34,11 +34,17 @@ from typing import Any
 
 import simpy
 from failclosed.model.state import ENQUEUE, Proc, World
-from failclosed.model.steps import AUDIT, DISPATCH, PROVIDER, STORE, TOOL
+from failclosed.model.steps import ACTIONS, AUDIT, DISPATCH, PROVIDER, SETTLE, STORE, TOOL
 
 from .config import SimConfig
 from .records import RunRecord
 from .streams import stream
+
+
+def _may_commit_ambiguously(proc: Proc) -> bool:
+    """The step the process is at may take an ambiguous commit (the step table's faults)."""
+    a = ACTIONS.get(proc.pc)
+    return a is not None and "ambiguous_commit" in a.faults
 
 
 class Component:
@@ -119,7 +125,7 @@ class AuditStore(Component):
         r = rng.random()
         if r < self.p_fail:
             return "audit_insert_fails"
-        if proc is not None and proc.pc == "persist" and r < self.p_fail + self.p_ambiguous:
+        if proc is not None and r < self.p_fail + self.p_ambiguous and _may_commit_ambiguously(proc):
             return "ambiguous_commit"
         return None
 
@@ -289,7 +295,7 @@ class Pauses(Component):
         """Seconds a process stalls before its next step; draws only when pauses are
         configured, and not for an enqueue or before ``settle``."""
         p = self.p
-        if p > 0 and proc.pc != "settle" and proc.kind != ENQUEUE and rng.random() < p:
+        if p > 0 and proc.pc != SETTLE and proc.kind != ENQUEUE and rng.random() < p:
             return self.duration.sample(rng)
         return 0.0
 

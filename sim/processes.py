@@ -22,7 +22,10 @@ import random
 from typing import TYPE_CHECKING, NamedTuple
 
 import simpy
+from failclosed.model import names
 from failclosed.model.state import FINAL_ANSWER, Answer, RunSpec
+from failclosed.model.steps import DISPATCH, PICK_UP, REAPER_ACTIONS
+from failclosed.model.store import CANCEL, ENQUEUE_RUN, START_RUN
 
 from .config import SimConfig
 from .faults import NOTHING
@@ -118,21 +121,21 @@ class Processes:
         rs = plan(self.cfg, self.seed, k)
         i = yield self.window.free.get()
         sim.world = self.window.admit(sim.world, i, rs, arrival, env.now)
-        caller = stream(self.seed, f"caller:{rs.id}")
+        caller = stream(self.seed, names.caller_process(rs.id))
         fault = store.fault_drawn(caller)
         try:
             if store.waits:
                 yield env.timeout(store.latency.sample(caller))
-            name = "enqueue_run" if rs.entry == "queued" else "start_run"
+            name = ENQUEUE_RUN if rs.entry == "queued" else START_RUN
             sim.step("caller", fault, lambda t: t.name == name, run=rs.id)
             if rs.cancels:
                 env.process(self.canceller(i, rs.id, caller))
             if rs.entry == "queued":
-                if sim.world.proc(f"enqueue:{rs.id}") is not None:
+                if sim.world.proc(names.enqueue_process(rs.id)) is not None:
                     # sync: the whole run executes in the caller's (web) process
-                    yield from self.drive(f"enqueue:{rs.id}", caller, web=self.cfg.transport == "sync")
+                    yield from self.drive(names.enqueue_process(rs.id), caller, web=self.cfg.transport == "sync")
             else:
-                yield from self.drive(f"caller:{rs.id}", caller, web=True)
+                yield from self.drive(names.caller_process(rs.id), caller, web=True)
             sim.maybe_archive(i)
         except Stop:
             return
@@ -144,7 +147,7 @@ class Processes:
             return
         fault = self.faults.store.fault_drawn(rng)
         try:
-            sim.step("caller", fault, lambda t: t.name == "cancel", run=rid)
+            sim.step("caller", fault, lambda t: t.name == CANCEL, run=rid)
         except Stop:
             return
 
@@ -198,7 +201,7 @@ class Processes:
 
     # -- workers -----------------------------------------------------------------------------
     def worker(self, wk: str):
-        rng = stream(self.seed, f"worker:{wk}")
+        rng = stream(self.seed, names.worker_identity(wk))
         while not self.sim.stopped:
             held = _Held()
             try:
@@ -226,7 +229,7 @@ class Processes:
         fault = store.fault_drawn(rng)
         t = sim.step(
             wk, fault,
-            lambda t: t.name == "run_queued" and t.arg("not_before") == not_before, run=rid,
+            lambda t: t.name == PICK_UP and t.arg("not_before") == not_before, run=rid,
         )
         held.message = None
         if t is None:
@@ -318,7 +321,8 @@ class Processes:
         r = sim.world.reaper
         slot = reaper_slot(r) if r is not None else None
         # the dispatch of a requeued run goes through the bus; every other step is a store statement
-        comp = self.faults.bus if r is not None and r.pc == "dispatch" else self.faults.store
+        step = REAPER_ACTIONS.get(r.pc) if r is not None else None
+        comp = self.faults.bus if step is not None and step.cost == DISPATCH else self.faults.store
         sim.step("reaper", comp.fault(rng))
         if slot is not None:
             sim.maybe_archive(slot)

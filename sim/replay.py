@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from failclosed.model import store
 from failclosed.model.config import load_world
 from failclosed.model.runtime import clock_move, enabled, fire
 from failclosed.model.state import Answer, World
@@ -57,7 +58,7 @@ class Replayer:
         worlds: list[tuple[int | None, World]] = []
         for k, s in enumerate(out):
             t = clock_move(w, s["to"]) if s["name"] == "advance_time" else Transition.from_dict(s)
-            order = t.arg("order") if t.name == "find_stale_running" else None
+            order = t.arg("order") if t.name == store.FIND_STALE_RUNNING else None
             if order is not None:
                 t = _reaper_tick_for(w, [x for x in order.split(",") if x in ids])
             if t.fault in ("pause", "slow_operation"):
@@ -109,7 +110,7 @@ def _steps(merged: list[tuple[Step, int | None]]) -> tuple[list[dict[str, Any]],
 def _reaper_tick_for(w: World, want: list[str]) -> Transition:
     """The reaper tick, in the replayed world of a few runs, that selects the culprit runs in
     the order the full simulation's tick did (ties in lease_expires are ordered freely)."""
-    ticks = [t for t in enabled(w, "reaper") if t.name == "find_stale_running" and t.fault is None]
+    ticks = [t for t in enabled(w, "reaper") if t.name == store.FIND_STALE_RUNNING and t.fault is None]
     for t in ticks:
         order = t.arg("order")
         if order is not None and [x for x in order.split(",") if x in want] == want:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import simpy
+from failclosed.model import store
 from failclosed.model.state import (
     AWAITING,
     ENQUEUE,
@@ -37,6 +38,9 @@ from failclosed.model.transition import Transition
 
 from .invariants import project
 from .records import Culprit, RunRecord, Step
+
+# the reaper's own moves of a stale row (T11, T12)
+_REAPER_SETTLES = (store.REQUEUE_STALE, store.DEAD_LETTER_STALE)
 
 
 class Closed(NamedTuple):
@@ -92,7 +96,7 @@ class Window:
         awaiting = False
         if r1 is not None and r1 is not r0:
             awaiting = self._row_moved(rec, t, r0, r1, w2, i, now)
-        if t.name == "renew_lease" and t.fault is None:
+        if t.name == store.RENEW_LEASE and t.fault is None:
             rec.renewals += 1
         if len(w2.outcomes) > len(w.outcomes):
             self._ended(w2.outcomes[len(w.outcomes):])
@@ -100,12 +104,12 @@ class Window:
 
     @staticmethod
     def _row_moved(rec: RunRecord, t: Transition, r0: Row | None, r1: Row, w2: World, i: int, now: float) -> bool:
-        if rec.first_claim is None and r1.status == RUNNING and t.name == "claim_queued":
+        if rec.first_claim is None and r1.status == RUNNING and t.name == store.CLAIM_QUEUED:
             rec.first_claim = now
         if r1.status in TERMINAL and rec.terminal_at is None:
             rec.terminal_at = now
         if (
-            t.name in ("requeue_stale", "dead_letter_stale")  # not a run nested in the reaper
+            t.name in _REAPER_SETTLES  # not a run nested in the reaper
             and r0 is not None
             and r0.status == RUNNING
             and r1.status != RUNNING

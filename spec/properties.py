@@ -36,7 +36,7 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from failclosed.model import names, rules, runtime, steps, store
+from failclosed.model import names, runtime, steps, store
 from failclosed.model import scenario as _scenario
 from failclosed.model.state import (
     AWAITING,
@@ -620,17 +620,16 @@ def _find_unrecorded_approval(w: World) -> str | None:
 )
 def _find_unsafe_staleness(w: World) -> str | None:
     r = w.reaper
-    if r is None or r.pc != "row":
+    if r is None or r.pc != steps.REAPER_DECISION:
         return None
     run = r.rows[r.idx][0]
     row = w.rows[run]
     if row is None or store.stale(w, row, r.now):
         return None  # still stale by the tick's clock: the reaper may act
     rid = w.run_id(run)
-    for t in (
-        Transition.make("requeue_stale", "reaper", run=rid),
-        Transition.make("dead_letter_stale", "reaper", run=rid, reason="not_retryable"),
-    ):
+    # each branch the decision may take (T11, T12), whichever the snapshot chose
+    for name in steps.REAPER_ACTIONS[r.pc].fires:
+        t = Transition.make(name, "reaper", run=rid, reason="not_retryable")
         if runtime.fire(w, t).rows[run] != row:
             return (
                 f"run {rid}: the reaper's {t.name} (tick now={r.now}) would change a row "
@@ -659,15 +658,13 @@ def _find_cancel_broken(w: World) -> str | None:
         if m is not None:
             return f"run {m.split(':', 1)[1]}: a segment started work past a cancelled boundary"
     for p in w.procs:
-        if p.pc != "stamp":
+        if p.pc != steps.STAMP:
             continue
         row = w.rows[p.run]
         if row is None or row.status != CANCELLED:
             continue
         rid = w.run_id(p.run)
-        name = w.config.runs[p.run].answer(p.turn).calls[p.call]
-        eff = rules.resolve_by_name(w.config, w.removed, name)
-        t = Transition.make("mark_pending_effect", p.name, run=rid, effect=eff)
+        t = runtime.stamp_move(w, p)  # the stamp the hook would take now
         if runtime.fire(w, t).rows[p.run] != row:
             return f"run {rid}: {p.seg} stamped a write on the cancelled row"
     return None
@@ -688,7 +685,7 @@ def _reaper_step(t: Transition) -> bool:
 
 
 def _pick_up(t: Transition) -> bool:
-    return t.name == "run_queued" and t.fault is None
+    return t.name == steps.PICK_UP and t.fault is None
 
 
 def _clock(t: Transition) -> bool:
@@ -701,7 +698,7 @@ def _process_step(actor: str) -> Callable[[Transition], bool]:
     def step(t: Transition) -> bool:
         return (
             t.actor == actor and t.fault is None and t.name != "crash"
-            and not (t.name == "run_queued" and t.arg("not_before") is not None)
+            and not (t.name == steps.PICK_UP and t.arg("not_before") is not None)
         )
 
     step.__name__ = f"process_step[{actor}]"
