@@ -183,7 +183,7 @@ def _resume_refused(w: World) -> bool:
 
 
 def _write_in_resume(w: World) -> bool:
-    return any(a.seg.startswith("resume:") for a in w.ledger)
+    return any(names.resume_number(a.seg) is not None for a in w.ledger)
 
 
 def _cancel_stops_segment(w: World) -> bool:

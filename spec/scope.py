@@ -28,7 +28,9 @@ in some small instance). A scope is data, a TOML file under spec/scopes/:
     runs = [["queued"], ["queued", "queued"]]   # the shapes of one member's runs
     tools = ["read", "nonidem"]            # the tool each run calls (every run the same one)
     ends = ["completed"]
-    faults = ["crash", "pause"]            # the fault kinds the fault sets are drawn from
+    faults = ["crash", "pause"]            # the fault kinds the fault sets are drawn from,
+                                           # or "every" (every kind model/steps.py declares)
+    faults_except = ["pause"]              # less these (optional)
     fault_sets = ["singles", "pairs"]      # none | singles | pairs | all
     fault_budget = [1, 2]
     provider_faults = ["rateLimit", "auth"]  # the classes of provider_error, when drawn
@@ -53,6 +55,7 @@ all members with the member that produced it.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import itertools
 import json
@@ -64,6 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from failclosed.model.config import ConfigError, UsageError, check_keys, parse_config, read_toml
+from failclosed.model.runtime import FAULT_KINDS
 
 SCOPE_DIR = Path(__file__).resolve().parent / "scopes"
 _ROOT = Path(__file__).resolve().parent.parent
@@ -85,7 +89,7 @@ __all__ = [
 
 FAULT_SET_KINDS = ("none", "singles", "pairs", "all")
 TOP_KEYS = {"description", "configs", "constants", "tools", "shapes", "ends", "product"}
-PRODUCT_KEYS = {"name", "workers", "transport", "runs", "tools", "ends", "faults", "fault_sets",
+PRODUCT_KEYS = {"name", "workers", "transport", "runs", "tools", "ends", "faults", "faults_except", "fault_sets",
                 "fault_budget", "provider_faults", "fault_ops", "horizon", "observer", "cancels"}
 
 
@@ -255,9 +259,7 @@ def _product_axes(prod: dict[str, Any], pw: str, tools: dict[str, dict],
     _declared(tool_keys, tools, f"{pw}.tools", "tool")
     end_keys = _list_of(prod.get("ends", list(ends)[:1] or ["?"]), f"{pw}.ends", "end keys")
     _declared(end_keys, ends, f"{pw}.ends", "end")
-    kinds = prod.get("faults", [])
-    if kinds:
-        _list_of(kinds, f"{pw}.faults", "fault kinds")
+    kinds = _fault_kinds(prod, pw)
     set_kinds = _list_of(prod.get("fault_sets", ["singles"] if kinds else ["none"]),
                          f"{pw}.fault_sets", "of none, singles, pairs, all")
     for k in set_kinds:
@@ -267,6 +269,36 @@ def _product_axes(prod: dict[str, Any], pw: str, tools: dict[str, dict],
     horizons = _list_of(prod.get("horizon", [4]), f"{pw}.horizon", "horizons", int)
     return (workers, transports, runs, tool_keys, end_keys, _fault_sets(list(kinds), set_kinds),
             budgets, horizons)
+
+
+EVERY = "every"  # ``faults = "every"``: every fault kind the model declares
+
+
+def _fault_kinds(prod: dict[str, Any], pw: str) -> list[str]:
+    """The fault kinds a product's fault sets are drawn from: ``faults = "every"`` (every
+    kind model/steps.py declares, in its order, so a new kind is explored at once) or a list
+    of kinds, less those of ``faults_except``."""
+    kinds = prod.get("faults", [])
+    if kinds == EVERY:
+        kinds = list(FAULT_KINDS)
+    elif kinds:
+        _list_of(kinds, f"{pw}.faults", f'fault kinds (or "{EVERY}")')
+        _known_kinds(kinds, f"{pw}.faults")
+    if "faults_except" in prod:
+        drop = _list_of(prod["faults_except"], f"{pw}.faults_except", "fault kinds")
+        _known_kinds(drop, f"{pw}.faults_except")
+        kinds = [k for k in kinds if k not in drop]
+        if not kinds:
+            raise _err(f"{pw}.faults_except", "leaves no fault kind; drop faults_except or faults")
+    return list(kinds)
+
+
+def _known_kinds(kinds: list[str], where: str) -> None:
+    for k in kinds:
+        if k not in FAULT_KINDS:
+            near = difflib.get_close_matches(k, FAULT_KINDS, n=1)
+            hint = f"did you mean {near[0]!r}?" if near else f"use one of {', '.join(FAULT_KINDS)}"
+            raise _err(where, f"unknown fault kind {k!r}; {hint}")
 
 
 def _declared(keys: list[str], table: dict[str, dict], where: str, what: str) -> None:
