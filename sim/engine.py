@@ -173,6 +173,8 @@ class Simulation:
         # the one taken; the full list holds k! orders of k tied rows
         en = enabled(w, actor, one_order=True, run=run)
         chosen = _crash(en, pred) if fault == "crash" else _branch(en, fault, pred)
+        if fault is not None and (chosen is None or chosen.fault != fault):
+            _undeclared(w, actor, fault)
         if chosen is None:
             return None
         if chosen not in en:  # the online assertion (cheap: en is at hand)
@@ -286,6 +288,19 @@ def _crash(en: list[Transition], pred) -> Transition | None:
         if t.name == "crash" and (pred is None or pred(t)):
             return t
     return None
+
+
+def _undeclared(w: World, actor: str, fault: str) -> None:
+    """A drawn fault with no enabled branch is taken as the normal branch only where the step
+    cannot take that fault (the step table does not declare it for the step): one the model
+    configuration does not enable is a simulator error (a component draws a kind its
+    ``kinds()`` does not name), never a silent normal branch."""
+    config = w.config
+    if fault == "crash" or fault in config.faults or fault in config.provider_faults:
+        return
+    raise SimulationError(
+        f"{actor} drew the fault {fault!r}, which the model configuration does not enable: "
+        "name it in the kinds() of the component that draws it (sim/faults.py)")
 
 
 def _branch(en: list[Transition], fault: str | None, pred) -> Transition | None:

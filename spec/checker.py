@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from failclosed.model import rules
+from failclosed.model import names, rules
 from failclosed.model.config import ConfigError, parse_config, read_toml
 from failclosed.model.policy import parse_policy
 from failclosed.model.runtime import successors
