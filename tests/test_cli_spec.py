@@ -26,6 +26,7 @@ from failclosed.spec.properties import LIVENESS, SAFETY
 from failclosed import build_info
 
 ROOT = Path(__file__).resolve().parents[1]
+N_PROPS = len(SAFETY) + len(LIVENESS)  # every declared property
 BASELINE = ROOT / "spec" / "baselines" / "current.toml"
 ZOMBIE = str(ROOT / "spec" / "configs" / "small-zombie.toml")  # one part, ~3k states
 CANCEL_PROBE = str(ROOT / "spec" / "configs" / "cancel-probe.toml")  # two parts, F4
@@ -270,7 +271,7 @@ def test_version_from_the_metadata_or_pyproject(capsys, monkeypatch):
 # =========================================================================================
 # honest output
 # =========================================================================================
-SUMMARY = re.compile(r"^21 properties: (\d+) violated, (\d+) hold(.*) \((.+): (\d+) parts?, "
+SUMMARY = re.compile(rf"^{N_PROPS} properties: (\d+) violated, (\d+) hold(.*) \((.+): (\d+) parts?, "
                      r"([\d,]+) states?\)$")
 
 
@@ -284,7 +285,7 @@ def test_check_progress_per_part_and_summary(capsys):
     m = SUMMARY.match(cap.out.strip().splitlines()[-1])
     assert m, cap.out.splitlines()[-1]
     violated, held = int(m[1]), int(m[2])
-    assert violated >= 1 and violated + held == 21  # F4 at least
+    assert violated >= 1 and violated + held == N_PROPS  # F4 at least
     assert m[4] == "cancel-probe" and m[5] == "2"
     states = int(m[6].replace(",", ""))
     assert prog[-1].split(", ")[1] == f"{states:,} states"
@@ -301,7 +302,7 @@ def test_a_truncated_search_never_says_a_bare_holds(capsys):
     out = capsys.readouterr().out
     assert rc == (1 if "VIOLATED" in out else 0)  # unreached witnesses are not judged
     verdicts = [ln for ln in out.splitlines() if ln.startswith("  ") and ln.split()[0] in PROPS]
-    assert len(verdicts) == 21
+    assert len(verdicts) == N_PROPS
     for ln in verdicts:
         assert "holds up to 50 states per part (truncated)" in ln or "VIOLATED" in ln, ln
     last = out.strip().splitlines()[-1]
@@ -372,12 +373,12 @@ def test_matrix_progress_summary_and_words(capsys):
     assert [x.split(",")[0] for x in prog] == [f"failclosed matrix: {i}/4 policies"
                                                for i in range(1, 5)]
     cells = _matrix_cells(cap.out)
-    assert len(cells) == 4 * 21
+    assert len(cells) == 4 * N_PROPS
     # the README's words: ok, or the length of the shortest counterexample
     assert all(w == "ok" or w.isdigit() for w in cells.values()), set(cells.values())
     bad = sum(w != "ok" for w in cells.values())
     last = cap.out.strip().splitlines()[-1]
-    assert re.fullmatch(rf"4 policies x 21 properties: {bad} cells violated, {84 - bad} hold "
+    assert re.fullmatch(rf"4 policies x {N_PROPS} properties: {bad} cells violated, {4 * N_PROPS - bad} hold "
                         r"\(small-zombie, [\d,]+ states\)", last), last
     assert cells[("current", "no_write_applied_twice_without_audit")].isdigit()  # F1
     assert cells[("proposed", "no_write_applied_twice_without_audit")] == "ok"
@@ -410,7 +411,7 @@ def test_mutants_progress_per_variant_summary_and_baseline(capsys):
     prog = [x for x in cap.err.splitlines() if x.startswith("failclosed mutants:")]
     assert len(prog) == n + 1 and prog[-1].startswith(f"failclosed mutants: {n + 1}/{n + 1} variants")
     last = cap.out.strip().splitlines()[-1]
-    m = re.fullmatch(rf"{n} variants x 21 properties: (\d+) killed, (\d+) survive; current: "
+    m = re.fullmatch(rf"{n} variants x {N_PROPS} properties: (\d+) killed, (\d+) survive; current: "
                      r"(\d+) violated \((\d+) known, 0 new\) \(tiny, [\d,]+ states\)", last)
     assert m, last
     survivors = [ln for ln in cap.out.splitlines() if ln.startswith("  SURVIVES every mutant:")]
@@ -439,7 +440,7 @@ def test_shipped_baseline_covers_current_and_proposed_on_small(capsys):
     out = capsys.readouterr().out
     assert rc == 0, out
     last = out.strip().splitlines()[-1]
-    assert re.fullmatch(r"2 policies x 21 properties: (\d+) cells violated \(\1 known, 0 new\), "
+    assert re.fullmatch(rf"2 policies x {N_PROPS} properties: (\d+) cells violated \(\1 known, 0 new\), "
                         r"\d+ hold \(small, [\d,]+ states\)", last), last
     assert "NEW" not in out and "fixed" not in out
 

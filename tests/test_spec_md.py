@@ -77,8 +77,22 @@ def test_spec_md_lists_exactly_the_registry(section):
     assert not set(names) - set(registry), (
         f"SPEC.md {section} lists properties the registry does not declare: "
         f"{sorted(set(names) - set(registry))}")
-    assert not set(registry) - set(names), (
-        f"SPEC.md {section} does not list: {sorted(set(registry) - set(names))}")
+    missing = [n for n in registry if n not in names]
+    assert not missing, (
+        f"SPEC.md {section} does not list {missing}; paste under \"## {section}\":\n\n"
+        + "\n\n".join(_entry(registry[n]) for n in missing))
+
+
+def _entry(p) -> str:
+    """A property's SPEC.md entry, as the declaration gives it: heading, blank line, block."""
+    return f"**{p.name}** ({p.source})\n\n{_block(p.statement)}"
+
+
+def test_a_missing_entry_is_printed_ready_to_paste():
+    p = SAFETY["stream_order"]
+    entry = _entry(p)
+    assert parse(f"## Safety properties\n\n{entry}\n") == {
+        "Safety properties": [(p.name, p.source, _block(p.statement))]}
 
 
 @pytest.mark.parametrize("section", list(SECTIONS))
