@@ -1,0 +1,286 @@
+"""``failclosed regenerate``: every recorded artefact, made again from the model, with what changed.
+
+A model change (docs/CHANGING.md) can move what the project has recorded about the model: the
+findings' shortest traces (spec/findings/, and the copies FINDINGS.md shows), the behaviour
+digests (tests/data/behaviour_digests.json) and the matrix over the scope ``standard``
+(docs/matrix-standard.json, the table README.md shows). This command makes each again and
+prints, per artefact, whether it is unchanged or how it changed; ``--check`` writes nothing and
+exits 1 when something would change (a CI gate that the recorded figures are the model's).
+
+The tests hold the docs to the records (tests/test_regenerate.py): README.md's matrix is the
+rendering of docs/matrix-standard.json, and every trace FINDINGS.md shows is its file under
+spec/findings/. The matrix over ``standard`` takes about 20 minutes on two cores, so it is
+made again only with ``--matrix``; without it README.md is rendered from the recorded matrix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import re
+import tempfile
+import tomllib
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+FINDINGS_DIR = ROOT / "spec" / "findings"
+FINDINGS_MD = ROOT / "FINDINGS.md"
+README = ROOT / "README.md"
+MATRIX_JSON = ROOT / "docs" / "matrix-standard.json"
+DIGESTS = ROOT / "tests" / "behaviour_digests.py"
+MATRIX_BEGIN = "<!-- matrix: rendered from docs/matrix-standard.json by failclosed regenerate -->"
+MATRIX_END = "<!-- end of matrix -->"
+# a finding's description, as spec.checker.counterexample_scenario writes it
+DESCRIPTION = re.compile(r"^checker counterexample: (\w+) under (\S+) \((.+)\)$")
+HEADLINE = re.compile(r"^(\w+) violated \((.+?), \d+ steps\)")
+
+__all__ = ["register", "render_matrix", "findings_blocks"]
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "regenerate", help="make every recorded artefact again from the model; print what changed",
+        description=__doc__.splitlines()[0] + " Run it from a checkout after a model change.",
+    )
+    p.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 if an artefact would change")
+    p.add_argument("--matrix", action="store_true",
+                   help="also check every policy over the scope standard again (~20 min on 2 "
+                        "cores) and record it")
+    p.add_argument("--only", choices=("findings", "digests", "matrix"),
+                   help="one kind of artefact (default: all)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="processes for --matrix (default: every core)")
+    p.set_defaults(func=_cmd)
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    from failclosed.model.config import UsageError
+
+    if not (ROOT / "pyproject.toml").is_file() or not FINDINGS_MD.is_file():
+        raise UsageError("regenerate: run it from a checkout of failclosed (the recorded "
+                         "artefacts live there, not in an installed package)")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs: expected a whole number >= 1")
+    changed = 0
+    kinds = [args.only] if args.only else ["findings", "digests", "matrix"]
+    if "findings" in kinds:
+        changed += _findings(args.check)
+    if "digests" in kinds:
+        changed += _digests(args.check)
+    if "matrix" in kinds:
+        changed += _matrix(args.check, args.matrix, args.jobs)
+    verb = "would change" if args.check else "changed"
+    print(f"regenerate: {changed} artefact(s) {verb}")
+    return 1 if args.check and changed else 0
+
+
+# -- findings -----------------------------------------------------------------------------
+def finding_source(path: Path) -> tuple[str, str, str, dict[str, Any]]:
+    """(property, policy, part, configuration) a recorded finding was found with: its
+    description names the first three; its tables (less the steps) are the configuration."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    m = DESCRIPTION.match(str(data.get("description", "")))
+    if m is None:
+        raise ValueError(f"{path.name}: description does not name property, policy and part")
+    config = {k: v for k, v in data.items() if k not in ("description", "steps", "expect")}
+    return m[1], m[2], m[3], config
+
+
+def regenerate_finding(path: Path) -> tuple[str, dict[str, str]]:
+    """Check the finding's property on its configuration again: (what happened, {suffix:
+    text}) with the new ``.txt`` and ``.toml`` texts (none when the property now holds)."""
+    from failclosed.cli.checking import write_counterexample
+    from failclosed.spec.checker import ConfigPart, check
+
+    prop, policy, part, config = finding_source(path)
+    r = check(policy, ConfigPart(part, str(path), config), [prop], witnesses=False,
+              coverage=False).properties[prop]
+    if r.holds:
+        return f"{prop} now holds on {part}: the trace is gone", {}
+    with tempfile.TemporaryDirectory() as tmp:
+        written = write_counterexample(r, Path(tmp), policy)
+        texts = {p.suffix: p.read_text(encoding="utf-8") for p in written if p.suffix != ".py"}
+    return f"{len(r.trace)} steps", texts
+
+
+def _findings(check_only: bool) -> int:
+    changed = 0
+    for path in sorted(FINDINGS_DIR.glob("*.toml")):
+        what, texts = regenerate_finding(path)
+        if not texts:
+            print(f"  {path.relative_to(ROOT)}: {what} (left in place: remove it and its "
+                  "FINDINGS.md entry, or explain why it stays)")
+            changed += 1
+            continue
+        moved = [s for s, t in texts.items() if path.with_suffix(s).read_text(encoding="utf-8") != t]
+        if moved:
+            old = _steps(path.with_suffix(".txt").read_text(encoding="utf-8"))
+            print(f"  {path.relative_to(ROOT)}: changed ({old} -> {what})")
+            changed += 1
+            if not check_only:
+                for s in moved:
+                    path.with_suffix(s).write_text(texts[s], encoding="utf-8")
+        else:
+            print(f"  {path.relative_to(ROOT)}: unchanged ({what})")
+    changed += _findings_md(check_only)
+    return changed
+
+
+def _steps(trace: str) -> str:
+    m = re.search(r", (\d+) steps\)", trace.splitlines()[0] if trace else "")
+    return f"{m[1]} steps" if m else "?"
+
+
+def findings_blocks(text: str) -> list[tuple[int, int, str, str]]:
+    """The trace blocks FINDINGS.md shows: (first line, end line, property, part) of each
+    fenced block whose first line is a trace's headline."""
+    lines = text.splitlines()
+    out = []
+    k = 0
+    while k < len(lines):
+        if lines[k].strip() == "```" and k + 1 < len(lines) and HEADLINE.match(lines[k + 1]):
+            end = next(j for j in range(k + 1, len(lines)) if lines[j].strip() == "```")
+            m = HEADLINE.match(lines[k + 1])
+            assert m is not None
+            out.append((k + 1, end, m[1], m[2]))
+            k = end
+        k += 1
+    return out
+
+
+def recorded_traces() -> dict[tuple[str, str], str]:
+    """(property, part) -> the trace text recorded under spec/findings/."""
+    out = {}
+    for p in sorted(FINDINGS_DIR.glob("*.txt")):
+        text = p.read_text(encoding="utf-8").rstrip("\n")
+        m = HEADLINE.match(text)
+        if m is not None:
+            out[(m[1], m[2])] = text
+    return out
+
+
+def render_findings_md(text: str) -> str:
+    """FINDINGS.md with every trace block it shows replaced by its recorded file's text."""
+    traces = recorded_traces()
+    lines = text.splitlines()
+    for start, end, prop, part in reversed(findings_blocks(text)):
+        if (prop, part) in traces:
+            lines[start:end] = traces[(prop, part)].splitlines()
+    return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
+
+
+def _findings_md(check_only: bool) -> int:
+    return _rewrite(FINDINGS_MD, render_findings_md, check_only)
+
+
+def _rewrite(path: Path, render: Any, check_only: bool) -> int:
+    old = path.read_text(encoding="utf-8")
+    new = render(old)
+    if new == old:
+        print(f"  {path.relative_to(ROOT)}: unchanged")
+        return 0
+    diff = list(difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=0))
+    print(f"  {path.relative_to(ROOT)}: {sum(1 for d in diff if d[:1] in '+-') - 2} line(s) changed")
+    if not check_only:
+        path.write_text(new, encoding="utf-8")
+    return 1
+
+
+# -- behaviour digests --------------------------------------------------------------------
+def _digests(check_only: bool) -> int:
+    import importlib.util
+    import io
+    from contextlib import redirect_stdout
+
+    spec = importlib.util.spec_from_file_location("behaviour_digests", DIGESTS)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        rc = mod.main([])
+    differ = [ln for ln in buf.getvalue().splitlines() if ln.startswith("DIFFERS:")]
+    print(f"  {DIGESTS.relative_to(ROOT)}: " + buf.getvalue().strip().splitlines()[-1])
+    for ln in differ:
+        print(f"    {ln}")
+    if rc and not check_only:
+        with redirect_stdout(io.StringIO()):
+            mod.main(["--write"])
+    return 1 if rc else 0
+
+
+# -- the matrix over standard -------------------------------------------------------------
+def _matrix(check_only: bool, run: bool, jobs: int | None) -> int:
+    changed = 0
+    if run:
+        record = matrix_record(jobs)
+        old = json.loads(MATRIX_JSON.read_text()) if MATRIX_JSON.exists() else None
+        if record != old:
+            moved = _cells_moved(old, record)
+            print(f"  {MATRIX_JSON.relative_to(ROOT)}: changed ({len(moved)} cell(s)"
+                  + (": " + ", ".join(moved[:20]) if moved else "") + ")")
+            changed += 1
+            if not check_only:
+                MATRIX_JSON.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        else:
+            print(f"  {MATRIX_JSON.relative_to(ROOT)}: unchanged")
+    changed += _rewrite(README, render_readme, check_only)
+    return changed
+
+
+def matrix_record(jobs: int | None) -> dict[str, Any]:
+    """Every preset and the proposal over the scope ``standard``: the record README renders."""
+    import os
+
+    from failclosed.cli.check import matrix_word
+    from failclosed.model.policy import PRESET_ORDER
+    from failclosed.spec.scope import check_scope, load_scope
+
+    pols = [*PRESET_ORDER, "proposed"]
+    scope = load_scope("standard")
+    res = check_scope(scope, pols, None, jobs=jobs or os.cpu_count() or 1)
+    return {
+        "scope": "standard",
+        "configurations": len(scope.members),
+        "states": res.states,
+        "policies": pols,
+        "properties": list(res.properties),
+        "cells": {p: {n: matrix_word(res.cell(p, n)) for n in res.properties} for p in pols},
+    }
+
+
+def _cells_moved(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
+    if old is None:
+        return ["(no record before)"]
+    return [f"{p}/{n}: {old['cells'].get(p, {}).get(n)} -> {w}"
+            for p, row in new["cells"].items() for n, w in row.items()
+            if old["cells"].get(p, {}).get(n) != w]
+
+
+def render_matrix(record: dict[str, Any]) -> str:
+    """The README's matrix table: one row per property, one column per policy (the current
+    runtime named as such), a violated cell in bold."""
+    from failclosed.model.policy import PRESET_ORDER
+
+    def head(p: str) -> str:  # the newest preset is the current runtime
+        return f"{p} (current)" if p == PRESET_ORDER[-1] else p
+
+    out = ["| property | " + " | ".join(head(p) for p in record["policies"]) + " |",
+           "|---|" + "---|" * len(record["policies"])]
+    for n in record["properties"]:
+        cells = [record["cells"][p][n] for p in record["policies"]]
+        out.append(f"| `{n}` | " + " | ".join(c if c == "ok" else f"**{c}**" for c in cells) + " |")
+    return "\n".join(out)
+
+
+def render_readme(text: str) -> str:
+    """README.md with the matrix between its markers rendered from the recorded matrix."""
+    if not MATRIX_JSON.exists() or MATRIX_BEGIN not in text:
+        return text
+    record = json.loads(MATRIX_JSON.read_text(encoding="utf-8"))
+    head, rest = text.split(MATRIX_BEGIN, 1)
+    _, tail = rest.split(MATRIX_END, 1)
+    return f"{head}{MATRIX_BEGIN}\n{render_matrix(record)}\n{MATRIX_END}{tail}"

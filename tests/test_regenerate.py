@@ -1,0 +1,96 @@
+"""The recorded artefacts are the model's: the docs show what the records hold, the records are
+what ``failclosed regenerate`` makes again from the model, and a change is reported."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+from failclosed.cli import main
+from failclosed.cli import regenerate as regen
+from failclosed.spec.scope import load_scope
+
+
+def test_the_readme_matrix_is_the_recorded_one():
+    record = json.loads(regen.MATRIX_JSON.read_text())
+    text = regen.README.read_text()
+    assert regen.render_readme(text) == text, "README.md's matrix: run failclosed regenerate"
+    table = text.split(regen.MATRIX_BEGIN, 1)[1].split(regen.MATRIX_END, 1)[0]
+    rows = [ln for ln in table.strip().splitlines() if ln.startswith("| `")]
+    assert [r.split("`")[1] for r in rows] == record["properties"]
+
+
+def test_the_recorded_matrix_covers_the_scope_and_every_property():
+    from failclosed.model.policy import PRESET_ORDER
+    from failclosed.spec.properties import LIVENESS, SAFETY
+
+    record = json.loads(regen.MATRIX_JSON.read_text())
+    assert record["configurations"] == len(load_scope("standard").members)
+    assert record["policies"] == [*PRESET_ORDER, "proposed"]
+    assert record["properties"] == [*SAFETY, *LIVENESS]
+    for p in record["policies"]:
+        assert set(record["cells"][p]) == set(record["properties"])
+        assert all(w == "ok" or w.isdigit() for w in record["cells"][p].values())
+    text = regen.README.read_text()
+    assert f"{record['configurations']:,} configurations" in text
+
+
+def test_every_trace_findings_md_shows_is_its_recorded_file():
+    text = regen.FINDINGS_MD.read_text()
+    traces = regen.recorded_traces()
+    blocks = regen.findings_blocks(text)
+    assert len(blocks) >= 6  # F1, F2, F3, F4, F5, F6 each show their trace
+    lines = text.splitlines()
+    for start, end, prop, part in blocks:
+        assert (prop, part) in traces, f"FINDINGS.md shows a trace of {prop} on {part} with no file"
+        assert "\n".join(lines[start:end]) == traces[(prop, part)], (
+            f"FINDINGS.md's trace of {prop} on {part} differs from spec/findings: "
+            "run failclosed regenerate")
+
+
+def test_the_readme_names_the_central_findings_length():
+    steps = re.search(r", (\d+) steps\)", next(
+        t for (p, _), t in regen.recorded_traces().items()
+        if p == "no_write_applied_twice_without_audit").splitlines()[0])[1]
+    assert f"(shortest trace: {steps} steps" in regen.README.read_text()
+
+
+def test_a_finding_is_found_again_from_its_own_file():
+    path = regen.FINDINGS_DIR / "stream_order--current.toml"
+    what, texts = regen.regenerate_finding(path)
+    assert texts[".txt"] == path.with_suffix(".txt").read_text()
+    assert texts[".toml"] == path.read_text()
+    assert what == f"{len(tomllib.loads(path.read_text())['steps'])} steps"
+
+
+def test_a_finding_the_model_no_longer_has_is_reported(tmp_path: Path):
+    # the same configuration under the proposal, which closes F4: the trace is gone
+    src = regen.FINDINGS_DIR / "no_zombie_append--current--cancel-probe.toml"
+    text = src.read_text().replace("under current (", "under proposed (")
+    path = tmp_path / src.name
+    path.write_text(text)
+    what, texts = regen.regenerate_finding(path)
+    assert texts == {} and "now holds" in what
+
+
+def test_findings_md_blocks_are_rendered_from_the_files():
+    trace = next(iter(regen.recorded_traces().values()))
+    head = trace.splitlines()[0]
+    stale = f"intro\n\n```\n{head}\nan old table\n```\nend\n"
+    assert regen.render_findings_md(stale) == f"intro\n\n```\n{trace}\n```\nend\n"
+
+
+def test_regenerate_refuses_to_run_outside_a_checkout(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(regen, "FINDINGS_MD", tmp_path / "FINDINGS.md")
+    assert main(["regenerate", "--check"]) == 2
+    assert "checkout" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_every_recorded_artefact_is_what_the_model_makes(capsys):
+    """``failclosed regenerate --check``: the findings, FINDINGS.md, the behaviour digests and
+    README.md's matrix are unchanged (the matrix from its record; --matrix reruns it)."""
+    assert main(["regenerate", "--check"]) == 0, capsys.readouterr().out
