@@ -266,13 +266,15 @@ def _workers(m: dict[str, Any]) -> tuple[str, ...]:
 def _faults(m: dict[str, Any]) -> tuple[list[str], list[str], list[str] | None]:
     """``model.faults``, ``model.provider_faults`` (which imply ``provider_error``) and
     ``model.fault_ops``."""
-    from .runtime import FAULT_KINDS
+    from .steps import fault_kinds
+
+    kinds = fault_kinds()
 
     faults = m.get("faults", [])
-    _expect(faults, list, "model.faults", f"a list of {', '.join(FAULT_KINDS)}")
+    _expect(faults, list, "model.faults", f"a list of {', '.join(kinds)}")
     for f in faults:
-        if f not in FAULT_KINDS:
-            raise ConfigError(f"model.faults: unknown fault {f!r}; use {', '.join(FAULT_KINDS)}")
+        if f not in kinds:
+            raise ConfigError(f"model.faults: unknown fault {f!r}; use {', '.join(kinds)}")
     pf = m.get("provider_faults", [])
     _expect(pf, list, "model.provider_faults", "a list of failure classes")
     for c in pf:

@@ -94,8 +94,6 @@ from .transition import Transition
 
 T = Transition.make
 
-# Fault kinds a configuration may enable (Config.faults): declared in model/steps.py.
-FAULT_KINDS = tuple(FAULTS)
 
 
 
@@ -456,7 +454,7 @@ def successors(w: World) -> list[tuple[Transition, World]]:
 
 def _why_not(w: World, t: Transition, en: list[Transition]) -> str:
     same_actor = [e for e in en if e.actor == t.actor]
-    if t.fault and t.fault not in FAULT_KINDS and t.fault not in w.config.provider_faults:
+    if t.fault and t.fault not in FAULTS and t.fault not in w.config.provider_faults:
         return f"unknown fault {t.fault!r}"
     if t.fault and (w.faults <= 0 or (t.fault not in w.config.faults and t.fault not in w.config.provider_faults)):
         return f"fault budget: {w.faults} left, faults allowed {sorted(w.config.faults)}"
@@ -1400,7 +1398,7 @@ def _h_release(w: World, p: Proc, t: Transition) -> World:
 
 
 __all__ = [
-    "FAULT_KINDS", "GuardFailed", "apply", "at_bound", "clock_move", "enabled", "fire",
+    "GuardFailed", "apply", "at_bound", "clock_move", "enabled", "fire",
     "lapsed_by", "successors", "waiting_instants",
 ]
 

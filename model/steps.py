@@ -92,6 +92,12 @@ FAULTS: dict[str, Fault] = {
 }
 
 
+def fault_kinds() -> tuple[str, ...]:
+    """Every fault kind a configuration may enable (``Config.faults``), in declaration order:
+    :data:`FAULTS`' keys, read now (a kind declared at run time is in at once)."""
+    return tuple(FAULTS)
+
+
 @dataclass(frozen=True, slots=True)
 class Action:
     """One step of a process: see the module docstring."""

@@ -15,8 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from failclosed.model import names
-from failclosed.model.runtime import FAULT_KINDS, enabled, fire
+from failclosed.model.runtime import enabled, fire
 from failclosed.model.state import Config
+from failclosed.model.steps import fault_kinds
 
 __all__ = ["TRANSITION_NAMES", "WalkCoverage", "expected_labels", "fault_kinds_used",
            "random_walk_coverage"]
@@ -26,7 +27,7 @@ TRANSITION_NAMES: tuple[str, ...] = tuple(names.TRANSITIONS)
 
 def fault_kinds_used() -> set[str]:
     """Every fault kind named by some transition of the vocabulary (a consistency check
-    against ``model.runtime.FAULT_KINDS``: the two must agree, see tests)."""
+    against ``model.steps.fault_kinds()``: the two must agree, see tests)."""
     out: set[str] = set()
     for _, faults in names.TRANSITIONS.values():
         out.update(faults)
@@ -90,4 +91,4 @@ def _pick(rng: random.Random, en: list):
     return rng.choice(mine)
 
 
-assert fault_kinds_used() <= set(FAULT_KINDS) | {"provider_error"}, "model.names out of date"
+assert fault_kinds_used() <= set(fault_kinds()) | {"provider_error"}, "model.names out of date"

@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from failclosed.model.config import ConfigError, UsageError, check_keys, parse_config, read_toml
-from failclosed.model.runtime import FAULT_KINDS
+from failclosed.model.steps import fault_kinds
 
 SCOPE_DIR = Path(__file__).resolve().parent / "scopes"
 _ROOT = Path(__file__).resolve().parent.parent
@@ -280,7 +280,7 @@ def _fault_kinds(prod: dict[str, Any], pw: str) -> list[str]:
     of kinds, less those of ``faults_except``."""
     kinds = prod.get("faults", [])
     if kinds == EVERY:
-        kinds = list(FAULT_KINDS)
+        kinds = list(fault_kinds())
     elif kinds:
         _list_of(kinds, f"{pw}.faults", f'fault kinds (or "{EVERY}")')
         _known_kinds(kinds, f"{pw}.faults")
@@ -295,9 +295,9 @@ def _fault_kinds(prod: dict[str, Any], pw: str) -> list[str]:
 
 def _known_kinds(kinds: list[str], where: str) -> None:
     for k in kinds:
-        if k not in FAULT_KINDS:
-            near = difflib.get_close_matches(k, FAULT_KINDS, n=1)
-            hint = f"did you mean {near[0]!r}?" if near else f"use one of {', '.join(FAULT_KINDS)}"
+        if k not in fault_kinds():
+            near = difflib.get_close_matches(k, fault_kinds(), n=1)
+            hint = f"did you mean {near[0]!r}?" if near else f"use one of {', '.join(fault_kinds())}"
             raise _err(where, f"unknown fault kind {k!r}; {hint}")
 
 

@@ -236,10 +236,10 @@ def test_small_names_all_parts_and_covers_every_transition():
 
 
 def test_expected_labels_cover_fault_kinds():
-    from failclosed.model.runtime import FAULT_KINDS
+    from failclosed.model.steps import fault_kinds
 
     labels = expected_labels([])
-    for kind in FAULT_KINDS:
+    for kind in fault_kinds():
         if kind in ("provider_error", "crash", "duplicate_message"):
             continue  # labelled by class / transitions of their own
         assert any(lab.endswith(f"[{kind}]") for lab in labels), kind

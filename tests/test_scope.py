@@ -108,9 +108,9 @@ def test_standard_covers_every_dimension_the_issue_names():
     assert any(t.get("removable") for t in tools) and any(t.get("server_flag") == 1 for t in tools)
     singles = {tuple(m["faults"]) for m in models if len(m["faults"]) == 1}
     pairs = {tuple(m["faults"]) for m in models if len(m["faults"]) == 2}
-    from failclosed.model.runtime import FAULT_KINDS
+    from failclosed.model.steps import fault_kinds
 
-    assert {f for (f,) in singles} | {f for p in pairs for f in p} == set(FAULT_KINDS)
+    assert {f for (f,) in singles} | {f for p in pairs for f in p} == set(fault_kinds())
     assert ("slow_operation", "pause") in pairs
 
 
