@@ -30,6 +30,9 @@ FINDINGS_MD = ROOT / "FINDINGS.md"
 README = ROOT / "README.md"
 MATRIX_JSON = ROOT / "docs" / "matrix-standard.json"
 DIGESTS = ROOT / "tests" / "behaviour_digests.py"
+GUIDE = ROOT / "docs" / "MODEL_GUIDE.md"
+STEPS_BEGIN = "<!-- steps: rendered from the step table (model/steps.py) by failclosed regenerate -->"
+STEPS_END = "<!-- end of steps -->"
 MATRIX_BEGIN = "<!-- matrix: rendered from docs/matrix-standard.json by failclosed regenerate -->"
 MATRIX_END = "<!-- end of matrix -->"
 # a finding's description, as spec.checker.counterexample_scenario writes it
@@ -72,6 +75,8 @@ def _cmd(args: argparse.Namespace) -> int:
         changed += _digests(args.check)
     if "matrix" in kinds:
         changed += _matrix(args.check, args.matrix, args.jobs)
+    if args.only is None:
+        changed += _rewrite(GUIDE, render_guide, args.check)
     verb = "would change" if args.check else "changed"
     print(f"regenerate: {changed} artefact(s) {verb}")
     return 1 if args.check and changed else 0
@@ -284,3 +289,28 @@ def render_readme(text: str) -> str:
     head, rest = text.split(MATRIX_BEGIN, 1)
     _, tail = rest.split(MATRIX_END, 1)
     return f"{head}{MATRIX_BEGIN}\n{render_matrix(record)}\n{MATRIX_END}{tail}"
+
+
+# -- docs/MODEL_GUIDE.md's step table -----------------------------------------------------
+def render_steps() -> str:
+    """Every step and every other transition with who takes it, its faults and its place, as
+    the step table declares them (model/steps.py)."""
+    from failclosed.model import steps
+
+    out = ["| actor | label | fires | faults | cost | RUNTIME |", "|---|---|---|---|---|---|"]
+    for a in steps.steps():
+        who = "reaper" if a.actor == steps.REAPER else "process"
+        out.append(f"| {who} | `{a.pc}` | {', '.join(a.fires)} | {', '.join(a.faults) or '-'} | "
+                   f"{a.cost} | {a.place} |")
+    for name, o in steps.OTHER_TRANSITIONS.items():
+        out.append(f"| {o.actor} | - | {name} | {', '.join(o.faults) or '-'} | - | {o.place} |")
+    return "\n".join(out)
+
+
+def render_guide(text: str) -> str:
+    """docs/MODEL_GUIDE.md with its step table rendered from model/steps.py."""
+    if STEPS_BEGIN not in text:
+        return text
+    head, rest = text.split(STEPS_BEGIN, 1)
+    _, tail = rest.split(STEPS_END, 1)
+    return f"{head}{STEPS_BEGIN}\n{render_steps()}\n{STEPS_END}{tail}"

@@ -94,3 +94,12 @@ def test_every_recorded_artefact_is_what_the_model_makes(capsys):
     """``failclosed regenerate --check``: the findings, FINDINGS.md, the behaviour digests and
     README.md's matrix are unchanged (the matrix from its record; --matrix reruns it)."""
     assert main(["regenerate", "--check"]) == 0, capsys.readouterr().out
+
+
+def test_the_model_guide_shows_the_step_table_as_declared():
+    from failclosed.model import steps
+
+    text = regen.GUIDE.read_text()
+    assert regen.render_guide(text) == text, "docs/MODEL_GUIDE.md's step table: run failclosed regenerate"
+    for a in steps.steps():
+        assert f"| `{a.pc}` | {', '.join(a.fires)} | {', '.join(a.faults) or '-'} |" in text, a.pc
