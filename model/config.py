@@ -19,10 +19,13 @@ add ``[[steps]]``). Every key is validated: a typo, a wrong type or a negative l
     horizon = 5000                     # the clock never moves past it
     transport = "async"                # async (default here) | sync (the runtime's default:
                                        # dispatch runs the handler nested, RUNTIME 6.3)
-    refusals = ["ApproverNotPermitted", "InvalidInputSubmission"]  # explore both answers of
-                                       # gate 2 (12.2 step 8) / input validation (12.3): each
-                                       # approve, deny (gate 2) or submit_input (validation)
-                                       # also comes as permitted=false / valid=false
+    refusals = ["ApproverNotPermitted", "InvalidInputSubmission", "ConfigurationGone"]
+                                       # explore both answers of gate 2 (12.2 step 8), input
+                                       # validation (12.3) and the configuration check (12.2
+                                       # step 2): each approve or deny also comes as
+                                       # permitted=false (a denial passes gate 2), each
+                                       # submit_input as valid=false, each of the three as
+                                       # configured=false
     [[tools]]
     name = "create_page_draft"         # a builtin writer of RUNTIME 14.5: its effect is
                                        # the runtime's (a plan may call one with no table)
@@ -56,6 +59,7 @@ from .policy import SWITCHES, Policy, UnknownPolicy, parse_policy
 from .state import (
     EFFECTS,
     FAILURE_CLASSES,
+    READ_ONLY,
     REQUEST_REFUSALS,
     STATUSES,
     TRANSPORTS,
@@ -170,7 +174,7 @@ def tool_effect(t: dict[str, Any], where: str) -> str:
 
 TOP_KEYS = {"policy", "switches", "constants", "model", "tools", "runs", "steps", "description", "expect"}
 MODEL_KEYS = {"workers", "faults", "fault_budget", "provider_faults", "fault_ops", "reaper_limit", "horizon",
-              "transport", "refusals"}
+              "transport", "refusals", "read_only_builtins", "unknown_tools"}
 TOOL_KEYS = {"name", "effect", "remote", "approval", "server_flag", "needs_input", "removable"}
 RUN_KEYS = {"id", "entry", "plan", "cap", "observer", "cancels", "decisions", "row"}
 ROW_KEYS = {f.name for f in fields(Row)}
@@ -186,7 +190,11 @@ def parse_config(data: dict[str, Any], policy_override: str | None = None) -> tu
     model, budget = _model(data, constants)
     tools = _tools(data)
     runs = _runs(data)
-    tools += _default_registry(tools, runs)
+    m = data.get("model", {})
+    read_only = _names(m, "read_only_builtins", "names of the runtime's read-only builtins")
+    unknown = _names(m, "unknown_tools", "tool names no catalogue knows")
+    _declared_calls(runs, tools, read_only, unknown)
+    tools += _default_registry(tools, runs, read_only)
     spec = Config(policy=policy, constants=constants, tools=tuple(tools), runs=tuple(runs), **model)
     return spec, budget
 
@@ -306,7 +314,7 @@ def _refusals(m: dict[str, Any]) -> list[str]:
     _expect(refusals, list, "model.refusals", f"a list of {', '.join(REQUEST_REFUSALS)}")
     for x in refusals:
         if x not in REQUEST_REFUSALS:
-            raise ConfigError(f"model.refusals: {x!r} is not a refusal a request can meet after the claim; "
+            raise ConfigError(f"model.refusals: {x!r} is not a refusal a request can meet; "
                               f"use {' or '.join(REQUEST_REFUSALS)}")
     return refusals
 
@@ -386,13 +394,53 @@ def _run(r: Any, n: int, taken: set[str]) -> RunSpec:
     )
 
 
-def _default_registry(tools: list[Tool], runs: list[RunSpec]) -> list[Tool]:
-    """The default registry (14.5): a builtin writer a plan calls is registered even when no
-    [[tools]] table names it; any other undeclared name stays unknown (14.2)."""
+def _default_registry(tools: list[Tool], runs: list[RunSpec], read_only: list[str]) -> list[Tool]:
+    """The default registry (14.5): a builtin a plan calls is registered even when no
+    [[tools]] table names it: a builtin writer with its effect, a builtin the configuration
+    names in ``model.read_only_builtins`` as ``read_only`` ("every other builtin is
+    read_only"); a name declared in ``model.unknown_tools`` stays unknown (14.2)."""
     declared = {t.name for t in tools}
     called = {c for r in runs for a in r.plan for c in a.calls}
-    return [Tool(name=name, effect=eff) for name, eff in BUILTIN_WRITERS.items()
+    builtins = {**BUILTIN_WRITERS, **{n: READ_ONLY for n in read_only if n not in BUILTIN_WRITERS}}
+    return [Tool(name=name, effect=eff) for name, eff in builtins.items()
             if name in called and name not in declared]
+
+
+def _names(m: dict[str, Any], key: str, what: str) -> list[str]:
+    v = m.get(key, [])
+    if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+        raise ConfigError(f"model.{key}: expected a list of {what}, got {v!r}")
+    return v
+
+
+def _declared_calls(runs: list[RunSpec], tools: list[Tool], read_only: list[str],
+                    unknown: list[str]) -> None:
+    """Every name a plan calls is declared: by a [[tools]] table, as a builtin (a writer of
+    14.5, or one of ``model.read_only_builtins``), or as a deliberately unknown name
+    (``model.unknown_tools``, which resolves ``non_idempotent_write``, 14.2). Any other name
+    is a typo: one line with the nearest declared name."""
+    import difflib
+
+    writers = sorted(set(read_only) & set(BUILTIN_WRITERS))
+    if writers:
+        raise ConfigError(f"model.read_only_builtins: {writers[0]!r} is a builtin writer "
+                          f"({BUILTIN_WRITERS[writers[0]]}, RUNTIME 14.5); remove it from the list")
+    known = {t.name for t in tools} | set(BUILTIN_WRITERS) | set(read_only)
+    clash = sorted(set(unknown) & known)
+    if clash:
+        raise ConfigError(f"model.unknown_tools: {clash[0]!r} is declared (a [[tools]] table or a "
+                          "builtin); an unknown name is one no catalogue knows")
+    for n, r in enumerate(runs):
+        for k, a in enumerate(r.plan):
+            for c in a.calls:
+                if c in known or c in unknown:
+                    continue
+                near = difflib.get_close_matches(c, sorted(known | set(unknown)), n=1)
+                hint = f"did you mean {near[0]!r}? " if near else ""
+                raise ConfigError(
+                    f"runs[{n}].plan[{k}].tools: {c!r} is not declared; {hint}declare it in a "
+                    "[[tools]] table, in model.read_only_builtins, or (to model a stale or removed "
+                    "name, which resolves non_idempotent_write) in model.unknown_tools")
 
 
 def _answer(a: Any, where: str) -> Answer:

@@ -30,11 +30,19 @@ GUARDRAIL_VIOLATION = "GuardrailViolation"
 GUARDRAIL_APPROVAL_REQUIRED = "GuardrailApprovalRequired"
 
 
+def is_retryable(reason: str) -> bool:
+    """RUNTIME 2: a run that ended with termination reason ``reason`` may be retried: true for
+    ``provider_failed`` only (a dead-letter reason, a denial, a cancel or a completion is
+    final)."""
+    return reason == "provider_failed"
+
+
 def is_write(effect: str) -> bool:
     return effect in ("idempotent_write", NON_IDEMPOTENT_WRITE)
 
 
-def is_retryable(eclass: str) -> bool:
+def class_is_retryable(eclass: str) -> bool:
+    """RUNTIME 13: the failure class is in the retryable set (queued-run recovery, 9 branch 2)."""
     return eclass in RETRYABLE_CLASSES
 
 

@@ -43,6 +43,7 @@ from .state import (
     APPROVER_NOT_PERMITTED,
     AWAITING,
     CANCELLED,
+    CONFIGURATION_GONE,
     ENQUEUE,
     FAILED,
     INVALID_INPUT_SUBMISSION,
@@ -224,7 +225,11 @@ def _caller_moves(w: World, only: list[int] | None = None) -> list[Transition]:
             if row.status == want:
                 name = {"approve": "approve", "deny": "deny", "input": "submit_input"}[d]
                 out.append(T(name, "caller", run=rid))
-                # the request that fails its own check after the claim (12.2 gate 2, 12.3)
+                # the requests that fail a check of their own: the configuration is gone (12.2
+                # step 2), the input fails its schema (12.3), the approver may not run the
+                # turn's writes (12.2 gate 2; a denial passes it)
+                if CONFIGURATION_GONE in spec.refusals:
+                    out.append(T(name, "caller", run=rid, configured=False))
                 if d == "input":
                     if INVALID_INPUT_SUBMISSION in spec.refusals:
                         out.append(T(name, "caller", run=rid, valid=False))
@@ -612,8 +617,10 @@ def _caller(w: World, t: Transition) -> World:
         decision = {"approve": "approve", "deny": "deny", "submit_input": "input"}[name]
         label = names.resume_process(rid, k)
         refusal = ""
-        if t.arg("permitted") is False:
-            refusal = APPROVER_NOT_PERMITTED
+        if t.arg("configured") is False:
+            refusal = CONFIGURATION_GONE
+        elif t.arg("permitted") is False and decision == "approve":
+            refusal = APPROVER_NOT_PERMITTED  # gate 2 checks an approval only (12.2 step 8)
         elif t.arg("valid") is False:
             refusal = INVALID_INPUT_SUBMISSION
         p = Proc(
@@ -1176,7 +1183,7 @@ def _dead_letter(w: World, p: Proc, reason: str, on_miss: str = "LEASE_LOST",
 
 
 def _recovery(w: World, p: Proc) -> World:
-    if not rules.is_retryable(p.eclass) and not w.config.policy.mutant_recovery_ignores_class:
+    if not rules.class_is_retryable(p.eclass) and not w.config.policy.mutant_recovery_ignores_class:
         return _dead_letter(w, p, "not_retryable")  # branch 2 (skipped by the mutant)
     return _put(w, replace(p, pc="recovery_read"))  # branch 3
 
@@ -1198,7 +1205,7 @@ def _h_recovery_read(w: World, p: Proc, t: Transition) -> World:
 def _h_requeue(w: World, p: Proc, t: Transition) -> World:
     ok = False
     if not t.fault:
-        if not rules.is_retryable(p.eclass):
+        if not rules.class_is_retryable(p.eclass):
             w = w.mark(f"retry_of_non_retryable:{w.run_id(p.run)}")
         w, ok = store.requeue(w, p.run, p.identity, p)
     if not ok:
@@ -1281,8 +1288,14 @@ def _h_resume_read(w: World, p: Proc, t: Transition) -> World:
     want = WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL
     if row is None or row.status != want:
         return _end(w, p, "NotAwaitingInput" if _input_side(p) else "NotAwaitingApproval")
+    if p.refusal == CONFIGURATION_GONE:  # step 2: the run's configuration no longer exists
+        return _end(w, p, CONFIGURATION_GONE)
     if t.fault == "decode_error":  # step 2: the stored state does not decode
         return _end(w, p, "CorruptSuspendedState")
+    if p.refusal == INVALID_INPUT_SUBMISSION:
+        # 12.3 (ADR-105): validated before anything is probed or claimed; the run stays
+        # waiting_for_input, nothing claimed, no event, and the user may resubmit
+        return _end(w, p, INVALID_INPUT_SUBMISSION)
     return _put(w, replace(p, pc="resume_probe", turn=row.suspended_state))
 
 
@@ -1344,8 +1357,6 @@ def _h_resume_position(w: World, p: Proc, t: Transition) -> World:
     # gate 1: the approval refers to the pending turn
     if turn != p.seen_turn or turn < 0:
         return _put(w, replace(p, pc="release", error="StaleInputTurn" if _input_side(p) else "StaleApprovalTurn"))
-    if p.refusal == INVALID_INPUT_SUBMISSION:  # 12.3: the input fails its schema
-        return _put(w, replace(p, pc="release", error=INVALID_INPUT_SUBMISSION))
     if p.refusal == APPROVER_NOT_PERMITTED and rules.write_turn(
         w.config, w.removed, w.config.runs[p.run].answer(turn).calls
     ):  # gate 2: the approver may not run this turn's writes (a turn without writes passes)

@@ -171,7 +171,7 @@ SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 
 # the transition vocabulary (model.names, derived from the step table), read live; ``order``
 # is T10's order of rows of equal lease, ``status`` the row status a settle expects (proposal
-# fallback_settles_requeued_row), ``permitted`` / ``valid`` a request refused after the claim
+# fallback_settles_requeued_row), ``permitted`` / ``valid`` / ``configured`` a request that fails a check of its own
 TRANSITION_NAMES = TRANSITIONS.keys()
 ARG_KEYS = arg_keys()
 # the store statements a ``store`` step may run, and their argument keys (model/store.py)

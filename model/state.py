@@ -35,6 +35,7 @@ REASONS = (
     "completed", "max_iterations", "budget_exhausted", "context_truncated", "provider_failed",
     "policy_denied", "approval_denied", "not_retryable", "retries_exhausted", "cancelled",
 )
+DEAD_LETTER_REASONS = ("not_retryable", "retries_exhausted")  # settle_dead_lettered (4.3)
 READ_ONLY = "read_only"
 IDEMPOTENT_WRITE = "idempotent_write"
 NON_IDEMPOTENT_WRITE = "non_idempotent_write"
@@ -48,7 +49,8 @@ RETRYABLE_CLASSES = frozenset({"connection", "rateLimit", "serverError", "circui
 # Resume refusals after the claim that depend on the request (RUNTIME 12.2 gate 2, 12.3).
 APPROVER_NOT_PERMITTED = "ApproverNotPermitted"
 INVALID_INPUT_SUBMISSION = "InvalidInputSubmission"
-REQUEST_REFUSALS = (APPROVER_NOT_PERMITTED, INVALID_INPUT_SUBMISSION)
+CONFIGURATION_GONE = "ConfigurationGone"
+REQUEST_REFUSALS = (APPROVER_NOT_PERMITTED, INVALID_INPUT_SUBMISSION, CONFIGURATION_GONE)
 
 # Segment kinds (RUNTIME 5) plus the two caller processes that precede a segment.
 WORKER = "worker"
@@ -325,8 +327,9 @@ class ResumePart(Record):
 
     decision: str = ""  # approve | deny | input; cleared once the resumed turn's calls are done
     seen_turn: int = -1  # the turn the decision refers to (turn digest)
-    # the check after the claim this request fails, if reached: "" (none),
-    # ApproverNotPermitted (gate 2, on a write turn) or InvalidInputSubmission (12.3)
+    # the check this request fails, if reached: "" (none), ConfigurationGone (12.2 step 2,
+    # before the claim), InvalidInputSubmission (12.3, before anything is probed or claimed)
+    # or ApproverNotPermitted (gate 2 after the claim, an approval of a write turn only)
     refusal: str = ""
 
 

@@ -192,9 +192,9 @@ OTHER_TRANSITIONS: dict[str, Other] = _Table({
     store.START_RUN: Other("caller", STORE_FAULTS, "T1"),
     store.ENQUEUE_RUN: Other("caller", STORE_FAULTS, "T2"),
     store.CANCEL: Other("caller", STORE_FAULTS, "T13"),
-    "approve": Other("caller", (), "12.2", ("permitted",)),
-    "deny": Other("caller", (), "12.2", ("permitted",)),
-    "submit_input": Other("caller", (), "12.3", ("valid",)),
+    "approve": Other("caller", (), "12.2", ("permitted", "configured")),
+    "deny": Other("caller", (), "12.2", ("permitted", "configured")),
+    "submit_input": Other("caller", (), "12.3", ("valid", "configured")),
     # a free worker takes a delivered message (async transport; 6.2 step 1)
     PICK_UP: Other("worker", STORE_FAULTS, "6.2 step 1 (async: a delivery)", ("not_before",)),
     # the environment and its faults (1.3)

@@ -70,7 +70,8 @@ def test_a_builtin_writer_named_without_an_effect_gets_the_runtimes_effect():
 
 
 def test_a_plan_may_call_a_builtin_writer_no_table_declares_but_an_unknown_name_stays_unknown():
-    data = {"runs": [{"id": "r1", "plan": [{"tools": ["move_content_element", "stale_tool"]}]}]}
+    data = {"model": {"unknown_tools": ["stale_tool"]},
+            "runs": [{"id": "r1", "plan": [{"tools": ["move_content_element", "stale_tool"]}]}]}
     spec, _ = parse_config(data)
     assert spec.tool("move_content_element").effect == "idempotent_write"
     assert spec.tool("stale_tool") is None
@@ -79,6 +80,45 @@ def test_a_plan_may_call_a_builtin_writer_no_table_declares_but_an_unknown_name_
     assert not approval_bound(spec, frozenset(), "stale_tool")
     # a builtin the plans never call is not registered (the spec stays as small as it was)
     assert spec.tool("create_page_draft") is None
+
+
+def test_a_read_only_builtin_named_only_in_a_plan_resolves_read_only():
+    data = {"model": {"read_only_builtins": ["get_page_tree"]},
+            "runs": [{"id": "r1", "plan": [{"tools": ["get_page_tree"]}]}]}
+    spec, _ = parse_config(data)
+    assert spec.tool("get_page_tree").effect == "read_only"
+    assert resolve_by_name(spec, frozenset(), "get_page_tree") == "read_only"
+    assert not approval_bound(spec, frozenset(), "get_page_tree")
+
+
+@pytest.mark.parametrize(("model", "plan", "needle"), [
+    ({}, ["remote_writ"], "runs[0].plan[0].tools: 'remote_writ' is not declared; did you mean "
+                          "'remote_write'? declare it in a [[tools]] table"),
+    ({}, ["ghost"], "runs[0].plan[0].tools: 'ghost' is not declared; declare it"),
+    ({"unknown_tools": ["remote_write"]}, ["remote_write"],
+     "model.unknown_tools: 'remote_write' is declared"),
+    ({"read_only_builtins": ["create_page_draft"]}, ["create_page_draft"],
+     "model.read_only_builtins: 'create_page_draft' is a builtin writer"),
+    ({"unknown_tools": "ghost"}, ["ghost"], "model.unknown_tools: expected a list"),
+])
+def test_every_name_a_plan_calls_is_declared(model, plan, needle):
+    data = {"model": model, "tools": [{"name": "remote_write", "remote": True}],
+            "runs": [{"id": "r1", "plan": [{"tools": plan}]}]}
+    with pytest.raises(ConfigError) as e:
+        parse_config(data)
+    assert needle in str(e.value)
+
+
+def test_a_typo_in_a_plan_is_one_line_exit_2(tmp_path, capsys):
+    from failclosed.spec.checker import CONFIG_DIR
+
+    text = (CONFIG_DIR / "tiny.toml").read_text()
+    assert 'tools = ["remote_write"]' in text
+    bad = tmp_path / "tiny-typo.toml"
+    bad.write_text(text.replace('tools = ["remote_write"]', 'tools = ["remote_writ"]', 1))
+    assert main(["check", "--policy", "current", "--config", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "did you mean 'remote_write'?" in err[0], err
 
 
 def test_a_remote_tool_always_declares_non_idempotent_write():
@@ -135,7 +175,8 @@ def test_a_state_that_does_not_decode_before_the_claim_leaves_the_row_as_it_was(
 
 def test_the_decode_after_the_claim_exists_only_since_adr_132():
     def at_position(policy: str) -> list[str]:
-        marked = [{"name": "update_page_metadata", "approval": True}]  # suspends before ADR-134
+        marked = [{"name": "update_page_metadata", "approval": True},  # suspends before ADR-134
+                  {"name": "lookup_page"}]
         w = suspended(world(policy, tools=marked, faults=("decode_error",), budget=1))
         w = one(w, "approve", "caller", run="r1")
         w = until(w, "resume:r1#1", "max_sequence")  # the probe, before the claim
@@ -185,18 +226,19 @@ def test_gate2_refuses_a_write_turn_after_the_claim_and_releases_the_run():
     assert w.ledger == () and [e.kind for e in w.events] == ["request", "llm"]
 
 
-def test_gate2_applies_to_a_denial_of_a_write_turn_too():
-    # modelling choice (RUNTIME 12.2 names gate 3 "for an approved write turn" but gate 2
-    # for the turn's writes whatever the decision): a denial by an approver without the scope
-    # is refused and released like an approval
+def test_a_denial_skips_gate2_and_completes_the_denied_turn():
+    # RUNTIME 12.2 step 8 (as corrected): only an approval is checked; a denial passes gate 1
+    # and skips gates 2 and 3, since it executes nothing
     w = suspended(world(refusals=("ApproverNotPermitted",), decisions=("deny",)))
-    w = one(w, "deny", "caller", permitted=False, run="r1")
-    w = until(w, "resume:r1#1", "end")
-    assert w.rows[0].status == "waiting_for_approval"
-    assert w.outcomes[-1][3] == "ApproverNotPermitted"
+    plain = until(one(w, "deny", "caller", run="r1"), "resume:r1#1", "end")
+    w = until(one(w, "deny", "caller", permitted=False, run="r1"), "resume:r1#1", "end")
+    assert w == plain  # the approver's scope does not matter to a denial
+    assert w.rows[0].status == "completed" and w.ledger == ()
+    assert "ApproverNotPermitted" not in [o[3] for o in w.outcomes]
+    assert [e.kind for e in w.events][:4] == ["request", "llm", "approval", "tool"]
 
 
-def test_input_validation_refuses_after_the_claim_and_releases_to_waiting_for_input():
+def test_input_validation_refuses_before_the_probe_and_the_claim():
     w = world(tools=[{"name": "ask_editor", "needs_input": True}], decisions=("input",),
               plan=[{"tools": ["ask_editor"]}, {"final": "completed"}],
               refusals=("InvalidInputSubmission", "ApproverNotPermitted"))
@@ -205,11 +247,30 @@ def test_input_validation_refuses_after_the_claim_and_releases_to_waiting_for_in
     assert w.rows[0].status == "waiting_for_input"
     assert sorted(str(t) for t in enabled(w, "caller")) == [
         "caller: submit_input(run=r1)", "caller: submit_input(run=r1, valid=False)"]
+    before = w.rows[0]
     w = one(w, "submit_input", "caller", run="r1", valid=False)
-    w = until(w, "resume:r1#1", "end")
-    assert (w.rows[0].status, w.rows[0].claimed_by) == ("waiting_for_input", "")
+    w = one(w, "find_run", "resume:r1#1", run="r1")  # loaded, checked, validated: refused
+    assert w.proc("resume:r1#1") is None
+    assert w.rows[0] == before  # nothing claimed: the epoch as it was, no lease
     assert w.outcomes[-1][3] == "InvalidInputSubmission"
-    assert not any(e.kind == "input" for e in w.events)
+    assert [e.kind for e in w.events] == ["request", "llm"]
+
+
+@pytest.mark.parametrize("decision", ["approve", "deny", "input"])
+def test_a_gone_configuration_refuses_before_the_claim(decision):
+    kw = {"decisions": (decision,)}
+    if decision == "input":
+        kw.update(tools=[{"name": "ask_editor", "needs_input": True}],
+                  plan=[{"tools": ["ask_editor"]}, {"final": "completed"}])
+    w = world(refusals=("ConfigurationGone",), **kw)
+    w = until(one(w, "start_run", "caller", run="r1"), "caller:r1", "end")
+    name = {"approve": "approve", "deny": "deny", "input": "submit_input"}[decision]
+    assert f"caller: {name}(configured=False, run=r1)" in [str(t) for t in enabled(w, "caller")]
+    before = w.rows[0]
+    w = one(w, name, "caller", configured=False, run="r1")
+    w = one(w, "find_run", "resume:r1#1", run="r1")
+    assert w.proc("resume:r1#1") is None and w.rows[0] == before
+    assert w.outcomes[-1][3] == "ConfigurationGone"
 
 
 def test_a_bad_refusal_name_is_one_config_line():
