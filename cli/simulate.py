@@ -190,6 +190,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     check_output_file(args.json, "--json")
     check_output_file(args.history, "--history")
     check_output_dir(args.violations_dir, "--violations-dir")
+    _check_export(args, len(policies))
     baseline_path = args.baseline
     if baseline_path is None and side and not args.no_baseline:
         baseline_path = default_baseline_path()
@@ -213,7 +214,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
             res, sim = simulate_and_write(raw, args.violations_dir, policy=pol, seed=seed, runs=n_runs,
                                           keep_going=not args.fail_fast, history=args.history,
-                                          on_archive=tick)
+                                          on_archive=tick, export=args.export, export_privacy=args.export_privacy)
             pg.advance(max(0, n_runs - counted[0]))  # runs left unfinished at the end count as done
             results.append(res)
             viol_objs[pol] = sim.violations
@@ -248,6 +249,23 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     report(results, path, total, verdict, stop=stop, known=known, baseline_path=baseline_path,
            headline=headline, side=side, violations_dir=args.violations_dir, n_runs=n_runs, seed=seed)
     return 1 if verdict["new"] else 0
+
+
+def _check_export(args: argparse.Namespace, n_policies: int) -> None:
+    """``--export DB.sqlite | DIR``: one simulation's runs and events in the runtime's schema."""
+    if not args.export:
+        return
+    from failclosed.sim.export import SQLITE_SUFFIXES, is_sqlite_target
+
+    if n_policies > 1:
+        raise UsageError("--export: give a CONFIG or --policy to export one simulation (the side-by-side run simulates several)")
+    if is_sqlite_target(args.export):
+        check_output_file(args.export, "--export", SQLITE_SUFFIXES)
+    elif os.path.splitext(args.export)[1]:
+        raise ConfigError(f"--export {args.export}: end the name with {' or '.join(SQLITE_SUFFIXES)} for an SQLite "
+                          "file, or give a directory for CSV files")
+    else:
+        check_output_dir(args.export, "--export")
 
 
 def judge(results: list[dict[str, Any]], baseline: Any, config: str, stopped: bool) -> dict[str, Any]:
@@ -611,5 +629,11 @@ def register(subparsers: Any) -> None:
                         "spec/baselines/current.toml without CONFIG and --policy, else none)")
     p.add_argument("--no-baseline", action="store_true",
                    help="judge without a baseline: every violation exits 1 (default: off)")
+    p.add_argument("--export", metavar="DB.sqlite|DIR",
+                   help="write every run and event as the runtime stores them (tx_nrllm_agentrun, "
+                        "tx_nrllm_agentrun_event): an SQLite file, or CSV files in DIR; read them with "
+                        "failclosed inspect (default: not written)")
+    p.add_argument("--export-privacy", choices=("none", "metadata", "redacted", "full"), default="metadata",
+                   help="the privacy level the exported payloads are filtered at")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr (default: progress shown)")
     p.set_defaults(func=_cmd_simulate)
