@@ -88,7 +88,7 @@ DETECTABLE: dict[str, tuple[str, str]] = {
     "stream_order": ("yes", "sequence_reused"),
     "no_write_applied_twice_without_audit": ("yes", "interrupted_write_retried"),
     "interrupted_non_idempotent_write_not_repeated": ("partly", "interrupted_write_retried"),
-    "no_unaudited_write_settles_successfully": ("yes", "interrupted_write_retried"),
+    "no_unaudited_write_settles_successfully": ("partly", "interrupted_write_retried"),
     "non_idempotent_write_at_most_once": ("yes", "double_application"),
     "no_success_over_unrecorded_write": ("partly", "write_not_audited"),
     "no_write_without_recorded_approval": ("partly", "approvals"),
