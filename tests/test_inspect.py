@@ -11,7 +11,7 @@ import json
 import re
 import sqlite3
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -55,7 +55,7 @@ def clean_config() -> dict:
     return raw
 
 
-@lru_cache(maxsize=None)
+@cache
 def simulated(policy: str, seed: int, tmp: str, clean: bool = False, runs: int = RUNS):
     raw = clean_config() if clean else read_toml(DEFAULT)
     path = str(Path(tmp) / f"{policy}-{seed}-{clean}.sqlite")
