@@ -78,6 +78,8 @@ def simulate_one(
         "simulated_seconds": round(sim.env.now, 6),
         "elapsed_seconds": round(elapsed, 3),
     }
+    if sim.observer is not None:
+        result["export"] = {"path": export, "privacy": export_privacy, **sim.observer.counts}
     return result, sim
 
 

@@ -338,8 +338,33 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
         code, out, err = run_cli(["inspect", *argv], capsys)
         lines = [x for x in err.splitlines() if x.strip()]
         assert code == 2 and len(lines) == 1 and text in lines[0], (argv, err)
-    (unsorted / f"{RUN_TABLE}.csv").write_text(",".join(["uid", "uuid", "status"]) + "\n")
-    code, _, err = run_cli(["simulate", "--export", str(tmp_path / "x.sqlite")], capsys)
-    assert code == 2 and "--export" in err
     code, _, err = run_cli(["simulate", "--policy", "current", "--export", str(tmp_path / "x.txt")], capsys)
     assert code == 2 and ".sqlite" in err
+
+
+def test_simulate_export_then_inspect(tmp_path, capsys):
+    """The issue's command line: the side-by-side run exports current's simulation."""
+    db = str(tmp_path / "x.sqlite")
+    code, out, err = run_cli(["simulate", "--runs", "40", "--quiet", "--export", db], capsys)
+    assert code == 0, err
+    assert f"current's simulation exported to {db}: 40 runs" in out
+    code, out, _ = run_cli(["inspect", db, "--quiet"], capsys)
+    assert code in (0, 1) and "40 runs" in out and "What an export cannot tell" in out
+
+
+def test_sigterm_leaves_no_half_written_export(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    db = tmp_path / "x.sqlite"
+    p = subprocess.Popen([sys.executable, "-m", "failclosed", "simulate", "--policy", "current", "--runs", "100000",
+                          "--quiet", "--export", str(db)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while not (tmp_path / ".x.sqlite.partial").exists() and time.time() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert list(tmp_path.iterdir()) == []
