@@ -26,6 +26,9 @@ simulate
     (``failclosed replay FILE`` reproduces each) are written only under an explicit
     ``--violations-dir``; the side-by-side run writes the one its closing advice replays
     into one directory under the system's temporary directory, and says which.
+    ``--export DB.sqlite | DIR`` writes the simulation's runs and events in the runtime's two
+    tables (sim/export.py; the side-by-side run exports current's), read by ``failclosed
+    inspect`` (cli/inspect.py, docs/INSPECT.md).
 """
 
 from __future__ import annotations
