@@ -1,4 +1,5 @@
-"""The runtime's two tables as an export holds them (/work/shared/EXPORT.md sections 1 and 2):
+"""The runtime's two tables as an export holds them (EXPORT.md, the tables read from the runtime's
+code, sections 1 and 2):
 the columns of ``tx_nrllm_agentrun`` and ``tx_nrllm_agentrun_event`` in table order, the event
 kinds, the privacy levels and the row expectations of section 7.4.
 

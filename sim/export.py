@@ -1,6 +1,7 @@
 """The simulator writes the runtime's schema: every simulated run and event as the runtime
 would have stored them in ``tx_nrllm_agentrun`` and ``tx_nrllm_agentrun_event``
-(/work/shared/EXPORT.md sections 1 to 3; the columns are sim/dbschema.py's).
+(EXPORT.md, the tables read from the runtime's code, sections 1 to 3; the columns are
+sim/dbschema.py's).
 
 An :class:`Exporter` is an observer of a :class:`sim.engine.Simulation` (``sim.observer``): it
 reads each fired transition and the worlds before and after it, and never changes either, so a

@@ -1,5 +1,6 @@
 """``failclosed inspect``'s checks: the footprints of the model's findings in a database of the
-runtime (/work/shared/EXPORT.md section 7, every check the data supports; docs/INSPECT.md).
+runtime (EXPORT.md, the tables read from the runtime's code, section 7: every check the data
+supports; docs/INSPECT.md).
 
 :func:`inspect` streams the two tables run by run (sim/inspect_sources.py: runs by ``uid``,
 events by ``(run, sequence, uid)``), holds one run's events at a time, and returns a
