@@ -243,7 +243,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--since", type=since_arg, metavar="T",
                    help="only runs created at or after T: unix seconds or an ISO 8601 date (default: every run)")
     p.add_argument("--privacy", choices=("auto", *PRIVACY_LEVELS), default="auto",
-                   help="the privacy level the payloads were written at; none / metadata never match arguments")
+                   help="the privacy level the payloads were written at; none / metadata never match arguments "
+                        "(default: auto, read from each payload)")
     p.add_argument("--tools", metavar="CONFIG.toml",
                    help="the tool catalogue ([[tools]] of any failclosed config: name, effect, remote, server_flag); "
                         "default: the runtime's resolver (builtin writers, mcp_* non-idempotent, unknown names too)")

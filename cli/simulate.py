@@ -648,6 +648,6 @@ def register(subparsers: Any) -> None:
                         "tx_nrllm_agentrun_event): an SQLite file, or CSV files in DIR; read them with "
                         "failclosed inspect (default: not written)")
     p.add_argument("--export-privacy", choices=("none", "metadata", "redacted", "full"), default="metadata",
-                   help="the privacy level the exported payloads are filtered at")
+                   help="the privacy level the exported payloads are filtered at (default: metadata, the runtime's)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr (default: progress shown)")
     p.set_defaults(func=_cmd_simulate)

@@ -210,9 +210,9 @@ def load_catalogue(path: str | None) -> Catalogue:
 
 def finding_traces(prop: str) -> list[str]:
     """The model's shortest traces of ``prop`` under current (spec/findings/), to replay beside it."""
-    from failclosed import spec
+    from failclosed.spec import baseline
 
-    d = Path(spec.__file__).resolve().parent / "findings"
+    d = Path(baseline.__file__).resolve().parent / "findings"
     return [f"spec/findings/{p.name}" for p in sorted(d.glob(f"{prop}--current*.toml"))]
 
 
