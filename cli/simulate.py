@@ -26,6 +26,9 @@ simulate
     (``failclosed replay FILE`` reproduces each) are written only under an explicit
     ``--violations-dir``; the side-by-side run writes the one its closing advice replays
     into one directory under the system's temporary directory, and says which.
+    ``--export DB.sqlite | DIR`` writes the simulation's runs and events in the runtime's two
+    tables (sim/export.py; the side-by-side run exports current's), read by ``failclosed
+    inspect`` (cli/inspect.py, docs/INSPECT.md).
 """
 
 from __future__ import annotations
@@ -190,6 +193,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     check_output_file(args.json, "--json")
     check_output_file(args.history, "--history")
     check_output_dir(args.violations_dir, "--violations-dir")
+    export_policy = _check_export(args, policies)
     baseline_path = args.baseline
     if baseline_path is None and side and not args.no_baseline:
         baseline_path = default_baseline_path()
@@ -202,6 +206,10 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     results: list[dict[str, Any]] = []
     viol_objs: dict[str, list] = {}
     stop: dict[str, Any] | None = None
+    if args.export or args.history:  # SIGTERM interrupts like Ctrl-C: no half-written file stays
+        from failclosed.spec.scope import _sigterm_interrupts
+
+        _sigterm_interrupts()
     t0 = time.perf_counter()
     with Progress("simulate", total=len(policies) * n_runs, unit="runs", enabled=not args.quiet) as pg:
         for pol in policies:
@@ -213,7 +221,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
             res, sim = simulate_and_write(raw, args.violations_dir, policy=pol, seed=seed, runs=n_runs,
                                           keep_going=not args.fail_fast, history=args.history,
-                                          on_archive=tick)
+                                          on_archive=tick, export=args.export if pol == export_policy else None,
+                                          export_privacy=args.export_privacy)
             pg.advance(max(0, n_runs - counted[0]))  # runs left unfinished at the end count as done
             results.append(res)
             viol_objs[pol] = sim.violations
@@ -247,7 +256,30 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             json.dump(results if side else results[0], f, indent=1, sort_keys=True)
     report(results, path, total, verdict, stop=stop, known=known, baseline_path=baseline_path,
            headline=headline, side=side, violations_dir=args.violations_dir, n_runs=n_runs, seed=seed)
+    for r in results:
+        if "export" in r:
+            e = r["export"]
+            print(f"{r['policy']}'s simulation exported to {e['path']}: {e['runs']} runs, {e['events']} events "
+                  f"(privacy {e['privacy']}); read it with: failclosed inspect {e['path']}")
     return 1 if verdict["new"] else 0
+
+
+def _check_export(args: argparse.Namespace, policies: list[str]) -> str | None:
+    """``--export DB.sqlite | DIR``: one simulation's runs and events in the runtime's schema;
+    the side-by-side run exports current's (the runtime the tables come from). Returns the
+    policy whose simulation is exported."""
+    if not args.export:
+        return None
+    from failclosed.sim.export import SQLITE_SUFFIXES, is_sqlite_target
+
+    if is_sqlite_target(args.export):
+        check_output_file(args.export, "--export", SQLITE_SUFFIXES)
+    elif os.path.splitext(args.export)[1]:
+        raise ConfigError(f"--export {args.export}: end the name with {' or '.join(SQLITE_SUFFIXES)} for an SQLite "
+                          "file, or give a directory for CSV files")
+    else:
+        check_output_dir(args.export, "--export")
+    return "current" if len(policies) > 1 else policies[0]
 
 
 def judge(results: list[dict[str, Any]], baseline: Any, config: str, stopped: bool) -> dict[str, Any]:
@@ -611,5 +643,11 @@ def register(subparsers: Any) -> None:
                         "spec/baselines/current.toml without CONFIG and --policy, else none)")
     p.add_argument("--no-baseline", action="store_true",
                    help="judge without a baseline: every violation exits 1 (default: off)")
+    p.add_argument("--export", metavar="DB.sqlite|DIR",
+                   help="write every run and event as the runtime stores them (tx_nrllm_agentrun, "
+                        "tx_nrllm_agentrun_event): an SQLite file, or CSV files in DIR; read them with "
+                        "failclosed inspect (default: not written)")
+    p.add_argument("--export-privacy", choices=("none", "metadata", "redacted", "full"), default="metadata",
+                   help="the privacy level the exported payloads are filtered at (default: metadata, the runtime's)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr (default: progress shown)")
     p.set_defaults(func=_cmd_simulate)

@@ -26,6 +26,8 @@ def simulate_one(
     history: str | None = None,
     keep_history: bool = False,
     on_archive: Any = None,
+    export: str | None = None,
+    export_privacy: str = "metadata",
 ) -> tuple[dict[str, Any], Any]:
     """Run one simulation; returns (the JSON result object, the Simulation).
 
@@ -42,10 +44,19 @@ def simulate_one(
     sim = Simulation(cfg, policy=policy, seed=seed, runs=runs, keep_going=keep_going,
                      history_path=history, keep_history=keep_history)
     sim.on_archive = on_archive
+    if export:
+        from .export import Exporter
+
+        sim.observer = Exporter(export, seed=sim.seed, policy=sim.policy_name, privacy=export_privacy,
+                                configuration=str(raw.get("description", "simulation")))
     try:
         sim.run()
+        if sim.observer is not None:
+            sim.observer.close()
     except BaseException:
         sim.history.abort()
+        if sim.observer is not None:
+            sim.observer.abort()
         raise
     elapsed = time.perf_counter() - t0
     recs = sim.all_records()
@@ -67,6 +78,8 @@ def simulate_one(
         "simulated_seconds": round(sim.env.now, 6),
         "elapsed_seconds": round(elapsed, 3),
     }
+    if sim.observer is not None:
+        result["export"] = {"path": export, "privacy": export_privacy, **sim.observer.counts}
     return result, sim
 
 

@@ -116,6 +116,9 @@ class Simulation:
         # called with the number of runs archived so far, after each one (progress reports;
         # it only reads, so the history does not depend on it)
         self.on_archive: Any = None
+        # an observer of every fired transition and archived run (sim/export.py's Exporter:
+        # ``fired(w, t, w2, now, slot)``, ``archived(world, slot)``); it only reads
+        self.observer: Any = None
 
     @property
     def records(self) -> dict[str, RunRecord]:
@@ -213,6 +216,8 @@ class Simulation:
             i = self.window.slot_of.get(rid)
         if i is not None and self.window.account(w, w2, t, i, self.fired, now):
             self.env.process(self.procs.approver(i, rid))
+        if self.observer is not None:
+            self.observer.fired(w, t, w2, now, i if i is not None else self.window.slot_of.get(rid))
         if self.check_steps:
             self.checks.after_step(w, w2, i, self.fired, now)
         if i is None:
@@ -248,6 +253,8 @@ class Simulation:
         """Take the run in slot ``i`` out of the world (``final``: only its record and
         checks, the simulation ends) and check the properties on it."""
         w = self.world
+        if self.observer is not None:
+            self.observer.archived(w, i)
         closed = self.window.close(w, i, final)
         self.checks.at_archive(closed.projection, closed.culprit, self.fired, self.env.now)
         if final:

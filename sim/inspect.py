@@ -1,0 +1,617 @@
+"""``failclosed inspect``'s checks: the footprints of the model's findings in a database of the
+runtime (EXPORT.md, the tables read from the runtime's code, section 7: every check the data
+supports; docs/INSPECT.md).
+
+:func:`inspect` streams the two tables run by run (sim/inspect_sources.py: runs by ``uid``,
+events by ``(run, sequence, uid)``), holds one run's events at a time, and returns a
+:class:`Report`: the anomalies (run uuid, events involved, the check, how certain, the
+property of spec/properties.py it is the footprint of) and the notices (what the runtime does
+by design but an operator should look at). No printing and no file written here: the command
+is cli/inspect.py.
+
+Certainty, in the words of EXPORT.md 4: ``certain`` where the tables alone decide (a
+duplicate sequence, a row state the statements cannot leave); ``heuristic`` where the check
+rests on attempt boundaries (no column names the attempt an event belongs to: a queue attempt
+is taken to begin at a ``dropped`` event, or a ``context`` or ``request`` of round 1 after
+other events) or on a tool's effect (the tables hold none: the catalogue given with ``--tools``,
+else the runtime's resolver: builtin writers by name, ``mcp_*`` non-idempotent, any other name
+of unknown effect: ToolEffectResolver counts it as ``non_idempotent_write``, so would a read;
+the write checks skip it and the report lists it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from failclosed.model.config import (
+    BUILTIN_WRITERS,
+    REMOTE_EFFECT,
+    TOOL_KEYS,
+    ConfigError,
+    parse_config,
+    tool_effect,
+)
+from failclosed.model.constants import Constants
+from failclosed.model.rules import approval_bound, is_write
+from failclosed.model.state import (
+    AWAITING,
+    COMPLETED,
+    NON_IDEMPOTENT_WRITE,
+    QUEUED,
+    REASONS,
+    RUNNING,
+    STATUSES,
+    TERMINAL,
+)
+
+from .dbschema import (
+    CLAIM_PREFIXES,
+    FENCE_LEFT_REASONS,
+    FENCE_VALUES,
+    KINDS,
+    PRIVACY_LEVELS,
+    REASONS_BY_STATUS,
+    ROUND_ZERO_KINDS,
+)
+from .inspect_sources import EVENT_READ, RUN_READ, Source
+
+CERTAIN = "certain"
+HEURISTIC = "heuristic"
+INSPECTED_POLICY = "current"  # the runtime an export comes from (EXPORT.md: adr-141)
+
+# the checks, in report order: (id, EXPORT.md section, what it finds, certainty, properties)
+CHECKS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
+    ("enums", "7.1", "status, termination_reason, kind, round, pending_effect, requeue_count take the runtime's values", CERTAIN, ()),
+    ("sequence_reused", "7.2", "a (run, sequence) stored twice or out of insert order: two writers, or an insert that committed but reported failure", CERTAIN, ("stream_order", "no_zombie_append")),
+    ("sequence_gap", "7.2", "a run's sequences are dense from 0 (a gap means deleted rows)", CERTAIN, ()),
+    ("orphan_events", "7.3", "events whose run has no row (deleted outside the runtime)", CERTAIN, ()),
+    ("row_state", "7.4", "the columns a row of its status must have, and the reasons its status allows", CERTAIN, ()),
+    ("turn_grammar", "7.5", "each tool event answers a call its round's llm requested", CERTAIN, ()),
+    ("write_not_audited", "7.5, 7.6", "a requested write with no tool event in a run that went on past it or completed", HEURISTIC, ("no_success_over_unrecorded_write", "no_unaudited_write_settles_successfully")),
+    ("interrupted_write_retried", "7.6, 4.2", "a non-idempotent write requested, no tool event, and the stored request executed again", HEURISTIC, ("no_write_applied_twice_without_audit", "interrupted_non_idempotent_write_not_repeated", "no_unaudited_write_settles_successfully")),
+    ("double_application", "7.7", "a non-idempotent write applied (toolIsError false) in two attempts of one run", HEURISTIC, ("non_idempotent_write_at_most_once",)),
+    ("leftover_fence", "7.8", "a terminal row whose fence is left with a reason other than not_retryable or cancelled", CERTAIN, ()),
+    ("approvals", "7.9", "approval payload types; an approval-bound tool only after its approval, and never after a denial", CERTAIN, ("no_write_without_recorded_approval",)),
+    ("totals", "7.10", "a completed run never requeued: its last round is iterations or iterations + 1", CERTAIN, ()),
+    ("orphan_queued", "3.3, FINDINGS F3", "a queued row nothing has touched for longer than a lease and the longest backoff", HEURISTIC, ("no_orphan_queued_run", "every_run_terminates")),
+)
+CHECK_IDS = tuple(c[0] for c in CHECKS)
+
+# Which violations of the simulator's checks (spec.properties.SAFETY) an export shows, by
+# property: "yes" (every violation leaves the footprint of the check named), "partly" (some do)
+# or "no" (what the tables cannot see, EXPORT.md 8). tests/test_inspect.py holds the "yes"
+# rows to simulations; docs/INSPECT.md explains each row.
+DETECTABLE: dict[str, tuple[str, str]] = {
+    "stream_order": ("yes", "sequence_reused"),
+    "no_write_applied_twice_without_audit": ("yes", "interrupted_write_retried"),
+    "interrupted_non_idempotent_write_not_repeated": ("partly", "interrupted_write_retried"),
+    "no_unaudited_write_settles_successfully": ("partly", "interrupted_write_retried"),
+    "non_idempotent_write_at_most_once": ("yes", "double_application"),
+    "no_success_over_unrecorded_write": ("partly", "write_not_audited"),
+    "no_write_without_recorded_approval": ("partly", "approvals"),
+    "no_zombie_append": ("partly", "sequence_reused"),
+    "bounded_attempts": ("partly", "enums"),
+    "terminal_is_absorbing": ("no", ""),
+    "exclusive_claim": ("no", ""),
+    "owner_only_mutation": ("no", ""),
+    "no_zombie_settle": ("no", ""),
+    "no_retry_of_non_retryable": ("no", ""),
+    "writes_only_under_fence": ("no", ""),
+    "race_safe_staleness": ("no", ""),
+    "cooperative_cancel": ("no", ""),
+    "no_resurrection_by_suspend": ("no", ""),
+}
+
+# EXPORT.md 8, said once in every report
+LIMITS = (
+    "which worker or segment wrote an event, the exact attempt boundaries, and the claim and lease history",
+    "when pending_effect was set or cleared, and a call's effect (the tables hold none: --tools, or the runtime's resolver)",
+    "call ids at METADATA, and a call's identity across attempts at any level (name, round and, at FULL, arguments stand in)",
+    "events lost to fail-soft inserts (they leave no gap): read-only steps, approvals of turns without writes, inputs",
+    "a side effect done by a segment that then lost its lease (that step is deliberately not recorded)",
+    "whether a METADATA toolIsError step was refused or executed and failed",
+    "the transcript and pending calls (encrypted, blanked on terminal rows)",
+    "the privacy level used (contentRedacted implies NONE or METADATA)",
+    "anything about purged runs",
+)
+
+R = {c: k for k, c in enumerate(RUN_READ)}
+_STARTERS = {"context": 0, "request": 1, "llm": 2}  # the steps of a round, in their order
+E = {c: k for k, c in enumerate(EVENT_READ)}
+_UID, _RUN, _SEQ, _KIND, _ROUND, _DUR, _PAYLOAD, _CRDATE = (E[c] for c in EVENT_READ)
+
+
+@dataclass
+class Anomaly:
+    check: str
+    uuid: str  # the run's uuid ("" for an event whose run has no row)
+    run: int  # the run's uid
+    text: str
+    certainty: str
+    properties: tuple[str, ...] = ()
+    events: tuple[tuple[int, int, str], ...] = ()  # (sequence, event uid, kind)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"check": self.check, "run_uuid": self.uuid, "run_uid": self.run, "text": self.text,
+                "certainty": self.certainty, "properties": list(self.properties),
+                "events": [{"sequence": s, "uid": u, "kind": k} for s, u, k in self.events]}
+
+
+@dataclass
+class Report:
+    source: str
+    runs: int = 0
+    events: int = 0
+    skipped_runs: int = 0  # before --since
+    anomalies: list[Anomaly] = field(default_factory=list)
+    notices: Counter = field(default_factory=Counter)
+    notice_runs: dict[str, list[str]] = field(default_factory=dict)  # notice -> a few uuids
+    unsupported: dict[str, str] = field(default_factory=dict)  # check -> why the data cannot support it
+    tools: str = ""
+    privacy: str = "auto"
+    unknown_tools: list[str] = field(default_factory=list)  # requested names of unknown effect
+
+    def by_check(self) -> dict[str, list[Anomaly]]:
+        out: dict[str, list[Anomaly]] = {c: [] for c in CHECK_IDS}
+        for a in self.anomalies:
+            out[a.check].append(a)
+        return out
+
+
+# -- the tool catalogue --------------------------------------------------------------------
+class Catalogue:
+    """A tool name's effect and whether calling it suspends for approval. From ``--tools``
+    (any failclosed config's ``[[tools]]``: model.config.tool_effect, model.rules.approval_bound
+    under ``current``), else the runtime's own resolver (EXPORT.md 4.2: builtin writers by name, ``mcp_*`` remote and
+    non-idempotent; any other name is unknown)."""
+
+    def __init__(self, tools: list[dict[str, Any]] | None = None, source: str = ""):
+        self.given = tools is not None
+        self.source = source or "the runtime's resolver (builtin writers by name, mcp_* non-idempotent, other names unknown)"
+        if tools is None:
+            tools = [{"name": n} for n in BUILTIN_WRITERS]
+        tables = [{k: v for k, v in t.items() if k in TOOL_KEYS} for t in tools]
+        self.effects = {t["name"]: tool_effect(t, f"tools[{k}].") for k, t in enumerate(tables)}
+        config, _ = parse_config({"policy": INSPECTED_POLICY, "tools": tables, "runs": [{"id": "x"}]})
+        self.bound = {n for n in self.effects if approval_bound(config, frozenset(), n)}
+
+    def effect(self, name: str) -> tuple[str, bool]:
+        """(effect, known): an unknown name resolves to a non-idempotent write (ToolEffectResolver);
+        the write checks skip it and the report names it, since a read would count too."""
+        if name in self.effects:
+            return self.effects[name], True
+        if not self.given and name.startswith("mcp_"):
+            return REMOTE_EFFECT, True
+        return NON_IDEMPOTENT_WRITE, False
+
+    def approval_bound(self, name: str) -> bool:
+        return name in self.bound
+
+
+def load_catalogue(path: str | None) -> Catalogue:
+    if path is None:
+        return Catalogue()
+    from failclosed.model.config import read_toml
+
+    data = read_toml(path)
+    tools = data.get("tools")
+    if not isinstance(tools, list) or not tools or not all(isinstance(t, dict) and isinstance(t.get("name"), str) for t in tools):
+        raise ConfigError(f"--tools {path}: no [[tools]] tables with a name; give a failclosed config "
+                          "listing the runtime's tools (name, effect, remote, server_flag)")
+    try:
+        return Catalogue(tools, path)
+    except ConfigError as e:
+        raise ConfigError(f"--tools {path}: {e}") from None
+
+
+def finding_traces(prop: str) -> list[str]:
+    """The model's shortest traces of ``prop`` under current (spec/findings/), to replay beside it."""
+    from failclosed.spec import baseline
+
+    d = Path(baseline.__file__).resolve().parent / "findings"
+    return [f"spec/findings/{p.name}" for p in sorted(d.glob(f"{prop}--current*.toml"))]
+
+
+# -- one run -------------------------------------------------------------------------------
+class _Ctx:
+    def __init__(self, catalogue: Catalogue, privacy: str, constants: Constants):
+        self.cat = catalogue
+        self.privacy = privacy
+        self.k = constants
+        self.queued: list[tuple[int, str, int]] = []  # (uid, uuid, tstamp) of queued rows
+        self.horizon = 0
+        self.notices: Counter = Counter()
+        self.notice_runs: dict[str, list[str]] = {}
+        self.unknown_names: set[str] = set()
+
+    def unknown(self, name: str, uuid: str) -> None:
+        self.notice("a requested tool whose effect is not known (the runtime's resolver counts it as "
+                    "non_idempotent_write; not checked as a write here): give --tools CONFIG", uuid)
+        self.unknown_names.add(name)
+
+    def notice(self, what: str, uuid: str) -> None:
+        self.notices[what] += 1
+        runs = self.notice_runs.setdefault(what, [])
+        if len(runs) < 5:
+            runs.append(uuid)
+
+
+def _ev(e: tuple) -> tuple[int, int, str]:
+    return (e[_SEQ], e[_UID], e[_KIND])
+
+
+def _applied(e: tuple, name: str, rnd: int) -> bool:
+    """A tool event of ``name`` at round ``rnd`` that did not report an error."""
+    if e[_KIND] != "tool" or e[_ROUND] != rnd:
+        return False
+    p = _payload(e)
+    return p.get("toolName") == name and p.get("toolIsError") is False
+
+
+_PARSED: dict[int, dict[str, Any]] = {}  # event uid -> its payload, for the run being checked
+
+
+def _payload(e: tuple) -> dict[str, Any]:
+    uid = e[_UID]
+    p = _PARSED.get(uid)
+    if p is None:
+        try:
+            p = json.loads(e[_PAYLOAD] or "{}")
+        except (TypeError, ValueError):
+            p = {}
+        if not isinstance(p, dict):
+            p = {}
+        _PARSED[uid] = p
+    return p
+
+
+class _Run:
+    """One run's row and events, and the anomalies found on them."""
+
+    def __init__(self, row: tuple, events: list[tuple], ctx: _Ctx):
+        self.row, self.events, self.ctx = row, events, ctx
+        _PARSED.clear()
+        self.uuid = row[R["uuid"]] or ""
+        self.uid = row[R["uid"]]
+        self.status = row[R["status"]]
+        self.out: list[Anomaly] = []
+
+    def add(self, check: str, text: str, certainty: str = CERTAIN, events: list[tuple] = (),
+            properties: tuple[str, ...] | None = None) -> None:
+        props = next(c[4] for c in CHECKS if c[0] == check) if properties is None else properties
+        self.out.append(Anomaly(check, self.uuid, self.uid, text, certainty, props,
+                                tuple(_ev(e) for e in events)))
+
+    def col(self, name: str) -> Any:
+        return self.row[R[name]]
+
+    # 7.1
+    def enums(self) -> None:
+        reason, fence, rq = self.col("termination_reason") or "", self.col("pending_effect") or "", self.col("requeue_count") or 0
+        if self.status not in STATUSES:
+            self.add("enums", f"status {self.status!r} is not one of the runtime's")
+        if reason and reason not in REASONS:
+            self.add("enums", f"termination_reason {reason!r} is not one of the runtime's")
+        if fence not in FENCE_VALUES:
+            self.add("enums", f"pending_effect {fence!r} is not a write effect")
+        if not 0 <= rq <= self.ctx.k.MAX_REQUEUES:
+            self.add("enums", f"requeue_count {rq} is outside 0..MAX_REQUEUES = {self.ctx.k.MAX_REQUEUES}",
+                     properties=("bounded_attempts",))
+        bad = [e for e in self.events if e[_KIND] not in KINDS
+               or (e[_KIND] in ROUND_ZERO_KINDS and e[_ROUND] != 0) or (e[_ROUND] or 0) < 0]
+        if bad:
+            self.add("enums", f"{len(bad)} event(s) with a kind or round the runtime does not write "
+                     f"(first: {bad[0][_KIND]!r} round {bad[0][_ROUND]})", events=bad[:5])
+
+    # 7.2
+    def sequences(self) -> None:
+        evs = self.events
+        if all(e[_SEQ] == k for k, e in enumerate(evs)) and all(
+                a[_UID] < b[_UID] for a, b in zip(evs, evs[1:], strict=False)):
+            return  # dense from 0, unique, in insert order: the common case
+        seqs = Counter(e[_SEQ] for e in evs)
+        dup = sorted(s for s, n in seqs.items() if n > 1)
+        if dup:
+            involved = [e for e in evs if e[_SEQ] in set(dup)]
+            self.add("sequence_reused", f"sequence {', '.join(map(str, dup[:5]))}{' ...' if len(dup) > 5 else ''} "
+                     f"stored {max(seqs.values())} times (the key (run, sequence) is not UNIQUE)", events=involved[:10])
+        else:
+            by_uid = sorted(evs, key=lambda e: e[_UID])
+            for a, b in zip(by_uid, by_uid[1:], strict=False):
+                if b[_SEQ] <= a[_SEQ]:
+                    self.add("sequence_reused", f"sequence {b[_SEQ]} inserted after sequence {a[_SEQ]}",
+                             events=[a, b])
+                    break
+        if evs and len(seqs) != max(seqs) + 1:
+            missing = sorted(set(range(max(seqs) + 1)) - set(seqs))
+            self.add("sequence_gap", f"sequence(s) {', '.join(map(str, missing[:5]))} missing: rows deleted")
+
+    # 7.4
+    def row_state(self) -> None:  # noqa: C901 - one line per cell of EXPORT.md 7.4's table
+        st = self.status
+        c = self.col
+        fin, claim, lease = c("finished_at") or 0, c("claimed_by") or "", c("lease_expires") or 0
+        state, req, reason = c("suspended_state") or "", c("queued_request") or "", c("termination_reason") or ""
+        wrong = []
+        if st in TERMINAL:
+            wrong += [w for w, bad in (("finished_at = 0", fin <= 0), (f"claimed_by {claim!r}", claim),
+                                       (f"lease_expires {lease}", lease), ("suspended_state kept", state),
+                                       ("queued_request kept", req)) if bad]
+            allowed = REASONS_BY_STATUS.get(st, ())
+            if reason not in allowed:
+                wrong.append(f"termination_reason {reason!r} (allowed: {', '.join(allowed)})")
+            trunc = c("truncated") or 0
+            if st == COMPLETED and reason in allowed and trunc != (0 if reason == "completed" else 1):
+                wrong.append(f"truncated = {trunc} with reason {reason}")
+        elif st in STATUSES:
+            if fin:
+                wrong.append(f"finished_at {fin}")
+            if reason:
+                wrong.append(f"termination_reason {reason!r} before any settle")
+        if st in AWAITING:
+            wrong += [w for w, bad in ((f"claimed_by {claim!r}", claim), (f"lease_expires {lease}", lease),
+                                       ("no suspended_state", not state)) if bad]
+        elif st == QUEUED:
+            wrong += [w for w, bad in ((f"claimed_by {claim!r}", claim), (f"lease_expires {lease}", lease),
+                                       ("no queued_request", not req),
+                                       (f"pending_effect {c('pending_effect')!r}", c("pending_effect"))) if bad]
+        elif st == RUNNING and not claim.startswith(CLAIM_PREFIXES):
+            wrong.append(f"claimed_by {claim!r} (expected a {', '.join(p.rstrip(':') for p in CLAIM_PREFIXES)} prefix)")
+        if wrong:
+            self.add("row_state", f"{st} row with " + "; ".join(wrong))
+
+    # 7.8
+    def fence(self) -> None:
+        fence = self.col("pending_effect") or ""
+        if self.status in TERMINAL and fence:
+            reason = self.col("termination_reason") or ""
+            if reason in FENCE_LEFT_REASONS:
+                self.ctx.notice(f"terminal {reason} with the fence {fence} left: a write was interrupted "
+                                "in flight and not retried (by design, ADR-112); check the target system", self.uuid)
+            else:
+                self.add("leftover_fence", f"{self.status} / {reason} with pending_effect {fence} left "
+                         f"(expected only with {' or '.join(FENCE_LEFT_REASONS)})")
+
+    # attempts and turns (7.5 to 7.7, 7.9, 7.10)
+    def attempts(self) -> list[list[tuple]]:
+        """The events split into queue attempts (heuristic, EXPORT.md 4.1: a retry restarts at
+        round 1). An attempt begins at a ``dropped`` event, or at a ``context``, ``request`` or
+        ``llm`` step of round 1 that does not continue the round-1 start just before it
+        (``dropped`` then ``context`` then ``request`` then ``llm``; one may be lost to a
+        fail-soft insert)."""
+        out: list[list[tuple]] = []
+        prev = None
+        for e in self.events:
+            k = e[_KIND]
+            starts = prev is None or k == "dropped" or (
+                k in _STARTERS and e[_ROUND] == 1
+                and not (prev[_KIND] == "dropped" or (prev[_KIND] in _STARTERS and prev[_ROUND] == 1
+                                                      and _STARTERS[prev[_KIND]] < _STARTERS[k])))
+            if starts:
+                out.append([e])
+            else:
+                out[-1].append(e)
+            prev = e
+        return out
+
+    def turns(self) -> None:
+        atts = self.attempts()
+        self.n_attempts = len(atts)
+        applied: dict[tuple, list[tuple[int, tuple]]] = {}  # NI key -> [(attempt, event)]
+        for a, evs in enumerate(atts):
+            self._attempt(a, evs, atts, applied)
+        for key, apps in applied.items():
+            if len({a for a, _ in apps}) > 1:
+                by = ", ".join(f"attempt {a + 1} (sequence {e[_SEQ]})" for a, e in apps)
+                how = "name, round and arguments" if key[2] is not None else "name and round (no arguments at this privacy level)"
+                self.add("double_application", f"non-idempotent {key[0]} (round {key[1]}) applied in {by}; "
+                         f"matched by {how}", HEURISTIC, events=[e for _, e in apps])
+
+    def _attempt(self, a: int, evs: list[tuple], atts: list[list[tuple]], applied: dict) -> None:
+        last = a == len(atts) - 1
+        llms = [k for k, e in enumerate(evs) if e[_KIND] == "llm"]
+        for n, k in enumerate(llms):
+            L = evs[k]
+            r = L[_ROUND]
+            end = llms[n + 1] if n + 1 < len(llms) else len(evs)
+            tools = [e for e in evs[k + 1:end] if e[_KIND] == "tool" and e[_ROUND] == r]
+            p = _payload(L)
+            names = p.get("requestedToolNames")
+            if names is None:
+                names = [c.get("name") for c in p.get("requestedToolCalls") or [] if isinstance(c, dict)]
+            self._calls(a, L, names or [], tools, evs, k, atts, last, n + 1 == len(llms))
+            self._approvals(evs, k, end, tools)
+            for t in tools:
+                tp = _payload(t)
+                if tp.get("toolIsError") is False and self.ctx.cat.effect(tp.get("toolName", "")) == (NON_IDEMPOTENT_WRITE, True):
+                    args = None
+                    if self.ctx.privacy not in ("none", "metadata") and "toolArguments" in tp:
+                        args = json.dumps(tp["toolArguments"], sort_keys=True)
+                    applied.setdefault((tp.get("toolName"), r, args), []).append((a, t))
+
+    def _calls(self, a: int, L: tuple, names: list[str], tools: list[tuple], evs: list[tuple], k: int,
+               atts: list[list[tuple]], last: bool, last_llm: bool) -> None:
+        done = [_payload(t).get("toolName") for t in tools]
+        if done == names:
+            return  # every requested call answered, in order
+        got = Counter(done)
+        want = Counter(names)
+        extra = got - want
+        if extra:
+            self.add("turn_grammar", f"tool event(s) {', '.join(sorted(map(str, extra)))} at round {L[_ROUND]} "
+                     "that its llm step did not request", events=[L, *tools][:10])
+        missing = list((want - got).elements())
+        if not missing:
+            return
+        went_on = any(e[_ROUND] > L[_ROUND] and e[_KIND] in ("context", "request", "llm") for e in evs[k + 1:])
+        completed = self.status == COMPLETED
+        for name in missing:
+            effect, known = self.ctx.cat.effect(name)
+            what = effect
+            if not known:
+                self.ctx.unknown(name, self.uuid)
+                continue
+            if not is_write(effect):
+                if went_on or (last and completed):
+                    self.ctx.notice("a read-only call without its tool event: a fail-soft insert lost it (EXPORT.md 8)", self.uuid)
+                continue
+            if went_on:
+                self.add("write_not_audited", f"{name} ({what}) requested at round {L[_ROUND]} has no tool event, "
+                         "and the same attempt went on to later rounds", HEURISTIC, events=[L],
+                         properties=("no_success_over_unrecorded_write",))
+            elif last and completed:
+                cert = CERTAIN if (self.col("requeue_count") or 0) == 0 else HEURISTIC
+                self.add("write_not_audited", f"{name} ({what}) requested at round {L[_ROUND]} has no tool event, "
+                         "and the run completed", cert, events=[L],
+                         properties=("no_unaudited_write_settles_successfully",))
+            elif effect == NON_IDEMPOTENT_WRITE:
+                before = [e for earlier in atts[:a] for e in earlier if _applied(e, name, L[_ROUND])]
+                if before or not last or (self.col("requeue_count") or 0) >= len(atts):
+                    self._interrupted(a, L, name, what, atts, completed, before)
+
+    def _interrupted(self, a: int, L: tuple, name: str, what: str, atts: list[list[tuple]], completed: bool,
+                     before: list[tuple]) -> None:
+        again = [(b, e) for b, later in enumerate(atts[a + 1:], a + 2) for e in later if _applied(e, name, L[_ROUND])]
+        if again:
+            later = f"; attempt {again[0][0]} ran it again (sequence {again[0][1][_SEQ]})"
+        elif a < len(atts) - 1:
+            later = "; the stored request was executed again"
+        elif before:
+            later = ""
+        else:
+            later = f"; requeue_count {self.col('requeue_count')} says the run was requeued after it"
+        earlier = f"; it had been applied before, at sequence {before[0][_SEQ]}" if before else ""
+        props = ("no_write_applied_twice_without_audit", "interrupted_non_idempotent_write_not_repeated")
+        if completed:
+            props += ("no_unaudited_write_settles_successfully",)
+        if again or before:
+            props += ("non_idempotent_write_at_most_once",)
+        self.add("interrupted_write_retried", f"{name} ({what}) requested at round {L[_ROUND]} of attempt {a + 1} "
+                 f"has no tool event there (a crash after the effect and before the audit insert leaves exactly this)"
+                 f"{earlier}{later}", HEURISTIC, events=[*before[:1], L, *[e for _, e in again[:1]]], properties=props)
+
+    # 7.9
+    def _approvals(self, evs: list[tuple], k: int, end: int, tools: list[tuple]) -> None:
+        approvals = [e for e in evs[k + 1:end] if e[_KIND] == "approval"]
+        for e in approvals:
+            p = _payload(e)
+            if not isinstance(p.get("approved"), bool) or type(p.get("decidedBy")) is not int:
+                self.add("approvals", f"approval payload {e[_PAYLOAD]} (expected approved: bool, decidedBy: int)",
+                         events=[e], properties=())
+        for t in tools:
+            tp = _payload(t)
+            name = tp.get("toolName", "")
+            if not self.ctx.cat.approval_bound(name):
+                continue
+            before = [e for e in approvals if e[_SEQ] < t[_SEQ]]
+            if not before:
+                self.add("approvals", f"{name} needs approval, and its tool event (round {t[_ROUND]}) has no "
+                         "approval event before it", events=[evs[k], t])
+            elif _payload(before[-1]).get("approved") is False and tp.get("toolIsError") is False:
+                self.add("approvals", f"{name} needs approval and ran (toolIsError false) after approved: false",
+                         events=[before[-1], t])
+
+    # 7.10
+    def totals(self) -> None:
+        if self.status != COMPLETED or (self.col("requeue_count") or 0) or self.col("termination_reason") not in ("completed", "max_iterations"):
+            return
+        # the highest round of any step (an llm step's event may be lost to a fail-soft insert)
+        rounds = [e[_ROUND] for e in self.events if e[_KIND] in ("context", "request", "llm")]
+        it = self.col("iterations") or 0
+        if rounds and max(rounds) not in (it, it + 1):
+            self.add("totals", f"last round {max(rounds)} with iterations = {it} (expected {it} or {it + 1})")
+
+    def run(self) -> list[Anomaly]:
+        self.enums()
+        self.sequences()
+        self.row_state()
+        self.fence()
+        self.turns()
+        self.totals()
+        if self.status == QUEUED:
+            self.ctx.queued.append((self.uid, self.uuid, self.col("tstamp") or 0))
+        return self.out
+
+
+# -- the whole export -----------------------------------------------------------------------
+def _grouped(source: Source, report: Report):
+    """(row, events) per run in uid order; events whose run has no row as (None, events)."""
+    events = source.events()
+    ev = next(events, None)
+    prev_uid = None
+    for row in source.runs():
+        uid = row[R["uid"]]
+        if prev_uid is not None and uid <= prev_uid:
+            raise ConfigError(f"SOURCE {source.where}: {uid} follows {prev_uid} in {RUN_READ[0]} order: "
+                              "a run uid is stored twice")
+        prev_uid = uid
+        while ev is not None and ev[_RUN] < uid:
+            orphan = []
+            run = ev[_RUN]
+            while ev is not None and ev[_RUN] == run:
+                orphan.append(ev)
+                ev = next(events, None)
+            yield None, orphan
+        mine = []
+        while ev is not None and ev[_RUN] == uid:
+            mine.append(ev)
+            ev = next(events, None)
+        yield row, mine
+    while ev is not None:
+        orphan = []
+        run = ev[_RUN]
+        while ev is not None and ev[_RUN] == run:
+            orphan.append(ev)
+            ev = next(events, None)
+        yield None, orphan
+
+
+def inspect(source: Source, catalogue: Catalogue | None = None, privacy: str = "auto",
+            since: int | None = None, constants: Constants | None = None,
+            on_run: Any = None) -> Report:
+    """Every check on every run of ``source`` (runs created before ``since`` are skipped, and
+    so are their events). ``privacy``: the level the payloads were written at (``auto``:
+    read it from each payload; ``none`` or ``metadata``: never match arguments)."""
+    if privacy != "auto" and privacy not in PRIVACY_LEVELS:
+        raise ConfigError(f"--privacy {privacy}: use auto or one of {', '.join(PRIVACY_LEVELS)}")
+    cat = catalogue or Catalogue()
+    k = constants or Constants()
+    ctx = _Ctx(cat, privacy, k)
+    rep = Report(source.where, tools=cat.source, privacy=privacy)
+    horizon = 0
+    for row, evs in _grouped(source, rep):
+        for e in evs:
+            horizon = max(horizon, e[_CRDATE] or 0)
+        if row is None:
+            rep.events += len(evs)
+            rep.anomalies.append(Anomaly("orphan_events", "", evs[0][_RUN],
+                                         f"{len(evs)} event(s) of run uid {evs[0][_RUN]}, which has no row",
+                                         CERTAIN, (), tuple(_ev(e) for e in evs[:10])))
+            continue
+        horizon = max(horizon, row[R["tstamp"]] or 0, row[R["finished_at"]] or 0, row[R["crdate"]] or 0)
+        if since is not None and (row[R["crdate"]] or 0) < since:
+            rep.skipped_runs += 1
+            continue
+        rep.runs += 1
+        rep.events += len(evs)
+        evs.sort(key=lambda e: (e[_SEQ], e[_UID]))
+        rep.anomalies.extend(_Run(row, evs, ctx).run())
+        if on_run is not None:
+            on_run(rep.runs)
+    wait = k.LEASE_SECONDS + k.REQUEUE_BACKOFF_CAP_MS // 1000
+    for uid, uuid, ts in ctx.queued:
+        if ts < horizon - wait:
+            rep.anomalies.append(Anomaly("orphan_queued", uuid, uid,
+                                         f"queued, last written {horizon - ts} s before the export's last write "
+                                         f"(more than LEASE_SECONDS + the longest backoff = {wait} s): no wake-up "
+                                         "is coming (FINDINGS F3: the dispatch never happened)", HEURISTIC,
+                                         ("no_orphan_queued_run", "every_run_terminates")))
+    rep.notices, rep.notice_runs = ctx.notices, ctx.notice_runs
+    rep.unknown_tools = sorted(ctx.unknown_names)
+    if privacy in ("none", "metadata"):
+        rep.unsupported["double_application"] = "arguments are not stored at METADATA: matched by name and round only"
+    return rep
