@@ -51,7 +51,9 @@ import uuid as _uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from failclosed.model import steps
 from failclosed.model.state import COMPLETED, RUNNING, TERMINAL, Row, World
+from failclosed.model.store import CLAIM_QUEUED, START_RUN
 from failclosed.model.transition import Transition
 
 from .dbschema import (
@@ -63,6 +65,11 @@ from .dbschema import (
     RUN_TABLE,
     create_sql,
 )
+
+# the calls a segment waits on (the provider's and the tools', read from the step table)
+_TOOL_CALLS = frozenset(n for a in steps.steps() if a.cost == steps.TOOL for n in a.fires)
+_WORK_CALLS = _TOOL_CALLS | frozenset(n for a in steps.steps() if a.cost == steps.PROVIDER
+                                      for n in a.fires)
 
 EPOCH = 1_767_225_600  # 2026-01-01 00:00:00 UTC: simulated second 0
 DECIDED_BY = 1  # the backend user of every simulated decision and interactive run
@@ -142,9 +149,9 @@ class Exporter:
     # -- the observer's two calls ----------------------------------------------------------
     def fired(self, w: World, t: Transition, w2: World, now: float, i: int | None) -> None:
         actor, name = t.actor, t.name
-        if i is not None and name in ("provider_call", "invoke"):
+        if i is not None and name in _WORK_CALLS:
             self.work[(actor, i)] = now - self.last.get(actor, now)
-            if name == "invoke":
+            if name in _TOOL_CALLS:
                 tool = t.arg("tool")
                 self.tool_err[(actor, i)] = (t.fault is not None or w.config.tool(tool) is None
                                              or tool in w.removed)
@@ -191,10 +198,10 @@ class Exporter:
             run = _Run(self.next_run, run_uuid(self.seed, self.policy, rid), {
                 "uid": self.next_run, "pid": 0, "configuration_uid": 1,
                 "configuration_identifier": self.configuration,
-                "be_user": DECIDED_BY if t.name == "start_run" else 0,
+                "be_user": DECIDED_BY if t.name == START_RUN else 0,
                 "iterations": 0, "truncated": 0, "total_prompt_tokens": 0,
                 "total_completion_tokens": 0, "total_tokens": 0, "estimated_cost": 0.0,
-                "started_at": _ts(now) if t.name == "start_run" else 0, "finished_at": 0,
+                "started_at": _ts(now) if t.name == START_RUN else 0, "finished_at": 0,
                 "crdate": _ts(now), "tstamp": _ts(now),
             })
             run.cols["uuid"] = run.uuid
@@ -212,7 +219,7 @@ class Exporter:
         if any(c.get(k) != v for k, v in new.items()):
             c.update(new)
             c["tstamp"] = _ts(now)
-        if t.name == "claim_queued" and r1.status == RUNNING:
+        if t.name == CLAIM_QUEUED and r1.status == RUNNING:
             c["started_at"] = _ts(now)
         if r1.status in TERMINAL and (r0 is None or r0.status not in TERMINAL):
             c["finished_at"] = _ts(now)
