@@ -134,8 +134,15 @@ def test_every_label_inside_a_step_boundary_is_declared_so():
 
 def test_recipe_boundary_statement_is_picked_up(restore_tables):
     declare_touch()
+    # the vocabulary, the coverage labels and the boundary know it from the declaration
+    assert names.TRANSITIONS["touch_run"] == ("(the recipe's statement)", ("store_error",))
+    assert "touch" in steps.boundary_labels()
+    _, parts = load_config(CONFIG_DIR / "small-zombie.toml")
+    cfg, _ = parse_config(parts[0].data, "current")
+    from failclosed.spec.coverage import expected_labels
+
+    assert {"touch_run", "touch_run[store_error]"} <= set(expected_labels([cfg]))
     # the scenario format: the statement runs directly, and a segment walks through the step
-    assert "touch_run" in names.TRANSITIONS and "touch" in steps.boundary_labels()
     sc = scenario_from_dict({
         "policy": "current", "runs": [{"id": "r1", "entry": "queued"}],
         "steps": [{"do": "enqueue_run", "actor": "caller", "run": "r1"},
