@@ -197,6 +197,9 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         baseline_path = None
     baseline = load_known(baseline_path) if baseline_path else None
     n_runs = args.runs if args.runs is not None else cfg.runs
+    if n_runs > sconfig.MAX_RUNS:
+        raise UsageError(f"--runs {n_runs}: above the limit of {sconfig.MAX_RUNS:,} runs per "
+                         "simulation; give fewer (or sweep several seeds)")
     seed = args.seed if args.seed is not None else cfg.seed
 
     results: list[dict[str, Any]] = []

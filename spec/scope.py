@@ -167,7 +167,7 @@ def expand(data: dict[str, Any], where: str, base: Path) -> list[Member]:
 
     out: list[Member] = []
     configs = data.get("configs", [])
-    if configs:
+    if "configs" in data:
         _list_of(configs, f"{where}: configs", "configuration names or paths")
     for c in configs:
         p = base / c if (base / c).suffix == ".toml" and (base / c).exists() else c
@@ -178,6 +178,10 @@ def expand(data: dict[str, Any], where: str, base: Path) -> list[Member]:
     if not isinstance(constants, dict):
         raise _err(f"{where}: constants", "expected a table of constants")
     tools = _table_of_tables(data.get("tools", {}), f"{where}: tools")
+    for tk, t in tools.items():
+        if not isinstance(t.get("name"), str) or not t["name"]:
+            raise _err(f"{where}: tools.{tk}.name", "missing or not a string; every tool needs a "
+                       "name, e.g. name = \"lookup_page\"")
     shapes = _table_of_tables(data.get("shapes", {}), f"{where}: shapes")
     ends = _table_of_tables(data.get("ends", {}), f"{where}: ends")
     products = data.get("product", [])
@@ -263,6 +267,9 @@ def _product_axes(prod: dict[str, Any], pw: str, tools: dict[str, dict],
     for k in set_kinds:
         if k not in FAULT_SET_KINDS:
             raise _err(f"{pw}.fault_sets", f"{k!r}; use {', '.join(FAULT_SET_KINDS)}")
+    for key in ("provider_faults", "fault_ops"):
+        if key in prod:
+            _list_of(prod[key], f"{pw}.{key}", "names")
     budgets = _list_of(prod.get("fault_budget", [1]), f"{pw}.fault_budget", "budgets", int)
     horizons = _list_of(prod.get("horizon", [4]), f"{pw}.horizon", "horizons", int)
     return (workers, transports, runs, tool_keys, end_keys, _fault_sets(list(kinds), set_kinds),
@@ -272,7 +279,7 @@ def _product_axes(prod: dict[str, Any], pw: str, tools: dict[str, dict],
 def _declared(keys: list[str], table: dict[str, dict], where: str, what: str) -> None:
     """Every key names an entry of ``table``, else one error naming the first that does not."""
     for k in keys:
-        if k not in table:
+        if not isinstance(k, str) or k not in table:
             raise _err(where, f"unknown {what} {k!r}; declared: {', '.join(table) or 'none'}")
 
 
