@@ -19,6 +19,7 @@ from failclosed.cli.checking import (
     column_chunks,
     emit_json,
     load_baseline_arg,
+    load_config_arg,
     notes_and_baseline,
     plural,
     positive_int,
@@ -37,6 +38,7 @@ from failclosed.cli.scope import (
     scope_preflight,
     scope_verdict,
 )
+from failclosed.model.config import UsageError
 from failclosed.model.policy import PRESET_ORDER
 from failclosed.spec.baseline import Baseline, Comparison, Known, write_baseline
 from failclosed.spec.mutants import check_variant, mutant_config, mutants
@@ -83,6 +85,10 @@ def register(subparsers: Any) -> None:
                    "it holds in all of them, and a failing cell names its configuration")
     add_common(m)
     add_scope_run(m)
+    for a in m._actions:  # --config and --scope exclude each other: no default to hide that
+        if a.dest == "config":
+            a.default = None
+            a.help = "tiny | small | medium | a TOML FILE (spec/configs; default: small, unless --scope)"
     m.set_defaults(func=_cmd_matrix)
 
     k = subparsers.add_parser(
@@ -148,11 +154,11 @@ def _write_baseline(args: argparse.Namespace, entries: list[Known], command: str
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from failclosed.spec.checker import check, load_config, resolve_properties
+    from failclosed.spec.checker import check, resolve_properties
 
     validate_policy(args.policy)
     resolve_properties(args.properties)  # an unknown name: one line, before any work
-    _, parts = load_config(args.config)
+    _, parts = load_config_arg(args.config)
     baseline = load_baseline_arg(args.baseline)
     check_outputs(args)
 
@@ -259,14 +265,16 @@ def matrix_word(cell: dict[str, Any]) -> str:
 
 
 def _cmd_matrix(args: argparse.Namespace) -> int:
-    from failclosed.spec.checker import load_config
-
     pols = args.policies or [*PRESET_ORDER, "proposed"]  # history, then the proposal
     for p in pols:
         validate_policy(p)
+    if args.scope and args.config:
+        raise UsageError(f"--config {args.config} and --scope {args.scope} contradict each other: "
+                         "a matrix is over one configuration or over a scope; give one of them")
     if args.scope:
         return _cmd_matrix_scope(args, pols)
-    cname, _ = load_config(args.config)
+    args.config = args.config or "small"
+    cname, _ = load_config_arg(args.config)
     baseline = load_baseline_arg(args.baseline)
     check_outputs(args)
 
@@ -381,9 +389,7 @@ def _check_variants(args: argparse.Namespace, jobs: list[tuple[str, str]]) -> li
 
 
 def _cmd_mutants(args: argparse.Namespace) -> int:
-    from failclosed.spec.checker import load_config
-
-    cname, _ = load_config(args.config)
+    cname, _ = load_config_arg(args.config)
     baseline = load_baseline_arg(args.baseline)
     check_outputs(args)
     muts = mutants()

@@ -558,12 +558,12 @@ def run_local(jobs: int, args: dict[int, tuple], done: Callable[[int, Any], None
               task: Callable[[tuple], Any] = _task) -> None:
     """``done(i, task(args[i]))`` for every ``i``, as each finishes, on ``jobs`` spawned
     processes (``task`` must be importable by name: a module-level function)."""
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, wait
 
-    # spawn, never fork: safe inside a notebook kernel or a threaded caller
-    ctx = multiprocessing.get_context("spawn")
-    ex = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+    from failclosed.spec.pool import spawn_pool, stop_pool
+
+    # spawn, never fork (safe inside a notebook kernel); the workers die with this process
+    ex = spawn_pool(jobs)
     old = _sigterm_interrupts()
     try:
         pending = {ex.submit(task, a): i for i, a in args.items()}
@@ -574,10 +574,7 @@ def run_local(jobs: int, args: dict[int, tuple], done: Callable[[int, Any], None
     except BaseException:
         # interrupted (Ctrl-C, SIGTERM) or failed: no worker may outlive the command; what
         # finished is already in the cache
-        procs = list(getattr(ex, "_processes", {}).values())
-        ex.shutdown(wait=False, cancel_futures=True)
-        for p in procs:
-            p.terminate()
+        stop_pool(ex)
         raise
     else:
         ex.shutdown(wait=True)
@@ -596,6 +593,8 @@ def _sigterm_interrupts() -> Any:
 
     if threading.current_thread() is not threading.main_thread():
         return None
+    if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
+        return None  # the caller handles it already (the command line does)
 
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt

@@ -3,10 +3,10 @@ contradictory options refused, sizes limited, messages that say what the input i
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
-
 from failclosed.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,3 +75,104 @@ def test_model_workers_are_limited(tmp_path, capsys) -> None:
     f.write_text('[model]\nworkers = 100000\n[[runs]]\nid = "r1"\n')
     assert main(["check", "--policy", "current", "--config", str(f), "--quiet"]) == 2
     assert "model.workers: 100000 is above the limit of 64" in capsys.readouterr().err
+
+
+def _err(capsys) -> str:
+    return capsys.readouterr().err
+
+
+def test_contradictory_options_are_refused(capsys) -> None:
+    assert main(["simulate", "--fail-fast", "--keep-going"]) == 2
+    assert "--fail-fast and --keep-going contradict" in _err(capsys)
+    assert main(["matrix", "--config", "tiny", "--scope", "quick"]) == 2
+    assert "--config tiny and --scope quick contradict" in _err(capsys)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["simulate", "--baseline", str(ROOT / "sim/configs/default.toml"), "--runs", "1"],
+     "is a simulator config (read by `failclosed simulate CONFIG`), not a baseline"),
+    (["check", "--policy", "current", "--config", str(ROOT / "sim/configs/default.toml")],
+     "is a simulator config (read by `failclosed simulate CONFIG`), not a model configuration"),
+    (["simulate", str(ROOT / "spec/configs/tiny.toml")], "is a model configuration"),
+    (["check", "--policy", "current", "--config", str(ROOT / "spec/scopes/quick.toml")],
+     "is a scope"),
+    (["simulate", SIM_PATH := str(ROOT / "sim/configs/default.toml"), "--runs", "1",
+      "--history", "/proc/h.jsonl"], "--history /proc/h.jsonl: cannot write in /proc"),
+])
+def test_messages_say_what_the_input_is(capsys, argv, says) -> None:
+    assert main(argv) == 2
+    err = _err(capsys)
+    assert says in err and err.count("\n") == 1, err
+
+
+def test_sweep_dask_without_dask_is_the_pip_hint(tmp_path, capsys, monkeypatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)  # import fails: not installed
+    rc = main(["sweep", SIM_PATH, "--seeds", "1", "--dask", "tcp://127.0.0.1:8786", "--out",
+               str(tmp_path / "r.csv"), "--quiet"])
+    assert rc == 2
+    assert "pip install 'failclosed[dask]'" in _err(capsys)
+
+
+def test_the_shipped_baseline_by_name_from_any_directory(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    main(["check", "--policy", "current", "--config", "tiny", "--baseline", "current", "--quiet"])
+    assert "(6 known, 0 new)" in capsys.readouterr().out
+    assert main(["check", "--policy", "current", "--config", "tiny", "--baseline", "nosuch",
+                 "--quiet"]) == 2
+    assert "no shipped baseline of that name; give a file or one of current" in _err(capsys)
+
+
+def test_printed_paths_are_relative_below_the_cwd_else_absolute(tmp_path, monkeypatch) -> None:
+    from failclosed.cli.simulate import rel_path
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a").mkdir()
+    assert rel_path(str(tmp_path / "a" / "b.toml")) == os.path.join("a", "b.toml")
+    shipped = str(ROOT / "spec/baselines/current.toml")
+    assert rel_path(shipped) == shipped and not rel_path(shipped).startswith("..")
+
+
+def test_history_hash_recomputes_the_printed_digest(tmp_path, capsys) -> None:
+    import json
+
+    h, j = tmp_path / "h.jsonl", tmp_path / "r.json"
+    assert main(["simulate", SIM_PATH, "--runs", "5", "--history", str(h), "--json", str(j),
+                 "--quiet"]) in (0, 1)
+    out = capsys.readouterr().out
+    digest = json.loads(j.read_text())["history_sha256"]
+    assert "history sha256 (records)" in out and digest[:16] in out
+    assert main(["history-hash", str(h)]) == 0
+    assert capsys.readouterr().out.startswith(f"{digest}  {h}")
+    assert main(["history-hash", str(ROOT / "README.md")]) == 2
+
+
+def test_the_side_by_side_run_writes_into_a_fresh_directory_it_prints(tmp_path, monkeypatch,
+                                                                       capsys) -> None:
+    import tempfile
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    # a file at the old fixed path, and a directory of that name, block nothing
+    (tmp_path / "failclosed-simulate-seed1").write_text("someone else's")
+    rc = main(["simulate", "--runs", "20", "--quiet"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    made = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert len(made) == 1 and made[0].name.startswith("failclosed-simulate-seed1-")
+    assert str(made[0].name) in out
+    rc = main(["simulate", "--runs", "20", "--quiet"])
+    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 2  # one per run
+
+
+def test_next_step_commands_name_the_running_program(monkeypatch) -> None:
+    import sys
+
+    from failclosed.cli.checking import command_name
+
+    monkeypatch.setattr(sys, "argv", ["/nowhere/venv/bin/failclosed"])
+    monkeypatch.setenv("PATH", "/usr/bin")
+    assert command_name() == "/nowhere/venv/bin/failclosed"
+    monkeypatch.setattr(sys, "argv", ["/x/failclosed/__main__.py"])
+    assert command_name().endswith(" -m failclosed")
