@@ -31,10 +31,12 @@ from failclosed.cli.checking import (
     verdict,
     write_counterexample,
 )
+from failclosed.cli.junit import add_junit, cell_cases, check_junit, write_junit
 from failclosed.cli.scope import (
     add_scope_run,
     register_scope,
     run_scope_cli,
+    scope_junit,
     scope_preflight,
     scope_verdict,
 )
@@ -68,6 +70,7 @@ def register(subparsers: Any) -> None:
                    help="check the configuration's parts on N local processes (default: every "
                         "core)")
     add_common(p)
+    add_junit(p)
     p.set_defaults(func=_cmd_check)
 
     m = subparsers.add_parser(
@@ -84,6 +87,7 @@ def register(subparsers: Any) -> None:
                    "(standard | quick | full | a FILE) instead of --config: a cell holds only if "
                    "it holds in all of them, and a failing cell names its configuration")
     add_common(m)
+    add_junit(m)
     add_scope_run(m)
     for a in m._actions:  # --config and --scope exclude each other: no default to hide that
         if a.dest == "config":
@@ -161,6 +165,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     _, parts = load_config_arg(args.config)
     baseline = load_baseline_arg(args.baseline)
     check_outputs(args)
+    check_junit(args)
 
     with progress(args, "check", len(parts), "parts") as pg:
         res = check(args.policy, args.config, args.properties, max_states=args.max_states,
@@ -187,6 +192,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if args.out:
         for r in new:
             written += [str(x) for x in write_counterexample(r, Path(args.out), args.policy)]
+    _junit_results(args, f"check --config {args.config}", res.config, [(args.policy, res)], cmp)
 
     if args.json:
         d = res.to_json()
@@ -234,6 +240,21 @@ def _print_check(args: argparse.Namespace, res: Any, new: list[Any], cmp: Compar
     print(f"{res.policy} on {res.config}: {res.stats_line()}")
 
 
+def _junit_results(args: argparse.Namespace, suite: str, config: str,
+                   results: list[tuple[str, Any]], cmp: Comparison) -> None:
+    """--junit of check and matrix --config: a case per (policy, property) of each
+    CheckResult, a new violation carrying its shortest trace."""
+    if not getattr(args, "junit", None):
+        return
+    from failclosed.spec.checker import trace_text
+
+    by = {pol: res for pol, res in results}
+    cells = [(pol, n, not r.holds) for pol, res in results for n, r in res.properties.items()]
+    known = {k.cell: k for k in cmp.known}
+    write_junit(args, suite, cell_cases(f"failclosed.{config}", cells, set(cmp.new), known,
+                                        lambda pol, n: trace_text(by[pol].properties[n])))
+
+
 # -- matrix -------------------------------------------------------------------------------
 def _cell(r: Any) -> dict[str, Any]:
     return {"holds": r.holds, "trace_length": r.trace_length}
@@ -277,6 +298,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     cname, _ = load_config_arg(args.config)
     baseline = load_baseline_arg(args.baseline)
     check_outputs(args)
+    check_junit(args)
 
     with progress(args, "matrix", len(pols), "policies") as pg:
         props, table, results = run_matrix(
@@ -290,6 +312,8 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
         notes.append(_write_baseline(args, entries, "matrix"))
         baseline = Baseline(tuple(entries), args.write_baseline)
     cmp = baseline.compare(cells, cname)
+    _junit_results(args, f"matrix --config {args.config}", cname,
+                   list(zip(pols, results, strict=True)), cmp)
     judged = bool(args.baseline or args.write_baseline)
     stats = [f"{pol}: {res.stats_line()}" for pol, res in zip(pols, results, strict=True)]
     return _print_matrix(args, pols, props, table, cmp, judged, cname,
@@ -299,8 +323,10 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
 def _cmd_matrix_scope(args: argparse.Namespace, pols: list[str]) -> int:
     """``matrix --scope``: the scope's merged verdicts, one column per policy."""
     scope_preflight(args)
+    check_junit(args)
     res = run_scope_cli(args.scope, pols, None, args)
     _, cmp, notes = scope_verdict(res, args, f"matrix --scope {args.scope}")
+    scope_junit(res, args, cmp, f"matrix --scope {args.scope}")
     table = {p: {n: res.cell(p, n) for n in res.properties} for p in pols}
     stats = [f"{p}: {plural(sum(r.states for r in res.results if r.policy == p), 'state')}"
              for p in pols]

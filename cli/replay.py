@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from failclosed.cli.junit import Case, add_junit, check_junit, write_junit
 from failclosed.model.config import ConfigError
 from failclosed.model.policy import UnknownPolicy, parse_policy
 from failclosed.model.scenario import SCENARIO_DIR, ReplayResult, jsonable, load_scenario, replay
@@ -55,6 +56,7 @@ def register(subparsers: Any) -> None:
                         "[switches] set aside); with --all: a table of what changed")
     p.add_argument("--json", action="store_true", help="print a machine-readable result")
     p.add_argument("-v", "--verbose", action="store_true", help="print every transition")
+    add_junit(p)
     p.set_defaults(func=_cmd_replay)
 
 
@@ -68,8 +70,24 @@ def _policy_arg(name: str | None) -> str | None:
     return name
 
 
+def _result_case(name: str, res: ReplayResult | None, problem: str) -> Case:
+    """A scenario as a JUnit case: its failure is the first problem, its text the whole
+    account (every failed expectation, or the stop and what was enabled there)."""
+    c = Case("failclosed.replay", name)
+    if problem:
+        c.failure = problem
+        if res is not None:
+            lines = [str(f) for f in res.failures]
+            if res.stopped:
+                lines += [f"STOP {res.stopped}", "enabled at that point:",
+                          *(f"  {t}" for t in res.enabled_then)]
+            c.text = "\n".join(lines)
+    return c
+
+
 def _cmd_replay(args: argparse.Namespace) -> int:
     policy = _policy_arg(args.policy)
+    check_junit(args)
     if args.all:
         if args.file:
             raise ConfigError("replay: give a FILE or --all, not both")
@@ -77,6 +95,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if not args.file:
         raise ConfigError("replay: give a scenario FILE, or --all for the shipped scenarios")
     res = replay(load_scenario(args.file, policy))
+    write_junit(args, f"replay {args.file}", [_result_case(res.scenario.name, res, _first_problem(res))])
     if args.json:
         print(json.dumps(res.to_dict(), indent=2))
     else:
@@ -142,6 +161,8 @@ def _replay_all(args: argparse.Namespace) -> int:
         pol, ok, note, s, c = _verdict(path, None)
         rows.append((path.stem, pol, s, c, ok, note))
         bad += not ok
+    write_junit(args, "replay --all", [_result_case(f"{n} [{p}]", None, d if not ok else "")
+                                       for n, p, _s, _c, ok, d in rows])
     if args.json:
         print(json.dumps([
             {"scenario": n, "policy": p, "transitions": s, "checked": c, "ok": ok, "detail": d}
@@ -205,6 +226,10 @@ def _replay_changes(args: argparse.Namespace, policy: str) -> int:
                f"{plural(count['regression'], 'regression')}, {count['fixed']} fixed, "
                f"{count['broken']} broken, {count['unchanged']} unchanged")
     rc = 1 if count["regression"] or count["broken"] else 0
+    write_junit(args, f"replay --all --policy {policy}", [
+        _result_case(f"{r['file']} [{r['kind']}, own policy {r['own_policy']}]", None,
+                     f"{r['verdict']}: {r['detail']}" if r["verdict"] in ("regression", "broken")
+                     else "") for r in rows])
     if args.json:
         print(json.dumps({"policy": policy, "changed": sum(r["changed"] for r in rows),
                           "counts": count, "rows": rows, "summary": summary, "exit_code": rc},

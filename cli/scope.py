@@ -25,10 +25,12 @@ from failclosed.cli.checking import (
     verdict,
     write_counterexample,
 )
+from failclosed.cli.junit import add_junit, cell_cases, check_junit, write_junit
 from failclosed.spec.baseline import Baseline, Comparison, Known, write_baseline
 from failclosed.spec.progress import Progress
 
-__all__ = ["add_scope_run", "register_scope", "run_scope_cli", "scope_preflight", "scope_verdict"]
+__all__ = ["add_scope_run", "register_scope", "run_scope_cli", "scope_junit", "scope_preflight",
+           "scope_verdict"]
 
 
 def add_scope_run(p: argparse.ArgumentParser) -> None:
@@ -71,6 +73,7 @@ def register_scope(subparsers: Any) -> None:
                    "`failclosed check --config FILE`) and exit")
     add_scope_run(s)
     add_common(s, config=False)
+    add_junit(s)
     s.set_defaults(func=_cmd_scope)
 
 
@@ -166,8 +169,10 @@ def _cmd_scope(args: argparse.Namespace) -> int:
         validate_policy(p)
     resolve_properties(args.properties)  # an unknown name: one line, before any work
     scope_preflight(args)
+    check_junit(args)
     res = run_scope_cli(args.scope, policies, args.properties, args)
     _, cmp, notes = scope_verdict(res, args, "scope")
+    scope_junit(res, args, cmp, f"scope {args.scope}")
     judged = bool(args.baseline or args.write_baseline)
     summary = _scope_summary(res, cmp, judged)
     rc = verdict(cmp)
@@ -213,19 +218,38 @@ def _list_or_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_counterexamples(res: Any, cells: list[tuple[str, str]], out: Path) -> list[str]:
-    """The winning configuration of each (policy, property) checked again, for this property
-    only: its trace, written under ``out``."""
+def _shortest(res: Any, pol: str, n: str) -> Any:
+    """The winning configuration of (policy, property) checked again, for this property
+    only: its PropertyResult, with the shortest trace."""
     from failclosed.spec.checker import ConfigPart, check
     from failclosed.spec.scope import member
 
+    m = member(res.scope, res.verdicts[pol][n].member)
+    one = check(pol, ConfigPart(m.name, "", m.data), [n], witnesses=False, coverage=False)
+    return one.properties[n]
+
+
+def _write_counterexamples(res: Any, cells: list[tuple[str, str]], out: Path) -> list[str]:
+    """The shortest trace of each (policy, property), written under ``out``."""
     written: list[str] = []
     for pol, n in cells:
-        v = res.verdicts[pol][n]
-        m = member(res.scope, v.member)
-        one = check(pol, ConfigPart(m.name, "", m.data), [n], witnesses=False, coverage=False)
-        written += [str(x) for x in write_counterexample(one.properties[n], out, pol)]
+        written += [str(x) for x in write_counterexample(_shortest(res, pol, n), out, pol)]
     return written
+
+
+def scope_junit(res: Any, args: argparse.Namespace, cmp: Comparison, suite: str) -> None:
+    """--junit of scope and matrix --scope: a case per (policy, property) over the scope; a
+    new violation carries the shortest trace (of the configuration that produced it)."""
+    if not getattr(args, "junit", None):
+        return
+    from failclosed.spec.checker import trace_text
+
+    cells = [(p, n, not v.holds) for p in res.policies for n, v in res.verdicts[p].items()]
+    known = {k.cell: k for k in cmp.known}
+    write_junit(args, suite, cell_cases(
+        f"failclosed.scope.{res.scope.name}", cells, set(cmp.new), known,
+        lambda p, n: trace_text(_shortest(res, p, n)),
+        what=" over the scope"))
 
 
 def _print_verdicts(res: Any, policies: list[str], cmp: Comparison, judged: bool,

@@ -203,6 +203,9 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     check_output_file(args.json, "--json")
     check_output_file(args.history, "--history")
     check_output_dir(args.violations_dir, "--violations-dir")
+    from failclosed.cli.junit import check_junit
+
+    check_junit(args)
     baseline_path = args.baseline
     if baseline_path is None and side and not args.no_baseline:
         baseline_path = default_baseline_path()
@@ -272,9 +275,34 @@ def _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(results if side else results[0], f, indent=1, sort_keys=True)
+    _junit(args, results, viol_objs, verdict, seed, Path(path).stem, total)
     report(results, path, total, verdict, stop=stop, known=known, baseline_path=baseline_path,
            headline=headline, side=side, violations_dir=args.violations_dir, n_runs=n_runs, seed=seed)
     return 1 if verdict["new"] else 0
+
+
+def _junit(args, results, viol_objs, verdict, seed: int, config: str, seconds: float) -> None:
+    """--junit: a case per (policy, safety property) simulated; a new violation fails with
+    its shortest violating trace (the transitions the scenario file replays)."""
+    if not getattr(args, "junit", None):
+        return
+    from failclosed.cli.junit import cell_cases, write_junit
+    from failclosed.sim.batch import violation_scenario
+    from failclosed.sim.invariants import load_safety
+
+    def trace(pol: str, prop: str) -> str:
+        vs = [v for v in viol_objs.get(pol, []) if v.property == prop and v.scenario is not None]
+        if not vs:
+            return f"{prop} violated under {pol} (no trace kept)"
+        v = min(vs, key=lambda x: len(x.scenario["steps"]))
+        doc = violation_scenario(v, pol, seed)
+        return "\n".join([doc["description"], *(f"{k:>5}  {t}" for k, t in enumerate(doc["steps"], 1))])
+
+    cells = [(r["policy"], prop, (r["policy"], prop) in verdict["violated"])
+             for r in results for prop in load_safety()[0]]
+    write_junit(args, f"simulate {config} (seed {seed})",
+                cell_cases(f"failclosed.simulate.{config}", cells, set(verdict["new"]),
+                           verdict["knowns"], trace), seconds)
 
 
 def judge(results: list[dict[str, Any]], baseline: Any, config: str, stopped: bool) -> dict[str, Any]:
@@ -675,4 +703,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-baseline", action="store_true",
                    help="judge without a baseline: every violation exits 1 (default: off)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr (default: progress shown)")
+    from failclosed.cli.junit import add_junit
+
+    add_junit(p)
     p.set_defaults(func=_cmd_simulate)
