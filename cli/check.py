@@ -148,11 +148,21 @@ def _baseline_entries(found: list[tuple[str, Any]], baseline: Baseline, command:
     return out
 
 
+def _rerun(args: argparse.Namespace, command: str) -> str:
+    """The command line that checks what this run checked (its policies and configuration),
+    for the comment of a written baseline: it must run as written."""
+    import shlex
+
+    pols = [args.policy] if getattr(args, "policy", None) else (getattr(args, "policies", None) or [])
+    words = [command, *(w for p in pols for w in ("--policy", p)), "--config", args.config]
+    return "failclosed " + " ".join(shlex.quote(w) for w in words)
+
+
 def _write_baseline(args: argparse.Namespace, entries: list[Known], command: str) -> str:
-    header = (f"Known violations, written by `failclosed {command} --config {args.config} "
-              f"--write-baseline {args.write_baseline}`.\n"
-              f"Check against it: `failclosed {command} --config {args.config} --baseline "
-              f"{args.write_baseline}` (exit 1 only on a violation not listed here).")
+    run = _rerun(args, command)
+    header = (f"Known violations, written by `{run} --write-baseline {args.write_baseline}`.\n"
+              f"Check against it: `{run} --baseline {args.write_baseline}` (exit 1 only on a "
+              "violation not listed here).")
     write_baseline(args.write_baseline, entries, header)
     return f"wrote a baseline of {plural(len(entries), 'known violation')}: {args.write_baseline}"
 

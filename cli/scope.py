@@ -149,9 +149,12 @@ def scope_verdict(res: Any, args: argparse.Namespace, command: str,
                 p, n, f"recorded by `failclosed {command}` over scope {res.scope.name}: "
                       f"shortest counterexample {v.length} steps in {v.member}; replace this "
                       "with why it is accepted", config=res.scope.name))
-        header = (f"Known violations, written by `failclosed {command}` over scope "
-                  f"{res.scope.name}.\nCheck against it with --baseline "
-                  f"{args.write_baseline} (exit 1 only on a violation not listed here).")
+        import shlex
+
+        run = "failclosed " + " ".join([command, *(f"--policy {shlex.quote(p)}" for p in res.policies)])
+        header = (f"Known violations, written by `{run} --write-baseline {args.write_baseline}` "
+                  f"over scope {res.scope.name}.\nCheck against it: `{run} --baseline "
+                  f"{args.write_baseline}` (exit 1 only on a violation not listed here).")
         write_baseline(args.write_baseline, entries, header)
         notes.append(f"wrote a baseline of {plural(len(entries), 'known violation')}: "
                      f"{args.write_baseline}")
@@ -171,7 +174,7 @@ def _cmd_scope(args: argparse.Namespace) -> int:
     scope_preflight(args)
     check_junit(args)
     res = run_scope_cli(args.scope, policies, args.properties, args)
-    _, cmp, notes = scope_verdict(res, args, "scope")
+    _, cmp, notes = scope_verdict(res, args, f"scope {args.scope}")
     scope_junit(res, args, cmp, f"scope {args.scope}")
     judged = bool(args.baseline or args.write_baseline)
     summary = _scope_summary(res, cmp, judged)

@@ -176,3 +176,26 @@ def test_next_step_commands_name_the_running_program(monkeypatch) -> None:
     assert command_name() == "/nowhere/venv/bin/failclosed"
     monkeypatch.setattr(sys, "argv", ["/x/failclosed/__main__.py"])
     assert command_name().endswith(" -m failclosed")
+
+
+@pytest.mark.parametrize("argv", [
+    ["check", "--policy", "current", "--config", "tiny"],
+    ["matrix", "--policy", "current", "--policy", "adr-134", "--config", "tiny"],
+    ["scope", "quick", "--policy", "current"],
+])
+def test_the_command_in_a_written_baseline_runs_as_written(tmp_path, monkeypatch, capsys,
+                                                           argv) -> None:
+    import re
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    main([*argv, "--quiet", "--write-baseline", "b.toml"])
+    capsys.readouterr()
+    first = (tmp_path / "b.toml").read_text().splitlines()[1]
+    cmd = re.search(r"`failclosed (.*)`", first).group(1)
+    assert "--policy" in cmd
+    words = shlex.split(cmd)
+    assert words[0] == argv[0]
+    rc = main([*words, "--quiet"])
+    out = capsys.readouterr().out
+    assert rc in (0, 1) and " 0 new)" in out, out  # it runs, and lists every violation found
