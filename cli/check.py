@@ -69,6 +69,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, metavar="N",
                    help="check the configuration's parts on N local processes (default: every "
                         "core)")
+    p.add_argument("--wide", action="store_true", help="print each counterexample as the wide "
+                   "table (one changed field per line) instead of one line per step")
     add_common(p)
     add_junit(p)
     p.set_defaults(func=_cmd_check)
@@ -223,13 +225,13 @@ def _print_check(args: argparse.Namespace, res: Any, new: list[Any], cmp: Compar
                  notes: list[str], written: list[str]) -> None:
     """The new violations' traces, one verdict line per property, the witnesses and
     transitions never seen, the files written, the notes and the statistics."""
-    from failclosed.spec.checker import trace_text
+    from failclosed.spec.checker import trace_compact, trace_text
 
+    width = table_width()
     for r in new:
-        print(trace_text(r))
+        print(trace_text(r) if args.wide else trace_compact(r, width))
         print()
     known = {k.property: k for k in cmp.known}
-    width = table_width()
     nw = max(len(n) for n in res.properties)
     for n, r in res.properties.items():
         if r.holds:
@@ -247,7 +249,7 @@ def _print_check(args: argparse.Namespace, res: Any, new: list[Any], cmp: Compar
     for x in written:
         print(f"  wrote {x}")
     notes_and_baseline(args, cmp, notes, width)
-    print(f"{res.policy} on {res.config}: {res.stats_line()}")
+    print(f"{res.policy} on {res.config}: {res.stats_line()}")  # one line: logs grep it
 
 
 def _junit_results(args: argparse.Namespace, suite: str, config: str,

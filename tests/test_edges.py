@@ -199,3 +199,19 @@ def test_the_command_in_a_written_baseline_runs_as_written(tmp_path, monkeypatch
     rc = main([*words, "--quiet"])
     out = capsys.readouterr().out
     assert rc in (0, 1) and " 0 new)" in out, out  # it runs, and lists every violation found
+
+
+def test_check_prints_a_compact_trace_that_fits_and_wide_keeps_the_table(monkeypatch,
+                                                                          capsys) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)  # piped: 100 columns
+    argv = ["check", "--policy", "current", "--config", "small-zombie", "--property",
+            "no_write_applied_twice_without_audit", "--quiet", "--jobs", "1"]
+    assert main(argv) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert max(len(x) for x in out if " distinct states, " not in x) <= 100  # but the stats
+    steps = [x for x in out if x[:3].strip().isdigit() and "  |" in x]
+    assert len(steps) == 33 and steps[16].split()[:3] == ["17", "w1", "crash(run=z1)"]
+    assert "outcome w1/z1#1: DIED" in steps[16]  # only what changed, on the step's line
+    assert main([*argv, "--wide"]) == 1
+    wide = capsys.readouterr().out
+    assert "step | actor" in wide and "-----+-" in wide
