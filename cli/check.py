@@ -413,7 +413,8 @@ def _check_variants(args: argparse.Namespace, jobs: list[tuple[str, str]]) -> li
     """Each (policy, config) checked, in order: on ``--jobs`` spawned processes (the scope
     pool), each variant an independent search."""
     out: list[Any] = [None] * len(jobs)
-    with progress(args, "mutants", len(jobs), "variants") as pg:
+    # the variants and current: the unit says so (the summary counts the variants alone)
+    with progress(args, "mutants", len(jobs), "checks (variants and current)") as pg:
         def done(i: int, res: Any) -> None:
             out[i] = res
             pg.advance(states=res.states)

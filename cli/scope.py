@@ -33,6 +33,9 @@ __all__ = ["add_scope_run", "register_scope", "run_scope_cli", "scope_junit", "s
            "scope_verdict"]
 
 
+PROGRESS_INTERVAL = 60  # seconds between two progress lines off a terminal, at most
+
+
 def add_scope_run(p: argparse.ArgumentParser) -> None:
     """The arguments of running a scope: parallelism, bound, cache."""
     p.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, metavar="N",
@@ -90,7 +93,8 @@ def scope_preflight(args: argparse.Namespace) -> None:
 
 def run_scope_cli(scope_name: str, policies: list[str], properties: list[str] | None,
                   args: argparse.Namespace) -> Any:
-    """Load the scope, run it with progress (one line a minute off a terminal) and the
+    """Load the scope, run it with progress (off a terminal at most a line every
+    ``PROGRESS_INTERVAL`` seconds) and the
     cache, merge: the ScopeResult."""
     from failclosed.spec.scope import Cache, check_scope, load_scope, model_version
 
@@ -100,7 +104,7 @@ def run_scope_cli(scope_name: str, policies: list[str], properties: list[str] | 
         root = Path(args.cache_dir) if args.cache_dir else Cache.default_root()
         cache = Cache(root, model_version())
     total = len(scope.members) * len(policies)
-    with Progress(f"scope {scope.name}", total, unit="configurations", interval=60,
+    with Progress(f"scope {scope.name}", total, unit="configurations", interval=PROGRESS_INTERVAL,
                   enabled=not args.quiet) as pg:
         pg.note(_scope_header(scope, policies))
         return check_scope(scope, policies, properties, jobs=args.jobs, dask=args.dask,

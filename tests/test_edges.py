@@ -215,3 +215,41 @@ def test_check_prints_a_compact_trace_that_fits_and_wide_keeps_the_table(monkeyp
     assert main([*argv, "--wide"]) == 1
     wide = capsys.readouterr().out
     assert "step | actor" in wide and "-----+-" in wide
+
+
+README = (ROOT / "README.md").read_text()
+
+
+def test_the_docs_count_the_proposal_s_switches_as_the_code_does() -> None:
+    from failclosed.model.policy import PRESETS, SWITCHES
+
+    cur, prop = PRESETS["current"], PRESETS["proposed"]
+    n = sum(getattr(cur, s) != getattr(prop, s) for s in SWITCHES)
+    words = {3: "three", 4: "four", 5: "five", 6: "six"}
+    assert f"`proposed` is `current` plus the {words[n]} switches" in " ".join(README.split())
+    assert "three fixes" not in README and "three ways" not in README
+
+
+def test_the_docs_state_the_progress_intervals_of_the_code() -> None:
+    import inspect
+
+    from failclosed.cli.scope import PROGRESS_INTERVAL
+    from failclosed.spec.progress import Progress
+
+    every = inspect.signature(Progress).parameters["interval"].default
+    text = " ".join(README.split())
+    assert f"at most one line every {every:.0f} s" in text
+    assert f"every {PROGRESS_INTERVAL} s" in text
+    scopes = " ".join((ROOT / "docs/SCOPES.md").read_text().split())
+    assert f"at most one line every {PROGRESS_INTERVAL} s" in scopes and "one line a minute" not in scopes
+
+
+def test_mutants_progress_counts_what_it_checks(monkeypatch, capsys) -> None:
+    import failclosed.cli.check as check_mod
+
+    monkeypatch.setenv("FAILCLOSED_PROGRESS_INTERVAL", "0")
+    monkeypatch.setattr(check_mod, "mutants", lambda: {"no_fence": "current-write_fence"})
+    main(["mutants", "--config", "tiny", "--jobs", "1"])
+    out, err = capsys.readouterr()
+    assert "failclosed mutants: 2/2 checks (variants and current)" in err
+    assert out.strip().splitlines()[-1].startswith("1 variant x 21 properties")
