@@ -4,7 +4,10 @@ A simulator configuration describes *when* things happen and *how often* faults 
 ``model/`` still decides what every transition does. Errors are one ``ConfigError`` line,
 ``field: problem; fix`` (the CLI prints it and exits 2). Every table and key is optional
 except ``[[tools]]`` and ``[workload] tool_mix`` (a workload needs tools). Durations are in
-seconds (floats allowed); probabilities are in [0, 1].
+seconds (floats allowed); probabilities are in [0, 1]. Sizes that would exhaust memory are
+refused with the limit named: ``runs.count`` and ``arrivals.size`` at most ``MAX_RUNS``,
+``runs.slots`` ``MAX_SLOTS``, ``workers.count`` ``MAX_WORKERS``, every constant
+``model.constants.CONSTANT_MAX`` (10^9).
 
 Distributions (durations, and the integer counts ``rounds`` / ``calls_per_round``, which are
 rounded to the nearest integer >= 1)::
