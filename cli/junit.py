@@ -34,7 +34,8 @@ class Case:
 
 def add_junit(p: argparse.ArgumentParser) -> None:
     p.add_argument("--junit", metavar="F.xml", help="also write the verdicts as JUnit XML: one "
-                   "test case per verdict, a new violation a failure with its shortest trace")
+                   "test case per verdict, a new violation a failure with its shortest trace "
+                   "(default: none written)")
 
 
 def check_junit(args: argparse.Namespace) -> None:
