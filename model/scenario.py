@@ -164,8 +164,6 @@ from .scenario_check import (
 )
 from .scenario_check import register_property_evaluator as register_property_evaluator
 from .state import (
-    IDEMPOTENT_WRITE,
-    NON_IDEMPOTENT_WRITE,
     REASONS,
     STATUSES,
     TERMINAL,
@@ -654,10 +652,7 @@ def _expectation(e: Any, where: str, run_ids: set[str], statement: str | None = 
 # The names an expectation compares against the model (a row's status, a process, a property):
 # an unknown one is a malformed file (exit 2, "did you mean"), not a failed expectation.
 REAPER_ACTOR = "reaper"  # the reaper's process name (the actor of its transitions)
-_ROW_VALUES: dict[str, tuple[str, ...]] = {
-    "status": STATUSES, "termination_reason": ("", *REASONS),
-    "pending_effect": ("", IDEMPOTENT_WRITE, NON_IDEMPOTENT_WRITE),
-}
+_ROW_VALUES: dict[str, tuple[str, ...]] = {"status": STATUSES, "termination_reason": ("", *REASONS)}
 _ROW_TYPES: dict[str, type] = {f: type(getattr(Row(), f)) for f in ROW_FIELDS}
 
 
