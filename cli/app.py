@@ -8,7 +8,8 @@ Exit codes, the same rule for every command: 0 everything checked holds (or matc
 baseline given with ``--baseline``), 1 something new is violated (a property, an
 expectation), 2 bad input: one line ``failclosed: error: ...`` naming the field or the path
 and the fix, never a traceback. 130: interrupted (Ctrl-C). 141: stdout was closed by the
-reader (``failclosed replay --all | head -2``): the command stops quietly, as a program
+reader (``failclosed replay --all | head -2``). 143: terminated by SIGTERM, which interrupts
+like Ctrl-C (worker processes stopped, partial files removed): the command stops quietly, as a program
 killed by SIGPIPE would.
 """
 
@@ -126,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "simulator of an at-least-once agent-run queue.",
         epilog="exit codes, the same for every command: 0 everything checked holds (or "
                "matches --baseline); 1 something new is violated; 2 bad input (one line); "
-               f"{EXIT_INTERRUPTED} interrupted; {EXIT_STDOUT_CLOSED} stdout closed by its "
+               f"{EXIT_INTERRUPTED} interrupted; {EXIT_TERMINATED} terminated (SIGTERM); {EXIT_STDOUT_CLOSED} stdout closed by its "
                "reader (| head).",
     )
     from failclosed import build_info  # compiled by mypyc or pure Python (setup.py)
@@ -161,7 +162,41 @@ def _error(message: str) -> int:
     return 2
 
 
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (what CI and ``timeout`` send), raised where Ctrl-C would be: the same
+    clean-up runs (workers stopped, partial files removed)."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
+def _install_sigterm() -> Any:
+    """SIGTERM interrupts like SIGINT for the whole command; the previous handler, or None
+    where it cannot be set (not the main thread)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _on_sigterm)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import signal
+
+    old = _install_sigterm()
+    try:
+        return _main(argv)
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -176,6 +211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return rc
     except (ConfigError, UnknownPolicy, UsageError) as e:
         return _error(str(e))
+    except Terminated:
+        print("failclosed: terminated (SIGTERM); nothing half-written is left", file=sys.stderr)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         print("failclosed: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -19,6 +19,7 @@ from failclosed.cli.checking import (
     column_chunks,
     emit_json,
     load_baseline_arg,
+    load_config_arg,
     notes_and_baseline,
     plural,
     positive_int,
@@ -30,13 +31,16 @@ from failclosed.cli.checking import (
     verdict,
     write_counterexample,
 )
+from failclosed.cli.junit import add_junit, cell_cases, check_junit, write_junit
 from failclosed.cli.scope import (
     add_scope_run,
     register_scope,
     run_scope_cli,
+    scope_junit,
     scope_preflight,
     scope_verdict,
 )
+from failclosed.model.config import UsageError
 from failclosed.model.policy import PRESET_ORDER
 from failclosed.spec.baseline import Baseline, Comparison, Known, write_baseline
 from failclosed.spec.mutants import check_variant, mutant_config, mutants
@@ -65,7 +69,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, metavar="N",
                    help="check the configuration's parts on N local processes (default: every "
                         "core)")
+    p.add_argument("--wide", action="store_true", help="print each counterexample as the wide "
+                   "table (one changed field per line) instead of one line per step")
     add_common(p)
+    add_junit(p)
     p.set_defaults(func=_cmd_check)
 
     m = subparsers.add_parser(
@@ -82,7 +89,12 @@ def register(subparsers: Any) -> None:
                    "(standard | quick | full | a FILE) instead of --config: a cell holds only if "
                    "it holds in all of them, and a failing cell names its configuration")
     add_common(m)
+    add_junit(m)
     add_scope_run(m)
+    for a in m._actions:  # --config and --scope exclude each other: no default to hide that
+        if a.dest == "config":
+            a.default = None
+            a.help = "tiny | small | medium | a TOML FILE (spec/configs; default: small, unless --scope)"
     m.set_defaults(func=_cmd_matrix)
 
     k = subparsers.add_parser(
@@ -138,23 +150,34 @@ def _baseline_entries(found: list[tuple[str, Any]], baseline: Baseline, command:
     return out
 
 
+def _rerun(args: argparse.Namespace, command: str) -> str:
+    """The command line that checks what this run checked (its policies and configuration),
+    for the comment of a written baseline: it must run as written."""
+    import shlex
+
+    pols = [args.policy] if getattr(args, "policy", None) else (getattr(args, "policies", None) or [])
+    words = [command, *(w for p in pols for w in ("--policy", p)), "--config", args.config]
+    return "failclosed " + " ".join(shlex.quote(w) for w in words)
+
+
 def _write_baseline(args: argparse.Namespace, entries: list[Known], command: str) -> str:
-    header = (f"Known violations, written by `failclosed {command} --config {args.config} "
-              f"--write-baseline {args.write_baseline}`.\n"
-              f"Check against it: `failclosed {command} --config {args.config} --baseline "
-              f"{args.write_baseline}` (exit 1 only on a violation not listed here).")
+    run = _rerun(args, command)
+    header = (f"Known violations, written by `{run} --write-baseline {args.write_baseline}`.\n"
+              f"Check against it: `{run} --baseline {args.write_baseline}` (exit 1 only on a "
+              "violation not listed here).")
     write_baseline(args.write_baseline, entries, header)
     return f"wrote a baseline of {plural(len(entries), 'known violation')}: {args.write_baseline}"
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from failclosed.spec.checker import check, load_config, resolve_properties
+    from failclosed.spec.checker import check, resolve_properties
 
     validate_policy(args.policy)
     resolve_properties(args.properties)  # an unknown name: one line, before any work
-    _, parts = load_config(args.config)
+    _, parts = load_config_arg(args.config)
     baseline = load_baseline_arg(args.baseline)
     check_outputs(args)
+    check_junit(args)
 
     with progress(args, "check", len(parts), "parts") as pg:
         res = check(args.policy, args.config, args.properties, max_states=args.max_states,
@@ -181,6 +204,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if args.out:
         for r in new:
             written += [str(x) for x in write_counterexample(r, Path(args.out), args.policy)]
+    _junit_results(args, f"check --config {args.config}", res.config, [(args.policy, res)], cmp)
 
     if args.json:
         d = res.to_json()
@@ -201,13 +225,13 @@ def _print_check(args: argparse.Namespace, res: Any, new: list[Any], cmp: Compar
                  notes: list[str], written: list[str]) -> None:
     """The new violations' traces, one verdict line per property, the witnesses and
     transitions never seen, the files written, the notes and the statistics."""
-    from failclosed.spec.checker import trace_text
+    from failclosed.spec.checker import trace_compact, trace_text
 
+    width = table_width()
     for r in new:
-        print(trace_text(r))
+        print(trace_text(r) if args.wide else trace_compact(r, width))
         print()
     known = {k.property: k for k in cmp.known}
-    width = table_width()
     nw = max(len(n) for n in res.properties)
     for n, r in res.properties.items():
         if r.holds:
@@ -225,7 +249,22 @@ def _print_check(args: argparse.Namespace, res: Any, new: list[Any], cmp: Compar
     for x in written:
         print(f"  wrote {x}")
     notes_and_baseline(args, cmp, notes, width)
-    print(f"{res.policy} on {res.config}: {res.stats_line()}")
+    print(f"{res.policy} on {res.config}: {res.stats_line()}")  # one line: logs grep it
+
+
+def _junit_results(args: argparse.Namespace, suite: str, config: str,
+                   results: list[tuple[str, Any]], cmp: Comparison) -> None:
+    """--junit of check and matrix --config: a case per (policy, property) of each
+    CheckResult, a new violation carrying its shortest trace."""
+    if not getattr(args, "junit", None):
+        return
+    from failclosed.spec.checker import trace_text
+
+    by = {pol: res for pol, res in results}
+    cells = [(pol, n, not r.holds) for pol, res in results for n, r in res.properties.items()]
+    known = {k.cell: k for k in cmp.known}
+    write_junit(args, suite, cell_cases(f"failclosed.{config}", cells, set(cmp.new), known,
+                                        lambda pol, n: trace_text(by[pol].properties[n])))
 
 
 # -- matrix -------------------------------------------------------------------------------
@@ -259,16 +298,19 @@ def matrix_word(cell: dict[str, Any]) -> str:
 
 
 def _cmd_matrix(args: argparse.Namespace) -> int:
-    from failclosed.spec.checker import load_config
-
     pols = args.policies or [*PRESET_ORDER, "proposed"]  # history, then the proposal
     for p in pols:
         validate_policy(p)
+    if args.scope and args.config:
+        raise UsageError(f"--config {args.config} and --scope {args.scope} contradict each other: "
+                         "a matrix is over one configuration or over a scope; give one of them")
     if args.scope:
         return _cmd_matrix_scope(args, pols)
-    cname, _ = load_config(args.config)
+    args.config = args.config or "small"
+    cname, _ = load_config_arg(args.config)
     baseline = load_baseline_arg(args.baseline)
     check_outputs(args)
+    check_junit(args)
 
     with progress(args, "matrix", len(pols), "policies") as pg:
         props, table, results = run_matrix(
@@ -282,6 +324,8 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
         notes.append(_write_baseline(args, entries, "matrix"))
         baseline = Baseline(tuple(entries), args.write_baseline)
     cmp = baseline.compare(cells, cname)
+    _junit_results(args, f"matrix --config {args.config}", cname,
+                   list(zip(pols, results, strict=True)), cmp)
     judged = bool(args.baseline or args.write_baseline)
     stats = [f"{pol}: {res.stats_line()}" for pol, res in zip(pols, results, strict=True)]
     return _print_matrix(args, pols, props, table, cmp, judged, cname,
@@ -291,8 +335,10 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
 def _cmd_matrix_scope(args: argparse.Namespace, pols: list[str]) -> int:
     """``matrix --scope``: the scope's merged verdicts, one column per policy."""
     scope_preflight(args)
+    check_junit(args)
     res = run_scope_cli(args.scope, pols, None, args)
     _, cmp, notes = scope_verdict(res, args, f"matrix --scope {args.scope}")
+    scope_junit(res, args, cmp, f"matrix --scope {args.scope}")
     table = {p: {n: res.cell(p, n) for n in res.properties} for p in pols}
     stats = [f"{p}: {plural(sum(r.states for r in res.results if r.policy == p), 'state')}"
              for p in pols]
@@ -367,7 +413,8 @@ def _check_variants(args: argparse.Namespace, jobs: list[tuple[str, str]]) -> li
     """Each (policy, config) checked, in order: on ``--jobs`` spawned processes (the scope
     pool), each variant an independent search."""
     out: list[Any] = [None] * len(jobs)
-    with progress(args, "mutants", len(jobs), "variants") as pg:
+    # the variants and current: the unit says so (the summary counts the variants alone)
+    with progress(args, "mutants", len(jobs), "checks (variants and current)") as pg:
         def done(i: int, res: Any) -> None:
             out[i] = res
             pg.advance(states=res.states)
@@ -381,9 +428,7 @@ def _check_variants(args: argparse.Namespace, jobs: list[tuple[str, str]]) -> li
 
 
 def _cmd_mutants(args: argparse.Namespace) -> int:
-    from failclosed.spec.checker import load_config
-
-    cname, _ = load_config(args.config)
+    cname, _ = load_config_arg(args.config)
     baseline = load_baseline_arg(args.baseline)
     check_outputs(args)
     muts = mutants()

@@ -31,7 +31,8 @@ from failclosed.spec.baseline import Baseline, Comparison, load_baseline
 from failclosed.spec.progress import Progress
 
 __all__ = [
-    "add_common", "check_outputs", "column_chunks", "emit_json", "load_baseline_arg", "plural",
+    "add_common", "check_outputs", "column_chunks", "emit_json", "load_baseline_arg",
+    "load_config_arg", "plural",
     "positive_int", "progress", "require_writable_dir", "require_writable_file", "say",
     "notes_and_baseline", "table_width", "text_table", "validate_policy", "verdict",
     "write_counterexample",
@@ -104,8 +105,53 @@ def require_writable_dir(path: str, flag: str) -> None:
 
 
 def load_baseline_arg(path: str | None) -> Baseline:
-    """The ``--baseline`` file, or the empty baseline (every violation is new)."""
-    return load_baseline(path) if path else Baseline()
+    """The ``--baseline`` file (or a shipped baseline by name: ``current``), or the empty
+    baseline (every violation is new). A file of another kind (a simulator config, say)
+    is one line saying what it is."""
+    if not path:
+        return Baseline()
+    from failclosed.cli.kinds import require_kind
+    from failclosed.model.config import read_toml
+    from failclosed.spec.baseline import resolve_baseline
+
+    p = str(resolve_baseline(path))
+    require_kind(read_toml(p), "baseline", "--baseline", path)
+    return load_baseline(p)
+
+
+def command_name() -> str:
+    """How to run failclosed again from here, for a printed next-step command: ``failclosed``
+    when that name on PATH is this very program, else the path it was run by (a venv that was
+    never activated: ``.venv/bin/failclosed``), or ``python -m failclosed``."""
+    argv0 = sys.argv[0] if sys.argv and sys.argv[0] else ""
+    base = os.path.basename(argv0)
+    if base in ("__main__.py", "-m", "-c", "") or base.startswith("python"):
+        return f"{shlex_quote(sys.executable)} -m failclosed"
+    on_path = shutil.which("failclosed")
+    here = shutil.which(argv0) or argv0
+    if on_path and os.path.realpath(on_path) == os.path.realpath(here):
+        return "failclosed"
+    return shlex_quote(argv0 if os.sep in argv0 else os.path.abspath(here))
+
+
+def shlex_quote(s: str) -> str:
+    import shlex
+
+    return shlex.quote(s)
+
+
+def load_config_arg(config: str) -> tuple[str, list[Any]]:
+    """``--config``: a shipped configuration's name or a FILE (spec.checker.load_config); a
+    file of another kind (a simulator config, a scope) is one line saying what it is."""
+    from failclosed.spec.checker import load_config
+
+    p = Path(config)
+    if p.is_file():
+        from failclosed.cli.kinds import require_kind
+        from failclosed.model.config import read_toml
+
+        require_kind(read_toml(str(p)), "model", "--config", config)
+    return load_config(config)
 
 
 def verdict(cmp: Comparison) -> int:

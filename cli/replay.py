@@ -3,9 +3,11 @@
 ``failclosed replay FILE [--policy P]`` replays one file (under P: its own ``policy`` and
 ``[switches]`` set aside); ``replay --all`` every shipped scenario (model/scenarios), as a
 table; ``replay --all --policy P`` every shipped scenario and every spec/findings trace under
-its own policy and under P, and prints what changed (passed and fails now, with the first
-failure; or the reverse, with the failure P fixed): exit 0 if nothing changed, 1 if something
-did. ``--json`` prints a machine-readable result (on a failure it adds ``world``, a snapshot of
+its own policy and under P, each judged (``_change_row``): a regression (a shipped scenario
+whose expectations fail under P), fixed (a findings trace whose violation P removes: it stops
+at a step P disables, or its ``violates`` fails), broken (it does not pass under its own
+policy, e.g. "no longer replays at step N: GUARD") or unchanged: exit 1 on a regression or a
+broken file, else 0. ``--json`` prints a machine-readable result (on a failure it adds ``world``, a snapshot of
 the world where the replay ended, and each failed step expectation its own). The scenario
 format and the replay itself are model/scenario.py's.
 """
@@ -17,6 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from failclosed.cli.junit import Case, add_junit, check_junit, write_junit
 from failclosed.model.config import ConfigError
 from failclosed.model.policy import UnknownPolicy, parse_policy
 from failclosed.model.scenario import SCENARIO_DIR, ReplayResult, jsonable, load_scenario, replay
@@ -43,7 +46,8 @@ def register(subparsers: Any) -> None:
                     "Exit 0: every expectation holds; 1: one fails or a step's guard does "
                     "not hold; 2: the file is malformed. With --all --policy P: every shipped "
                     "scenario and every spec/findings trace under P, against its own policy; "
-                    "exit 0: nothing changed, 1: something did.",
+                    "exit 1 on a regression (a scenario that fails under P) or a file that no "
+                    "longer replays under its own policy; a findings trace P fixes is not one.",
     )
     p.add_argument("file", nargs="?", help="a scenario .toml file")
     p.add_argument("--all", action="store_true", help="replay every shipped scenario (a table)")
@@ -52,6 +56,7 @@ def register(subparsers: Any) -> None:
                         "[switches] set aside); with --all: a table of what changed")
     p.add_argument("--json", action="store_true", help="print a machine-readable result")
     p.add_argument("-v", "--verbose", action="store_true", help="print every transition")
+    add_junit(p)
     p.set_defaults(func=_cmd_replay)
 
 
@@ -65,8 +70,24 @@ def _policy_arg(name: str | None) -> str | None:
     return name
 
 
+def _result_case(name: str, res: ReplayResult | None, problem: str) -> Case:
+    """A scenario as a JUnit case: its failure is the first problem, its text the whole
+    account (every failed expectation, or the stop and what was enabled there)."""
+    c = Case("failclosed.replay", name)
+    if problem:
+        c.failure = problem
+        if res is not None:
+            lines = [str(f) for f in res.failures]
+            if res.stopped:
+                lines += [f"STOP {res.stopped}", "enabled at that point:",
+                          *(f"  {t}" for t in res.enabled_then)]
+            c.text = "\n".join(lines)
+    return c
+
+
 def _cmd_replay(args: argparse.Namespace) -> int:
     policy = _policy_arg(args.policy)
+    check_junit(args)
     if args.all:
         if args.file:
             raise ConfigError("replay: give a FILE or --all, not both")
@@ -74,6 +95,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if not args.file:
         raise ConfigError("replay: give a scenario FILE, or --all for the shipped scenarios")
     res = replay(load_scenario(args.file, policy))
+    write_junit(args, f"replay {args.file}", [_result_case(res.scenario.name, res, _first_problem(res))])
     if args.json:
         print(json.dumps(res.to_dict(), indent=2))
     else:
@@ -113,8 +135,23 @@ def _verdict(path: Path, policy: str | None) -> tuple[str, bool, str, int, int]:
         res = replay(load_scenario(path, policy))
     except ConfigError as e:
         return policy or "?", False, f"malformed: {e}", 0, 0
-    note = res.stopped or (str(res.failures[0]) if res.failures else "")
-    return res.scenario.policy, res.ok, note, len(res.steps), res.checked
+    return res.scenario.policy, res.ok, _first_problem(res), len(res.steps), res.checked
+
+
+def _first_problem(res: ReplayResult) -> str:
+    """A stop as ``no longer replays at step N: <the guard that failed>``, else the first
+    failed expectation ("" when it passed)."""
+    if res.stopped:
+        guard = res.stopped.split("guard does not hold: ", 1)
+        why = guard[1] if len(guard) == 2 else res.stopped.split("): ", 1)[-1]
+        return f"no longer replays at step {res.stopped_at}: {why}"
+    return str(res.failures[0]) if res.failures else ""
+
+
+def _violation_removed(res: ReplayResult) -> bool:
+    """Under the other policy a trace that demonstrates a violation shows it no more: it stops
+    at a step the policy disables, or its ``violates`` expectation fails."""
+    return bool(res.stopped) or any(f.key.startswith("violates ") for f in res.failures)
 
 
 def _replay_all(args: argparse.Namespace) -> int:
@@ -124,6 +161,8 @@ def _replay_all(args: argparse.Namespace) -> int:
         pol, ok, note, s, c = _verdict(path, None)
         rows.append((path.stem, pol, s, c, ok, note))
         bad += not ok
+    write_junit(args, "replay --all", [_result_case(f"{n} [{p}]", None, d if not ok else "")
+                                       for n, p, _s, _c, ok, d in rows])
     if args.json:
         print(json.dumps([
             {"scenario": n, "policy": p, "transitions": s, "checked": c, "ok": ok, "detail": d}
@@ -138,40 +177,86 @@ def _replay_all(args: argparse.Namespace) -> int:
     return 0 if bad == 0 else 1
 
 
+def _change_row(path: Path, kind: str, policy: str) -> dict[str, Any]:
+    """One file under its own policy and under ``policy``, and what that means:
+
+    - ``broken``: it does not pass under its own policy (it no longer replays, or an
+      expectation fails): the file is stale, whatever ``policy`` does;
+    - ``fixed``: a findings trace whose violation ``policy`` removes (it stops at a step the
+      policy disables, or the violation is gone), or a file that passes only under
+      ``policy``;
+    - ``regression``: a shipped scenario whose expectations fail under ``policy``, or that
+      no longer replays under it;
+    - ``unchanged``: the same verdict both ways (a findings trace still violated, say).
+    """
+    try:
+        own = replay(load_scenario(path))
+        under = replay(load_scenario(path, policy))
+    except ConfigError as e:
+        return {"file": path.stem, "kind": kind, "own_policy": "?", "before": "FAIL",
+                "after": "FAIL", "changed": False, "verdict": "broken", "detail": f"malformed: {e}"}
+    if not own.ok:
+        verdict = "fixed" if under.ok else "broken"
+        detail = f"under its own policy: {_first_problem(own)}"
+    elif under.ok:
+        verdict, detail = "unchanged", ""
+    elif kind == "finding" and _violation_removed(under):
+        verdict = "fixed"
+        detail = (_first_problem(under) + " (the policy disables that step)" if under.stopped
+                  else f"the violation is gone ({_first_problem(under)})")
+    else:
+        verdict, detail = "regression", _first_problem(under)
+    return {"file": path.stem, "kind": kind, "own_policy": own.scenario.policy,
+            "before": "PASS" if own.ok else "FAIL", "after": "PASS" if under.ok else "FAIL",
+            "changed": own.ok != under.ok, "verdict": verdict, "detail": detail}
+
+
+VERDICTS = ("regression", "broken", "fixed", "unchanged")
+
+
 def _replay_changes(args: argparse.Namespace, policy: str) -> int:
     """Every shipped scenario and findings trace under its own policy and under ``policy``:
-    what changed (passed before and fails now, with the first failing expectation, or the
-    reverse). Exit 1 if anything changed: the workflow after a change to the runtime."""
-    rows = []
-    for kind, paths in (("scenario", shipped()), ("finding", findings())):
-        for path in paths:
-            own, ok0, note0, _, _ = _verdict(path, None)
-            _, ok1, note1, _, _ = _verdict(path, policy)
-            rows.append({"file": path.stem, "kind": kind, "own_policy": own,
-                         "before": "PASS" if ok0 else "FAIL", "after": "PASS" if ok1 else "FAIL",
-                         "changed": ok0 != ok1, "detail": note1 if not ok1 else note0})
-    changed = [r for r in rows if r["changed"]]
-    broke = sum(r["before"] == "PASS" for r in changed)
+    what changed, judged (``_change_row``). Exit 1 on a regression or a file broken under
+    its own policy; a findings trace the policy fixes is the fix working (exit 0)."""
+    rows = [_change_row(path, kind, policy)
+            for kind, paths in (("scenario", shipped()), ("finding", findings())) for path in paths]
+    count = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
     n_sc = sum(r["kind"] == "scenario" for r in rows)
-    summary = (f"{len(rows)} replayed under {policy} ({n_sc} scenarios, {len(rows) - n_sc} "
-               f"findings traces): {len(changed)} changed ({broke} pass -> fail, "
-               f"{len(changed) - broke} fail -> pass), {len(rows) - len(changed)} unchanged")
+    summary = (f"{len(rows)} under {policy} ({n_sc} scenarios, {len(rows) - n_sc} findings): "
+               f"{plural(count['regression'], 'regression')}, {count['fixed']} fixed, "
+               f"{count['broken']} broken, {count['unchanged']} unchanged")
+    rc = 1 if count["regression"] or count["broken"] else 0
+    write_junit(args, f"replay --all --policy {policy}", [
+        _result_case(f"{r['file']} [{r['kind']}, own policy {r['own_policy']}]", None,
+                     f"{r['verdict']}: {r['detail']}" if r["verdict"] in ("regression", "broken")
+                     else "") for r in rows])
     if args.json:
-        print(json.dumps({"policy": policy, "changed": len(changed), "rows": rows,
-                          "summary": summary}, indent=2))
+        print(json.dumps({"policy": policy, "changed": sum(r["changed"] for r in rows),
+                          "counts": count, "rows": rows, "summary": summary, "exit_code": rc},
+                         indent=2))
     else:
-        _print_changes(changed, policy)
+        _print_changes([r for r in rows if r["verdict"] != "unchanged"], policy)
         print(summary)
-    return 1 if changed else 0
+    return rc
 
 
-def _print_changes(changed: list[dict[str, Any]], policy: str) -> None:
-    if not changed:
-        return
-    w = max(len(r["file"]) for r in changed)
-    pw = max(max(len(r["own_policy"]) for r in changed), len("own policy"))
-    print(f"{'file':<{w}}  {'kind':<8}  {'own policy':<{pw}}  before  under {policy}: "
-          "first failure (or the one fixed)")
-    for r in changed:
-        print(f"{r['file']:<{w}}  {r['kind']:<8}  {r['own_policy']:<{pw}}  "
-              f"{r['before']:<6}  {r['after']} {r['detail']}")
+def plural(n: int, word: str) -> str:
+    return f"{n} {word if n == 1 else word + 's'}"
+
+
+def _print_changes(rows: list[dict[str, Any]], policy: str) -> None:
+    """The rows that are not unchanged, regressions first: a line per file (its verdict
+    under ``policy``, its kind and own policy), then the detail, wrapped to the terminal."""
+    import textwrap
+
+    from failclosed.cli.checking import table_width
+
+    width = table_width()
+    rows = sorted(rows, key=lambda r: VERDICTS.index(r["verdict"]))
+    vw = max((len(r["verdict"]) for r in rows), default=0)
+    for r in rows:
+        word = r["verdict"].upper() if r["verdict"] != "fixed" else "fixed"
+        print(textwrap.fill(f"{word:<{vw}}  {r['file']} ({r['kind']}, own policy {r['own_policy']})",
+                            width, subsequent_indent=" " * (vw + 4), break_on_hyphens=False))
+        print(textwrap.fill(r["detail"], width, initial_indent="    ", subsequent_indent="      ",
+                            break_on_hyphens=False, break_long_words=False))

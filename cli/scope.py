@@ -25,10 +25,15 @@ from failclosed.cli.checking import (
     verdict,
     write_counterexample,
 )
+from failclosed.cli.junit import add_junit, cell_cases, check_junit, write_junit
 from failclosed.spec.baseline import Baseline, Comparison, Known, write_baseline
 from failclosed.spec.progress import Progress
 
-__all__ = ["add_scope_run", "register_scope", "run_scope_cli", "scope_preflight", "scope_verdict"]
+__all__ = ["add_scope_run", "register_scope", "run_scope_cli", "scope_junit", "scope_preflight",
+           "scope_verdict"]
+
+
+PROGRESS_INTERVAL = 60  # seconds between two progress lines off a terminal, at most
 
 
 def add_scope_run(p: argparse.ArgumentParser) -> None:
@@ -71,6 +76,7 @@ def register_scope(subparsers: Any) -> None:
                    "`failclosed check --config FILE`) and exit")
     add_scope_run(s)
     add_common(s, config=False)
+    add_junit(s)
     s.set_defaults(func=_cmd_scope)
 
 
@@ -87,7 +93,8 @@ def scope_preflight(args: argparse.Namespace) -> None:
 
 def run_scope_cli(scope_name: str, policies: list[str], properties: list[str] | None,
                   args: argparse.Namespace) -> Any:
-    """Load the scope, run it with progress (one line a minute off a terminal) and the
+    """Load the scope, run it with progress (off a terminal at most a line every
+    ``PROGRESS_INTERVAL`` seconds) and the
     cache, merge: the ScopeResult."""
     from failclosed.spec.scope import Cache, check_scope, load_scope, model_version
 
@@ -97,7 +104,7 @@ def run_scope_cli(scope_name: str, policies: list[str], properties: list[str] | 
         root = Path(args.cache_dir) if args.cache_dir else Cache.default_root()
         cache = Cache(root, model_version())
     total = len(scope.members) * len(policies)
-    with Progress(f"scope {scope.name}", total, unit="configurations", interval=60,
+    with Progress(f"scope {scope.name}", total, unit="configurations", interval=PROGRESS_INTERVAL,
                   enabled=not args.quiet) as pg:
         pg.note(_scope_header(scope, policies))
         return check_scope(scope, policies, properties, jobs=args.jobs, dask=args.dask,
@@ -146,9 +153,12 @@ def scope_verdict(res: Any, args: argparse.Namespace, command: str,
                 p, n, f"recorded by `failclosed {command}` over scope {res.scope.name}: "
                       f"shortest counterexample {v.length} steps in {v.member}; replace this "
                       "with why it is accepted", config=res.scope.name))
-        header = (f"Known violations, written by `failclosed {command}` over scope "
-                  f"{res.scope.name}.\nCheck against it with --baseline "
-                  f"{args.write_baseline} (exit 1 only on a violation not listed here).")
+        import shlex
+
+        run = "failclosed " + " ".join([command, *(f"--policy {shlex.quote(p)}" for p in res.policies)])
+        header = (f"Known violations, written by `{run} --write-baseline {args.write_baseline}` "
+                  f"over scope {res.scope.name}.\nCheck against it: `{run} --baseline "
+                  f"{args.write_baseline}` (exit 1 only on a violation not listed here).")
         write_baseline(args.write_baseline, entries, header)
         notes.append(f"wrote a baseline of {plural(len(entries), 'known violation')}: "
                      f"{args.write_baseline}")
@@ -166,8 +176,10 @@ def _cmd_scope(args: argparse.Namespace) -> int:
         validate_policy(p)
     resolve_properties(args.properties)  # an unknown name: one line, before any work
     scope_preflight(args)
+    check_junit(args)
     res = run_scope_cli(args.scope, policies, args.properties, args)
-    _, cmp, notes = scope_verdict(res, args, "scope")
+    _, cmp, notes = scope_verdict(res, args, f"scope {args.scope}")
+    scope_junit(res, args, cmp, f"scope {args.scope}")
     judged = bool(args.baseline or args.write_baseline)
     summary = _scope_summary(res, cmp, judged)
     rc = verdict(cmp)
@@ -213,19 +225,38 @@ def _list_or_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_counterexamples(res: Any, cells: list[tuple[str, str]], out: Path) -> list[str]:
-    """The winning configuration of each (policy, property) checked again, for this property
-    only: its trace, written under ``out``."""
+def _shortest(res: Any, pol: str, n: str) -> Any:
+    """The winning configuration of (policy, property) checked again, for this property
+    only: its PropertyResult, with the shortest trace."""
     from failclosed.spec.checker import ConfigPart, check
     from failclosed.spec.scope import member
 
+    m = member(res.scope, res.verdicts[pol][n].member)
+    one = check(pol, ConfigPart(m.name, "", m.data), [n], witnesses=False, coverage=False)
+    return one.properties[n]
+
+
+def _write_counterexamples(res: Any, cells: list[tuple[str, str]], out: Path) -> list[str]:
+    """The shortest trace of each (policy, property), written under ``out``."""
     written: list[str] = []
     for pol, n in cells:
-        v = res.verdicts[pol][n]
-        m = member(res.scope, v.member)
-        one = check(pol, ConfigPart(m.name, "", m.data), [n], witnesses=False, coverage=False)
-        written += [str(x) for x in write_counterexample(one.properties[n], out, pol)]
+        written += [str(x) for x in write_counterexample(_shortest(res, pol, n), out, pol)]
     return written
+
+
+def scope_junit(res: Any, args: argparse.Namespace, cmp: Comparison, suite: str) -> None:
+    """--junit of scope and matrix --scope: a case per (policy, property) over the scope; a
+    new violation carries the shortest trace (of the configuration that produced it)."""
+    if not getattr(args, "junit", None):
+        return
+    from failclosed.spec.checker import trace_text
+
+    cells = [(p, n, not v.holds) for p in res.policies for n, v in res.verdicts[p].items()]
+    known = {k.cell: k for k in cmp.known}
+    write_junit(args, suite, cell_cases(
+        f"failclosed.scope.{res.scope.name}", cells, set(cmp.new), known,
+        lambda p, n: trace_text(_shortest(res, p, n)),
+        what=" over the scope"))
 
 
 def _print_verdicts(res: Any, policies: list[str], cmp: Comparison, judged: bool,

@@ -84,9 +84,14 @@ def check_input_file(path: str, flag: str) -> None:
 
 
 def read_config(path: str, flag: str = "CONFIG") -> dict[str, Any]:
-    """A TOML file's table; a directory, binary or unreadable file is one ConfigError line."""
+    """A simulator config's table; a directory, binary or unreadable file, or a TOML file of
+    another kind (a model configuration, a baseline, ...) is one ConfigError line."""
+    from failclosed.cli.kinds import require_kind
+
     check_input_file(path, flag)
-    return read_toml(path)  # not UTF-8, not TOML: one line naming the path (model/config.py)
+    data = read_toml(path)  # not UTF-8, not TOML: one line naming the path (model/config.py)
+    require_kind(data, "sim", flag, path)
+    return data
 
 
 def check_output_file(path: str | None, flag: str, formats: tuple[str, ...] | None = None) -> None:
@@ -103,6 +108,12 @@ def check_output_file(path: str | None, flag: str, formats: tuple[str, ...] | No
         raise ConfigError(f"{flag} {path}: directory {parent} does not exist; create it first or write elsewhere")
     if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
         raise ConfigError(f"{flag} {path}: not writable; write elsewhere or fix the permissions")
+    try:  # the only test that holds for root, /proc and read-only file systems alike
+        with tempfile.NamedTemporaryFile(dir=parent, prefix=".failclosed-probe-"):
+            pass
+    except OSError as e:
+        raise ConfigError(f"{flag} {path}: cannot write in {parent} ({(e.strerror or str(e)).lower()}); "
+                          "write elsewhere") from None
 
 
 def check_output_dir(path: str | None, flag: str) -> None:
@@ -169,18 +180,20 @@ def default_baseline_path() -> str:
 
 def load_known(path: str):
     """The baseline at ``path`` (spec/baseline.py; one ConfigError line if it is unusable)."""
-    from failclosed.spec.baseline import load_baseline
+    from failclosed.cli.checking import load_baseline_arg
+    from failclosed.spec.baseline import resolve_baseline
 
-    check_input_file(path, "--baseline")
-    return load_baseline(path)
+    check_input_file(str(resolve_baseline(path)), "--baseline")
+    return load_baseline_arg(path)
 
 
 # -- simulate --------------------------------------------------------------------------------
 def _cmd_simulate(args: argparse.Namespace) -> int:
     from failclosed.model.policy import parse_policy
     from failclosed.sim import config as sconfig
-    from failclosed.spec.progress import Progress
 
+    if args.fail_fast and args.keep_going:
+        raise UsageError("--fail-fast and --keep-going contradict each other; give one of them")
     side = args.config is None and args.policy is None
     path = args.config or sconfig.default_path()
     raw = read_config(path)
@@ -194,6 +207,9 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     check_output_file(args.history, "--history")
     check_output_dir(args.violations_dir, "--violations-dir")
     export_policy = _check_export(args, policies)
+    from failclosed.cli.junit import check_junit
+
+    check_junit(args)
     baseline_path = args.baseline
     if baseline_path is None and side and not args.no_baseline:
         baseline_path = default_baseline_path()
@@ -201,15 +217,27 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         baseline_path = None
     baseline = load_known(baseline_path) if baseline_path else None
     n_runs = args.runs if args.runs is not None else cfg.runs
+    if n_runs > sconfig.MAX_RUNS:
+        raise UsageError(f"--runs {n_runs}: above the limit of {sconfig.MAX_RUNS:,} runs per "
+                         "simulation; give fewer (or sweep several seeds)")
     seed = args.seed if args.seed is not None else cfg.seed
+
+    hdir = headline_dir(seed) if side and not args.violations_dir else None
+    try:
+        return _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_path, hdir,
+                         export_policy)
+    finally:
+        if hdir is not None and not os.listdir(hdir):
+            os.rmdir(hdir)  # nothing to replay (or interrupted): nothing left behind
+
+
+def _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_path, hdir,
+              export_policy: str | None) -> int:
+    from failclosed.spec.progress import Progress
 
     results: list[dict[str, Any]] = []
     viol_objs: dict[str, list] = {}
     stop: dict[str, Any] | None = None
-    if args.export or args.history:  # SIGTERM interrupts like Ctrl-C: no half-written file stays
-        from failclosed.spec.scope import _sigterm_interrupts
-
-        _sigterm_interrupts()
     t0 = time.perf_counter()
     with Progress("simulate", total=len(policies) * n_runs, unit="runs", enabled=not args.quiet) as pg:
         for pol in policies:
@@ -242,8 +270,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     verdict = judge(results, baseline, Path(path).stem, stop is not None)
     known = verdict["knowns"] if baseline is not None else None
     headline = None
-    if side and not args.violations_dir and stop is None:
-        headline = _write_headline(results, viol_objs, known, seed)
+    if hdir is not None and stop is None:
+        headline = _write_headline(results, viol_objs, known, seed, hdir)
     if baseline is not None:  # the verdict per simulation, for a CI job reading the JSON
         for r in results:
             pol = r["policy"]
@@ -254,6 +282,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(results if side else results[0], f, indent=1, sort_keys=True)
+    _junit(args, results, viol_objs, verdict, seed, Path(path).stem, total)
     report(results, path, total, verdict, stop=stop, known=known, baseline_path=baseline_path,
            headline=headline, side=side, violations_dir=args.violations_dir, n_runs=n_runs, seed=seed)
     for r in results:
@@ -280,6 +309,30 @@ def _check_export(args: argparse.Namespace, policies: list[str]) -> str | None:
     else:
         check_output_dir(args.export, "--export")
     return "current" if len(policies) > 1 else policies[0]
+
+
+def _junit(args, results, viol_objs, verdict, seed: int, config: str, seconds: float) -> None:
+    """--junit: a case per (policy, safety property) simulated; a new violation fails with
+    its shortest violating trace (the transitions the scenario file replays)."""
+    if not getattr(args, "junit", None):
+        return
+    from failclosed.cli.junit import cell_cases, write_junit
+    from failclosed.sim.batch import violation_scenario
+    from failclosed.sim.invariants import load_safety
+
+    def trace(pol: str, prop: str) -> str:
+        vs = [v for v in viol_objs.get(pol, []) if v.property == prop and v.scenario is not None]
+        if not vs:
+            return f"{prop} violated under {pol} (no trace kept)"
+        v = min(vs, key=lambda x: len(x.scenario["steps"]))
+        doc = violation_scenario(v, pol, seed)
+        return "\n".join([doc["description"], *(f"{k:>5}  {t}" for k, t in enumerate(doc["steps"], 1))])
+
+    cells = [(r["policy"], prop, (r["policy"], prop) in verdict["violated"])
+             for r in results for prop in load_safety()[0]]
+    write_junit(args, f"simulate {config} (seed {seed})",
+                cell_cases(f"failclosed.simulate.{config}", cells, set(verdict["new"]),
+                           verdict["knowns"], trace), seconds)
 
 
 def judge(results: list[dict[str, Any]], baseline: Any, config: str, stopped: bool) -> dict[str, Any]:
@@ -357,12 +410,22 @@ def _headline_violation(results, viol_objs, known):
     return best
 
 
-def _write_headline(results, viol_objs, known, seed) -> dict[str, Any] | None:
+def headline_dir(seed: int) -> str:
+    """A fresh directory of this run for the scenario the closing advice replays (never a
+    fixed shared path: another run's or another user's files never meet this one's); made
+    before any work, so a temporary directory that cannot be written is one line first."""
+    try:
+        return tempfile.mkdtemp(prefix=f"failclosed-simulate-seed{seed}-")
+    except OSError as e:
+        raise UsageError(f"cannot create a directory in {tempfile.gettempdir()} for the scenario to "
+                         f"replay ({(e.strerror or str(e)).lower()}); set TMPDIR or give --violations-dir DIR") from None
+
+
+def _write_headline(results, viol_objs, known, seed, directory: str) -> dict[str, Any] | None:
     best = _headline_violation(results, viol_objs, known)
     if best is None:
         return None
     _key, pol, k, v = best
-    directory = os.path.join(tempfile.gettempdir(), f"failclosed-simulate-seed{seed}")
     path = write_violation(pol, seed, v, k, directory)
     k = known.get((pol, v.property)) if known is not None else None
     return {"policy": pol, "property": v.property, "runs": v.runs, "time": v.time, "path": path,
@@ -453,7 +516,7 @@ def _metric_rows(results: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
         ("throughput runs/h", lambda r: f"{r['metrics']['throughput_per_hour']:,.0f}"),
         ("transitions asserted", lambda r: f"{r['asserted_enabled']:,}"),
         ("  + clock moves", lambda r: f"{r['transitions'] - r['asserted_enabled']:,}"),
-        ("history sha256", lambda r: r["history_sha256"][:16]),
+        ("history sha256 (records)", lambda r: r["history_sha256"][:16]),
         ("wall time", lambda r: f"{r['elapsed_seconds']:.2f} s"),
     ]
     from failclosed.sim.metrics import failure_rows
@@ -542,8 +605,11 @@ def report(results, path, total, verdict, *, stop, known, baseline_path, headlin
                   f"{', '.join(headline['runs'])}, t={headline['time']:.3f} s), written as a scenario to "
                   f"{os.path.dirname(headline['path'])}/ (--violations-dir DIR writes every counterexample). "
                   "Replay it step by step, and draw it:")
-        con.print(f"    failclosed replay {headline['path']}", soft_wrap=True)
-        con.print(f"    failclosed plot swimlane {headline['path']} --out swimlane.png", soft_wrap=True)
+        from failclosed.cli.checking import command_name, shlex_quote
+
+        me, where = command_name(), shlex_quote(rel_path(headline["path"]))
+        con.print(f"    {me} replay {where}", soft_wrap=True, markup=False)
+        con.print(f"    {me} plot swimlane {where} --out swimlane.png", soft_wrap=True, markup=False)
     elif verdict["violated"] and not violations_dir and not side:
         con.print("Next: rerun with --violations-dir DIR to write the counterexamples as scenarios "
                   "(failclosed replay FILE reproduces each).")
@@ -553,15 +619,15 @@ def report(results, path, total, verdict, *, stop, known, baseline_path, headlin
 
 
 def rel_path(path: str | None) -> str:
+    """``path`` relative to the working directory when it lies below it, else absolute: a
+    printed path always opens from where the command ran."""
     if not path:
         return ""
-    rel = os.path.relpath(path)
-    if not rel.startswith(".."):
-        return rel
     try:
-        return os.path.relpath(path, Path(__file__).resolve().parents[1])
-    except ValueError:
-        return path
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive
+        return os.path.abspath(path)
+    return rel if not rel.startswith("..") else os.path.abspath(path)
 
 
 def _report_files(con, results, violations_dir) -> None:
@@ -614,7 +680,30 @@ def _report_meaning(con, verdict, known, pols) -> None:
                   f"remove the entry): {k.label()}")
 
 
+def _cmd_history_hash(args: argparse.Namespace) -> int:
+    from failclosed.sim.history import file_sha256
+
+    check_input_file(args.history, "HISTORY")
+    try:
+        digest, n = file_sha256(args.history)
+    except ValueError as e:
+        raise ConfigError(f"{args.history}: {e}; give a file written by simulate --history") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{args.history}: not UTF-8 text; give a file written by simulate --history") from None
+    print(f"{digest}  {args.history} ({plural(n, 'record')})")
+    return 0
+
+
 def register(subparsers: Any) -> None:
+    h = subparsers.add_parser(
+        "history-hash", help="recompute the history sha256 of a simulate --history file",
+        description="The `history sha256 (records)` that simulate prints (the first 16 hex digits) and "
+                    "--json gives in full (history_sha256): SHA-256 over the canonical line of every "
+                    "record (compact JSON with sorted keys: t, name, actor and the transition's "
+                    "arguments), each followed by a newline; the swimlane notes of the file are left "
+                    "out. Same seed and config, same digest. Exit 0; 2: not a history file.")
+    h.add_argument("history", metavar="HISTORY.jsonl", help="a file written by simulate --history")
+    h.set_defaults(func=_cmd_history_hash)
     p = subparsers.add_parser(
         "simulate", help="run the model in simulated time with faults (SimPy)",
         description="Simulate a workload; without CONFIG, the shipped default under current, the proposal "
@@ -650,4 +739,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--export-privacy", choices=("none", "metadata", "redacted", "full"), default="metadata",
                    help="the privacy level the exported payloads are filtered at (default: metadata, the runtime's)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr (default: progress shown)")
+    from failclosed.cli.junit import add_junit
+
+    add_junit(p)
     p.set_defaults(func=_cmd_simulate)

@@ -81,7 +81,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     tasks = [(p, s) for p in points for s in range(1, args.seeds + 1)]
     done = _done_keys(args.out, names)
     todo = [(p, s) for p, s in tasks if _key(p, s, names) not in done]
-    client = _dask_client(args.dask) if args.dask and todo else None
+    client = _dask_client(args.dask) if args.dask else None  # checked even with nothing to do
     ok = 0
     with Progress("sweep", total=len(todo), unit="simulations", enabled=not args.quiet) as pg:
         if len(todo) < len(tasks):
@@ -139,7 +139,10 @@ def _dask_client(address: str):
 
     if not (_DASK_ADDRESS.match(address) or address.startswith("inproc://")):
         raise UsageError(f"--dask {address}: not a scheduler address; give tcp://HOST:PORT, e.g. tcp://127.0.0.1:8786")
-    from dask.distributed import Client
+    try:
+        from dask.distributed import Client
+    except ImportError:  # the same line as scope --dask (spec.scope.dask_client)
+        raise UsageError("--dask: dask.distributed is not installed; pip install 'failclosed[dask]'") from None
 
     quiet = [logging.getLogger(n) for n in ("distributed", "distributed.client", "distributed.comm",
                                             "distributed.core", "tornado")]

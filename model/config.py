@@ -54,7 +54,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import Any
 
-from .constants import CONSTANT_NAMES, Constants
+from .constants import CONSTANT_MAX, CONSTANT_NAMES, Constants
 from .policy import SWITCHES, Policy, UnknownPolicy, parse_policy
 from .state import (
     EFFECTS,
@@ -172,6 +172,8 @@ def tool_effect(t: dict[str, Any], where: str) -> str:
     return eff if eff is not None else "read_only"
 
 
+MAX_WORKERS = 64  # workers of a bounded configuration (refused above: memory, not a search)
+
 TOP_KEYS = {"policy", "switches", "constants", "model", "tools", "runs", "steps", "description", "expect"}
 MODEL_KEYS = {"workers", "faults", "fault_budget", "provider_faults", "fault_ops", "reaper_limit", "horizon",
               "transport", "refusals", "read_only_builtins", "unknown_tools"}
@@ -228,6 +230,8 @@ def _constants(data: dict[str, Any]) -> Constants:
         raise ConfigError(f"constants.LEASE_SECONDS: must be >= 1 (seconds), got {lease}")
     for k, v in cons.items():
         _nonneg(v, f"constants.{k}")
+        if v > CONSTANT_MAX:
+            raise ConfigError(f"constants.{k}: {v} is above the limit of {CONSTANT_MAX:,}; give a smaller value")
     return Constants(**cons)
 
 
@@ -262,10 +266,15 @@ def _workers(m: dict[str, Any]) -> tuple[str, ...]:
     if isinstance(workers, int) and not isinstance(workers, bool):
         if workers < 1:
             raise ConfigError(f"model.workers: must be >= 1, got {workers}")
+        if workers > MAX_WORKERS:
+            raise ConfigError(f"model.workers: {workers} is above the limit of {MAX_WORKERS} (an "
+                              "exhaustive check explores every interleaving); give fewer workers")
         workers = tuple(f"w{k + 1}" for k in range(workers))
     else:
         _expect(workers, list, "model.workers", "a count or a list of names")
         workers = tuple(_expect(x, str, "model.workers[]", "a name") for x in workers)
+        if len(workers) > MAX_WORKERS:
+            raise ConfigError(f"model.workers: {len(workers)} names, above the limit of {MAX_WORKERS}; give fewer workers")
     if "reaper" in workers:
         raise ConfigError("model.workers: 'reaper' names the reaper's process; give the worker another name")
     return workers
@@ -376,7 +385,9 @@ def _run(r: Any, n: int, taken: set[str]) -> RunSpec:
     entry = r.get("entry", "queued")
     if entry not in ("queued", "interactive"):
         raise ConfigError(f"{where}entry: {entry!r}; use queued or interactive")
-    plan = tuple(_answer(a, f"{where}plan[{k}]") for k, a in enumerate(r.get("plan", [{"final": "completed"}])))
+    raw_plan = _expect(r.get("plan", [{"final": "completed"}]), list, where + "plan",
+                       "a list of answers such as [{tools = [\"lookup\"]}, {final = \"completed\"}]")
+    plan = tuple(_answer(a, f"{where}plan[{k}]") for k, a in enumerate(raw_plan))
     cap = r.get("cap")
     if cap is not None:
         _nonneg(cap, where + "cap")

@@ -24,3 +24,7 @@ class Constants:
 
 
 CONSTANT_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Constants))
+# the largest value a configuration may give a constant (seconds, milliseconds or counts):
+# 10^9 s is 31 years; larger values only overflow the simulator's clock and the C integers
+# of a compiled build
+CONSTANT_MAX = 10**9

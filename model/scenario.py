@@ -163,7 +163,15 @@ from .scenario_check import (
     check,
 )
 from .scenario_check import register_property_evaluator as register_property_evaluator
-from .state import REASONS, STATUSES, TERMINAL, Event, Message, Row, World
+from .state import (
+    REASONS,
+    STATUSES,
+    TERMINAL,
+    Event,
+    Message,
+    Row,
+    World,
+)
 from .steps import arg_keys
 from .transition import Transition
 
@@ -392,6 +400,9 @@ def scenario_from_dict(data: dict[str, Any], name: str = "scenario", path: str =
     if not isinstance(raw_expect, list):
         raise ConfigError("expect: expected an [expect] table or [[expect]] tables")
     expect = tuple(_expectation(e, "expect.", run_ids) for e in raw_expect)
+    for where, e in [*((f"steps[{st.index}].expect.", st.expect) for st in steps if st.expect),
+                     *(("expect.", e) for e in expect)]:
+        _check_model_names(e, where, world, steps)
     return Scenario(name=name, description=desc, data=config, world=world, steps=steps,
                     expect=expect, path=path)
 
@@ -618,6 +629,78 @@ def _expectation(e: Any, where: str, run_ids: set[str], statement: str | None = 
             raise ConfigError(_unknown(k, where.rstrip("."), EXPECT_KEYS, "expectation"))
         _VALIDATORS[k](v, where + k, run_ids, statement)
     return e
+
+
+# The names an expectation compares against the model (a row's status, a process, a property):
+# an unknown one is a malformed file (exit 2, "did you mean"), not a failed expectation.
+REAPER_ACTOR = "reaper"  # the reaper's process name (the actor of its transitions)
+_ROW_VALUES: dict[str, tuple[str, ...]] = {"status": STATUSES, "termination_reason": ("", *REASONS)}
+_ROW_TYPES: dict[str, type] = {f: type(getattr(Row(), f)) for f in ROW_FIELDS}
+
+
+def _check_model_names(e: dict[str, Any], where: str, world: World, steps: tuple[Step, ...]) -> None:
+    """The values of ``rows.<run>`` fields (of the field's type; a status, reason, effect
+    the model has), the process names of ``procs`` and the properties of ``holds`` /
+    ``violates``, checked against the model when the file is read."""
+    for rid, fields_ in (e.get("rows") or {}).items():
+        if isinstance(fields_, dict):
+            for f, x in fields_.items():
+                _row_value(f, x, f"{where}rows.{rid}.{f}")
+    if isinstance(e.get("procs"), list):
+        _proc_names(e["procs"], f"{where}procs", world, steps)
+    for key in ("holds", "violates"):
+        for n, name in enumerate(e.get(key) or ()):
+            _property_name(name, f"{where}{key}[{n}]", world)
+
+
+def _row_value(f: str, x: Any, w: str) -> None:
+    """One expected row field: a plain value, or each operand of a comparison's ``==``,
+    ``!=``, ``in``, ``not in``."""
+    if _is_cmp(x):
+        for op, y in x.items():
+            if op in ("==", "!="):
+                _row_value(f, y, f"{w}.{op}")
+            elif op in ("in", "not in"):
+                for k, z in enumerate(y):
+                    _row_value(f, z, f"{w}.{op}[{k}]")
+        return
+    typ = _ROW_TYPES[f]
+    if type(x) is not typ:
+        want = {bool: "true or false", int: "an integer", str: "a string"}.get(typ, typ.__name__)
+        raise ConfigError(f"{w}: expected {want}, got {x!r}")
+    allowed = _ROW_VALUES.get(f)
+    if allowed is not None and x not in allowed:
+        raise ConfigError(f"{w}: {x!r} is not a {f} of the model; {_near(x, set(allowed) - {''})}")
+
+
+def _proc_names(v: list[str], w: str, world: World, steps: tuple[Step, ...]) -> None:
+    """A process is a worker, the reaper, or a per-run process (``<kind>:<run>...``) of a
+    run of this file."""
+    cfg = world.config
+    runs = {r.id for r in cfg.runs}
+    known = set(cfg.workers) | {REAPER_ACTOR}
+    seen = {p.name for p in world.procs} | {s.actor for s in steps if s.actor}
+    for n, name in enumerate(v):
+        if name in known:
+            continue
+        head, sep, tail = name.partition(":")
+        if sep and head and tail.split("#")[0].split("/")[0] in runs:
+            continue
+        near = known | {x for x in seen if ":" in x}
+        hint = _near(name, near)
+        if not hint.startswith("did you mean"):
+            hint = f"did you mean one of {', '.join(sorted(near))}?"
+        raise ConfigError(f"{w}[{n}]: no process {name!r} in this scenario (a worker: "
+                          f"{', '.join(cfg.workers)}; the reaper; or a process of one of its "
+                          f"runs, NAME:<run id>); {hint}")
+
+
+def _property_name(name: Any, w: str, world: World) -> None:
+    from .scenario_check import property_names
+
+    names = property_names(world)
+    if names is not None and name not in names:
+        raise ConfigError(f"{w}: no safety property {name!r}; {_near(str(name), set(names))}")
 
 
 # Each validator: (value, its field name for errors, the run ids, the step's store statement).

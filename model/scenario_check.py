@@ -505,6 +505,21 @@ def register_property_evaluator(fn: Callable[[World, str], tuple[bool, str]]) ->
     _PROPERTY_EVALUATOR = fn
 
 
+def property_names(w: World) -> tuple[str, ...] | None:
+    """The property names ``holds`` / ``violates`` accept: those the registered evaluator
+    knows (it is asked, on ``w``, through its ``names`` attribute or its module's ``SAFETY``
+    table, never a copy here); None when no evaluator is registered (nothing to check)."""
+    import sys
+
+    fn = _PROPERTY_EVALUATOR
+    if fn is None:
+        return None
+    names = getattr(fn, "names", None)
+    if names is None:
+        names = getattr(sys.modules.get(getattr(fn, "__module__", "")), "SAFETY", None)
+    return tuple(names) if names is not None else None
+
+
 def _property(w: World, name: str) -> tuple[bool, str]:
     if _PROPERTY_EVALUATOR is None:
         raise LookupError("no property evaluator is registered (import "

@@ -100,19 +100,19 @@ def run_in_processes(fn, arg_tuples: list[tuple], jobs: int, ordered: bool = Tru
     """``fn(*args)`` for each args tuple on ``jobs`` spawned processes (never forked, so a
     Jupyter kernel or any threaded caller is safe); results in order, or as they complete.
     ``fn`` must be importable by name (a module-level function of the project)."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import as_completed
 
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
-        futs = [ex.submit(fn, *a) for a in arg_tuples]
-        try:
-            for fut in (futs if ordered else as_completed(futs)):
-                yield fut.result()
-        except BaseException:
-            for f in futs:
-                f.cancel()
-            raise
+    from failclosed.spec.pool import spawn_pool, stop_pool
+
+    ex = spawn_pool(jobs)  # its workers die with this process, whatever ends it
+    futs = [ex.submit(fn, *a) for a in arg_tuples]
+    try:
+        for fut in (futs if ordered else as_completed(futs)):
+            yield fut.result()
+    except BaseException:  # interrupted (SIGINT, SIGTERM) or failed: no worker goes on
+        stop_pool(ex)
+        raise
+    ex.shutdown(wait=True)
 
 
 def simulate_records(raw: dict[str, Any], policy: str | None, seed: int, runs: int | None = None

@@ -4,7 +4,10 @@ A simulator configuration describes *when* things happen and *how often* faults 
 ``model/`` still decides what every transition does. Errors are one ``ConfigError`` line,
 ``field: problem; fix`` (the CLI prints it and exits 2). Every table and key is optional
 except ``[[tools]]`` and ``[workload] tool_mix`` (a workload needs tools). Durations are in
-seconds (floats allowed); probabilities are in [0, 1].
+seconds (floats allowed); probabilities are in [0, 1]. Sizes that would exhaust memory are
+refused with the limit named: ``runs.count`` and ``arrivals.size`` at most ``MAX_RUNS``,
+``runs.slots`` ``MAX_SLOTS``, ``workers.count`` ``MAX_WORKERS``, every constant
+``model.constants.CONSTANT_MAX`` (10^9).
 
 Distributions (durations, and the integer counts ``rounds`` / ``calls_per_round``, which are
 rounded to the nearest integer >= 1)::
@@ -113,11 +116,18 @@ from typing import Any
 
 from failclosed.model.classify import BadError, mix_entry
 from failclosed.model.config import ConfigError, check_keys, tool_effect
-from failclosed.model.constants import CONSTANT_NAMES, Constants
+from failclosed.model.constants import CONSTANT_MAX, CONSTANT_NAMES, Constants
 from failclosed.model.policy import UnknownPolicy, parse_policy
 from failclosed.model.state import EFFECTS, FAILURE_CLASSES, TRANSPORTS
 
 Z99 = 2.3263478740408408  # the standard normal's 0.99 quantile
+
+# Sizes refused up front, before any memory is taken (each names its limit in the error):
+# every step of the simulated World copies its tuples of run slots, every worker is a
+# SimPy process, every arrival is kept in the metrics.
+MAX_SLOTS = 10_000
+MAX_WORKERS = 10_000
+MAX_RUNS = 10_000_000
 
 
 # -- distributions --------------------------------------------------------------------------
@@ -283,11 +293,13 @@ def _prob(v: Any, f: str) -> float:
     return x
 
 
-def _int(v: Any, f: str, lo: int = 0) -> int:
+def _int(v: Any, f: str, lo: int = 0, hi: int | None = None) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
         raise ConfigError(f"{f}: expected an integer, got {v!r}; write e.g. {f.split('.')[-1]} = {max(lo, 1)}")
     if v < lo:
         raise ConfigError(f"{f}: must be >= {lo}, got {v}; give an integer >= {lo}")
+    if hi is not None and v > hi:
+        raise ConfigError(f"{f}: {v:,} is above the limit of {hi:,}; give an integer <= {hi:,}")
     return v
 
 
@@ -431,7 +443,8 @@ def _constants(data: dict[str, Any]) -> dict[str, Any]:
     cons = _table(data, "constants")
     _unknown(cons, set(CONSTANT_NAMES), "constants.")
     for k, v in cons.items():
-        _int(v, f"constants.{k}", lo=1 if k in ("LEASE_SECONDS", "REAPER_DEFAULT_LIMIT") else 0)
+        _int(v, f"constants.{k}", lo=1 if k in ("LEASE_SECONDS", "REAPER_DEFAULT_LIMIT") else 0,
+             hi=CONSTANT_MAX)
     return {"constants": dict(cons)}
 
 
@@ -439,8 +452,8 @@ def _runs(data: dict[str, Any]) -> dict[str, Any]:
     r = _table(data, "runs")
     _unknown(r, {"count", "slots", "drain_seconds"}, "runs.")
     return {
-        "runs": _int(r.get("count", 500), "runs.count", 1),
-        "slots": _int(r.get("slots", 64), "runs.slots", 1),
+        "runs": _int(r.get("count", 500), "runs.count", 1, MAX_RUNS),
+        "slots": _int(r.get("slots", 64), "runs.slots", 1, MAX_SLOTS),
         "drain_seconds": _dur(r.get("drain_seconds", 14400.0), "runs.drain_seconds"),
     }
 
@@ -451,7 +464,7 @@ def _arrivals(data: dict[str, Any]) -> dict[str, Any]:
     return {
         "arrival_kind": _str(a.get("kind", "poisson"), "arrivals.kind", ("poisson", "batch")),
         "rate_per_hour": _pos(a.get("rate_per_hour", 600.0), "arrivals.rate_per_hour"),
-        "batch_size": _int(a.get("size", 100), "arrivals.size", 1),
+        "batch_size": _int(a.get("size", 100), "arrivals.size", 1, MAX_RUNS),
         "batch_every": _dur(a.get("every_seconds", 0.0), "arrivals.every_seconds"),
     }
 
@@ -459,7 +472,7 @@ def _arrivals(data: dict[str, Any]) -> dict[str, Any]:
 def _workers(data: dict[str, Any]) -> dict[str, Any]:
     w = _table(data, "workers")
     _unknown(w, {"count"}, "workers.")
-    return {"workers": _int(w.get("count", 8), "workers.count", 1)}
+    return {"workers": _int(w.get("count", 8), "workers.count", 1, MAX_WORKERS)}
 
 
 def _transport(data: dict[str, Any]) -> dict[str, Any]:

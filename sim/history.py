@@ -83,7 +83,8 @@ class History:
         self.count = 0
         self.path = path
         self.partial = partial_path(path) if path else None
-        self._file: TextIO | None = open(self.partial, "w", encoding="utf-8") if self.partial else None  # noqa: SIM115
+        self._unnamed = False  # the file has no name until it is complete (O_TMPFILE)
+        self._file: TextIO | None = self._open() if path else None
         self.annotate = self._file is not None
         self._halves: dict[Transition, tuple] = {}  # a transition's canonical line, around "t"
         self._pending: list[str] = []  # canonical lines not hashed yet
@@ -120,11 +121,41 @@ class History:
         self._flush()
         return self.sha.hexdigest()
 
+    def _open(self) -> TextIO:
+        """The file being written: on Linux an unnamed file in NAME's directory (O_TMPFILE),
+        which the kernel drops if the process dies, even by SIGKILL, so nothing half-written
+        is ever left; elsewhere ``.NAME.partial``."""
+        assert self.path is not None and self.partial is not None
+        flag = getattr(os, "O_TMPFILE", 0)
+        if flag:
+            try:
+                fd = os.open(os.path.dirname(os.path.abspath(self.path)), flag | os.O_RDWR, 0o666)
+            except OSError:  # a file system without O_TMPFILE
+                pass
+            else:
+                self._unnamed = True
+                return open(fd, "w+", encoding="utf-8")  # noqa: SIM115
+        return open(self.partial, "w", encoding="utf-8")  # noqa: SIM115
+
     def close(self) -> None:
         """The history is complete: flush it and give the file its name."""
         if self._file is not None:
-            self._file.close()
-            self._file = None
+            f, self._file = self._file, None
+            if self._unnamed:
+                f.flush()
+                try:
+                    os.remove(self.partial)  # a leftover of an older build
+                except OSError:
+                    pass
+                try:
+                    os.link(f"/proc/self/fd/{f.fileno()}", self.partial)
+                except OSError:  # no /proc, or /proc on another device: copy it out
+                    import shutil
+
+                    f.seek(0)
+                    with open(self.partial, "w", encoding="utf-8") as out:
+                        shutil.copyfileobj(f, out)
+            f.close()
             os.replace(self.partial, self.path)
 
     def abort(self) -> None:
@@ -132,10 +163,35 @@ class History:
         if self._file is not None:
             self._file.close()
             self._file = None
+            if self._unnamed:
+                return
             try:
                 os.remove(self.partial)
             except OSError:
                 pass
+
+
+def file_sha256(path: str) -> tuple[str, int]:
+    """The history hash recomputed from a ``--history`` file: SHA-256 over the canonical
+    line of every record, each followed by a newline (compact JSON, sorted keys: t, name,
+    actor and the transition's arguments), the ``note`` of each line left out. Returns
+    (hex digest, records)."""
+    sha = hashlib.sha256()
+    n = 0
+    with open(path, encoding="utf-8") as f:
+        for k, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"line {k} is not JSON ({e.msg})") from None
+            if not isinstance(d, dict) or not {"t", "name", "actor"} <= d.keys():
+                raise ValueError(f"line {k} is not a history record (t, name, actor)")
+            d.pop("note", None)
+            sha.update((json.dumps(d, sort_keys=True, separators=(",", ":")) + "\n").encode())
+            n += 1
+    return sha.hexdigest(), n
 
 
 def partial_path(path: str) -> str:

@@ -41,10 +41,12 @@ from typing import Any
 from failclosed.model.config import ConfigError, check_keys, read_toml
 from failclosed.model.policy import UnknownPolicy, parse_policy
 
-__all__ = ["Baseline", "Comparison", "Known", "load_baseline", "write_baseline", "baseline_text"]
+__all__ = ["BASELINE_DIR", "Baseline", "Comparison", "Known", "baseline_text", "load_baseline",
+           "resolve_baseline", "write_baseline"]
 
 Cell = tuple[str, str]  # (policy, property)
 
+BASELINE_KEYS = frozenset({"known", "description"})
 ENTRY_KEYS = {"policy", "policies", "property", "properties", "finding", "config", "reason"}
 
 
@@ -149,7 +151,7 @@ def baseline_from_dict(data: dict[str, Any], source: str = "baseline") -> Baseli
     from failclosed.spec.properties import LIVENESS, SAFETY
 
     props = [*SAFETY, *LIVENESS]
-    check_keys(data, {"known", "description"}, f"{source}: ")
+    check_keys(data, BASELINE_KEYS, f"{source}: ")
     raw = data.get("known", [])
     if not isinstance(raw, list) or not all(isinstance(x, dict) for x in raw):
         raise ConfigError(f"{source}: known: expected an array of [[known]] tables")
@@ -195,9 +197,28 @@ def baseline_from_dict(data: dict[str, Any], source: str = "baseline") -> Baseli
     return Baseline(tuple(entries), source)
 
 
+BASELINE_DIR = Path(__file__).resolve().parent / "baselines"
+
+
+def resolve_baseline(name: str | Path) -> Path:
+    """A shipped baseline by name (``current``: spec/baselines/current.toml, wherever the
+    package is installed), or a path."""
+    p = Path(name)
+    if p.suffix or p.exists():
+        return p
+    shipped = BASELINE_DIR / f"{p}.toml"
+    if shipped.exists():
+        return shipped
+    known = ", ".join(sorted(x.stem for x in BASELINE_DIR.glob("*.toml")))
+    raise ConfigError(f"--baseline {name}: no such file, and no shipped baseline of that name; "
+                      f"give a file or one of {known}")
+
+
 def load_baseline(path: str | Path) -> Baseline:
-    """The baseline at ``path``; any problem is one ConfigError line naming the path."""
-    return baseline_from_dict(read_toml(str(path)), str(path))
+    """The baseline at ``path`` (or a shipped one by name: :func:`resolve_baseline`); any
+    problem is one ConfigError line naming the path."""
+    p = resolve_baseline(path)
+    return baseline_from_dict(read_toml(str(p)), str(p))
 
 
 def _q(s: str) -> str:

@@ -51,6 +51,7 @@ __all__ = [
     "load_config",
     "pytest_text",
     "resolve_properties",
+    "trace_compact",
     "trace_text",
 ]
 
@@ -662,15 +663,32 @@ def _diff_procs(a: World, b: World) -> list[str]:
     return out
 
 
-def trace_text(r: PropertyResult) -> str:
-    assert r.initial is not None
-    table = engine.trace_table(r.trace, r.initial, diff_worlds)
+def _trace_head(r: PropertyResult) -> str:
     head = f"{r.name} violated ({r.part}, {len(r.trace)} steps): {r.explanation}"
     if r.cycle_start is not None:
         head += f"\n(the lasso's cycle starts after step {r.cycle_start})"
     elif r.liveness_kind == "deadlock":
         head += "\n(the last world is a deadlock short of the goal)"
-    return head + "\n" + table
+    return head
+
+
+def trace_text(r: PropertyResult) -> str:
+    """The wide form of a counterexample: a table, one changed field per line
+    (``check --wide``, the ``.txt`` that ``--out`` writes)."""
+    assert r.initial is not None
+    table = engine.trace_table(r.trace, r.initial, diff_worlds)
+    return _trace_head(r) + "\n" + table
+
+
+def trace_compact(r: PropertyResult, width: int = 100) -> str:
+    """The compact form: one entry per step with only the fields that change, wrapped at
+    ``width`` (what ``check`` prints)."""
+    import textwrap
+
+    assert r.initial is not None
+    head = [textwrap.fill(line, max(40, width), subsequent_indent="  ", break_on_hyphens=False)
+            for line in _trace_head(r).splitlines()]
+    return "\n".join([*head, *engine.trace_lines(r.trace, r.initial, diff_worlds, width)])
 
 
 def counterexample_scenario(r: PropertyResult, policy: str | None) -> dict[str, Any]:

@@ -48,6 +48,7 @@ __all__ = [
     "count_switches",
     "coverage",
     "explore",
+    "trace_lines",
     "trace_table",
 ]
 
@@ -1182,6 +1183,33 @@ def _nearest(
 
 def _tr_text(t: Transition) -> str:
     return f"{t.name}({', '.join(f'{k}={v}' for k, v in t.args)})"
+
+
+def trace_lines(
+    trace: Sequence[tuple[Transition, W]],
+    initial: W,
+    diff: Callable[[W, W], list[str]],
+    width: int = 100,
+) -> list[str]:
+    """The compact form of a trace, in the spirit of TLC's state-per-step output: one entry
+    per step, ``N  actor  transition  what changed`` (only the fields that change, ``;``
+    between them), wrapped at ``width`` under the changes. :func:`trace_table` is the wide
+    form (one changed field per line)."""
+    import textwrap
+
+    steps = [(str(n), t.actor, _tr_text(t)) for n, (t, _) in enumerate(trace, 1)]
+    nw = max([1, *(len(s[0]) for s in steps)])
+    aw = min(14, max([1, *(len(s[1]) for s in steps)]))
+    out: list[str] = []
+    prev = initial
+    for (n, actor, tr), (_, w) in zip(steps, trace, strict=True):
+        changes = "; ".join(diff(prev, w)) or "(no change)"
+        prev = w
+        head = f"{n.rjust(nw)}  {actor.ljust(aw)}  {tr}"
+        indent = " " * (nw + 2 + aw + 2 + 2)
+        out += textwrap.wrap(f"{head}  | {changes}", max(40, width), subsequent_indent=indent,
+                             break_on_hyphens=False, break_long_words=True)
+    return out
 
 
 def trace_table(

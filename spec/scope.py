@@ -171,7 +171,7 @@ def expand(data: dict[str, Any], where: str, base: Path) -> list[Member]:
 
     out: list[Member] = []
     configs = data.get("configs", [])
-    if configs:
+    if "configs" in data:
         _list_of(configs, f"{where}: configs", "configuration names or paths")
     for c in configs:
         p = base / c if (base / c).suffix == ".toml" and (base / c).exists() else c
@@ -182,6 +182,10 @@ def expand(data: dict[str, Any], where: str, base: Path) -> list[Member]:
     if not isinstance(constants, dict):
         raise _err(f"{where}: constants", "expected a table of constants")
     tools = _table_of_tables(data.get("tools", {}), f"{where}: tools")
+    for tk, t in tools.items():
+        if not isinstance(t.get("name"), str) or not t["name"]:
+            raise _err(f"{where}: tools.{tk}.name", "missing or not a string; every tool needs a "
+                       "name, e.g. name = \"lookup_page\"")
     shapes = _table_of_tables(data.get("shapes", {}), f"{where}: shapes")
     ends = _table_of_tables(data.get("ends", {}), f"{where}: ends")
     products = data.get("product", [])
@@ -265,6 +269,9 @@ def _product_axes(prod: dict[str, Any], pw: str, tools: dict[str, dict],
     for k in set_kinds:
         if k not in FAULT_SET_KINDS:
             raise _err(f"{pw}.fault_sets", f"{k!r}; use {', '.join(FAULT_SET_KINDS)}")
+    for key in ("provider_faults", "fault_ops"):
+        if key in prod:
+            _list_of(prod[key], f"{pw}.{key}", "names")
     budgets = _list_of(prod.get("fault_budget", [1]), f"{pw}.fault_budget", "budgets", int)
     horizons = _list_of(prod.get("horizon", [4]), f"{pw}.horizon", "horizons", int)
     return (workers, transports, runs, tool_keys, end_keys, _fault_sets(list(kinds), set_kinds),
@@ -304,7 +311,7 @@ def _known_kinds(kinds: list[str], where: str) -> None:
 def _declared(keys: list[str], table: dict[str, dict], where: str, what: str) -> None:
     """Every key names an entry of ``table``, else one error naming the first that does not."""
     for k in keys:
-        if k not in table:
+        if not isinstance(k, str) or k not in table:
             raise _err(where, f"unknown {what} {k!r}; declared: {', '.join(table) or 'none'}")
 
 
@@ -583,12 +590,12 @@ def run_local(jobs: int, args: dict[int, tuple], done: Callable[[int, Any], None
               task: Callable[[tuple], Any] = _task) -> None:
     """``done(i, task(args[i]))`` for every ``i``, as each finishes, on ``jobs`` spawned
     processes (``task`` must be importable by name: a module-level function)."""
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, wait
 
-    # spawn, never fork: safe inside a notebook kernel or a threaded caller
-    ctx = multiprocessing.get_context("spawn")
-    ex = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+    from failclosed.spec.pool import spawn_pool, stop_pool
+
+    # spawn, never fork (safe inside a notebook kernel); the workers die with this process
+    ex = spawn_pool(jobs)
     old = _sigterm_interrupts()
     try:
         pending = {ex.submit(task, a): i for i, a in args.items()}
@@ -599,10 +606,7 @@ def run_local(jobs: int, args: dict[int, tuple], done: Callable[[int, Any], None
     except BaseException:
         # interrupted (Ctrl-C, SIGTERM) or failed: no worker may outlive the command; what
         # finished is already in the cache
-        procs = list(getattr(ex, "_processes", {}).values())
-        ex.shutdown(wait=False, cancel_futures=True)
-        for p in procs:
-            p.terminate()
+        stop_pool(ex)
         raise
     else:
         ex.shutdown(wait=True)
@@ -621,6 +625,8 @@ def _sigterm_interrupts() -> Any:
 
     if threading.current_thread() is not threading.main_thread():
         return None
+    if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
+        return None  # the caller handles it already (the command line does)
 
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt

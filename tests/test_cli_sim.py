@@ -394,7 +394,7 @@ def test_side_by_side_fits_the_terminal_and_ends_with_a_summary(tmp_path, capsys
     res = json.loads(js.read_text())
     assert code == 1  # without a baseline every violation counts
     lines = out.rstrip("\n").splitlines()
-    long = [x for x in lines if len(x) > columns and not x.startswith("    failclosed ")]
+    long = [x for x in lines if len(x) > columns and not (x.startswith("    ") and "failclosed replay " in x or "failclosed plot " in x)]
     assert not long, long
     for r in res:  # every policy and every violated property is named in full
         assert r["policy"] in out
@@ -405,11 +405,14 @@ def test_side_by_side_fits_the_terminal_and_ends_with_a_summary(tmp_path, capsys
     assert lines[-1] == (f"6 policies x 30 runs: {len(bad)} policies violate {len(props)} properties, "
                          f"{6 - len(bad)} clean (seed 1)")
     # the closing advice replays one violation, written to one reported directory, not the cwd
-    replay = [x.strip() for x in lines if x.startswith("    failclosed replay ")]
+    # (a fresh directory per run, printed relative to the cwd, after the running program)
+    replay = [x.strip() for x in lines if x.startswith("    ") and "failclosed replay " in x]
     assert len(replay) == 1
-    scen = replay[0].split()[-1]
-    assert Path(scen).parent == tmp_path / "tmp" / "failclosed-simulate-seed1"
-    assert f"    failclosed plot swimlane {scen} --out swimlane.png" in lines
+    me = replay[0].split(" replay ")[0]
+    scen = str(tmp_path / replay[0].split()[-1])
+    assert Path(scen).parent.parent == tmp_path / "tmp"
+    assert Path(scen).parent.name.startswith("failclosed-simulate-seed1-")
+    assert f"    {me} plot swimlane {replay[0].split()[-1]} --out swimlane.png" in lines
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "tmp"]
     proc = subprocess.run([sys.executable, "-m", "failclosed", "replay", scen], cwd=ROOT,
                           capture_output=True, text=True)
@@ -533,7 +536,7 @@ def test_side_by_side_uses_the_shipped_baseline(tmp_path, capsys, monkeypatch, q
     monkeypatch.setenv("COLUMNS", "80")
     code, out, _ = run(["simulate", "--runs", "30"], capsys)
     assert code == 0  # only known violations: the README's first command passes
-    assert not [x for x in out.splitlines() if len(x) > 80 and not x.startswith("    failclosed ")]
+    assert not [x for x in out.splitlines() if len(x) > 80 and not (x.startswith("    ") and "failclosed replay " in x or "failclosed plot " in x)]
     assert "(baseline spec/baselines/current.toml)" in out
     assert "every violation is a known one" in out
     assert re.fullmatch(r"6 policies x 30 runs: 0 new violations, \d+ known, \d clean \(seed 1\)",

@@ -409,7 +409,8 @@ def test_mutants_progress_per_variant_summary_and_baseline(capsys):
     assert main(["mutants", "--config", "tiny", "--baseline", str(BASELINE)]) == 1
     cap = capsys.readouterr()
     prog = [x for x in cap.err.splitlines() if x.startswith("failclosed mutants:")]
-    assert len(prog) == n + 1 and prog[-1].startswith(f"failclosed mutants: {n + 1}/{n + 1} variants")
+    assert len(prog) == n + 1 and prog[-1].startswith(
+        f"failclosed mutants: {n + 1}/{n + 1} checks (variants and current)")
     last = cap.out.strip().splitlines()[-1]
     m = re.fullmatch(rf"{n} variants x {N_PROPS} properties: (\d+) killed, (\d+) survive; current: "
                      r"(\d+) violated \((\d+) known, 0 new\) \(tiny, [\d,]+ states\)", last)

@@ -49,8 +49,9 @@ def _git_status() -> str | None:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_runs_in_quick_mode(path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_runs_in_quick_mode(path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setenv("FAILCLOSED_NOTEBOOK_QUICK", "1")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the kernel's temporary files, watched below
     before = _git_status()
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(
@@ -59,9 +60,10 @@ def test_runs_in_quick_mode(path: Path, monkeypatch: pytest.MonkeyPatch):
         timeout=600,
         resources={"metadata": {"path": str(ROOT)}},
     )
-    client.execute()  # raises CellExecutionError on the first failing cell
+    client.execute()  # raises CellExecutionError on the first failing cell (the kernel ends)
     errors = [
         o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"
     ]
     assert not errors
     assert _git_status() == before, "running the notebook modified or created files in the checkout"
+    assert not list(tmp_path.glob("failclosed-*")), "the notebook left temporary files behind"

@@ -534,10 +534,11 @@ def _own_policy_is(path: Path, name: str) -> bool:
     return data.get("policy", "current") == name and "switches" not in data
 
 
-def test_replay_all_under_another_policy_reports_what_changed(capsys) -> None:
+def test_replay_all_under_another_policy_reports_what_changed(capsys, monkeypatch) -> None:
     from failclosed.cli.replay import findings
 
-    assert main(["replay", "--all", "--policy", "proposed", "--json"]) == 1
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main(["replay", "--all", "--policy", "proposed", "--json"]) == 1  # regressions
     data = json.loads(capsys.readouterr().out)
     rows = {r["file"]: r for r in data["rows"]}
     files = SHIPPED + findings()
@@ -549,18 +550,51 @@ def test_replay_all_under_another_policy_reports_what_changed(capsys) -> None:
         under = replay(load_scenario(path, "proposed"))
         assert (r["before"] == "PASS") == own.ok and (r["after"] == "PASS") == under.ok, path
         assert r["changed"] == (own.ok != under.ok)
-        if not under.ok:
-            first = under.stopped or str(under.failures[0])
-            assert r["detail"] == first
-    # the central finding is closed by the proposal: its trace no longer replays as written
-    assert rows["no_write_applied_twice_without_audit--current"]["changed"]
-    assert data["changed"] == sum(r["changed"] for r in data["rows"]) > 0
-    # the text form: one line per changed file, then the summary
+        if own.ok and not under.ok and r["kind"] == "scenario":
+            assert r["verdict"] == "regression"  # a shipped scenario's expectations now fail
+        if own.ok and under.ok:
+            assert r["verdict"] == "unchanged"
+    # the central finding is closed by the proposal: its trace stops at a step the policy
+    # disables, which is the fix working, not a failure
+    central = rows["no_write_applied_twice_without_audit--current"]
+    assert central["verdict"] == "fixed"
+    assert central["detail"].startswith("no longer replays at step 20: ")
+    # a finding trace that replays to the end but no longer violates is fixed too
+    assert rows["no_zombie_settle--current--pause-after-claim"]["verdict"] == "fixed"
+    assert data["counts"]["fixed"] >= 5 and data["counts"]["broken"] == 0
+    # the text form: two lines per file that is not unchanged, then the summary; it fits
     assert main(["replay", "--all", "--policy", "proposed"]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == data["changed"] + 2 and out[-1] == data["summary"]
-    assert ["no_write_applied_twice_without_audit--current", "finding", "current", "PASS", "FAIL"] in [
-        line.split()[:5] for line in out]
+    assert out[-1] == data["summary"] and max(map(len, out)) <= 100
+    assert any(x.startswith("fixed") and "no_write_applied_twice_without_audit--current" in x
+               for x in out)
+
+
+def test_replay_all_under_the_proposal_exits_0_when_only_findings_are_fixed(monkeypatch,
+                                                                           capsys) -> None:
+    import failclosed.cli.replay as scenario_mod
+
+    monkeypatch.setattr(scenario_mod, "shipped", lambda: [])
+    assert main(["replay", "--all", "--policy", "proposed"]) == 0
+    out = capsys.readouterr().out
+    assert "FAIL" not in out and "0 regressions" in out and " fixed, 0 broken" in out
+
+
+def test_a_trace_that_no_longer_replays_under_its_own_policy_is_broken(monkeypatch, capsys,
+                                                                       tmp_path) -> None:
+    """Never "0 changed": a trace stale under its own policy says where it stops."""
+    import failclosed.cli.replay as scenario_mod
+
+    stale = tmp_path / "stale.toml"
+    stale.write_text('policy = "current"\n[[runs]]\nid = "r1"\n\n[[steps]]\ndo = "claim_queued"\n'
+                     'actor = "w1"\nrun = "r1"\n')
+    monkeypatch.setattr(scenario_mod, "shipped", lambda: [])
+    monkeypatch.setattr(scenario_mod, "findings", lambda: [stale])
+    assert main(["replay", "--all", "--policy", "proposed"]) == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("BROKEN")
+    assert "under its own policy: no longer replays at step 1: " in out
+    assert "1 broken" in out
 
 
 def test_replay_all_under_a_policy_exit_0_when_nothing_changed(monkeypatch, capsys, tmp_path) -> None:
@@ -572,20 +606,19 @@ def test_replay_all_under_a_policy_exit_0_when_nothing_changed(monkeypatch, caps
     monkeypatch.setattr(scenario_mod, "findings", lambda: [])
     assert main(["replay", "--all", "--policy", "current"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines() == [f"{len(same)} replayed under current ({len(same)} scenarios, 0 findings "
-                                f"traces): 0 changed (0 pass -> fail, 0 fail -> pass), {len(same)} unchanged"]
+    assert out.splitlines() == [f"{len(same)} under current ({len(same)} scenarios, 0 findings): "
+                                f"0 regressions, 0 fixed, 0 broken, {len(same)} unchanged"]
     # and a scenario that fails under its own policy but passes under another is reported too
     fixed = tmp_path / "fixed.toml"
     fixed.write_text('policy = "adr-134"\n[[runs]]\nid = "r1"\nentry = "interactive"\n\n[[steps]]\n'
                      'do = "start_run"\nactor = "caller"\nrun = "r1"\n\n'
                      '[expect]\nrows.r1 = { claimed_by = "interactive:r1" }\n')
     monkeypatch.setattr(scenario_mod, "shipped", lambda: [fixed])
-    assert main(["replay", "--all", "--policy", "current"]) == 1
+    assert main(["replay", "--all", "--policy", "current"]) == 0
     out = capsys.readouterr().out
-    line = out.splitlines()[1]
-    assert line.split()[:5] == ["fixed", "scenario", "adr-134", "FAIL", "PASS"]
-    assert "rows.r1.claimed_by: expected 'interactive:r1', actual ''" in line  # what was fixed
-    assert "1 fail -> pass" in out
+    assert out.splitlines()[0].startswith("fixed  fixed (scenario, own policy adr-134)")
+    assert "rows.r1.claimed_by: expected 'interactive:r1', actual ''" in out  # what was fixed
+    assert "1 fixed" in out
 
 
 def test_replay_policy_option_errors_and_single_file(tmp_path, capsys) -> None:

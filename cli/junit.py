@@ -1,0 +1,105 @@
+"""``--junit F.xml``: a command's verdicts as JUnit XML, the format CI systems read (GitLab,
+Jenkins, GitHub test reporters).
+
+One ``<testsuite>`` per command run, one ``<testcase>`` per verdict: per (policy, property)
+for ``check``, ``matrix``, ``scope`` and ``simulate``, per scenario for ``replay``. A
+violation that is new (not in ``--baseline``) is a ``<failure>`` carrying the shortest trace
+as text; a violation the baseline lists is a passing case whose ``<system-out>`` says so
+(``known: F1 ...``). Written with xml.etree; any command can add it with :func:`add_junit`,
+:func:`check_junit` (before the work) and :func:`write_junit` (after it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Case", "add_junit", "check_junit", "write_junit"]
+
+
+@dataclass
+class Case:
+    """One verdict: ``failure`` (its one-line message) and ``text`` (the trace) when it
+    failed; ``out``: a note shown beside a passing case (a known violation, say)."""
+
+    classname: str
+    name: str
+    failure: str | None = None
+    text: str = ""
+    out: str = ""
+    seconds: float = 0.0
+
+
+def add_junit(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--junit", metavar="F.xml", help="also write the verdicts as JUnit XML: one "
+                   "test case per verdict, a new violation a failure with its shortest trace "
+                   "(default: none written)")
+
+
+def check_junit(args: argparse.Namespace) -> None:
+    """The ``--junit`` path can be written (before any work)."""
+    if getattr(args, "junit", None):
+        from failclosed.cli.checking import require_writable_file
+
+        require_writable_file(args.junit, "--junit")
+
+
+def _clean(text: str) -> str:
+    """XML 1.0 cannot carry most control characters: they become U+FFFD."""
+    return "".join(c if c in "\t\n\r" or ord(c) >= 0x20 else "\ufffd" for c in text)
+
+
+def junit_tree(suite: str, cases: list[Case], seconds: float = 0.0) -> ET.ElementTree:
+    failures = sum(c.failure is not None for c in cases)
+    root = ET.Element("testsuites", name="failclosed", tests=str(len(cases)),
+                      failures=str(failures), errors="0", time=f"{seconds:.3f}")
+    s = ET.SubElement(root, "testsuite", name=suite, tests=str(len(cases)),
+                      failures=str(failures), errors="0", skipped="0", time=f"{seconds:.3f}")
+    for c in cases:
+        e = ET.SubElement(s, "testcase", classname=c.classname, name=c.name,
+                          time=f"{c.seconds:.3f}")
+        if c.failure is not None:
+            f = ET.SubElement(e, "failure", message=_clean(c.failure), type="violation")
+            f.text = _clean(c.text)
+        if c.out:
+            ET.SubElement(e, "system-out").text = _clean(c.out)
+    ET.indent(root)
+    return ET.ElementTree(root)
+
+
+def write_junit(args: argparse.Namespace, suite: str, cases: list[Case],
+                seconds: float = 0.0) -> None:
+    """Write ``cases`` to ``args.junit`` (nothing without ``--junit``): to a temporary name
+    beside it, then renamed, so the file is complete or absent."""
+    path = getattr(args, "junit", None)
+    if not path:
+        return
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.partial")
+    try:
+        junit_tree(suite, cases, seconds).write(tmp, encoding="utf-8", xml_declaration=True)
+        tmp.replace(p)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def cell_cases(classname: str, cells: list[tuple[str, str, bool]], new: set[tuple[str, str]],
+               known: dict[tuple[str, str], object], trace, what: str = "") -> list[Case]:
+    """A case per (policy, property, violated): a new violation fails with ``trace(policy,
+    property)`` (its text, the shortest trace); a known one passes, saying which entry."""
+    out = []
+    for pol, prop, bad in cells:
+        c = Case(classname, f"{pol} / {prop}")
+        if bad and (pol, prop) in new:
+            text = trace(pol, prop)
+            c.failure = f"{prop} violated under {pol}{what}: {text.splitlines()[0] if text else ''}"
+            c.text = text
+        elif bad:
+            k = known.get((pol, prop))
+            label = getattr(k, "finding", None) or "in the baseline"
+            c.out = f"known violation ({label}): {getattr(k, 'reason', '')}"
+        out.append(c)
+    return out
+

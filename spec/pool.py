@@ -1,0 +1,68 @@
+"""Worker processes that never outlive the command that started them.
+
+``spawn_pool(jobs)`` is a ``ProcessPoolExecutor`` on spawned processes (never forked: safe
+in a notebook kernel or a threaded caller) whose every worker dies with its parent,
+whatever signal ends the parent (SIGKILL included): on Linux the kernel sends the worker
+SIGKILL when the parent dies (``prctl(PR_SET_PDEATHSIG)``, through ctypes); elsewhere a
+daemon thread in the worker polls ``os.getppid()`` and ends the worker once it changes.
+``stop_pool(ex)`` ends a pool at once (cancelled work, terminated workers): what an
+interrupted command does before it exits. The multiprocessing resource tracker holds
+only the pipes of the parent and its workers, so it ends with them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+__all__ = ["die_with_parent", "spawn_pool", "stop_pool"]
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+POLL_SECONDS = 1.0
+
+
+def die_with_parent(parent: int) -> None:
+    """A pool initializer: end this worker when process ``parent`` dies."""
+    import signal
+
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0:
+                if os.getppid() != parent:  # the parent died before the prctl
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="failclosed-parent-watch", daemon=True).start()
+
+
+def spawn_pool(jobs: int) -> Any:
+    """A process pool of ``jobs`` spawned workers that die with this process."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=die_with_parent,
+                               initargs=(os.getpid(),))
+
+
+def stop_pool(ex: Any) -> None:
+    """Cancel what has not started and terminate the workers (an interrupted command)."""
+    procs = list((getattr(ex, "_processes", None) or {}).values())
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.join(timeout=5)
