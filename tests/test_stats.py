@@ -231,3 +231,18 @@ def test_swimlane_of_a_history_zooms_to_a_violating_run_and_caps_lanes(tmp_path,
     own = [r["t"] for r in plots.load_records(str(hist)) if r.get("run") == run and r["name"] != "advance_time"]
     assert drawn["span"] == (min(own), max(own))  # the axis spans the run, not the reaper's ticks
     assert any(run in n for n in drawn["notes"])
+
+
+def test_simulate_splits_unaudited_applications_by_run_outcome_and_names_its_intervals(tmp_path, cfg, capsys):
+    import json
+
+    js = tmp_path / "r.json"
+    main(["simulate", cfg, "--policy", "adr-111", "--runs", "30", "--json", str(js), "--quiet"])
+    out = capsys.readouterr().out
+    m = json.loads(js.read_text())["metrics"]
+    split = m["unaudited_by_outcome"]
+    assert set(split) >= {"completed", "failed", "dead_lettered"}
+    assert sum(split.values()) == m["unaudited_applications"]["k"]
+    assert "batch means" in m["dead_letter"]["method"] and "batch means" in m["end_to_end_s"]["method"]
+    for label in ("in runs completed", "in runs failed", "in runs dead-lettered", "batch means over 10 sections"):
+        assert label in out
