@@ -562,7 +562,7 @@ def curves(rows: list[dict[str, str]], header: list[str], out: str, x: str, colo
     numeric = all(_as_number(v) is not None for v in xs_all)
     pos = {v: (float(v) if numeric else k) for k, v in enumerate(xs_all)}
     fig, axes = plt.subplots(len(metrics), len(facets), figsize=(5.2 * len(facets) + 1.5, 3.0 * len(metrics) + 1.2),
-                             squeeze=False, sharex=True)
+                             squeeze=False, sharex=True, sharey="row")
     cmap = plt.get_cmap("tab10")
     for i, m in enumerate(metrics):
         kind, _num, _den, what = SUMMARY_METRICS[m]
