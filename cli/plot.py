@@ -1,13 +1,27 @@
-"""``failclosed plot``: ``swimlane`` of a history (JSONL) or a scenario (TOML);
-``lease-curves`` of a sweep CSV (the drawing is sim/plots.py's)."""
+"""``failclosed plot``: ``swimlane`` of a history (JSONL) or a scenario (TOML); ``curves`` of
+a sweep CSV over any swept parameter, and its preset ``lease-curves`` (the drawing is
+sim/plots.py's).
+
+curves
+    ``--x PARAM [--color PARAM] [--facet PARAM] [--metric M ...]``: the sweep's summary (one
+    point per grid point, 95 % intervals over seeds as bands; sim/stats.py). Every parameter
+    that varies must be mapped to --x, --color or --facet: one that is not is refused with one
+    line naming it (exit 2), never merged into one curve.
+lease-curves
+    ``curves --x constants.LEASE_SECONDS --color policy`` with four panels.
+swimlane
+    ``--runs`` and ``--window`` select what is drawn and the axis zooms to it; at most
+    ``--max-lanes`` lanes (the figure and stdout say how to choose others); the violations the
+    history records (or the scenario expects) are marked where they happen.
+"""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from failclosed.cli.simulate import check_input_file, check_output_file
-from failclosed.model.config import ConfigError
+from failclosed.cli.simulate import check_input_file, check_output_file, int_arg
+from failclosed.model.config import ConfigError, UsageError
 
 __all__ = ["PLOT_FORMATS", "parse_window", "register"]
 
@@ -40,23 +54,67 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         runs = [r.strip() for r in (args.runs or "").split(",") if r.strip()]
         recs = plots.load_records(args.input)
         plots.check_runs(recs, runs, args.input)
-        plots.swimlane(args.input, args.out, runs=runs or None, window=window, axis=args.axis, records=recs)
+        viol = None
+        if args.violations:
+            check_input_file(args.violations, "--violations")
+            viol = plots.load_violations(args.violations)
+        drawn = plots.swimlane(args.input, args.out, runs=runs or None, window=window, axis=args.axis,
+                               records=recs, max_lanes=args.max_lanes, violations=viol)
+        for line in (drawn or {}).get("notes", []):
+            print(line)
+    elif args.kind == "curves":
+        _curves(args, plots)
     else:
-        rows = plots.read_sweep_csv(args.input)
-        plots.lease_curves(args.input, args.out, rows=rows)
+        _refuse_curve_flags(args, "lease-curves")
+        header, rows = plots.read_sweep_csv(args.input, plots.LEASE_CURVE_COLUMNS, with_header=True)
+        plots.lease_curves(args.input, args.out, rows=rows, header=header)
     print(f"wrote {args.out}")
     return 0
 
 
+def _refuse_curve_flags(args: argparse.Namespace, kind: str) -> None:
+    for flag in ("x", "color", "facet", "metric"):
+        if getattr(args, flag, None):
+            raise UsageError(f"--{flag}: only for plot curves (plot {kind} maps its own axes)")
+
+
+def _curves(args: argparse.Namespace, plots: Any) -> None:
+    from failclosed.cli.summarize import check_metrics
+
+    if not args.x:
+        raise UsageError("plot curves: --x PARAM is required; e.g. --x constants.LEASE_SECONDS")
+    metrics = check_metrics(args.metric) or list(plots.CURVE_METRICS)
+    header, rows = plots.read_sweep_csv(args.input, with_header=True)
+    plots.check_mapping(header, rows, args.x, args.color, args.facet, args.input)
+    drawn = plots.curves(rows, header, args.out, args.x, args.color, args.facet, metrics,
+                         title=args.input.split("/")[-1])
+    missing = [m for m in metrics if m not in drawn["metrics"]]
+    if missing:
+        print(f"plot curves: {args.input} has no columns for {', '.join(missing)} (not drawn)")
+
+
 def register(subparsers: Any) -> None:
-    pl = subparsers.add_parser("plot", help="plots: swimlane of a history or scenario; lease curves of a sweep",
-                               description="Render a plot (matplotlib, Agg).")
-    pl.add_argument("kind", choices=("swimlane", "lease-curves"))
-    pl.add_argument("input", help="swimlane: HISTORY.jsonl or SCENARIO.toml; lease-curves: a sweep's CSV")
+    pl = subparsers.add_parser("plot", help="plots: swimlane of a history or scenario; curves of a sweep",
+                               description="Render a plot (matplotlib, Agg). Exit 0, or 2 for bad input "
+                                           "(a varying parameter curves do not map, too).")
+    pl.add_argument("kind", choices=("swimlane", "curves", "lease-curves"))
+    pl.add_argument("input", help="swimlane: HISTORY.jsonl or SCENARIO.toml; curves, lease-curves: a sweep's CSV")
     pl.add_argument("--out", required=True, help=f"output file ({', '.join(PLOT_FORMATS)}; required)")
     pl.add_argument("--runs", help="swimlane: only these run ids, comma-separated (default: every run)")
     pl.add_argument("--window", help="swimlane: START:END in simulated seconds (default: the whole history)")
     pl.add_argument("--axis", choices=("auto", "time", "step"), default="auto",
                     help="swimlane: x axis; step = transition order, auto = step when the clock moves "
                          "less than one second per transition (default: auto)")
+    pl.add_argument("--violations", metavar="FILE.json",
+                    help="swimlane of a history: the --json of the simulate run that wrote it; its "
+                         "violations are marked, and without --runs the first violating run is drawn "
+                         "(a scenario's violations are found by replaying it; default: none)")
+    pl.add_argument("--max-lanes", type=int_arg(1, "a number of lanes, >= 1"), default=24,
+                    help="swimlane: at most this many lanes, the busiest; the caption says how to choose others (default: 24)")
+    pl.add_argument("--x", metavar="PARAM", help="curves: the swept parameter on the x axis (required for curves)")
+    pl.add_argument("--color", metavar="PARAM", help="curves: one line per value of this parameter (default: none, one line)")
+    pl.add_argument("--facet", metavar="PARAM", help="curves: one column of panels per value of this parameter (default: none, one column)")
+    pl.add_argument("--metric", action="append", metavar="M",
+                    help="curves: a metric to draw, repeatable (default: p_double_nonidem, p_dead_letter, "
+                         "throughput_per_hour, wasted_fraction)")
     pl.set_defaults(func=_cmd_plot)

@@ -29,6 +29,10 @@ simulate
     ``--export DB.sqlite | DIR`` writes the simulation's runs and events in the runtime's two
     tables (sim/export.py; the side-by-side run exports current's), read by ``failclosed
     inspect`` (cli/inspect.py, docs/INSPECT.md).
+    The table's intervals are batch means over 10 sections of consecutive runs of each
+    simulation (sim/stats.py ``sectioned``; the footnote says so, the JSON's ``method`` too);
+    its unaudited write applications are split by how their run ended (completed, failed,
+    dead-lettered, otherwise), so the central guarantee reads off the "in runs completed" row.
 """
 
 from __future__ import annotations
@@ -53,7 +57,10 @@ __all__ = ["SIDE_BY_SIDE", "check_input_file", "check_output_dir", "check_output
            "rel_path", "simulate_and_write"]
 
 SIDE_BY_SIDE = ("proposed", "current", "adr-134", "adr-122", "adr-111", "owner-guard")
-LIST_FILES = 10  # files listed by name; the rest are counted
+LIST_FILES = 10
+# how the report's intervals are computed (sim.stats.sectioned; docs/SIMULATOR.md "Intervals")
+INTERVAL_NOTE = ("batch means over 10 sections of consecutive runs of each simulation (Student t; "
+                 "proportions widened to the pooled Wilson interval where wider)")  # files listed by name; the rest are counted
 
 
 # -- checking input before any work --------------------------------------------------------------
@@ -436,6 +443,8 @@ def _write_headline(results, viol_objs, known, seed, directory: str) -> dict[str
 def _pct(w: dict[str, Any]) -> str:
     if w.get("p") is None:
         return "-"
+    if w.get("lo") is None:  # one section: no interval
+        return f"{100 * w['p']:.1f}%"
     return f"{100 * w['p']:.1f}% [{100 * w['lo']:.1f}, {100 * w['hi']:.1f}]"
 
 
@@ -443,6 +452,8 @@ def _q(d: dict[str, Any], key: str) -> str:
     v = d.get(key)
     if not v:
         return "-"
+    if v[1] is None:
+        return f"{v[0]:,.0f}"
     return f"{v[0]:,.0f} [{v[1]:,.0f}, {v[2]:,.0f}]"
 
 
@@ -490,7 +501,18 @@ def fit_tables(header: str, columns: list[str], rows: list[tuple[str, list[str]]
     return tables
 
 
+def _count(by_outcome: dict[str, int], outcome: str | None) -> str:
+    """The unaudited applications in runs of one outcome (None: the outcomes not listed first)."""
+    from failclosed.sim.metrics import UNAUDITED_OUTCOMES
+
+    if outcome is None:
+        return str(sum(n for o, n in by_outcome.items() if o not in UNAUDITED_OUTCOMES))
+    return str(by_outcome.get(outcome, 0))
+
+
 def _metric_rows(results: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    from failclosed.sim.metrics import UNAUDITED_OUTCOMES, failure_rows
+
     ni, iw = "non_idempotent_write", "idempotent_write"
     spec = [
         ("runs simulated", lambda r: f"{r['runs_simulated']:,}" + (" (stopped)" if r["stopped_early"] else "")),
@@ -507,10 +529,13 @@ def _metric_rows(results: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
         ("idem. write calls", lambda r: str(r["metrics"]["writes"][iw]["logical_calls"])),
         ("  applied twice or more", lambda r: _pct(r["metrics"]["writes"][iw]["double"])),
         ("unaudited applications", lambda r: _pct(r["metrics"]["unaudited_applications"])),
+        *[(f"  in runs {o.replace('_', '-')}", lambda r, o=o: _count(r["metrics"]["unaudited_by_outcome"], o))
+          for o in UNAUDITED_OUTCOMES],
+        ("  in runs ended otherwise/unfinished", lambda r: _count(r["metrics"]["unaudited_by_outcome"], None)),
         ("reaped while segment alive", lambda r: _pct(r["metrics"]["reaped_while_alive"])),
         ("wasted work (LEASE_LOST)", lambda r: f"{r['metrics']['wasted_work']['seconds']:,.0f} s"),
         ("renewals per run", lambda r: _f(r["metrics"]["renewals"]["per_run"], 1)),
-        ("queue wait p50 [95% CI] s", lambda r: _q(r["metrics"]["queue_wait_s"], "p50")),
+        ("queue wait p50 s", lambda r: _q(r["metrics"]["queue_wait_s"], "p50")),
         ("end-to-end p50 s", lambda r: _q(r["metrics"]["end_to_end_s"], "p50")),
         ("end-to-end p99 s", lambda r: _q(r["metrics"]["end_to_end_s"], "p99")),
         ("throughput runs/h", lambda r: f"{r['metrics']['throughput_per_hour']:,.0f}"),
@@ -519,8 +544,6 @@ def _metric_rows(results: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
         ("history sha256 (records)", lambda r: r["history_sha256"][:16]),
         ("wall time", lambda r: f"{r['elapsed_seconds']:.2f} s"),
     ]
-    from failclosed.sim.metrics import failure_rows
-
     rows = [(name, [fn(r) for r in results]) for name, fn in spec]
     frows = [dict(failure_rows(r["metrics"])) for r in results]
     for label in dict.fromkeys(k for fr in frows for k in fr):  # by class, by concrete error
@@ -592,6 +615,7 @@ def report(results, path, total, verdict, *, stop, known, baseline_path, headlin
     pols = [r["policy"] for r in results]
     for t in fit_tables("metric", pols, _metric_rows(results), width):
         con.print(t)
+    con.print(f"[ ]: 95% intervals, {INTERVAL_NOTE}", soft_wrap=False)
     title = "violating runs per property" + (f" (baseline {rel_path(baseline_path)})" if known is not None else "")
     con.print(title)
     for t in fit_tables("property", pols, _property_rows(results, verdict, known), width):

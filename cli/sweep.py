@@ -1,10 +1,14 @@
-"""``failclosed sweep``: simulations over a parameter grid, one CSV row each.
+"""``failclosed sweep``: simulations over a parameter grid, one CSV row each, and its summary.
 
 The grid of ``--param NAME=V1,V2`` values (dotted config keys; ``policy`` too) times
 ``--seeds N`` seeds, on local processes (``--jobs``, spawned) or a dask cluster
 (``--dask``); one CSV row per simulation, appended as it completes (an interrupted sweep
 keeps its rows, and a rerun skips the rows already in the file; a file with other
-columns is refused). Exit 1 if a simulation of the grid violated a property that
+columns is refused). At the end the summary (one row per grid point: ``n_seeds`` and each
+metric with its 95 % interval over seeds, cli/summarize.py) is written beside the CSV (or to
+``--summary``) and printed. ``--precision METRIC=H`` adds seeds to each grid point until the
+interval's half-width on METRIC is at most H or ``--seeds`` is reached; the summary says
+which points reached it. Exit 1 if a simulation of the grid violated a property that
 ``--baseline FILE`` does not list (any violation without one).
 """
 
@@ -29,7 +33,7 @@ from failclosed.cli.simulate import (
 from failclosed.model.config import ConfigError, UsageError
 from failclosed.sim.batch import run_in_processes, sweep_columns, sweep_task
 
-__all__ = ["parse_params", "register"]
+__all__ = ["cached_sweep", "config_digest", "parse_params", "parse_precision", "register", "run_grid"]
 
 DASK_CONNECT_TIMEOUT = 5  # seconds to reach a dask scheduler before giving up
 
@@ -61,10 +65,79 @@ def parse_params(items: list[str]) -> list[tuple[str, list[Any]]]:
     return out
 
 
+def parse_precision(text: str | None) -> tuple[str, float] | None:
+    """``METRIC=H`` of ``--precision``: a metric of the summary and a half-width > 0."""
+    import math
+
+    from failclosed.cli.summarize import check_metrics
+
+    if not text:
+        return None
+    name, sep, h = text.partition("=")
+    try:
+        half = float(h)
+    except ValueError:
+        half = math.nan
+    if not sep or not math.isfinite(half) or half <= 0:
+        raise UsageError(f"--precision {text}: expected METRIC=H with a half-width H > 0, "
+                         "e.g. p_dead_letter=0.01 (proportions as fractions)")
+    check_metrics([name.strip()], "--precision")
+    return name.strip(), half
+
+
+def run_grid(raw: dict[str, Any], points: list[dict[str, Any]], seeds: list[int] | dict[int, list[int]],
+             out: str, names: list[str], jobs: int = 1, client: Any = None, quiet: bool = True,
+             label: str = "sweep") -> tuple[list[tuple[dict[str, Any], int]], int]:
+    """Simulate each grid point of ``points`` at its seeds (``seeds``: the same list for
+    every point, or point index -> seeds) into the CSV ``out``, appending a row as each
+    simulation completes and skipping the (point, seed) rows already there (the resume).
+    Returns the (point, seed) tasks and how many ran now. The notebooks cache their sweeps
+    with it."""
+    from failclosed.spec.progress import Progress
+
+    header = _check_csv_columns(out, sweep_columns(names))
+    per = seeds if isinstance(seeds, dict) else {i: list(seeds) for i in range(len(points))}
+    tasks = [(p, s) for i, p in enumerate(points) for s in per.get(i, [])]
+    done = _done_keys(out, names)
+    todo = [(p, s) for p, s in tasks if _key(p, s, names) not in done]
+    ran = 0
+    with Progress(label, total=len(todo), unit="simulations", enabled=not quiet) as pg:
+        if len(todo) < len(tasks):
+            pg.note(f"failclosed {label}: {len(tasks) - len(todo)} of {len(tasks)} simulations already in {out}")
+        for row in _execute(raw, todo, jobs, client):
+            header = _append(out, row, header)
+            ran += 1
+            pg.advance(violations=row["violations"])
+    return tasks, ran
+
+
+def config_digest(raw: dict[str, Any]) -> str:
+    """12 hex digits of SHA-256 over the config (canonical JSON): the name of its cache."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def cached_sweep(raw: dict[str, Any], grid: list[tuple[str, list[Any]]], seeds: int, directory: str,
+                 name: str, jobs: int = 1, quiet: bool = True) -> tuple[str, list[str], list[dict[str, str]]]:
+    """The sweep of ``grid`` x ``seeds`` seeds over the config ``raw``, cached on disk: the
+    CSV ``directory/NAME-<config digest>.csv`` is the sweep's own ``--out`` file, so a rerun
+    simulates only the (grid point, seed) rows it lacks (the sweep's resume) and a changed
+    config gets a new file. Returns (path, header, the rows of this grid and these seeds)."""
+    names = [n for n, _ in grid]
+    points = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*[v for _, v in grid])]
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"{name}-{config_digest(raw)}.csv")
+    tasks, _ran = run_grid(raw, points, list(range(1, seeds + 1)), path, names, jobs, None, quiet, label=name)
+    header, rows = _rows_of(path, names, tasks)
+    return path, header, rows
+
+
 def _cmd_sweep(args: argparse.Namespace) -> int:
+    from failclosed.cli.summarize import default_summary_path
     from failclosed.model.policy import parse_policy
     from failclosed.sim import config as sconfig
-    from failclosed.spec.progress import Progress
 
     raw = read_config(args.config)
     sconfig.load(raw)
@@ -75,24 +148,96 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         sconfig.load(sconfig.with_overrides(raw, {k: v for k, v in p.items() if k != "policy"}))
         if "policy" in p:
             parse_policy(str(p["policy"]))
+    precision = parse_precision(args.precision)
     check_output_file(args.out, "--out")
+    summary_path = args.summary or default_summary_path(args.out)
+    if os.path.abspath(summary_path) == os.path.abspath(args.out):
+        raise UsageError(f"--summary {summary_path}: is the sweep's own CSV (--out); give another file")
+    check_output_file(summary_path, "--summary", (".csv",))
     baseline = load_known(args.baseline) if args.baseline else None
-    header = _check_csv_columns(args.out, sweep_columns(names))
-    tasks = [(p, s) for p in points for s in range(1, args.seeds + 1)]
-    done = _done_keys(args.out, names)
-    todo = [(p, s) for p, s in tasks if _key(p, s, names) not in done]
-    client = _dask_client(args.dask) if args.dask else None  # checked even with nothing to do
-    ok = 0
-    with Progress("sweep", total=len(todo), unit="simulations", enabled=not args.quiet) as pg:
-        if len(todo) < len(tasks):
-            pg.note(f"failclosed sweep: {len(tasks) - len(todo)} of {len(tasks)} simulations already in {args.out}")
-        for row in _execute(raw, todo, args.jobs, client):
-            header = _append(args.out, row, header)
-            ok += 1
-            pg.advance(violations=row["violations"])
-    print(f"sweep: {len(tasks)} simulations ({len(points)} grid points x {args.seeds} seeds), "
-          f"{ok} run now, {len(tasks) - len(todo)} already in {args.out}")
+    _check_csv_columns(args.out, sweep_columns(names))
+    client = _dask_client(args.dask) if args.dask else None
+    try:
+        if precision is None:
+            tasks, ran = run_grid(raw, points, list(range(1, args.seeds + 1)), args.out, names, args.jobs,
+                                  client, args.quiet)
+            reached = None
+        else:
+            tasks, ran, reached = _sequential(raw, points, names, args, client, precision)
+    finally:
+        if client is not None:
+            client.close()
+    n_seeds = sorted({s for _, s in tasks})
+    print(f"sweep: {len(tasks)} simulations ({len(points)} grid points x "
+          f"{args.seeds if precision is None else f'{min(n_seeds, default=0)} to {max(n_seeds, default=0)}'} seeds), "
+          f"{ran} run now, {len(tasks) - ran} already in {args.out}")
+    _write_sweep_summary(args.out, summary_path, names, tasks, precision, reached)
     return _judge_sweep(args.out, names, tasks, baseline, Path(args.config).stem)
+
+
+def _rows_of(path: str, names: list[str], tasks) -> tuple[list[str], list[dict[str, str]]]:
+    """The CSV's header and the rows of ``tasks`` (one per (grid point, seed))."""
+    want = {_key(p, s, names) for p, s in tasks}
+    with open(path, newline="", encoding="utf-8") as f:
+        rd = csv.DictReader(f)
+        rows = [r for r in rd if tuple(r[f"param:{n}"] for n in names) + (r["seed"],) in want]
+        return list(rd.fieldnames or []), rows
+
+
+def _sequential(raw, points, names, args, client, precision):
+    """``--precision METRIC=H``: every grid point starts with ``--min-seeds`` seeds; a point
+    whose interval on METRIC is wider than +-H gets one more seed per round, until it is
+    within H or has ``--seeds`` seeds. Returns the tasks, how many ran, and per point whether
+    it reached the precision."""
+    from failclosed.sim import stats
+    from failclosed.sim.metrics import SUMMARY_METRICS
+
+    metric, half = precision
+    per = {i: list(range(1, min(args.min_seeds, args.seeds) + 1)) for i in range(len(points))}
+    open_points = set(per)
+    ran_total, reached = 0, {}
+    while open_points:
+        tasks, ran = run_grid(raw, points, per, args.out, names, args.jobs, client, args.quiet)
+        ran_total += ran
+        header, rows = _rows_of(args.out, names, tasks)
+        groups = stats.grid_points(rows, names)
+        for i in sorted(open_points):
+            key = tuple(str(points[i][n]) for n in names)
+            iv = stats.metric_interval(groups.get(key, []), SUMMARY_METRICS[metric])
+            ok = iv.half_width is not None and iv.half_width <= half
+            reached[i] = ok
+            if ok or len(per[i]) >= args.seeds:
+                open_points.discard(i)
+            else:
+                per[i].append(len(per[i]) + 1)
+    tasks = [(p, s) for i, p in enumerate(points) for s in per[i]]
+    return tasks, ran_total, {tuple(str(points[i][n]) for n in names): ok for i, ok in reached.items()}
+
+
+def _write_sweep_summary(out, summary_path, names, tasks, precision, reached) -> None:
+    from failclosed.cli.summarize import print_summary, write_summary
+    from failclosed.sim import stats
+
+    header, rows = _rows_of(out, names, tasks)
+    if not rows:
+        return
+    summary = stats.summarize(rows, header)
+    extra: tuple[str, ...] = ()
+    if precision is not None:
+        metric, half = precision
+        extra = ("precision", "precision_reached")
+        for r in summary:
+            r["precision"] = f"{metric} +-{half:g}"
+            r["precision_reached"] = "yes" if reached.get(tuple(r[f"param:{n}"] for n in names)) else "no"
+    write_summary(summary_path, summary, header, extra)
+    print_summary(summary, header, [precision[0]] if precision else None)
+    if precision is not None:
+        got = sum(r["precision_reached"] == "yes" for r in summary)
+        miss = [" ".join(f"{n.rsplit('.', 1)[-1]}={r[f'param:{n}']}" for n in names) or "the grid point"
+                for r in summary if r["precision_reached"] != "yes"]
+        print(f"sweep: precision {precision[0]} +-{precision[1]:g} reached at {got} of {len(summary)} grid points"
+              + (f"; not within --seeds at: {', '.join(miss[:6])}{' ...' if len(miss) > 6 else ''}" if miss else ""))
+    print(f"sweep: summary (one row per grid point) written to {summary_path}")
 
 
 def _judge_sweep(path: str, names: list[str], tasks, baseline: Any, config: str) -> int:
@@ -167,10 +312,9 @@ def _execute(raw, todo, jobs: int, client=None):
     if client is not None:
         from dask.distributed import as_completed
 
-        with client:
-            futs = [client.submit(sweep_task, raw, p, s, pure=False) for p, s in todo]
-            for fut in as_completed(futs):
-                yield fut.result()
+        futs = [client.submit(sweep_task, raw, p, s, pure=False) for p, s in todo]
+        for fut in as_completed(futs):
+            yield fut.result()
         return
     if jobs == 1:
         for p, s in todo:
@@ -247,5 +391,13 @@ def register(subparsers: Any) -> None:
     s.add_argument("--baseline", metavar="FILE",
                    help="known violations (TOML, e.g. spec/baselines/current.toml): exit 1 only on a "
                         "violation it does not list (default: none, every violation exits 1)")
+    s.add_argument("--summary", metavar="FILE",
+                   help="the summary CSV, one row per grid point with 95%% intervals over seeds "
+                        "(default: beside --out, NAME.summary.csv)")
+    s.add_argument("--precision", metavar="METRIC=H",
+                   help="add seeds to each grid point (from --min-seeds, one per round) until the 95%% "
+                        "interval on METRIC is within +-H, or --seeds is reached (default: a fixed --seeds)")
+    s.add_argument("--min-seeds", type=int_arg(2, "the seeds every grid point starts with, >= 2"), default=3,
+                   help="with --precision: the seeds every grid point starts with (default: 3)")
     s.add_argument("--quiet", action="store_true", help="no progress on stderr (default: progress shown)")
     s.set_defaults(func=_cmd_sweep)

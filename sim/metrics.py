@@ -1,45 +1,58 @@
 """Metrics of one simulation, computed from its archived runs (the history's per-run digest).
 
-Proportions carry Wilson score intervals (95 %), percentiles carry bootstrap intervals
-(95 %, numpy, seeded from the simulation seed so the report is reproducible).
+The runs of one simulation are not independent (they share workers, the queue, outages and
+stalls), so its intervals are batch means by sectioning (``sim.stats.sectioned``): the runs,
+in arrival order, cut into ``sim.stats.SECTIONS`` sections of consecutive runs; the estimate
+is the whole simulation's and the Student t interval comes from the spread of the sections'
+estimates. Each interval names its ``method``. Across seeds (a sweep), the summary's
+intervals are over seeds (``sim.stats.summarize``, from the per-seed ``flat`` rows).
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from failclosed.model.state import IDEMPOTENT_WRITE, NON_IDEMPOTENT_WRITE
 
+from . import stats
 from .engine import RunRecord
 
-Z = 1.959963984540054
+
+def proportion(records: list[RunRecord], k: Callable[[RunRecord], int], n: Callable[[RunRecord], int]
+               ) -> dict[str, Any]:
+    """``{"k", "n", "p", "lo", "hi", "method"}``: sum of ``k(run)`` over sum of ``n(run)``, with
+    the batch-means interval over sections of consecutive runs (``records`` in arrival order)."""
+    def counts(rs):
+        return sum(k(r) for r in rs), sum(n(r) for r in rs)
+
+    kk, nn = counts(records)
+    iv = stats.sectioned(records, lambda rs: (counts(rs)[0] / counts(rs)[1]) if counts(rs)[1] else None,
+                         kind="proportion", counts=counts)
+    return {"k": kk, "n": nn, "p": (kk / nn) if nn else None, "lo": iv.lo, "hi": iv.hi, "method": iv.method}
 
 
-def wilson(k: int, n: int) -> dict[str, float | int | None]:
-    """``{"k", "n", "p", "lo", "hi"}``: the Wilson score interval of k successes in n."""
-    if n == 0:
-        return {"k": k, "n": n, "p": None, "lo": None, "hi": None}
-    p = k / n
-    d = 1 + Z * Z / n
-    c = (p + Z * Z / (2 * n)) / d
-    h = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / d
-    return {"k": k, "n": n, "p": p, "lo": max(0.0, c - h), "hi": min(1.0, c + h)}
-
-
-def percentiles(xs: list[float], seed: int, qs=(50, 90, 99), boots: int = 400) -> dict[str, Any]:
-    """Percentiles of ``xs`` with bootstrap 95 % intervals: ``{"p50": [est, lo, hi], ...}``."""
+def percentiles(records: list[RunRecord], value: Callable[[RunRecord], float | None],
+                qs=(50, 90, 99)) -> dict[str, Any]:
+    """Percentiles of ``value(run)`` over the runs (``records`` in arrival order; None: the run
+    has no value), each ``[estimate, lo, hi]`` with the batch-means interval by sectioning."""
+    vals = [value(r) for r in records]
+    xs = [v for v in vals if v is not None]
     if not xs:
         return {"n": 0}
-    a = np.asarray(xs, dtype=float)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(a), size=(boots, len(a)))
-    samples = np.percentile(a[idx], qs, axis=1)
-    out: dict[str, Any] = {"n": len(a), "mean": float(a.mean())}
-    for q, s in zip(qs, samples, strict=True):
-        out[f"p{q}"] = [float(np.percentile(a, q)), float(np.quantile(s, 0.025)), float(np.quantile(s, 0.975))]
+    out: dict[str, Any] = {"n": len(xs), "mean": float(np.mean(xs))}
+    for q in qs:
+        def pq(rs, q=q):
+            v = [x for x in (value(r) for r in rs) if x is not None]
+            return float(np.percentile(v, q)) if v else None
+
+        iv = stats.sectioned(records, pq)
+        lo = None if iv.lo is None else max(iv.lo, min(xs))  # a percentile lies within the data
+        out[f"p{q}"] = [iv.estimate, lo, iv.hi]
+        out["method"] = iv.method
     return out
 
 
@@ -116,25 +129,43 @@ def failure_rows(m: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+def run_outcome(r: RunRecord) -> str:
+    """How a run ended, for splitting its figures: ``completed``, ``dead_lettered`` (failed
+    ``not_retryable`` / ``retries_exhausted``), ``failed`` (any other reason), another
+    terminal status (``cancelled``, ...), or ``unfinished``."""
+    if not r.finished:
+        return "unfinished"
+    if r.status == "failed":
+        return "dead_lettered" if r.reason in DEAD_LETTER else "failed"
+    return r.status
+
+
+UNAUDITED_OUTCOMES = ("completed", "failed", "dead_lettered")  # the split the report shows first
+
+
+def _double_calls(r: RunRecord, effect: str) -> tuple[int, int]:
+    """(logical calls of ``effect`` applied more than once, logical calls of ``effect``)."""
+    calls = Counter((a[0], a[1]) for a in r.applications if a[3] == effect)
+    return sum(n > 1 for n in calls.values()), len(calls)
+
+
 def compute(records: list[RunRecord], seed: int, lease_seconds: int) -> dict[str, Any]:
+    """The metrics of one simulation (``seed`` is recorded; the intervals are batch means
+    over sections of consecutive runs, ``sim.stats.sectioned``)."""
+    records = sorted(records, key=lambda r: r.arrival)
     fin = [r for r in records if r.finished]
-    m: dict[str, Any] = {"runs": len(records), "finished": len(fin), "unfinished": len(records) - len(fin)}
+    m: dict[str, Any] = {"runs": len(records), "finished": len(fin), "unfinished": len(records) - len(fin),
+                         "seed": seed}
     m["by_status"] = dict(Counter(r.status for r in records))
     m["by_reason"] = dict(Counter(r.reason or "-" for r in fin))
-    m["dead_letter"] = wilson(sum(r.status == "failed" and r.reason in DEAD_LETTER for r in fin), len(fin))
-    m["completed"] = wilson(sum(r.status == "completed" for r in fin), len(fin))
-    m["stuck"] = wilson(len(records) - len(fin), len(records))
+    m["dead_letter"] = proportion(records, lambda r: int(run_outcome(r) == "dead_lettered"), lambda r: int(r.finished))
+    m["completed"] = proportion(records, lambda r: int(run_outcome(r) == "completed"), lambda r: int(r.finished))
+    m["stuck"] = proportion(records, lambda r: int(not r.finished), lambda r: 1)
 
     # applications per logical write call, by effect class
     per_call: dict[str, list[int]] = defaultdict(list)
-    unaudited = 0
-    apps = 0
     for r in records:
-        calls: Counter[tuple[int, int, str]] = Counter()
-        for turn, call, _tool, effect, _seg, audited in r.applications:
-            calls[(turn, call, effect)] += 1
-            apps += 1
-            unaudited += not audited
+        calls: Counter[tuple[int, int, str]] = Counter((a[0], a[1], a[3]) for a in r.applications)
         for (_t, _c, effect), n in calls.items():
             per_call[effect].append(n)
     writes: dict[str, Any] = {}
@@ -144,16 +175,24 @@ def compute(records: list[RunRecord], seed: int, lease_seconds: int) -> dict[str
             "logical_calls": len(ns),
             "applications": int(sum(ns)),
             "per_call": (sum(ns) / len(ns)) if ns else None,
-            "double": wilson(sum(n > 1 for n in ns), len(ns)),
+            "double": proportion(records, lambda r, e=effect: _double_calls(r, e)[0],
+                                 lambda r, e=effect: _double_calls(r, e)[1]),
         }
     m["writes"] = writes
-    m["unaudited_applications"] = wilson(unaudited, apps)
-    m["runs_with_double_non_idempotent"] = wilson(
-        sum(any(n > 1 for n in Counter((a[0], a[1]) for a in r.applications if a[3] == NON_IDEMPOTENT_WRITE).values())
-            for r in records),
-        len(records),
-    )
-    m["reaped_while_alive"] = wilson(sum(r.reaped_alive > 0 for r in records), len(records))
+    m["unaudited_applications"] = proportion(records, lambda r: sum(not a[5] for a in r.applications),
+                                             lambda r: len(r.applications))
+    # the central guarantee reads off this split: no unaudited application in a completed run
+    by_outcome: Counter[str] = Counter()
+    for r in records:
+        by_outcome[run_outcome(r)] += sum(not a[5] for a in r.applications)
+    m["unaudited_by_outcome"] = {o: by_outcome.get(o, 0) for o in UNAUDITED_OUTCOMES} | {
+        o: n for o, n in sorted(by_outcome.items()) if o not in UNAUDITED_OUTCOMES}
+    m["completed_unaudited"] = proportion(
+        records, lambda r: int(run_outcome(r) == "completed" and any(not a[5] for a in r.applications)),
+        lambda r: int(r.finished))
+    m["runs_with_double_non_idempotent"] = proportion(
+        records, lambda r: int(_double_calls(r, NON_IDEMPOTENT_WRITE)[0] > 0), lambda r: 1)
+    m["reaped_while_alive"] = proportion(records, lambda r: int(r.reaped_alive > 0), lambda r: 1)
     busy = sum(r.busy for r in records)
     wasted = sum(r.wasted for r in records)
     m["wasted_work"] = {"seconds": wasted, "busy_seconds": busy, "fraction": (wasted / busy) if busy else None}
@@ -161,10 +200,10 @@ def compute(records: list[RunRecord], seed: int, lease_seconds: int) -> dict[str
                      "per_run": (sum(r.renewals for r in records) / len(records)) if records else None}
     m["requeues"] = {"total": sum(r.requeues for r in records)}
     m["segments"] = dict(Counter(o[2] for r in records for o in r.outcomes))
-    qw = [r.first_claim - r.admitted for r in records if r.entry == "queued" and r.first_claim is not None]
-    m["queue_wait_s"] = percentiles(qw, seed)
-    e2e = [r.terminal_at - r.arrival for r in fin if r.terminal_at is not None]
-    m["end_to_end_s"] = percentiles(e2e, seed + 1)
+    m["queue_wait_s"] = percentiles(records, lambda r: (r.first_claim - r.admitted)
+                                    if r.entry == "queued" and r.first_claim is not None else None)
+    m["end_to_end_s"] = percentiles(records, lambda r: (r.terminal_at - r.arrival)
+                                    if r.finished and r.terminal_at is not None else None)
     adm = [r.admitted - r.arrival for r in records]
     m["admission_wait_s"] = {"mean": (sum(adm) / len(adm)) if adm else None, "max": max(adm) if adm else None}
     ends = sorted(r.terminal_at for r in fin if r.terminal_at is not None)
@@ -184,20 +223,24 @@ def compute(records: list[RunRecord], seed: int, lease_seconds: int) -> dict[str
 
 
 FLAT_COLUMNS = (
-    "finished", "unfinished", "dead_letters", "p_dead_letter", "nonidem_calls", "nonidem_double",
-    "p_double_nonidem", "idem_calls", "idem_double", "applications", "unaudited", "reaped_alive",
-    "wasted_s", "busy_s", "throughput_per_hour", "e2e_p50_s", "e2e_p99_s",
+    "finished", "unfinished", "completed", "failed", "dead_letters", "p_dead_letter", "nonidem_calls",
+    "nonidem_double", "p_double_nonidem", "idem_calls", "idem_double", "applications", "unaudited",
+    "unaudited_in_completed", "unaudited_in_failed", "unaudited_in_dead_lettered", "completed_unaudited",
+    "reaped_alive", "wasted_s", "busy_s", "throughput_per_hour", "e2e_p50_s", "e2e_p99_s",
 )
 
 
 def flat(m: dict[str, Any]) -> dict[str, Any]:
-    """The few numbers a sweep row keeps (counts too, so intervals can be pooled over seeds);
-    its keys are ``FLAT_COLUMNS``, in that order."""
+    """The numbers a sweep row keeps for one simulation (counts, so that the summary's
+    intervals are over seeds: ``SUMMARY_METRICS``); its keys are ``FLAT_COLUMNS``, in order."""
     ni = m["writes"][NON_IDEMPOTENT_WRITE]
     iw = m["writes"][IDEMPOTENT_WRITE]
+    u = m["unaudited_by_outcome"]
     return {
         "finished": m["finished"],
         "unfinished": m["unfinished"],
+        "completed": m["completed"]["k"],
+        "failed": m["by_status"].get("failed", 0),
         "dead_letters": m["dead_letter"]["k"],
         "p_dead_letter": m["dead_letter"]["p"],
         "nonidem_calls": ni["logical_calls"],
@@ -207,6 +250,10 @@ def flat(m: dict[str, Any]) -> dict[str, Any]:
         "idem_double": iw["double"]["k"],
         "applications": sum(w["applications"] for w in m["writes"].values()),
         "unaudited": m["unaudited_applications"]["k"],
+        "unaudited_in_completed": u["completed"],
+        "unaudited_in_failed": u["failed"],
+        "unaudited_in_dead_lettered": u["dead_lettered"],
+        "completed_unaudited": m["completed_unaudited"]["k"],
         "reaped_alive": m["reaped_while_alive"]["k"],
         "wasted_s": m["wasted_work"]["seconds"],
         "busy_s": m["wasted_work"]["busy_seconds"],
@@ -214,3 +261,28 @@ def flat(m: dict[str, Any]) -> dict[str, Any]:
         "e2e_p50_s": (m["end_to_end_s"].get("p50") or [None])[0],
         "e2e_p99_s": (m["end_to_end_s"].get("p99") or [None])[0],
     }
+
+
+# The summary's metrics over seeds (sim.stats.summarize): name -> (kind, column, denominator
+# column, what it is). kind: "proportion" (column of den per seed: t over per-seed proportions,
+# widened to the pooled Wilson interval), "ratio" (a ratio of sums: bootstrap over seeds,
+# widened to the t interval), "mean" (one value per seed: t over seeds).
+SUMMARY_METRICS: dict[str, tuple[str, str, str, str]] = {
+    "p_double_nonidem": ("proportion", "nonidem_double", "nonidem_calls",
+                         "P(a non-idempotent write call applied twice or more)"),
+    "p_double_idem": ("proportion", "idem_double", "idem_calls", "P(an idempotent write call applied twice or more)"),
+    "p_dead_letter": ("proportion", "dead_letters", "finished", "P(a finished run is dead-lettered)"),
+    "p_failed": ("proportion", "failed", "finished", "P(a finished run failed)"),
+    "p_completed": ("proportion", "completed", "finished", "P(a finished run completed)"),
+    "p_completed_unaudited": ("proportion", "completed_unaudited", "finished",
+                              "P(a finished run completed over an unaudited write)"),
+    "p_unaudited": ("proportion", "unaudited", "applications", "P(a write application is unaudited)"),
+    "p_unfinished": ("proportion", "unfinished", "runs", "P(a run is unfinished at the end)"),
+    "p_reaped_alive": ("proportion", "reaped_alive", "runs", "P(a run is reaped while its segment is alive)"),
+    "wasted_fraction": ("ratio", "wasted_s", "busy_s",
+                        "wasted work: provider + tool time of LEASE_LOST segments / all of it"),
+    "throughput_per_hour": ("mean", "throughput_per_hour", "", "throughput (runs finished per hour)"),
+    "e2e_p50_s": ("mean", "e2e_p50_s", "", "end-to-end time, median of a simulation (s)"),
+    "e2e_p99_s": ("mean", "e2e_p99_s", "", "end-to-end time, p99 of a simulation (s)"),
+    "violations": ("mean", "violations", "", "violating runs per simulation"),
+}

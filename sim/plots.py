@@ -1,18 +1,23 @@
-"""Plots (matplotlib, Agg backend): a swimlane of one history, and lease curves of a sweep.
+"""Plots (matplotlib, Agg backend): a swimlane of one history, and curves of a sweep.
 
 swimlane
-    One lane per worker process, per interactive/resume segment process, the reaper, the
-    bus, the run store, the audit store and the outside world. A lease is a bar on the lane
-    of the process that holds it (from claim to release or loss), coloured per run; the
-    dashed tail is the time from the last renewal's deadline being passed to the takeover.
-    Provider calls and tool calls are thin bars (their simulated duration); audit insert
-    failures, store errors, reaps, crashes and landed effects are markers.
+    One lane per worker process, per caller / enqueue / segment process, the reaper, the bus,
+    the run store, the audit store and the outside world; at most ``max_lanes`` (the busiest,
+    the caption says how to choose others). A lease is a bar on the lane of the process that
+    holds it (from claim to release or loss), coloured per run; the dashed tail is the time from
+    the last renewal's deadline being passed to the takeover. Provider calls and tool calls are
+    thin bars (their simulated duration); audit inserts (stored, failed, an ambiguous commit
+    that stores the event but reports a failure: the model's step table says which transitions
+    insert), store errors, reaps, crashes and landed effects are markers. A violation is a red
+    line and star at its step, labelled with the property, the step and the time: a scenario's
+    are found by replaying it against spec.properties.SAFETY, a history's are given (the
+    ``violations`` of ``simulate --json``). Selecting runs zooms the axis to their transitions.
 
-lease-curves
-    From a sweep CSV with a ``param:constants.LEASE_SECONDS`` column: P(double application
-    of a non-idempotent write), P(dead-letter), throughput and wasted work against the lease
-    length, one line per policy, with 95 % bands (Wilson intervals over the pooled counts
-    for proportions, mean +- 1.96 standard errors over seeds otherwise).
+curves
+    From a sweep CSV: the summary of each grid point (sim/stats.py, 95 % intervals over seeds)
+    against any swept parameter, one line per ``color`` value, one column of panels per
+    ``facet`` value, one row per metric; a parameter that varies and is not mapped to one of
+    them is refused (``check_mapping``), never merged. ``lease_curves`` is its preset.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections import defaultdict
 from typing import Any
 
 import matplotlib
@@ -36,19 +40,63 @@ from .history import note  # noqa: E402
 
 # -- records -----------------------------------------------------------------------------------
 def _records_from_scenario(path: str) -> list[dict[str, Any]]:
+    """A scenario's steps as records; a step after which a safety property stops holding
+    carries it in ``violated`` (the checker's own predicates, spec.properties.SAFETY)."""
     from failclosed.model.scenario import load_scenario, replay
+    from failclosed.spec.properties import SAFETY
 
     res = replay(load_scenario(path))
     out = []
     prev = res.scenario.world
-    for s in res.steps:
-        d = {"t": float(s.world.clock), **s.transition.to_dict()}
+    broken = {n for n, p in SAFETY.items() if not p.check(prev)}
+    for k, s in enumerate(res.steps, 1):
+        d = {"t": float(s.world.clock), **s.transition.to_dict(), "step": k}
         n = note(prev, s.transition, s.world)
         if n:
             d["note"] = n
+        now = {n for n, p in SAFETY.items() if not p.check(s.world)}
+        if now - broken:
+            d["violated"] = sorted(now - broken)
+        broken = now
         out.append(d)
         prev = s.world
     return out
+
+
+def load_violations(path: str) -> list[dict[str, Any]]:
+    """The violations of ``failclosed simulate CONFIG --json FILE`` (one object, or the first
+    of a list): ``[{"property", "runs", "time"}, ...]``; else one ``ConfigError`` line."""
+    fix = "give the --json FILE of the failclosed simulate run that wrote the history"
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ConfigError(f"--violations {path}: not a JSON file ({type(e).__name__}); {fix}") from None
+    if isinstance(data, list):
+        data = data[0] if data else {}
+    vs = data.get("violations") if isinstance(data, dict) else None
+    if not isinstance(vs, list) or not all(isinstance(v, dict) and {"property", "runs", "time"} <= set(v)
+                                           for v in vs):
+        raise ConfigError(f"--violations {path}: no violations list (property, runs, time); {fix}")
+    return vs
+
+
+def mark_violations(recs: list[dict[str, Any]], violations: list[dict[str, Any]]) -> list[str]:
+    """Attach each violation of a history to its step: the last transition of its runs at or
+    before its instant. Returns the violating runs, in order of first violation."""
+    order: list[str] = []
+    for v in sorted(violations, key=lambda v: float(v["time"])):
+        runs = set(v["runs"])
+        at = None
+        for k, r in enumerate(recs):
+            if r["t"] > float(v["time"]) + 1e-6:
+                break
+            if r.get("run") in runs and r["name"] != "advance_time":
+                at = k
+        if at is not None:
+            recs[at].setdefault("violated", []).append(v["property"])
+        order += [x for x in v["runs"] if x not in order]
+    return order
 
 
 def load_records(path: str) -> list[dict[str, Any]]:
@@ -78,6 +126,7 @@ def load_records(path: str) -> list[dict[str, Any]]:
             r["t"] = float(r["t"])
         except (TypeError, ValueError):
             raise ConfigError(f"HISTORY {path}: line {k}: t = {r['t']!r} is not a number; {fix}") from None
+        r["step"] = len(recs) + 1
         recs.append(r)
     if not recs:
         raise ConfigError(f"HISTORY {path}: empty, no records; {fix}")
@@ -116,43 +165,100 @@ STORE_NAMES = {
 
 def swimlane(path: str, out: str, runs: list[str] | None = None,
              window: tuple[float, float] | None = None, axis: str = "auto",
-             records: list[dict[str, Any]] | None = None) -> None:
+             records: list[dict[str, Any]] | None = None, max_lanes: int = 24,
+             violations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A lane per worker, segment, the reaper, the stores and the outside world.
 
-    ``axis``: ``time`` (simulated seconds), ``step`` (transition order: a checker
+    ``runs`` and ``window`` select the transitions; the axis spans the selected runs' own
+    transitions (the reaper's ticks outside it are dropped). ``violations`` (a history's,
+    ``load_violations``): marked at their step; without ``runs`` the first violation's runs are
+    drawn. At most ``max_lanes`` lanes: the busiest; the returned ``notes`` say how to choose
+    others. ``axis``: ``time`` (simulated seconds), ``step`` (transition order: a checker
     counterexample happens in a few seconds, and what matters is the interleaving) or
     ``auto`` (step when the clock moves less than one second per transition)."""
-    recs = _selected(load_records(path) if records is None else records, path, runs, window)
+    notes: list[str] = []
+    recs = [dict(r) for r in (load_records(path) if records is None else records)]
+    violating = mark_violations(recs, violations) if violations else []
+    if runs is None and violating:
+        runs = violating[:1]
+        notes.append(f"drawing run {runs[0]}, the first violating run ({len(violating)} violating: "
+                     f"{', '.join(violating[:6])}{' ...' if len(violating) > 6 else ''}); choose others with --runs")
+    recs = _selected(recs, path, runs, window)
     by_step = _by_step(recs, axis)
-    if by_step:  # x = position in the trace; leases are drawn as held, without deadlines
-        recs = [dict(r, t=float(k + 1)) for k, r in enumerate(recs)]
+    if by_step:  # x = the step of the trace; leases are drawn as held, without deadlines
+        recs = [dict(r, t=float(r.get("step", k + 1)), time=r["t"]) for k, r in enumerate(recs)]
     t_end = max(r["t"] for r in recs)
     t_start = min(r["t"] for r in recs)
-    lanes = _lanes(recs)
+    lanes, dropped = _capped_lanes(recs, max_lanes)
+    if dropped:
+        notes.append(f"{dropped} of {len(lanes) + dropped} lanes not drawn (--max-lanes {max_lanes}, the busiest "
+                     "drawn); choose runs with --runs r1,r2 or a time span with --window START:END")
     y = {name: k for k, name in enumerate(reversed(lanes))}
     ids = sorted({r.get("run") for r in recs if r.get("run")}, key=lambda s: (len(s), s))
     cmap = plt.get_cmap("tab10")
     colour = {rid: cmap(k % 10) for k, rid in enumerate(ids)}
 
-    fig_h = 1.2 + 0.45 * len(lanes)
-    fig, ax = plt.subplots(figsize=(13, max(3.5, fig_h)))
+    fig_h = 1.6 + 0.45 * len(lanes)
+    fig, ax = plt.subplots(figsize=(13, max(3.8, fig_h)))
     drawing = _Swimlane(ax, y, colour, by_step)
     for r in recs:
         drawing.add(r)
     for rid in list(drawing.lease):
         drawing.close_lease(rid, t_end)
     _draw_markers(ax, y, drawing.markers)
+    marked = _draw_violations(ax, y, recs, by_step)
     ax.set_yticks(range(len(lanes)))
     ax.set_yticklabels(list(reversed(lanes)))
     span = max(t_end - t_start, 1.0)
     ax.set_xlim(t_start - 0.02 * span, t_end + 0.02 * span)
+    ax.set_ylim(-0.7, len(lanes) - 0.3 + (0.6 if marked else 0))
     ax.set_xlabel("step of the trace (transition order)" if by_step else "simulated time (s)")
     ax.set_title(f"Swimlane: {path.split('/')[-1]}" + (f" (runs {', '.join(runs)})" if runs else ""))
     ax.grid(axis="x", alpha=0.3)
     _legend(ax, ids)
-    fig.tight_layout()
+    if dropped:
+        fig.text(0.01, 0.005, notes[-1], fontsize=8, color="dimgrey")
+    fig.tight_layout(rect=(0, 0.02 if dropped else 0, 1, 1))
     fig.savefig(out, dpi=110)
     plt.close(fig)
+    return {"lanes": len(lanes), "dropped_lanes": dropped, "violations": marked, "notes": notes,
+            "span": (t_start, t_end)}
+
+
+def _capped_lanes(recs: list[dict[str, Any]], max_lanes: int) -> tuple[list[str], int]:
+    """The lanes to draw, at most ``max_lanes``: the shared ones first, then the processes
+    with the most transitions (kept in their stable order); and how many were left out."""
+    lanes = _lanes(recs)
+    if len(lanes) <= max_lanes:
+        return lanes, 0
+    fixed = lanes[:len(FIXED_LANES)]
+    procs = lanes[len(FIXED_LANES):]
+    count: dict[str, int] = {}
+    for r in recs:
+        count[r["actor"]] = count.get(r["actor"], 0) + 1
+    hot = {r.get("actor") for r in recs if r.get("violated")}
+    keep = set(sorted(procs, key=lambda a: (a not in hot, -count.get(a, 0)))[:max(0, max_lanes - len(fixed))])
+    kept = [a for a in procs if a in keep]
+    return fixed + kept, len(procs) - len(kept)
+
+
+def _draw_violations(ax: Any, y: dict[str, int], recs: list[dict[str, Any]], by_step: bool) -> int:
+    """A red line and the property's name at each violating step (with its step and time)."""
+    n = 0
+    top = max(y.values(), default=0) + 0.35
+    for r in recs:
+        for prop in r.get("violated", []):
+            ax.axvline(r["t"], color="red", lw=1.4, ls="-", alpha=0.8, zorder=4)
+            lane = r["actor"] if r["actor"] in y else None
+            if lane is not None:
+                ax.scatter([r["t"]], [y[lane]], marker="*", s=220, color="red", edgecolor="black",
+                           zorder=6, label="violation" if n == 0 else None)
+            where = f"step {r.get('step', '?')}, t={r.get('time', r['t']):,.1f} s"
+            ax.annotate(f"{prop} violated ({where})", (r["t"], top + 0.25 * n), fontsize=8,
+                        color="red", fontweight="bold", ha="right", va="bottom",
+                        xytext=(-4, 0), textcoords="offset points", zorder=6)
+            n += 1
+    return n
 
 
 def _selected(recs: list[dict[str, Any]], path: str, runs: list[str] | None,
@@ -161,7 +267,10 @@ def _selected(recs: list[dict[str, Any]], path: str, runs: list[str] | None,
     the clock's moves; none is one UsageError line."""
     if runs:
         keep = set(runs)
-        recs = [r for r in recs if r.get("run") in keep or r["name"] == "find_stale_running"]
+        own = [r["t"] for r in recs if r.get("run") in keep and r["name"] != "advance_time"]
+        lo, hi = (min(own), max(own)) if own else (0.0, -1.0)
+        recs = [r for r in recs if r.get("run") in keep
+                or (r["name"] == "find_stale_running" and lo <= r["t"] <= hi)]
     recs0 = recs
     if window:
         recs = [r for r in recs if window[0] <= r["t"] <= window[1]]
@@ -183,12 +292,15 @@ def _by_step(recs: list[dict[str, Any]], axis: str) -> bool:
 
 
 def _lanes(recs: list[dict[str, Any]]) -> list[str]:
-    """The lanes, in a stable order: the outside world, the stores, the bus, the reaper, the
-    segments, the workers."""
-    workers = sorted({r["actor"] for r in recs if r["actor"][:1] == "w" and r["actor"][1:].isdigit()},
-                     key=lambda a: int(a[1:]))
-    segs = sorted({r["actor"] for r in recs if r["actor"].startswith(("caller:", "resume:"))})
-    return ["outside world", "audit store", "run store", "bus", "reaper", *segs, *workers]
+    """The lanes, in a stable order: the outside world, the stores, the bus, the reaper, then
+    every other process (callers, enqueue callers, segments), the workers last."""
+    actors = {r["actor"] for r in recs} - set(FIXED_LANES) - {"clock"}
+    workers = sorted((a for a in actors if a[:1] == "w" and a[1:].isdigit()), key=lambda a: int(a[1:]))
+    others = sorted(actors - set(workers), key=lambda a: (a != "caller", a))
+    return [*FIXED_LANES, *others, *workers]
+
+
+FIXED_LANES = ("outside world", "audit store", "run store", "bus", "reaper")
 
 
 class _Swimlane:
@@ -263,8 +375,9 @@ def _markers(r: dict[str, Any], lane: str | None) -> list[tuple[float, str, str,
     reaps and ticks, bus events, crashes, landed effects."""
     t, name, rid, fault = r["t"], r["name"], r.get("run"), r.get("fault")
     out = []
-    if fault and name in ("record_step", "record_approval", "record_input"):
-        out.append((t, "audit store", "audit_fail", fault))
+    if name in AUDIT_INSERTS:
+        key = {None: "audit_ok", AMBIGUOUS: "audit_ambiguous"}.get(fault, "audit_fail")
+        out.append((t, "audit store", key, name))
     elif fault == "store_error":
         out.append((t, "run store", "store_error", name))
     if name in ("requeue_stale", "dead_letter_stale") and not fault:
@@ -280,8 +393,23 @@ def _markers(r: dict[str, Any], lane: str | None) -> list[tuple[float, str, str,
     return out
 
 
+def _audit_inserts() -> tuple[frozenset[str], str]:
+    """The transitions that insert an audit event, and the fault that stores it but reports
+    a failure: read from the model's step table (model/steps.py)."""
+    from failclosed.model import steps
+
+    names = frozenset(n for a in steps.steps() if a.cost == steps.AUDIT for n in a.fires)
+    ambiguous = next(k for k, f in steps.FAULTS.items() if f.component == steps.AUDIT and "stores the event" in f.meaning)
+    return names, ambiguous
+
+
+AUDIT_INSERTS, AMBIGUOUS = _audit_inserts()
+
 _MARKER_STYLE = {
-    "audit_fail": dict(marker="x", color="red", s=60, label="audit insert failed"),
+    "audit_ok": dict(marker="o", color="seagreen", s=14, label="audit event stored"),
+    "audit_fail": dict(marker="x", color="red", s=60, label="audit insert failed (nothing stored)"),
+    "audit_ambiguous": dict(marker="D", color="darkorange", s=45,
+                            label="ambiguous commit (stored, reported failed)"),
     "store_error": dict(marker="x", color="darkorange", s=40, label="run store error"),
     "reap": dict(marker="v", color="black", s=60, label="reaped (requeue / dead-letter)"),
     "tick": dict(marker="|", color="grey", s=30, label="reaper tick"),
@@ -318,37 +446,22 @@ def _legend(ax: Any, ids: list[str]) -> None:
         ax.text(1.01, 0.0, "runs: " + ", ".join(ids), transform=ax.transAxes, fontsize=8, va="bottom")
 
 
-# -- lease curves --------------------------------------------------------------------------------
-def _wilson(k: int, n: int) -> tuple[float, float, float]:
-    if n == 0:
-        return (math.nan, math.nan, math.nan)
-    z = 1.959963984540054
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return p, max(0.0, c - h), min(1.0, c + h)
-
-
-def _mean_ci(xs: list[float]) -> tuple[float, float, float]:
-    if not xs:
-        return (math.nan, math.nan, math.nan)
-    m = sum(xs) / len(xs)
-    if len(xs) < 2:
-        return m, m, m
-    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
-    h = 1.96 * sd / math.sqrt(len(xs))
-    return m, m - h, m + h
-
-
+# -- curves over any swept parameter ----------------------------------------------------------------
 LEASE_CURVE_COLUMNS = ("policy", "seed", "runs", "lease_seconds", "finished", "dead_letters",
                        "nonidem_calls", "nonidem_double", "throughput_per_hour", "wasted_s")
+SWEEP_COLUMNS_NEEDED = ("policy", "seed", "runs")
+LEASE_PARAM = "constants.LEASE_SECONDS"
+LEASE_CURVE_METRICS = ("p_double_nonidem", "p_dead_letter", "throughput_per_hour", "wasted_fraction")
+CURVE_METRICS = LEASE_CURVE_METRICS
 
 
-def read_sweep_csv(csv_path: str) -> list[dict[str, str]]:
-    """The rows of a sweep CSV, checked: a text CSV with the columns lease-curves reads and
-    numbers where numbers belong (else one ``ConfigError`` line)."""
-    fix = "give a CSV written by failclosed sweep CONFIG --param constants.LEASE_SECONDS=... --out FILE.csv"
+def read_sweep_csv(csv_path: str, required: tuple[str, ...] = SWEEP_COLUMNS_NEEDED,
+                   with_header: bool = False):
+    """The rows of a sweep CSV, checked: a text CSV with the ``required`` columns and numbers
+    where numbers belong (else one ``ConfigError`` line). ``with_header``: (header, rows)."""
+    from .metrics import FLAT_COLUMNS
+
+    fix = "give a CSV written by failclosed sweep CONFIG --param NAME=V1,V2 --out FILE.csv"
     try:
         with open(csv_path, newline="", encoding="utf-8") as f:
             rd = csv.DictReader(f)
@@ -362,64 +475,154 @@ def read_sweep_csv(csv_path: str) -> list[dict[str, str]]:
         raise ConfigError(f"CSV {csv_path}: cannot read it ({e.strerror or e}); check the path") from None
     if not header:
         raise ConfigError(f"CSV {csv_path}: empty; {fix}")
-    missing = [c for c in LEASE_CURVE_COLUMNS if c not in header]
+    missing = [c for c in required if c not in header]
     if missing:
         raise ConfigError(f"CSV {csv_path}: no column {', '.join(missing[:4])}; {fix}")
     if not rows:
         raise ConfigError(f"CSV {csv_path}: a header but no rows; run the sweep first ({fix})")
+    numeric = [c for c in (*required, "violations", *FLAT_COLUMNS)
+               if c in header and c not in ("policy", "p_dead_letter", "p_double_nonidem",
+                                            "e2e_p50_s", "e2e_p99_s")]
     for k, r in enumerate(rows, 2):
-        for c in LEASE_CURVE_COLUMNS[2:]:
+        for c in dict.fromkeys(numeric):
             try:
                 float(r[c])
             except (TypeError, ValueError):
                 raise ConfigError(f"CSV {csv_path}: line {k}, column {c}: {r[c]!r} is not a number; {fix}") from None
-    return rows
+    return (list(header), rows) if with_header else rows
 
 
-def lease_curves(csv_path: str, out: str, rows: list[dict[str, str]] | None = None) -> None:
-    if rows is None:
-        rows = read_sweep_csv(csv_path)
-    xkey = "lease_seconds"
-    groups: dict[str, dict[float, list[dict[str, str]]]] = defaultdict(lambda: defaultdict(list))
-    for r in rows:
-        groups[r["policy"]][float(r[xkey])].append(r)
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8), sharex=True)
-    panels = [
-        (axes[0][0], "P(double application)\nper non-idempotent write call", "prop", ("nonidem_double", "nonidem_calls")),
-        (axes[0][1], "P(dead-letter) per finished run", "prop", ("dead_letters", "finished")),
-        (axes[1][0], "throughput (finished runs per hour)", "mean", "throughput_per_hour"),
-        (axes[1][1], "wasted work: provider + tool time\nof LEASE_LOST segments (s per run)", "wasted", None),
-    ]
-    for ax, title, kind, key in panels:
-        for pol, byx in sorted(groups.items()):
-            xs = sorted(byx)
-            est, lo, hi = [], [], []
-            for x in xs:
-                rs = byx[x]
-                if kind == "prop":
-                    k = sum(int(float(r[key[0]])) for r in rs)
-                    n = sum(int(float(r[key[1]])) for r in rs)
-                    e = _wilson(k, n)
-                elif kind == "mean":
-                    e = _mean_ci([float(r[key]) for r in rs])
-                else:
-                    e = _mean_ci([float(r["wasted_s"]) / max(1.0, float(r["runs"])) for r in rs])
-                est.append(e[0])
-                lo.append(max(0.0, e[1]))
-                hi.append(e[2])
-            line, = ax.plot(xs, est, marker="o", label=pol)
-            ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.18)
-        ax.set_title(title, fontsize=10)
-        ax.grid(alpha=0.3)
-    for ax in axes[1]:
-        ax.set_xlabel("LEASE_SECONDS (s)")
-    axes[0][0].set_ylabel("probability")
-    axes[0][1].set_ylabel("probability")
-    axes[1][0].set_ylabel("runs / hour")
-    axes[1][1].set_ylabel("seconds per run")
-    seeds = len({r["seed"] for r in rows})
-    axes[0][0].legend(title="policy", fontsize=8)
-    fig.suptitle(f"Lease length vs safety and cost ({csv_path.split('/')[-1]}, {seeds} seeds per point, 95% bands)")
+def sweep_parameters(header: list[str]) -> list[str]:
+    """The parameters a sweep CSV can map: its swept ``param:NAME`` columns, and ``policy``
+    (a column of every sweep CSV, swept or not)."""
+    from .stats import param_names
+
+    names = param_names(header)
+    return names + ([] if "policy" in names else ["policy"])
+
+
+def _param_values(rows: list[dict[str, str]], name: str) -> list[str]:
+    col = f"param:{name}" if f"param:{name}" in rows[0] else name
+    return [r[col] for r in rows]
+
+
+def check_mapping(header: list[str], rows: list[dict[str, str]], x: str, color: str | None,
+                  facet: str | None, path: str, command: str = "plot curves") -> None:
+    """``x``, ``color`` and ``facet`` are parameters of the sweep, distinct, and every
+    parameter that takes more than one value is mapped to one of them (never merged): else one
+    UsageError line naming it."""
+    params = sweep_parameters(header)
+    for flag, name in (("--x", x), ("--color", color), ("--facet", facet)):
+        if name is not None and name not in params:
+            raise UsageError(f"{command} {flag} {name}: not a parameter of {path}; its parameters are "
+                             f"{', '.join(params)}")
+    mapped = [m for m in (x, color, facet) if m is not None]
+    if len(set(mapped)) < len(mapped):
+        raise UsageError(f"{command}: --x, --color and --facet must name different parameters")
+    for name in params:
+        vals = list(dict.fromkeys(_param_values(rows, name)))
+        if len(vals) > 1 and name not in mapped:
+            free = "--color" if color is None else ("--facet" if facet is None else None)
+            how = (f"add {free} {name}" if free else "sweep it at one value") if command == "plot curves" else (
+                f"use failclosed plot curves {path} --x {x} --color {color or 'policy'} "
+                f"--facet {name}")
+            raise UsageError(f"{command}: parameter {name} varies ({', '.join(vals[:4])}"
+                             f"{' ...' if len(vals) > 4 else ''}) and is not mapped to an axis; {how} "
+                             "(parameters are never merged)")
+
+
+def _as_number(v: str) -> float | None:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def curves(rows: list[dict[str, str]], header: list[str], out: str, x: str, color: str | None = None,
+           facet: str | None = None, metrics: tuple[str, ...] | list[str] = CURVE_METRICS,
+           title: str = "") -> dict[str, Any]:
+    """The summary's estimates against ``x`` with their 95 % intervals over seeds as bands
+    (``sim.stats.summarize``): one panel per metric (rows) and facet value (columns), one
+    line per ``color`` value. Call :func:`check_mapping` first. Returns what was drawn."""
+    from . import stats
+    from .metrics import SUMMARY_METRICS
+
+    summ = stats.summarize(rows, header)
+    have = stats.summary_metrics(header)
+    metrics = [m for m in metrics if m in have]
+
+    def key(r, name):
+        if name is None:
+            return ""
+        return str(r.get(f"param:{name}", rows[0].get(name, "")))
+
+    facets = list(dict.fromkeys(key(r, facet) for r in summ))
+    colours = list(dict.fromkeys(key(r, color) for r in summ))
+    xs_all = list(dict.fromkeys(key(r, x) for r in summ))
+    numeric = all(_as_number(v) is not None for v in xs_all)
+    pos = {v: (float(v) if numeric else k) for k, v in enumerate(xs_all)}
+    fig, axes = plt.subplots(len(metrics), len(facets), figsize=(5.2 * len(facets) + 1.5, 3.0 * len(metrics) + 1.2),
+                             squeeze=False, sharex=True, sharey="row")
+    cmap = plt.get_cmap("tab10")
+    for i, m in enumerate(metrics):
+        kind, _num, _den, what = SUMMARY_METRICS[m]
+        scale = 100.0 if kind == "proportion" else 1.0
+        for j, fv in enumerate(facets):
+            ax = axes[i][j]
+            for c, cv in enumerate(colours):
+                pts = sorted((pos[key(r, x)], r) for r in summ if key(r, facet) == fv and key(r, color) == cv)
+                if not pts:
+                    continue
+                px = [p for p, _ in pts]
+                est = [_nan(r[m]) * scale for _, r in pts]
+                lo = [_nan(r[f"{m}_lo"]) * scale for _, r in pts]
+                hi = [_nan(r[f"{m}_hi"]) * scale for _, r in pts]
+                lab = f"{color} = {cv}" if color else None
+                line, = ax.plot(px, est, marker="o", ms=4, color=cmap(c % 10), label=lab)
+                ax.fill_between(px, lo, hi, color=line.get_color(), alpha=0.18, lw=0)
+            if i == 0 and facet:
+                ax.set_title(f"{facet} = {fv}", fontsize=10)
+            if j == 0:
+                ax.set_ylabel(("%\n" if kind == "proportion" else "\n") + _wrap(what, 34), fontsize=8)
+            if not numeric:
+                ax.set_xticks(list(pos.values()))
+                ax.set_xticklabels(xs_all)
+            ax.grid(alpha=0.3)
+            if i == len(metrics) - 1:
+                ax.set_xlabel(x)
+    if color:
+        axes[0][-1].legend(fontsize=8, loc="best")
+    ns = sorted({int(r["n_seeds"]) for r in summ})
+    seeds = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]} to {ns[-1]}"
+    fig.suptitle((title or f"{len(summ)} grid points") + f"; {seeds} seeds (simulations) per point; "
+                 f"bands: 95 % intervals over seeds", fontsize=10)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    fig.savefig(out, dpi=100)
     plt.close(fig)
+    return {"points": len(summ), "metrics": metrics, "facets": facets, "colours": colours, "seeds": ns}
+
+
+def _nan(v: Any) -> float:
+    return math.nan if v is None else float(v)
+
+
+def _wrap(text: str, width: int) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
+
+
+def lease_curves(csv_path: str, out: str, rows: list[dict[str, str]] | None = None,
+                 header: list[str] | None = None) -> dict[str, Any]:
+    """The preset of :func:`curves`: x = the lease (``constants.LEASE_SECONDS``), colour = the
+    policy, the four panels of ``LEASE_CURVE_METRICS``; a parameter that varies besides is
+    refused (``check_mapping``), never merged."""
+    if rows is None or header is None:
+        header, rows = read_sweep_csv(csv_path, LEASE_CURVE_COLUMNS, with_header=True)
+    if f"param:{LEASE_PARAM}" not in header:
+        others = ", ".join(p for p in sweep_parameters(header) if p != "policy") or "none but policy"
+        raise UsageError(f"plot lease-curves: {csv_path} does not sweep {LEASE_PARAM} (its parameters: "
+                         f"{others}); use failclosed plot curves {csv_path} --x PARAM")
+    check_mapping(header, rows, LEASE_PARAM, "policy", None, csv_path, command="plot lease-curves")
+    return curves(rows, header, out, LEASE_PARAM, "policy", None, LEASE_CURVE_METRICS,
+                  title=f"Lease length vs safety and cost ({csv_path.split('/')[-1]})")
