@@ -203,7 +203,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     viol_objs: dict[str, list] = {}
     stop: dict[str, Any] | None = None
     t0 = time.perf_counter()
-    with Progress("simulate", total=len(policies) * n_runs, unit="runs", enabled=not args.quiet) as pg:
+    with Progress("simulate", total=len(policies) * n_runs, unit="runs", enabled=not args.quiet,
+                  clock=time.monotonic) as pg:
         for pol in policies:
             counted = [0]
 

@@ -15,6 +15,7 @@ import csv
 import itertools
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     todo = [(p, s) for p, s in tasks if _key(p, s, names) not in done]
     client = _dask_client(args.dask) if args.dask and todo else None
     ok = 0
-    with Progress("sweep", total=len(todo), unit="simulations", enabled=not args.quiet) as pg:
+    with Progress("sweep", total=len(todo), unit="simulations", enabled=not args.quiet,
+                  clock=time.monotonic) as pg:
         if len(todo) < len(tasks):
             pg.note(f"failclosed sweep: {len(tasks) - len(todo)} of {len(tasks)} simulations already in {args.out}")
         for row in _execute(raw, todo, args.jobs, client):

@@ -10,8 +10,15 @@ The engine knows nothing about the model. A transition system is given as
   reduction or abstraction). It must be a bisimulation: worlds with the same key must have
   successors with matching keys; trace replay relies on it and raises if it is not.
 
-Storage is compact: a state is an ``int`` id (``index`` maps key -> id), and its parent,
-depth, switch count and incoming transition id are kept in ``array('i')``. Transitions are
+Storage is compact, in the manner of TLC: a state is an ``int`` id, the seen set maps the
+64-bit fingerprint of its key (``hash(key)``) to that id (``index``), and its fingerprint,
+parent, depth, switch count and incoming transition id are kept in ``array``s. The worlds
+themselves are kept only while the search needs them (the layer being expanded, its parents
+for the property step, the next layer, and the initial worlds): traces are rebuilt by
+re-executing ``successors`` from an initial world along the recorded parents, matching
+fingerprints. Two distinct keys with the same fingerprint would be taken for one state
+(:attr:`Stats.collision_probability`: about n^2 / 2^65 for n states, as TLC reports it);
+``keep_worlds=True`` keeps every world (tests compare reachable sets with it). Transitions are
 interned to ints. With ``keep_graph=True`` the edges are three ``array('i')`` (src, dst,
 transition id); no networkx graph is built during the search. Ids are assigned in BFS order,
 so the frontier is just a cursor over the id range and the edge ``src`` array is sorted.
@@ -74,6 +81,14 @@ class Stats:
     truncated: bool  # max_states was hit: the state space is NOT exhausted
     stopped_early: bool  # stop_at_first_violation ended the search
 
+    @property
+    def collision_probability(self) -> float:
+        """The chance that two of the stored states' keys share a 64-bit fingerprint (and one
+        of them was taken for the other), assuming ``hash`` spreads distinct keys uniformly:
+        n(n-1)/2 pairs, each with chance 2^-64 (TLC's "optimistic" estimate)."""
+        n = self.states
+        return n * (n - 1) / 2.0 ** 65
+
     def __str__(self) -> str:
         flag = (
             " TRUNCATED" if self.truncated else (" (stopped early)" if self.stopped_early else "")
@@ -105,8 +120,11 @@ class Finding(Generic[W]):
 class Exploration(Generic[W]):
     successors: Callable[[W], Iterable[tuple[Transition, W]]]
     canonical: Callable[[W], Hashable] | None
-    index: dict[Hashable, int]  # key -> state id
-    worlds: list[W]  # first concrete world seen per id
+    index: dict[int, int]  # fingerprint of the key (hash(key)) -> state id
+    worlds: list[W | None]  # first concrete world seen per id (None once released)
+    fingerprints: array  # 'q', state id -> fingerprint of its key
+    labels: dict[str, bytearray]  # name -> per state id, the label predicate (0/1)
+    deadlock_labels: dict[str, bytearray]  # name -> per entry of deadlocks, the predicate
     initial_ids: list[int]
     parent: array  # 'i', -1 for initial states
     depth: array  # 'i'
@@ -152,17 +170,22 @@ class Exploration(Generic[W]):
         are counted, so this is a lower bound on the true reduction factor of the full concrete
         state space (up to 64-bit hash collisions, which can only lower it further).
         """
-        if self.concrete_seen is None or not self.worlds:
+        if self.concrete_seen is None or not self.fingerprints:
             return None
-        return self.concrete_seen / len(self.worlds)
+        return self.concrete_seen / len(self.fingerprints)
 
     @property
     def unreached_witnesses(self) -> list[str]:
         return [k for k, v in self.witnesses.items() if v is None]
 
+    @property
+    def kept_worlds(self) -> bool:
+        """Every stored state's world is still in ``worlds`` (``keep_worlds=True``)."""
+        return None not in self.worlds
+
     def state_id(self, world: W) -> int | None:
         key = world if self.canonical is None else self.canonical(world)
-        return self.index.get(key)
+        return self.index.get(hash(key))
 
     # -- traces -------------------------------------------------------------------------------
 
@@ -212,8 +235,9 @@ class Exploration(Generic[W]):
         layer keeps at most ``beam`` candidates (orbits are small; the bound only guards
         against huge symmetry groups). ``last_actor`` continues the switch count of a prefix.
         """
-        canon, worlds, succ, trs = self.canonical, self.worlds, self.successors, self.transitions
-        first = worlds[root] if start is None else start
+        canon, fps, succ, trs = self.canonical, self.fingerprints, self.successors, self.transitions
+        first = self.worlds[root] if start is None else start
+        assert first is not None, "the initial worlds are always kept"
         # entry: (world, last actor, switches, penalty, index of predecessor entry, transition)
         layer: list[tuple[Any, str | None, int, int, int, Any]] = [
             (first, last_actor, 0, 0, -1, None)
@@ -221,7 +245,7 @@ class Exploration(Generic[W]):
         history = [layer]
         for n_step, (tid, sid) in enumerate(steps, 1):
             rec = trs[tid]
-            target = worlds[sid] if canon is None else canon(worlds[sid])
+            target = fps[sid]
             by_world: dict[Any, list[int]] = {}
             for ix, e in enumerate(layer):
                 by_world.setdefault(e[0], []).append(ix)
@@ -229,7 +253,7 @@ class Exploration(Generic[W]):
             pos: dict[tuple[Any, str], int] = {}
             for w, ixs in by_world.items():
                 for t, w2 in succ(w):
-                    if (w2 if canon is None else canon(w2)) != target:
+                    if hash(w2 if canon is None else canon(w2)) != target:
                         continue
                     pen = (
                         0 if t == rec else (1 if (t.name, t.actor) == (rec.name, rec.actor) else 2)
@@ -247,8 +271,8 @@ class Exploration(Generic[W]):
             if not new:
                 raise RuntimeError(
                     f"trace replay failed at step {n_step} ({rec}): no successor of the "
-                    "current world has the recorded key; successors() is not deterministic "
-                    "or canonical() is not a bisimulation"
+                    "current world has the recorded key's fingerprint; successors() is not "
+                    "deterministic or canonical() is not a bisimulation"
                 )
             if len(new) > beam:
                 new.sort(key=lambda e: (e[2], e[3]))
@@ -269,7 +293,9 @@ class Exploration(Generic[W]):
         return self.replay(*self.abstract_path(sid))[1]
 
     def trace_initial(self, sid: int) -> W:
-        return self.worlds[self.abstract_path(sid)[0]]
+        w = self.worlds[self.abstract_path(sid)[0]]
+        assert w is not None, "the initial worlds are always kept"
+        return w
 
     def finding(self, name: str, sid: int) -> Finding[W]:
         root, steps = self.abstract_path(sid)
@@ -395,7 +421,15 @@ class _PropertyStep:
         witnesses: Mapping[str, Callable[[Any], bool]],
         reads: Mapping[str, Sequence[str]],
         stop_at_first_violation: bool,
+        labels: Mapping[str, Callable[[Any], bool]] = _EMPTY,
+        keep_worlds: bool = True,
+        n_initial: int = 0,
     ) -> None:
+        self.label_items = [(nm, p, bytearray()) for nm, p in labels.items()]
+        self.labels = {nm: b for nm, _, b in self.label_items}
+        self.keep_worlds = keep_worlds
+        self.n_initial = n_initial  # ids below it (the initial worlds) are never released
+        self.released = 0  # worlds of ids n_initial..released-1 were released
         self.inv_items = list(invariants.items())
         self.wit_items = list(witnesses.items())
         fr = FieldReads({nm: fs for nm, fs in reads.items() if nm in invariants or nm in witnesses})
@@ -409,7 +443,11 @@ class _PropertyStep:
     def check(self, lo: int, hi: int, worlds: list[Any], paths: _Paths) -> bool:
         """Check states ``lo..hi-1`` (one whole layer, or the part of one stored before
         ``max_states`` ended the search) against the properties no earlier layer violated or
-        reached. True: stop the search (``stop_at_first_violation`` and a violation)."""
+        reached, and record their labels. True: stop the search (``stop_at_first_violation``
+        and a violation). Then, unless every world is kept, release the worlds of the states
+        before ``lo`` (all expanded, and no longer parents the property step compares with)."""
+        for _, pred, out in self.label_items:
+            out.extend(bool(pred(worlds[j])) for j in range(lo, hi))
         inv = [(nm, p, self.read_mask.get(nm, 0)) for nm, p in self.inv_items
                if nm not in self.inv_hits]
         wit = [(nm, p, self.read_mask.get(nm, 0)) for nm, p in self.wit_items
@@ -423,6 +461,12 @@ class _PropertyStep:
             self._check(range(lo, hi), parents, worlds, inv, wit)
         paths.displaced.clear()
         self.checked = hi
+        start = max(self.released, self.n_initial)
+        if not self.keep_worlds and lo > start:
+            # every state before lo is expanded and its last use (as the parent of a state
+            # of this layer) is over: only the traces need it again, rebuilt by replay
+            worlds[start:lo] = [None] * (lo - start)
+            self.released = lo
         return self.stop and bool(self.inv_hits)
 
     def _check(
@@ -480,47 +524,64 @@ def _hashing(canonical: Callable[[W], Hashable] | None, seen: set[int]) -> Calla
 def _seed(
     initial: Sequence[W],
     canon: Callable[[W], Hashable] | None,
-    index: dict[Hashable, int],
-    worlds: list[W],
+    index: dict[int, int],
+    worlds: list[W | None],
+    fps: array,
     paths: _Paths,
     max_n: int,
 ) -> bool:
     """Store the initial worlds of distinct keys as ids 0, 1, ... True: ``max_n`` cut them."""
     for w in initial:
-        key = w if canon is None else canon(w)
-        if key in index:
+        fp = hash(w if canon is None else canon(w))
+        if fp in index:
             continue
         if len(worlds) >= max_n:
             return True
-        index[key] = len(worlds)
+        index[fp] = len(worlds)
         worlds.append(w)
+        fps.append(fp)
         paths.add_root()
     return False
+
+
+def _deadlock(deadlocks: array, i: int, w: Any,
+              at_deadlock: list[tuple[Callable[[Any], bool], bytearray]]) -> None:
+    """Record state ``i`` (world ``w``) as a deadlock, with its deadlock labels."""
+    deadlocks.append(i)
+    for pred, out in at_deadlock:
+        out.append(bool(pred(w)))
 
 
 def _bfs(
     successors: Callable[[W], Iterable[tuple[Transition, W]]],
     canon: Callable[[W], Hashable] | None,
-    index: dict[Hashable, int],
-    worlds: list[W],
+    index: dict[int, int],
+    worlds: list[W | None],
+    fps: array,
     paths: _Paths,
     trs: _Transitions,
     props: _PropertyStep,
     max_n: int,
     edges: tuple[array, array, array] | None,
+    at_deadlock: list[tuple[Callable[[W], bool], bytearray]],
+    on_progress: Callable[[int, int], None] | None,
+    progress_every: int,
 ) -> tuple[int, array, bool, bool]:
     """The BFS core: expand the stored states in id order (ids are assigned in BFS order, so
     the frontier is a cursor over the id range), storing every successor of a new key and
     keeping the fewest-switch parents, and run the property step on each layer once it is
     complete (before it is expanded). Returns ``(expanded, deadlocks, truncated, stopped)``;
     ids below ``expanded`` were expanded. If ``max_states`` cut the search short, the states
-    stored of the last layer are left for the caller to check."""
+    stored of the last layer are left for the caller to check. ``at_deadlock`` predicates are
+    evaluated on each deadlock (in the order of ``deadlocks``); ``on_progress(stored,
+    expanded)`` is called every ``progress_every`` expanded states."""
     parent, depth, sw, in_tr = paths.parent, paths.depth, paths.switches, paths.in_tr
     amask, alts, displaced = paths.actor_mask, paths.alts, paths.displaced
     tr_get, intern = trs.index.get, trs.intern
     tr_bit, tr_actor, enabled, taken = trs.bit, trs.actor, trs.enabled, trs.taken
     idx_get = index.get
     worlds_append = worlds.append
+    fps_append = fps.append
     parent_append, depth_append = parent.append, depth.append
     sw_append, in_tr_append, amask_append = sw.append, in_tr.append, amask.append
     keep = edges is not None
@@ -533,6 +594,7 @@ def _bfs(
     d1 = 0
     next_start = n
     truncated = stopped = False
+    next_report = progress_every if on_progress is not None else sys.maxsize
     while i < n:
         d = depth[i]
         if d != cur_d:
@@ -544,6 +606,7 @@ def _bfs(
             d1 = d + 1
             next_start = n
         w = worlds[i]
+        assert w is not None
         k = sw[i]
         m = amask[i]
         any_succ = False
@@ -553,16 +616,17 @@ def _bfs(
             if tid is None:
                 tid = intern(t)
             enabled[tid] += 1
-            key = w2 if canon is None else canon(w2)
-            j = idx_get(key)
+            fp = hash(w2 if canon is None else canon(w2))
+            j = idx_get(fp)
             if j is None:
                 if n >= max_n:
                     truncated = True
                     break
                 j = n
                 n += 1
-                index[key] = j
+                index[fp] = j
                 worlds_append(w2)
+                fps_append(fp)
                 parent_append(i)
                 depth_append(d1)
                 b = tr_bit[tid]
@@ -592,8 +656,11 @@ def _bfs(
         if truncated:
             break
         if not any_succ:
-            deadlocks.append(i)
+            _deadlock(deadlocks, i, w, at_deadlock)
         i += 1
+        if i >= next_report:
+            next_report += progress_every
+            on_progress(n, i)  # type: ignore[misc]
     return i, deadlocks, truncated, stopped
 
 
@@ -627,6 +694,11 @@ def explore(
     keep_graph: bool = False,
     measure_reduction: bool = False,
     reads: Mapping[str, Sequence[str]] = _EMPTY,
+    labels: Mapping[str, Callable[[W], bool]] = _EMPTY,
+    deadlock_labels: Mapping[str, Callable[[W], bool]] = _EMPTY,
+    keep_worlds: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+    progress_every: int = 16384,
 ) -> Exploration[W]:
     """Breadth-first exploration of every state reachable from ``initial``.
 
@@ -652,8 +724,22 @@ def explore(
       share the unchanged parts of their parent, so this skips most checks of a property the
       transition cannot affect.
 
+    * ``labels``: name -> predicate evaluated on every stored state, kept as one byte per
+      state in ``Exploration.labels`` (what :func:`check_liveness` reads instead of the
+      worlds); ``deadlock_labels``: the same, evaluated on each deadlock only
+      (``Exploration.deadlock_labels``, aligned with ``deadlocks``).
+    * ``keep_worlds``: keep every stored state's world in ``Exploration.worlds`` (default:
+      only the initial worlds remain at the end; the rest are released layer by layer, and
+      traces are rebuilt by replay).
+    * ``on_progress(stored, expanded)``: called every ``progress_every`` expanded states
+      (progress of a long search; it must not change anything the search reads).
+
     Properties are checked one layer at a time, once the layer is complete (the property
     step); the verdicts and traces are those of checking each state as it is stored.
+
+    **Fingerprints.** States are identified by ``hash(key)``, a 64-bit fingerprint (see the
+    module docstring); ``stats.collision_probability`` is the chance that two of them
+    collide, under which one state would be taken for another.
 
     **Fewest-switch tie-break (exact).** A switch is a pair of consecutive transitions with
     different ``actor``. During BFS each state keeps its minimum switch count ``k`` over all
@@ -679,17 +765,22 @@ def explore(
     max_n = sys.maxsize if max_states is None else max_states
     seen: set[int] | None = set() if measure_reduction else None
     canon = canonical if seen is None else _hashing(canonical, seen)
-    index: dict[Hashable, int] = {}
-    worlds: list[W] = []
+    index: dict[int, int] = {}
+    worlds: list[W | None] = []
+    fps = array("q")
     trs = _Transitions()
     paths = _Paths()
-    props = _PropertyStep(invariants, witnesses, reads, stop_at_first_violation)
+    props = _PropertyStep(invariants, witnesses, reads, stop_at_first_violation, labels,
+                          keep_worlds)
     edges = (array("i"), array("i"), array("i")) if keep_graph else None
+    at_deadlock = [(p, bytearray()) for p in deadlock_labels.values()]
 
-    seed_cut = _seed(initial, canon, index, worlds, paths, max_n)
+    seed_cut = _seed(initial, canon, index, worlds, fps, paths, max_n)
     initial_ids = list(range(len(worlds)))
+    props.n_initial = len(worlds)
     expanded, deadlocks, cut, stopped = _bfs(
-        successors, canon, index, worlds, paths, trs, props, max_n, edges
+        successors, canon, index, worlds, fps, paths, trs, props, max_n, edges, at_deadlock,
+        on_progress, max(1, progress_every),
     )
     n = len(worlds)
     props.check(props.checked, n, worlds, paths)  # what max_states cut short (else nothing)
@@ -700,6 +791,9 @@ def explore(
         canonical=canonical,
         index=index,
         worlds=worlds,
+        fingerprints=fps,
+        labels=props.labels,
+        deadlock_labels={nm: b for nm, (_, b) in zip(deadlock_labels, at_deadlock, strict=True)},
         initial_ids=initial_ids,
         parent=paths.parent,
         depth=paths.depth,
@@ -824,11 +918,12 @@ def _trim_acyclic(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray,
 def _tarjan(n: int, s: np.ndarray, d: np.ndarray, roots: list[int]) -> list[list[int]]:
     """Iterative Tarjan over the edges ``s[k] -> d[k]`` (``s`` sorted) from each of ``roots``
     not yet visited: the non-trivial components, sorted, ordered by smallest member."""
-    off = np.searchsorted(s, np.arange(n + 1)).tolist()
-    succ = d.tolist()
-    index = [-1] * n
-    low = [0] * n
-    on_stack = [False] * n
+    # machine-word arrays, not lists of int objects: a few bytes per state and edge
+    off = array("q", np.searchsorted(s, np.arange(n + 1)).astype(np.int64).tobytes())
+    succ = array("i", np.asarray(d, dtype=np.int32).tobytes())
+    index = array("i", [-1]) * n
+    low = array("i", [0]) * n
+    on_stack = bytearray(n)
     stack: list[int] = []
     out: list[list[int]] = []
     counter = 0
@@ -874,7 +969,7 @@ def _tarjan(n: int, s: np.ndarray, d: np.ndarray, roots: list[int]) -> list[list
     return out
 
 
-def _pop_component(stack: list[int], on_stack: list[bool], v: int) -> list[int]:
+def _pop_component(stack: list[int], on_stack: bytearray, v: int) -> list[int]:
     """Pop Tarjan's stack down to the component root ``v``: the component's states."""
     c = []
     while True:
@@ -890,7 +985,7 @@ class _Edges:
 
     def __init__(self, ex: Exploration[Any]) -> None:
         assert ex.edges_src is not None and ex.edges_dst is not None and ex.edges_tr is not None
-        self.n = n = len(ex.worlds)
+        self.n = n = len(ex.fingerprints)
         self.src = _int32(ex.edges_src)
         self.dst = _int32(ex.edges_dst)
         self.tr = _int32(ex.edges_tr)
@@ -990,11 +1085,11 @@ def _fair_sccs(
 
 def check_liveness(
     exploration: Exploration[W],
-    goal: Callable[[W], bool],
+    goal: Callable[[W], bool] | str,
     fairness: Sequence[Callable[[Transition], bool]],
     *,
     name: str,
-    ignore_deadlock: Callable[[W], bool] | None = None,
+    ignore_deadlock: Callable[[W], bool] | str | None = None,
     scope: Literal["always", "initial"] = "always",
 ) -> LivenessResult[W]:
     """Check that every weakly fair infinite path reaches ``goal`` and no non-goal state deadlocks.
@@ -1014,7 +1109,9 @@ def check_liveness(
     States that were never (fully) expanded because of ``max_states`` are left out, so a
     reported counterexample is genuine, but ``holds`` is only a proof if ``complete``.
     ``ignore_deadlock(world)`` marks states (e.g. at a model bound) not to count as deadlocks.
-    Requires ``explore(..., keep_graph=True)``.
+    Requires ``explore(..., keep_graph=True)``. ``goal`` (and ``ignore_deadlock``) is either
+    the name of a label ``explore`` recorded (``labels``; ``deadlock_labels``) or a predicate
+    on worlds, which needs ``explore(..., keep_worlds=True)``.
     """
     ex = exploration
     if ex.edges_src is None or ex.edges_dst is None or ex.edges_tr is None:
@@ -1023,14 +1120,19 @@ def check_liveness(
         raise ValueError(f"unknown scope {scope!r}")
     g = _Edges(ex)
     n = g.n
-    is_goal = np.fromiter((bool(goal(w)) for w in ex.worlds), dtype=bool, count=n)
+    is_goal = _label(ex, goal, "goal")
     node_ok = ~is_goal
     node_ok[ex.expanded :] = False
     emask = node_ok[g.src] & node_ok[g.dst]
     s_in, d_in, t_in = g.src[emask], g.dst[emask], g.tr[emask]
 
     dead = [s for s in ex.deadlocks if node_ok[s]]
-    if ignore_deadlock is not None:
+    if isinstance(ignore_deadlock, str):
+        ign = ex.deadlock_labels[ignore_deadlock]
+        at = {s: k for k, s in enumerate(ex.deadlocks)}
+        dead = [s for s in dead if not ign[at[s]]]
+    elif ignore_deadlock is not None:
+        _need_worlds(ex, "ignore_deadlock")
         dead = [s for s in dead if not ignore_deadlock(ex.worlds[s])]
 
     # Distance used to pick the counterexample with the shortest prefix.
@@ -1081,6 +1183,22 @@ def check_liveness(
     )
     return LivenessResult(holds=False, kind="fair_cycle", initial=initial, prefix=prefix,
                           cycle=cycle, entry=best_entry, scc_size=len(fs.sccs[best_scc]), **base)
+
+
+def _need_worlds(ex: Exploration[Any], what: str) -> None:
+    if not ex.kept_worlds:
+        raise ValueError(f"check_liveness: {what} as a function needs explore(..., "
+                         "keep_worlds=True); or give the name of a label explore computed")
+
+
+def _label(ex: Exploration[Any], pred: str | Callable[[Any], bool], what: str) -> np.ndarray:
+    """Per state id, ``pred`` as a bool array: a label ``explore`` recorded, or the
+    predicate evaluated on the kept worlds."""
+    n = len(ex.fingerprints)
+    if isinstance(pred, str):
+        return np.frombuffer(bytes(ex.labels[pred]), dtype=bool, count=n).copy()
+    _need_worlds(ex, what)
+    return np.fromiter((bool(pred(w)) for w in ex.worlds), dtype=bool, count=n)
 
 
 def _prefix(
