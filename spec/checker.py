@@ -283,6 +283,12 @@ class CheckResult:
         return not any(p.stats.truncated for p in self.parts)
 
     @property
+    def collision_probability(self) -> float:
+        """The chance that some part's search took two states for one (64-bit fingerprints:
+        spec.engine.Stats.collision_probability, summed over the parts)."""
+        return sum(p.stats.collision_probability for p in self.parts)
+
+    @property
     def unreached_witnesses(self) -> list[str]:
         return [w for w in self.required_witnesses if self.witnesses.get(w) is None]
 
@@ -297,7 +303,8 @@ class CheckResult:
         return (
             f"{self.states} distinct states, {self.transitions} transitions, depth {self.depth}, "
             f"{self.seconds:.2f}s ({sps:,.0f} states/s), peak memory {self.peak_rss_mib:.0f} MiB"
-            f"{rtxt}{'' if self.complete else ', TRUNCATED'}"
+            f"{rtxt}, fingerprint collision probability {self.collision_probability:.1e}"
+            f"{'' if self.complete else ', TRUNCATED'}"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -315,6 +322,7 @@ class CheckResult:
             "states_per_second": round(self.states / self.seconds) if self.seconds > 0 else None,
             "peak_rss_mib": round(self.peak_rss_mib, 1),
             "complete": self.complete,
+            "collision_probability": self.collision_probability,
             "witnesses": {k: v is not None for k, v in self.witnesses.items()},
             "unreached_witnesses": self.unreached_witnesses,
             "reduction_factor": max(

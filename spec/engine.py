@@ -36,7 +36,7 @@ from array import array
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import networkx as nx
 import numpy as np
@@ -60,7 +60,7 @@ __all__ = [
 
 W = TypeVar("W")
 Step = tuple["Transition", Any]
-_EMPTY: Mapping[str, Callable[[Any], bool]] = MappingProxyType({})
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 # --------------------------------------------------------------------------------------------
@@ -101,27 +101,27 @@ class Stats:
 
 
 @dataclass
-class Finding(Generic[W]):
+class Finding:
     """A state where an invariant fails or a witness holds, with a concrete shortest trace."""
 
     name: str
     state: int  # state id
     depth: int  # = len(trace)
     switches: int  # actor switches along the (concrete) trace
-    initial: W  # concrete initial world the trace starts from
-    trace: list[tuple[Transition, W]]  # (transition, world after it), replayable
+    initial: Any  # concrete initial world the trace starts from
+    trace: list[tuple[Transition, Any]]  # (transition, world after it), replayable
 
     @property
-    def world(self) -> W:
+    def world(self) -> Any:
         return self.trace[-1][1] if self.trace else self.initial
 
 
 @dataclass
-class Exploration(Generic[W]):
-    successors: Callable[[W], Iterable[tuple[Transition, W]]]
-    canonical: Callable[[W], Hashable] | None
+class Exploration:
+    successors: Callable[[Any], Iterable[tuple[Transition, Any]]]
+    canonical: Callable[[Any], Hashable] | None
     index: dict[int, int]  # fingerprint of the key (hash(key)) -> state id
-    worlds: list[W | None]  # first concrete world seen per id (None once released)
+    worlds: list[Any | None]  # first concrete world seen per id (None once released)
     fingerprints: array  # 'q', state id -> fingerprint of its key
     labels: dict[str, bytearray]  # name -> per state id, the label predicate (0/1)
     deadlock_labels: dict[str, bytearray]  # name -> per entry of deadlocks, the predicate
@@ -142,8 +142,8 @@ class Exploration(Generic[W]):
     edges_tr: array | None
     expanded: int  # ids < expanded were fully expanded
     deadlocks: array  # 'i', expanded states with no successor at all
-    violations: dict[str, Finding[W]]  # first (shortest, fewest switches) per violated invariant
-    witnesses: dict[str, Finding[W] | None]  # None: never reached
+    violations: dict[str, Finding]  # first (shortest, fewest switches) per violated invariant
+    witnesses: dict[str, Finding | None]  # None: never reached
     invariants_checked: list[str]
     concrete_seen: int | None  # distinct concrete worlds hashed (measure_reduction=True)
     stats: Stats
@@ -183,7 +183,7 @@ class Exploration(Generic[W]):
         """Every stored state's world is still in ``worlds`` (``keep_worlds=True``)."""
         return None not in self.worlds
 
-    def state_id(self, world: W) -> int | None:
+    def state_id(self, world: Any) -> int | None:
         key = world if self.canonical is None else self.canonical(world)
         return self.index.get(hash(key))
 
@@ -218,10 +218,10 @@ class Exploration(Generic[W]):
         self,
         root: int,
         steps: Sequence[tuple[int, int]],
-        start: W | None = None,
+        start: Any | None = None,
         last_actor: str | None = None,
         beam: int = 512,
-    ) -> tuple[W, list[tuple[Transition, W]]]:
+    ) -> tuple[Any, list[tuple[Transition, Any]]]:
         """Turn an abstract path into a concrete one by re-walking ``successors``.
 
         Starting from the concrete world of ``root`` (or ``start``), every step must produce a
@@ -242,7 +242,7 @@ class Exploration(Generic[W]):
         layer: list[tuple[Any, str | None, int, int, int, Any]] = [
             (first, last_actor, 0, 0, -1, None)
         ]
-        history = [layer]
+        history: list[list[tuple[Any, str | None, int, int, int, Any]]] = [layer]
         for n_step, (tid, sid) in enumerate(steps, 1):
             rec = trs[tid]
             target = fps[sid]
@@ -280,24 +280,24 @@ class Exploration(Generic[W]):
             history.append(new)
             layer = new
         j = min(range(len(layer)), key=lambda k: (layer[k][2], layer[k][3]))
-        out: list[tuple[Transition, W]] = []
-        for lay in reversed(history[1:]):
-            e = lay[j]
+        out: list[tuple[Transition, Any]] = []
+        for k in range(len(history) - 1, 0, -1):
+            e = history[k][j]
             out.append((e[5], e[0]))
             j = e[4]
         out.reverse()
         return first, out
 
-    def trace(self, sid: int) -> list[tuple[Transition, W]]:
+    def trace(self, sid: int) -> list[tuple[Transition, Any]]:
         """Concrete replayable trace from ``trace_initial(sid)`` to a world with ``sid``'s key."""
         return self.replay(*self.abstract_path(sid))[1]
 
-    def trace_initial(self, sid: int) -> W:
+    def trace_initial(self, sid: int) -> Any:
         w = self.worlds[self.abstract_path(sid)[0]]
         assert w is not None, "the initial worlds are always kept"
         return w
 
-    def finding(self, name: str, sid: int) -> Finding[W]:
+    def finding(self, name: str, sid: int) -> Finding:
         root, steps = self.abstract_path(sid)
         initial, tr = self.replay(root, steps)
         return Finding(name, sid, self.depth[sid], count_switches(tr), initial, tr)
@@ -496,7 +496,7 @@ class _PropertyStep:
                 if pred(w2):
                     wit_hits.setdefault(name, []).append(j)
 
-    def report(self, ex: Exploration[Any]) -> None:
+    def report(self, ex: Exploration) -> None:
         """Fill ``ex.violations`` and ``ex.witnesses``: per property, the hit of fewest
         switches (then smallest id) among its shortest ones, with a concrete trace."""
         sw = ex.switches
@@ -585,7 +585,8 @@ def _bfs(
     parent_append, depth_append = parent.append, depth.append
     sw_append, in_tr_append, amask_append = sw.append, in_tr.append, amask.append
     keep = edges is not None
-    esrc_append, edst_append, etr_append = [a.append for a in edges] if edges else [None] * 3
+    esrc, edst, etr = edges if edges is not None else (array("i"), array("i"), array("i"))
+    esrc_append, edst_append, etr_append = esrc.append, edst.append, etr.append
     check_layer = props.check
     deadlocks = array("i")
     n = len(worlds)
@@ -699,7 +700,7 @@ def explore(
     keep_worlds: bool = False,
     on_progress: Callable[[int, int], None] | None = None,
     progress_every: int = 16384,
-) -> Exploration[W]:
+) -> Exploration:
     """Breadth-first exploration of every state reachable from ``initial``.
 
     * ``invariants``: name -> predicate, True = holds. Checked on every stored state (the
@@ -786,7 +787,7 @@ def explore(
     props.check(props.checked, n, worlds, paths)  # what max_states cut short (else nothing)
     stats = _stats(t0, rss0, n, trs, expanded, paths.depth[n - 1] if n else 0, seed_cut or cut,
                    stopped)
-    ex: Exploration[W] = Exploration(
+    ex: Exploration = Exploration(
         successors=successors,
         canonical=canonical,
         index=index,
@@ -835,7 +836,7 @@ class Coverage:
     unexpected: list[str]  # labels seen that were not expected (typos, new branches)
 
 
-def coverage(exploration: Exploration[Any], expected_labels: Iterable[str]) -> Coverage:
+def coverage(exploration: Exploration, expected_labels: Iterable[str]) -> Coverage:
     """Aggregate the per-transition counters by ``Transition.label()``."""
     en: dict[str, int] = {}
     tk: dict[str, int] = {}
@@ -862,13 +863,13 @@ def coverage(exploration: Exploration[Any], expected_labels: Iterable[str]) -> C
 
 
 @dataclass
-class LivenessResult(Generic[W]):
+class LivenessResult:
     name: str
     holds: bool
     kind: Literal["deadlock", "fair_cycle"] | None  # kind of the reported counterexample
-    initial: W | None  # concrete initial world of the lasso
-    prefix: list[tuple[Transition, W]]  # from `initial` to the cycle entry (or the deadlock)
-    cycle: list[tuple[Transition, W]]  # from the entry back to a world with the entry's key
+    initial: Any | None  # concrete initial world of the lasso
+    prefix: list[tuple[Transition, Any]]  # from `initial` to the cycle entry (or the deadlock)
+    cycle: list[tuple[Transition, Any]]  # from the entry back to a world with the entry's key
     entry: int | None  # state id of the cycle entry / deadlock
     scc_size: int  # states in the offending SCC (1 for a deadlock)
     deadlocks: int  # non-goal deadlocks in scope (not ignored)
@@ -983,7 +984,7 @@ def _pop_component(stack: list[int], on_stack: bytearray, v: int) -> list[int]:
 class _Edges:
     """The stored edges as int32 arrays (``src`` sorted) with CSR offsets per state."""
 
-    def __init__(self, ex: Exploration[Any]) -> None:
+    def __init__(self, ex: Exploration) -> None:
         assert ex.edges_src is not None and ex.edges_dst is not None and ex.edges_tr is not None
         self.n = n = len(ex.fingerprints)
         self.src = _int32(ex.edges_src)
@@ -1084,14 +1085,14 @@ def _fair_sccs(
 
 
 def check_liveness(
-    exploration: Exploration[W],
+    exploration: Exploration,
     goal: Callable[[W], bool] | str,
     fairness: Sequence[Callable[[Transition], bool]],
     *,
     name: str,
     ignore_deadlock: Callable[[W], bool] | str | None = None,
     scope: Literal["always", "initial"] = "always",
-) -> LivenessResult[W]:
+) -> LivenessResult:
     """Check that every weakly fair infinite path reaches ``goal`` and no non-goal state deadlocks.
 
     ``scope="always"`` (default) checks this from every reachable state, i.e. all reachable
@@ -1147,7 +1148,7 @@ def check_liveness(
         dead = [s for s in dead if reach[s]]
 
     fs = _fair_sccs(g, node_ok, s_in, d_in, t_in, ex.transitions, fairness)
-    base = dict(
+    base: dict[str, Any] = dict(
         name=name,
         deadlocks=len(dead),
         fair_sccs=len(fs.fair),
@@ -1155,18 +1156,19 @@ def check_liveness(
         complete=ex.complete,
         scope=scope,
     )
-    best_dead = min(dead, key=lambda s: (dist[s], s)) if dead else None
+    best_dead = min(dead, key=lambda s: (int(dist[s]), s)) if dead else None
     best_entry = None
     best_scc = -1
     for k in fs.fair:
-        e = min(fs.sccs[k], key=lambda s: (dist[s], s))
-        if best_entry is None or (dist[e], e) < (dist[best_entry], best_entry):
+        e = min(fs.sccs[k], key=lambda s: (int(dist[s]), s))
+        if best_entry is None or (int(dist[e]), e) < (int(dist[best_entry]), best_entry):
             best_entry, best_scc = e, k
     if best_dead is None and best_entry is None:
         return LivenessResult(holds=True, kind=None, initial=None, prefix=[], cycle=[],
                               entry=None, scc_size=0, **base)
 
-    if best_dead is not None and (best_entry is None or dist[best_dead] <= dist[best_entry]):
+    if best_dead is not None and (best_entry is None
+                                  or int(dist[best_dead]) <= int(dist[best_entry])):
         root, steps = _prefix(ex, g, pred if scope == "initial" else None, best_dead)
         initial, prefix = ex.replay(root, steps)
         return LivenessResult(holds=False, kind="deadlock", initial=initial, prefix=prefix,
@@ -1185,13 +1187,13 @@ def check_liveness(
                           cycle=cycle, entry=best_entry, scc_size=len(fs.sccs[best_scc]), **base)
 
 
-def _need_worlds(ex: Exploration[Any], what: str) -> None:
+def _need_worlds(ex: Exploration, what: str) -> None:
     if not ex.kept_worlds:
         raise ValueError(f"check_liveness: {what} as a function needs explore(..., "
                          "keep_worlds=True); or give the name of a label explore computed")
 
 
-def _label(ex: Exploration[Any], pred: str | Callable[[Any], bool], what: str) -> np.ndarray:
+def _label(ex: Exploration, pred: str | Callable[[Any], bool], what: str) -> np.ndarray:
     """Per state id, ``pred`` as a bool array: a label ``explore`` recorded, or the
     predicate evaluated on the kept worlds."""
     n = len(ex.fingerprints)
@@ -1202,7 +1204,7 @@ def _label(ex: Exploration[Any], pred: str | Callable[[Any], bool], what: str) -
 
 
 def _prefix(
-    ex: Exploration[Any], g: _Edges, pred: dict[int, int] | None, s: int
+    ex: Exploration, g: _Edges, pred: dict[int, int] | None, s: int
 ) -> tuple[int, list[tuple[int, int]]]:
     """The abstract path to ``s``: the chosen shortest path of the exploration, or (scope
     "initial", ``pred`` given) the BFS path over non-goal states from an initial state."""
@@ -1282,7 +1284,8 @@ def _nearest(
     best: tuple[int, list[int], tuple[int, int, int] | None] | None = None
     for disabled, fedges, _ in todo:
         for s in disabled:
-            cand = (len(paths[s]) - 1, paths[s], None)
+            cand: tuple[int, list[int], tuple[int, int, int] | None] = (
+                len(paths[s]) - 1, paths[s], None)
             if best is None or cand[0] < best[0]:
                 best = cand
         for u, v, t in fedges:

@@ -724,6 +724,10 @@ class ScopeResult:
         n = len(self.scope.members)
         cut = {r.member for r in rs if r.truncated}
         txt = f"scope {self.scope.name}: {n:,} configurations, {sum(r.states for r in rs):,} states"
+        # each search identifies states by 64-bit fingerprints (spec.engine): the chance
+        # that one of them took two states for one, summed over the searches
+        p = sum(r.states * (r.states - 1) for r in rs) / 2.0 ** 65
+        txt += f" (fingerprint collision probability {p:.0e})"
         if cut:
             txt += f"; {len(cut)} truncated (holds up to the bound there)"
         return txt
