@@ -53,15 +53,18 @@ def _fmt(s: float) -> str:
     return f"{s / 60:.1f} min" if s >= 120 else f"{s:.1f} s"
 
 
-def _measured(args: tuple[str, dict, str]) -> tuple[str, int, float, float]:
-    """One member in this (fresh) process: (name, states, CPU seconds, peak RSS MiB)."""
+def _measured(args: tuple[str, dict, str]) -> tuple[str, int, float, float, float]:
+    """One member in this (fresh) process: (name, states, CPU seconds, peak RSS MiB, its
+    growth during the check MiB)."""
     import resource
 
     name, data, policy = args
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     c0 = time.process_time()
     r = check_member(name, data, policy)
     cpu = time.process_time() - c0
-    return name, r.states, cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return name, r.states, cpu, rss, rss - rss0
 
 
 def per_product(scope: Scope, policy: str, k: int, jobs: int) -> None:
@@ -81,26 +84,32 @@ def per_product(scope: Scope, policy: str, k: int, jobs: int) -> None:
         picked[origin] = list(chosen.values())
     ctx = multiprocessing.get_context("spawn")
     rows: dict[str, tuple[int, float, float]] = {}
+    largest: dict[str, str] = {o: max(ms, key=_cost).name for o, ms in by.items()}
     t0 = time.perf_counter()
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, max_tasks_per_child=1) as ex:
         futs = [ex.submit(_measured, (m.name, m.data, policy)) for ms in picked.values() for m in ms]
         for f in as_completed(futs):
-            name, n, cpu, rss = f.result()
+            name, n, cpu, rss, grew = f.result()
             rows[name] = (n, cpu, rss)
             print(f"  {name}: {n:,} states, CPU {cpu:.1f} s ({n / max(cpu, 1e-9):,.0f} states/s), "
-                  f"peak RSS {rss:.0f} MiB ({rss * 1024 / max(n, 1):.2f} KiB per state)", flush=True)
+                  f"peak RSS {rss:.0f} MiB (+{grew:.0f} during the check: "
+                  f"{grew * 1024 / max(n, 1):.2f} KiB per state)", flush=True)
     total_cpu = 0.0
     total_states = 0.0
     print(f"per product ({policy}; sample checked in {_fmt(time.perf_counter() - t0)} wall):")
     for origin, ms in picked.items():
-        sample = [rows[m.name] for m in ms]
+        # the guessed largest counts once; the evenly spaced ones stand for the rest
+        big = rows[largest[origin]]
+        sample = [rows[m.name] for m in ms if m.name != largest[origin]] or [big]
         mean_cpu = sum(r[1] for r in sample) / len(sample)
         mean_states = sum(r[0] for r in sample) / len(sample)
         n = len(by[origin])
-        total_cpu += mean_cpu * n
-        total_states += mean_states * n
-        print(f"  {origin:22s} {n:5,} members, sample {len(sample)}: mean {mean_states:12,.0f} "
-              f"states, {mean_cpu:7.1f} s CPU -> {_fmt(mean_cpu * n)} CPU (extrapolated)")
+        cpu = big[1] + mean_cpu * (n - 1)
+        total_cpu += cpu
+        total_states += big[0] + mean_states * (n - 1)
+        print(f"  {origin:22s} {n:5,} members: largest guess {big[0]:,} states {big[1]:.1f} s, "
+              f"the others' sample ({len(sample)}) mean {mean_states:,.0f} states {mean_cpu:.1f} s "
+              f"-> {_fmt(cpu)} CPU (extrapolated)")
     print(f"extrapolated: {total_states:,.0f} states, {_fmt(total_cpu)} CPU for {policy}, "
           f"{_fmt(total_cpu / jobs)} wall on {jobs} idle cores (an extrapolation from the sample, "
           "not a run of the scope)")
