@@ -49,6 +49,7 @@ COMPILED = (
     "model/rules.py",
     "model/store.py",
     "model/runtime.py",
+    "spec/engine.py",
 )
 
 PURE_ENV = "FAILCLOSED_PURE"

@@ -8,8 +8,15 @@ checks a sample with one and with two processes (the speed-up of ``--jobs 2``), 
 ``--dask`` the overhead of one configuration as a task on an in-process Dask cluster against
 the same call in this process.
 
+With ``--per-product K`` it checks instead K members of each product (evenly spaced, plus
+the member of each product that spec.scope guesses largest), each in a fresh process (one
+task per process, ``--jobs`` at a time), and prints per member its states, CPU seconds,
+states per CPU second and peak RSS per stored state; per product the mean CPU seconds of its
+sample times its members: an **extrapolation** of the whole scope's CPU time, and of its
+wall time on ``--jobs`` processes (CPU / jobs), not a measurement of it.
+
     python benchmarks/bench_scope.py [SCOPE] [--policy P ...] [--jobs 2] [--sample N]
-                                     [--speedup] [--dask]
+                                     [--speedup] [--dask] [--per-product K]
 """
 
 from __future__ import annotations
@@ -22,7 +29,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from failclosed.spec.scope import Scope, check_member, check_scope, load_scope  # noqa: E402
+from failclosed.spec.scope import (  # noqa: E402
+    Member,
+    Scope,
+    _cost,
+    check_member,
+    check_scope,
+    load_scope,
+)
 
 
 def _sample(scope: Scope, n: int) -> Scope:
@@ -39,6 +53,68 @@ def _fmt(s: float) -> str:
     return f"{s / 60:.1f} min" if s >= 120 else f"{s:.1f} s"
 
 
+def _measured(args: tuple[str, dict, str]) -> tuple[str, int, float, float, float]:
+    """One member in this (fresh) process: (name, states, CPU seconds, peak RSS MiB, its
+    growth during the check MiB)."""
+    import resource
+
+    name, data, policy = args
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    c0 = time.process_time()
+    r = check_member(name, data, policy)
+    cpu = time.process_time() - c0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return name, r.states, cpu, rss, rss - rss0
+
+
+def per_product(scope: Scope, policy: str, k: int, jobs: int) -> None:
+    """Stratified sample: k evenly spaced members of each product and its largest guess."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    by: dict[str, list[Member]] = defaultdict(list)
+    for m in scope.members:
+        by[m.origin].append(m)
+    picked: dict[str, list[Member]] = {}
+    for origin, ms in by.items():
+        step = max(1, len(ms) // k)
+        chosen = {m.name: m for m in ms[::step][:k]}
+        big = max(ms, key=_cost)
+        chosen[big.name] = big
+        picked[origin] = list(chosen.values())
+    ctx = multiprocessing.get_context("spawn")
+    rows: dict[str, tuple[int, float, float]] = {}
+    largest: dict[str, str] = {o: max(ms, key=_cost).name for o, ms in by.items()}
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, max_tasks_per_child=1) as ex:
+        futs = [ex.submit(_measured, (m.name, m.data, policy)) for ms in picked.values() for m in ms]
+        for f in as_completed(futs):
+            name, n, cpu, rss, grew = f.result()
+            rows[name] = (n, cpu, rss)
+            print(f"  {name}: {n:,} states, CPU {cpu:.1f} s ({n / max(cpu, 1e-9):,.0f} states/s), "
+                  f"peak RSS {rss:.0f} MiB (+{grew:.0f} during the check: "
+                  f"{grew * 1024 / max(n, 1):.2f} KiB per state)", flush=True)
+    total_cpu = 0.0
+    total_states = 0.0
+    print(f"per product ({policy}; sample checked in {_fmt(time.perf_counter() - t0)} wall):")
+    for origin, ms in picked.items():
+        # the guessed largest counts once; the evenly spaced ones stand for the rest
+        big = rows[largest[origin]]
+        sample = [rows[m.name] for m in ms if m.name != largest[origin]] or [big]
+        mean_cpu = sum(r[1] for r in sample) / len(sample)
+        mean_states = sum(r[0] for r in sample) / len(sample)
+        n = len(by[origin])
+        cpu = big[1] + mean_cpu * (n - 1)
+        total_cpu += cpu
+        total_states += big[0] + mean_states * (n - 1)
+        print(f"  {origin:22s} {n:5,} members: largest guess {big[0]:,} states {big[1]:.1f} s, "
+              f"the others' sample ({len(sample)}) mean {mean_states:,.0f} states {mean_cpu:.1f} s "
+              f"-> {_fmt(cpu)} CPU (extrapolated)")
+    print(f"extrapolated: {total_states:,.0f} states, {_fmt(total_cpu)} CPU for {policy}, "
+          f"{_fmt(total_cpu / jobs)} wall on {jobs} idle cores (an extrapolation from the sample, "
+          "not a run of the scope)")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("scope", nargs="?", default="standard")
@@ -47,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample", type=int, default=0, help="check only N members (0: all)")
     ap.add_argument("--speedup", action="store_true", help="--jobs 1 against --jobs 2")
     ap.add_argument("--dask", action="store_true", help="overhead of a Dask task")
+    ap.add_argument("--per-product", type=int, default=0,
+                    help="K members of each product in fresh processes: extrapolate the scope")
     args = ap.parse_args(argv)
     policies = args.policies or ["current", "proposed"]
 
@@ -57,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
           f"(generation and reduction {time.perf_counter() - t0:.2f} s)")
     for origin, n in scope.by_origin.items():
         print(f"  {origin:28s} {n:6,}")
+    if args.per_product:
+        for pol in policies:
+            per_product(scope, pol, args.per_product, args.jobs)
+        return 0
     target = _sample(scope, args.sample)
 
     t0 = time.perf_counter()

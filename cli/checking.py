@@ -21,6 +21,7 @@ import shutil
 import sys
 import tempfile
 import textwrap
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -198,7 +199,7 @@ def emit_json(args: argparse.Namespace, d: dict[str, Any]) -> None:
 
 
 def progress(args: argparse.Namespace, what: str, total: int, unit: str) -> Progress:
-    return Progress(what, total, unit=unit, enabled=not args.quiet)
+    return Progress(what, total, unit=unit, enabled=not args.quiet, clock=time.monotonic)
 
 
 # =========================================================================================

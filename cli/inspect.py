@@ -133,7 +133,8 @@ def _cmd_inspect(args: argparse.Namespace) -> int:  # noqa: C901 - input checks,
     source = open_source(args.source)
     t0 = time.perf_counter()
     try:
-        with Progress("inspect", total=None, unit="runs", enabled=not args.quiet) as pg:
+        with Progress("inspect", total=None, unit="runs", enabled=not args.quiet,
+                      clock=time.monotonic) as pg:
             step = [0]
 
             def tick(n: int) -> None:

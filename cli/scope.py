@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -105,11 +106,13 @@ def run_scope_cli(scope_name: str, policies: list[str], properties: list[str] | 
         cache = Cache(root, model_version())
     total = len(scope.members) * len(policies)
     with Progress(f"scope {scope.name}", total, unit="configurations", interval=PROGRESS_INTERVAL,
+                  clock=time.monotonic,
                   enabled=not args.quiet) as pg:
         pg.note(_scope_header(scope, policies))
         return check_scope(scope, policies, properties, jobs=args.jobs, dask=args.dask,
                            max_states=args.max_states, cache=cache,
-                           on_result=lambda r: pg.advance(states=r.states))
+                           on_result=lambda r: pg.advance(states=r.states),
+                           on_running=lambda n: pg.running(states=n))
 
 
 def _scope_header(scope: Any, policies: list[str] | None) -> str:

@@ -246,7 +246,8 @@ def _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_
     viol_objs: dict[str, list] = {}
     stop: dict[str, Any] | None = None
     t0 = time.perf_counter()
-    with Progress("simulate", total=len(policies) * n_runs, unit="runs", enabled=not args.quiet) as pg:
+    with Progress("simulate", total=len(policies) * n_runs, unit="runs", enabled=not args.quiet,
+                  clock=time.monotonic) as pg:
         for pol in policies:
             counted = [0]
 

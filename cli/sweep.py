@@ -19,6 +19,7 @@ import csv
 import itertools
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +102,8 @@ def run_grid(raw: dict[str, Any], points: list[dict[str, Any]], seeds: list[int]
     done = _done_keys(out, names)
     todo = [(p, s) for p, s in tasks if _key(p, s, names) not in done]
     ran = 0
-    with Progress(label, total=len(todo), unit="simulations", enabled=not quiet) as pg:
+    with Progress(label, total=len(todo), unit="simulations", enabled=not quiet,
+                  clock=time.monotonic) as pg:
         if len(todo) < len(tasks):
             pg.note(f"failclosed {label}: {len(tasks) - len(todo)} of {len(tasks)} simulations already in {out}")
         for row in _execute(raw, todo, jobs, client):

@@ -284,6 +284,12 @@ class CheckResult:
         return not any(p.stats.truncated for p in self.parts)
 
     @property
+    def collision_probability(self) -> float:
+        """The chance that some part's search took two states for one (64-bit fingerprints:
+        spec.engine.Stats.collision_probability, summed over the parts)."""
+        return sum(p.stats.collision_probability for p in self.parts)
+
+    @property
     def unreached_witnesses(self) -> list[str]:
         return [w for w in self.required_witnesses if self.witnesses.get(w) is None]
 
@@ -298,7 +304,8 @@ class CheckResult:
         return (
             f"{self.states} distinct states, {self.transitions} transitions, depth {self.depth}, "
             f"{self.seconds:.2f}s ({sps:,.0f} states/s), peak memory {self.peak_rss_mib:.0f} MiB"
-            f"{rtxt}{'' if self.complete else ', TRUNCATED'}"
+            f"{rtxt}, fingerprint collision probability {self.collision_probability:.1e}"
+            f"{'' if self.complete else ', TRUNCATED'}"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -316,6 +323,7 @@ class CheckResult:
             "states_per_second": round(self.states / self.seconds) if self.seconds > 0 else None,
             "peak_rss_mib": round(self.peak_rss_mib, 1),
             "complete": self.complete,
+            "collision_probability": self.collision_probability,
             "witnesses": {k: v is not None for k, v in self.witnesses.items()},
             "unreached_witnesses": self.unreached_witnesses,
             "reduction_factor": max(
@@ -370,11 +378,14 @@ def check(
     max_states: int | None = None,
     on_part: Callable[[str, int], None] | None = None,
     jobs: int = 1,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> CheckResult:
     """Check ``properties`` (None: all) on every part of ``config`` under ``policy`` (None:
     each part's own policy). ``config`` is a name, a path, or one :class:`ConfigPart` (a
     configuration already in memory, as a scope generates them: spec/scope.py).
-    ``on_part(name, states)`` is called as each part is done (for progress reports).
+    ``on_part(name, states)`` is called as each part is done (for progress reports);
+    ``on_progress(stored, expanded)`` inside a running part's search, every few thousand
+    states (in this process only: not with ``jobs`` > 1).
     ``jobs`` > 1: the parts (independent searches) run on that many spawned processes
     (spec/scope.py's pool) and are merged in their order, so the result is the one of
     ``jobs=1`` (but for the measured seconds and memory)."""
@@ -398,7 +409,8 @@ def check(
     else:
         outcomes = []
         for part in parts:  # a witness reached in an earlier part is not searched again
-            out = _check_part(part, search, tuple(k for k, v in reached.items() if v is None))
+            out = _check_part(part, search, tuple(k for k, v in reached.items() if v is None),
+                              on_progress)
             _merge_part(results, reached, part, out)
             outcomes.append(out)
             if on_part is not None:
@@ -447,15 +459,31 @@ class _PartOutcome:
     taken: dict[str, int]
 
 
-def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...]) -> _PartOutcome:
+def _goal(lp: Any) -> Callable[[World], bool]:
+    """What the liveness analysis of ``lp`` counts as its goal (see :func:`_liveness`)."""
+    goal = lp.goal
+
+    def reached(w: World) -> bool:
+        return goal(w) or P.at_bound(w)
+
+    return reached
+
+
+def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
+                on_progress: Callable[[int, int], None] | None = None) -> _PartOutcome:
     """Explore one part: its safety violations and reached ``witnesses``, the liveness
-    analysis of ``search.live`` on its graph, and its coverage counters."""
+    analysis of ``search.live`` on its graph, and its coverage counters.
+    ``on_progress(stored, expanded)``: spec.engine.explore's progress of the search."""
     from failclosed.model.config import initial_world
 
     spec, budget = parse_config(part.data, search.policy)
     w0 = initial_world(spec, budget)
     canon = make_canonical(spec, search.symmetry)
     wit = {k: WITNESSES[k].holds for k in witnesses}
+    # the liveness analysis reads per state only these (the worlds are not kept)
+    goals = {f"goal {n}": _goal(P.LIVENESS[n]) for n in search.live}
+    ignore = {f"ignore {n}": P.LIVENESS[n].ignore_deadlock for n in search.live
+              if P.LIVENESS[n].ignore_deadlock is not None}
     ex = engine.explore(
         [w0], successors,
         invariants={n: P.SAFETY[n].check for n in search.safety},
@@ -466,6 +494,9 @@ def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...]) -
         max_states=search.max_states,
         reads={n: P.SAFETY[n].reads for n in search.safety if P.SAFETY[n].reads}
         | {k: WITNESSES[k].reads for k in wit},
+        labels=goals,
+        deadlock_labels=ignore,
+        on_progress=on_progress,
     )
     enabled: dict[str, int] = {}
     taken: dict[str, int] = {}
@@ -496,10 +527,10 @@ def _liveness(part: ConfigPart, spec: Config, ex: Any, n: str) -> tuple[str, boo
     # bound creates. Violations away from the bound are unaffected.
     res = engine.check_liveness(
         ex,
-        lambda w, g=lp.goal: g(w) or P.at_bound(w),
+        f"goal {n}",  # lp.goal or P.at_bound, recorded per state by explore (_goal)
         lp.predicates(spec),
         name=n,
-        ignore_deadlock=lp.ignore_deadlock,
+        ignore_deadlock=f"ignore {n}" if lp.ignore_deadlock is not None else None,
         scope="always",
     )
     if res.holds:

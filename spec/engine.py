@@ -10,8 +10,15 @@ The engine knows nothing about the model. A transition system is given as
   reduction or abstraction). It must be a bisimulation: worlds with the same key must have
   successors with matching keys; trace replay relies on it and raises if it is not.
 
-Storage is compact: a state is an ``int`` id (``index`` maps key -> id), and its parent,
-depth, switch count and incoming transition id are kept in ``array('i')``. Transitions are
+Storage is compact, in the manner of TLC: a state is an ``int`` id, the seen set maps the
+64-bit fingerprint of its key (``hash(key)``) to that id (``index``), and its fingerprint,
+parent, depth, switch count and incoming transition id are kept in ``array``s. The worlds
+themselves are kept only while the search needs them (the layer being expanded, its parents
+for the property step, the next layer, and the initial worlds): traces are rebuilt by
+re-executing ``successors`` from an initial world along the recorded parents, matching
+fingerprints. Two distinct keys with the same fingerprint would be taken for one state
+(:attr:`Stats.collision_probability`: about n^2 / 2^65 for n states, as TLC reports it);
+``keep_worlds=True`` keeps every world (tests compare reachable sets with it). Transitions are
 interned to ints. With ``keep_graph=True`` the edges are three ``array('i')`` (src, dst,
 transition id); no networkx graph is built during the search. Ids are assigned in BFS order,
 so the frontier is just a cursor over the id range and the edge ``src`` array is sorted.
@@ -29,7 +36,7 @@ from array import array
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import networkx as nx
 import numpy as np
@@ -54,7 +61,7 @@ __all__ = [
 
 W = TypeVar("W")
 Step = tuple["Transition", Any]
-_EMPTY: Mapping[str, Callable[[Any], bool]] = MappingProxyType({})
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 # --------------------------------------------------------------------------------------------
@@ -75,6 +82,14 @@ class Stats:
     truncated: bool  # max_states was hit: the state space is NOT exhausted
     stopped_early: bool  # stop_at_first_violation ended the search
 
+    @property
+    def collision_probability(self) -> float:
+        """The chance that two of the stored states' keys share a 64-bit fingerprint (and one
+        of them was taken for the other), assuming ``hash`` spreads distinct keys uniformly:
+        n(n-1)/2 pairs, each with chance 2^-64 (TLC's "optimistic" estimate)."""
+        n = self.states
+        return n * (n - 1) / 2.0 ** 65
+
     def __str__(self) -> str:
         flag = (
             " TRUNCATED" if self.truncated else (" (stopped early)" if self.stopped_early else "")
@@ -87,27 +102,30 @@ class Stats:
 
 
 @dataclass
-class Finding(Generic[W]):
+class Finding:
     """A state where an invariant fails or a witness holds, with a concrete shortest trace."""
 
     name: str
     state: int  # state id
     depth: int  # = len(trace)
     switches: int  # actor switches along the (concrete) trace
-    initial: W  # concrete initial world the trace starts from
-    trace: list[tuple[Transition, W]]  # (transition, world after it), replayable
+    initial: Any  # concrete initial world the trace starts from
+    trace: list[tuple[Transition, Any]]  # (transition, world after it), replayable
 
     @property
-    def world(self) -> W:
+    def world(self) -> Any:
         return self.trace[-1][1] if self.trace else self.initial
 
 
 @dataclass
-class Exploration(Generic[W]):
-    successors: Callable[[W], Iterable[tuple[Transition, W]]]
-    canonical: Callable[[W], Hashable] | None
-    index: dict[Hashable, int]  # key -> state id
-    worlds: list[W]  # first concrete world seen per id
+class Exploration:
+    successors: Callable[[Any], Iterable[tuple[Transition, Any]]]
+    canonical: Callable[[Any], Hashable] | None
+    index: dict[int, int]  # fingerprint of the key (hash(key)) -> state id
+    worlds: list[Any | None]  # first concrete world seen per id (None once released)
+    fingerprints: array  # 'q', state id -> fingerprint of its key
+    labels: dict[str, bytearray]  # name -> per state id, the label predicate (0/1)
+    deadlock_labels: dict[str, bytearray]  # name -> per entry of deadlocks, the predicate
     initial_ids: list[int]
     parent: array  # 'i', -1 for initial states
     depth: array  # 'i'
@@ -125,8 +143,8 @@ class Exploration(Generic[W]):
     edges_tr: array | None
     expanded: int  # ids < expanded were fully expanded
     deadlocks: array  # 'i', expanded states with no successor at all
-    violations: dict[str, Finding[W]]  # first (shortest, fewest switches) per violated invariant
-    witnesses: dict[str, Finding[W] | None]  # None: never reached
+    violations: dict[str, Finding]  # first (shortest, fewest switches) per violated invariant
+    witnesses: dict[str, Finding | None]  # None: never reached
     invariants_checked: list[str]
     concrete_seen: int | None  # distinct concrete worlds hashed (measure_reduction=True)
     stats: Stats
@@ -153,17 +171,22 @@ class Exploration(Generic[W]):
         are counted, so this is a lower bound on the true reduction factor of the full concrete
         state space (up to 64-bit hash collisions, which can only lower it further).
         """
-        if self.concrete_seen is None or not self.worlds:
+        if self.concrete_seen is None or not self.fingerprints:
             return None
-        return self.concrete_seen / len(self.worlds)
+        return self.concrete_seen / len(self.fingerprints)
 
     @property
     def unreached_witnesses(self) -> list[str]:
         return [k for k, v in self.witnesses.items() if v is None]
 
-    def state_id(self, world: W) -> int | None:
+    @property
+    def kept_worlds(self) -> bool:
+        """Every stored state's world is still in ``worlds`` (``keep_worlds=True``)."""
+        return None not in self.worlds
+
+    def state_id(self, world: Any) -> int | None:
         key = world if self.canonical is None else self.canonical(world)
-        return self.index.get(key)
+        return self.index.get(hash(key))
 
     # -- traces -------------------------------------------------------------------------------
 
@@ -196,10 +219,10 @@ class Exploration(Generic[W]):
         self,
         root: int,
         steps: Sequence[tuple[int, int]],
-        start: W | None = None,
+        start: Any | None = None,
         last_actor: str | None = None,
         beam: int = 512,
-    ) -> tuple[W, list[tuple[Transition, W]]]:
+    ) -> tuple[Any, list[tuple[Transition, Any]]]:
         """Turn an abstract path into a concrete one by re-walking ``successors``.
 
         Starting from the concrete world of ``root`` (or ``start``), every step must produce a
@@ -213,16 +236,17 @@ class Exploration(Generic[W]):
         layer keeps at most ``beam`` candidates (orbits are small; the bound only guards
         against huge symmetry groups). ``last_actor`` continues the switch count of a prefix.
         """
-        canon, worlds, succ, trs = self.canonical, self.worlds, self.successors, self.transitions
-        first = worlds[root] if start is None else start
+        canon, fps, succ, trs = self.canonical, self.fingerprints, self.successors, self.transitions
+        first = self.worlds[root] if start is None else start
+        assert first is not None, "the initial worlds are always kept"
         # entry: (world, last actor, switches, penalty, index of predecessor entry, transition)
         layer: list[tuple[Any, str | None, int, int, int, Any]] = [
             (first, last_actor, 0, 0, -1, None)
         ]
-        history = [layer]
+        history: list[list[tuple[Any, str | None, int, int, int, Any]]] = [layer]
         for n_step, (tid, sid) in enumerate(steps, 1):
             rec = trs[tid]
-            target = worlds[sid] if canon is None else canon(worlds[sid])
+            target = fps[sid]
             by_world: dict[Any, list[int]] = {}
             for ix, e in enumerate(layer):
                 by_world.setdefault(e[0], []).append(ix)
@@ -230,7 +254,7 @@ class Exploration(Generic[W]):
             pos: dict[tuple[Any, str], int] = {}
             for w, ixs in by_world.items():
                 for t, w2 in succ(w):
-                    if (w2 if canon is None else canon(w2)) != target:
+                    if hash(w2 if canon is None else canon(w2)) != target:
                         continue
                     pen = (
                         0 if t == rec else (1 if (t.name, t.actor) == (rec.name, rec.actor) else 2)
@@ -248,8 +272,8 @@ class Exploration(Generic[W]):
             if not new:
                 raise RuntimeError(
                     f"trace replay failed at step {n_step} ({rec}): no successor of the "
-                    "current world has the recorded key; successors() is not deterministic "
-                    "or canonical() is not a bisimulation"
+                    "current world has the recorded key's fingerprint; successors() is not "
+                    "deterministic or canonical() is not a bisimulation"
                 )
             if len(new) > beam:
                 new.sort(key=lambda e: (e[2], e[3]))
@@ -257,22 +281,24 @@ class Exploration(Generic[W]):
             history.append(new)
             layer = new
         j = min(range(len(layer)), key=lambda k: (layer[k][2], layer[k][3]))
-        out: list[tuple[Transition, W]] = []
-        for lay in reversed(history[1:]):
-            e = lay[j]
+        out: list[tuple[Transition, Any]] = []
+        for k in range(len(history) - 1, 0, -1):
+            e = history[k][j]
             out.append((e[5], e[0]))
             j = e[4]
         out.reverse()
         return first, out
 
-    def trace(self, sid: int) -> list[tuple[Transition, W]]:
+    def trace(self, sid: int) -> list[tuple[Transition, Any]]:
         """Concrete replayable trace from ``trace_initial(sid)`` to a world with ``sid``'s key."""
         return self.replay(*self.abstract_path(sid))[1]
 
-    def trace_initial(self, sid: int) -> W:
-        return self.worlds[self.abstract_path(sid)[0]]
+    def trace_initial(self, sid: int) -> Any:
+        w = self.worlds[self.abstract_path(sid)[0]]
+        assert w is not None, "the initial worlds are always kept"
+        return w
 
-    def finding(self, name: str, sid: int) -> Finding[W]:
+    def finding(self, name: str, sid: int) -> Finding:
         root, steps = self.abstract_path(sid)
         initial, tr = self.replay(root, steps)
         return Finding(name, sid, self.depth[sid], count_switches(tr), initial, tr)
@@ -396,7 +422,15 @@ class _PropertyStep:
         witnesses: Mapping[str, Callable[[Any], bool]],
         reads: Mapping[str, Sequence[str]],
         stop_at_first_violation: bool,
+        labels: Mapping[str, Callable[[Any], bool]] = _EMPTY,
+        keep_worlds: bool = True,
+        n_initial: int = 0,
     ) -> None:
+        self.label_items = [(nm, p, bytearray()) for nm, p in labels.items()]
+        self.labels = {nm: b for nm, _, b in self.label_items}
+        self.keep_worlds = keep_worlds
+        self.n_initial = n_initial  # ids below it (the initial worlds) are never released
+        self.released = 0  # worlds of ids n_initial..released-1 were released
         self.inv_items = list(invariants.items())
         self.wit_items = list(witnesses.items())
         fr = FieldReads({nm: fs for nm, fs in reads.items() if nm in invariants or nm in witnesses})
@@ -410,7 +444,11 @@ class _PropertyStep:
     def check(self, lo: int, hi: int, worlds: list[Any], paths: _Paths) -> bool:
         """Check states ``lo..hi-1`` (one whole layer, or the part of one stored before
         ``max_states`` ended the search) against the properties no earlier layer violated or
-        reached. True: stop the search (``stop_at_first_violation`` and a violation)."""
+        reached, and record their labels. True: stop the search (``stop_at_first_violation``
+        and a violation). Then, unless every world is kept, release the worlds of the states
+        before ``lo`` (all expanded, and no longer parents the property step compares with)."""
+        for _, pred, out in self.label_items:
+            out.extend(bool(pred(worlds[j])) for j in range(lo, hi))
         inv = [(nm, p, self.read_mask.get(nm, 0)) for nm, p in self.inv_items
                if nm not in self.inv_hits]
         wit = [(nm, p, self.read_mask.get(nm, 0)) for nm, p in self.wit_items
@@ -424,6 +462,12 @@ class _PropertyStep:
             self._check(range(lo, hi), parents, worlds, inv, wit)
         paths.displaced.clear()
         self.checked = hi
+        start = max(self.released, self.n_initial)
+        if not self.keep_worlds and lo > start:
+            # every state before lo is expanded and its last use (as the parent of a state
+            # of this layer) is over: only the traces need it again, rebuilt by replay
+            worlds[start:lo] = [None] * (lo - start)
+            self.released = lo
         return self.stop and bool(self.inv_hits)
 
     def _check(
@@ -453,7 +497,7 @@ class _PropertyStep:
                 if pred(w2):
                     wit_hits.setdefault(name, []).append(j)
 
-    def report(self, ex: Exploration[Any]) -> None:
+    def report(self, ex: Exploration) -> None:
         """Fill ``ex.violations`` and ``ex.witnesses``: per property, the hit of fewest
         switches (then smallest id) among its shortest ones, with a concrete trace."""
         sw = ex.switches
@@ -481,51 +525,69 @@ def _hashing(canonical: Callable[[W], Hashable] | None, seen: set[int]) -> Calla
 def _seed(
     initial: Sequence[W],
     canon: Callable[[W], Hashable] | None,
-    index: dict[Hashable, int],
-    worlds: list[W],
+    index: dict[int, int],
+    worlds: list[W | None],
+    fps: array,
     paths: _Paths,
     max_n: int,
 ) -> bool:
     """Store the initial worlds of distinct keys as ids 0, 1, ... True: ``max_n`` cut them."""
     for w in initial:
-        key = w if canon is None else canon(w)
-        if key in index:
+        fp = hash(w if canon is None else canon(w))
+        if fp in index:
             continue
         if len(worlds) >= max_n:
             return True
-        index[key] = len(worlds)
+        index[fp] = len(worlds)
         worlds.append(w)
+        fps.append(fp)
         paths.add_root()
     return False
+
+
+def _deadlock(deadlocks: array, i: int, w: Any,
+              at_deadlock: list[tuple[Callable[[Any], bool], bytearray]]) -> None:
+    """Record state ``i`` (world ``w``) as a deadlock, with its deadlock labels."""
+    deadlocks.append(i)
+    for pred, out in at_deadlock:
+        out.append(bool(pred(w)))
 
 
 def _bfs(
     successors: Callable[[W], Iterable[tuple[Transition, W]]],
     canon: Callable[[W], Hashable] | None,
-    index: dict[Hashable, int],
-    worlds: list[W],
+    index: dict[int, int],
+    worlds: list[W | None],
+    fps: array,
     paths: _Paths,
     trs: _Transitions,
     props: _PropertyStep,
     max_n: int,
     edges: tuple[array, array, array] | None,
+    at_deadlock: list[tuple[Callable[[W], bool], bytearray]],
+    on_progress: Callable[[int, int], None] | None,
+    progress_every: int,
 ) -> tuple[int, array, bool, bool]:
     """The BFS core: expand the stored states in id order (ids are assigned in BFS order, so
     the frontier is a cursor over the id range), storing every successor of a new key and
     keeping the fewest-switch parents, and run the property step on each layer once it is
     complete (before it is expanded). Returns ``(expanded, deadlocks, truncated, stopped)``;
     ids below ``expanded`` were expanded. If ``max_states`` cut the search short, the states
-    stored of the last layer are left for the caller to check."""
+    stored of the last layer are left for the caller to check. ``at_deadlock`` predicates are
+    evaluated on each deadlock (in the order of ``deadlocks``); ``on_progress(stored,
+    expanded)`` is called every ``progress_every`` expanded states."""
     parent, depth, sw, in_tr = paths.parent, paths.depth, paths.switches, paths.in_tr
     amask, alts, displaced = paths.actor_mask, paths.alts, paths.displaced
     tr_get, intern = trs.index.get, trs.intern
     tr_bit, tr_actor, enabled, taken = trs.bit, trs.actor, trs.enabled, trs.taken
     idx_get = index.get
     worlds_append = worlds.append
+    fps_append = fps.append
     parent_append, depth_append = parent.append, depth.append
     sw_append, in_tr_append, amask_append = sw.append, in_tr.append, amask.append
     keep = edges is not None
-    esrc_append, edst_append, etr_append = [a.append for a in edges] if edges else [None] * 3
+    esrc, edst, etr = edges if edges is not None else (array("i"), array("i"), array("i"))
+    esrc_append, edst_append, etr_append = esrc.append, edst.append, etr.append
     check_layer = props.check
     deadlocks = array("i")
     n = len(worlds)
@@ -534,6 +596,7 @@ def _bfs(
     d1 = 0
     next_start = n
     truncated = stopped = False
+    next_report = progress_every if on_progress is not None else sys.maxsize
     while i < n:
         d = depth[i]
         if d != cur_d:
@@ -545,6 +608,7 @@ def _bfs(
             d1 = d + 1
             next_start = n
         w = worlds[i]
+        assert w is not None
         k = sw[i]
         m = amask[i]
         any_succ = False
@@ -554,16 +618,17 @@ def _bfs(
             if tid is None:
                 tid = intern(t)
             enabled[tid] += 1
-            key = w2 if canon is None else canon(w2)
-            j = idx_get(key)
+            fp = hash(w2 if canon is None else canon(w2))
+            j = idx_get(fp)
             if j is None:
                 if n >= max_n:
                     truncated = True
                     break
                 j = n
                 n += 1
-                index[key] = j
+                index[fp] = j
                 worlds_append(w2)
+                fps_append(fp)
                 parent_append(i)
                 depth_append(d1)
                 b = tr_bit[tid]
@@ -593,8 +658,11 @@ def _bfs(
         if truncated:
             break
         if not any_succ:
-            deadlocks.append(i)
+            _deadlock(deadlocks, i, w, at_deadlock)
         i += 1
+        if i >= next_report:
+            next_report += progress_every
+            on_progress(n, i)  # type: ignore[misc]
     return i, deadlocks, truncated, stopped
 
 
@@ -628,7 +696,12 @@ def explore(
     keep_graph: bool = False,
     measure_reduction: bool = False,
     reads: Mapping[str, Sequence[str]] = _EMPTY,
-) -> Exploration[W]:
+    labels: Mapping[str, Callable[[W], bool]] = _EMPTY,
+    deadlock_labels: Mapping[str, Callable[[W], bool]] = _EMPTY,
+    keep_worlds: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+    progress_every: int = 16384,
+) -> Exploration:
     """Breadth-first exploration of every state reachable from ``initial``.
 
     * ``invariants``: name -> predicate, True = holds. Checked on every stored state (the
@@ -653,8 +726,22 @@ def explore(
       share the unchanged parts of their parent, so this skips most checks of a property the
       transition cannot affect.
 
+    * ``labels``: name -> predicate evaluated on every stored state, kept as one byte per
+      state in ``Exploration.labels`` (what :func:`check_liveness` reads instead of the
+      worlds); ``deadlock_labels``: the same, evaluated on each deadlock only
+      (``Exploration.deadlock_labels``, aligned with ``deadlocks``).
+    * ``keep_worlds``: keep every stored state's world in ``Exploration.worlds`` (default:
+      only the initial worlds remain at the end; the rest are released layer by layer, and
+      traces are rebuilt by replay).
+    * ``on_progress(stored, expanded)``: called every ``progress_every`` expanded states
+      (progress of a long search; it must not change anything the search reads).
+
     Properties are checked one layer at a time, once the layer is complete (the property
     step); the verdicts and traces are those of checking each state as it is stored.
+
+    **Fingerprints.** States are identified by ``hash(key)``, a 64-bit fingerprint (see the
+    module docstring); ``stats.collision_probability`` is the chance that two of them
+    collide, under which one state would be taken for another.
 
     **Fewest-switch tie-break (exact).** A switch is a pair of consecutive transitions with
     different ``actor``. During BFS each state keeps its minimum switch count ``k`` over all
@@ -680,27 +767,35 @@ def explore(
     max_n = sys.maxsize if max_states is None else max_states
     seen: set[int] | None = set() if measure_reduction else None
     canon = canonical if seen is None else _hashing(canonical, seen)
-    index: dict[Hashable, int] = {}
-    worlds: list[W] = []
+    index: dict[int, int] = {}
+    worlds: list[W | None] = []
+    fps = array("q")
     trs = _Transitions()
     paths = _Paths()
-    props = _PropertyStep(invariants, witnesses, reads, stop_at_first_violation)
+    props = _PropertyStep(invariants, witnesses, reads, stop_at_first_violation, labels,
+                          keep_worlds)
     edges = (array("i"), array("i"), array("i")) if keep_graph else None
+    at_deadlock = [(p, bytearray()) for p in deadlock_labels.values()]
 
-    seed_cut = _seed(initial, canon, index, worlds, paths, max_n)
+    seed_cut = _seed(initial, canon, index, worlds, fps, paths, max_n)
     initial_ids = list(range(len(worlds)))
+    props.n_initial = len(worlds)
     expanded, deadlocks, cut, stopped = _bfs(
-        successors, canon, index, worlds, paths, trs, props, max_n, edges
+        successors, canon, index, worlds, fps, paths, trs, props, max_n, edges, at_deadlock,
+        on_progress, max(1, progress_every),
     )
     n = len(worlds)
     props.check(props.checked, n, worlds, paths)  # what max_states cut short (else nothing)
     stats = _stats(t0, rss0, n, trs, expanded, paths.depth[n - 1] if n else 0, seed_cut or cut,
                    stopped)
-    ex: Exploration[W] = Exploration(
+    ex: Exploration = Exploration(
         successors=successors,
         canonical=canonical,
         index=index,
         worlds=worlds,
+        fingerprints=fps,
+        labels=props.labels,
+        deadlock_labels={nm: b for nm, (_, b) in zip(deadlock_labels, at_deadlock, strict=True)},
         initial_ids=initial_ids,
         parent=paths.parent,
         depth=paths.depth,
@@ -742,7 +837,7 @@ class Coverage:
     unexpected: list[str]  # labels seen that were not expected (typos, new branches)
 
 
-def coverage(exploration: Exploration[Any], expected_labels: Iterable[str]) -> Coverage:
+def coverage(exploration: Exploration, expected_labels: Iterable[str]) -> Coverage:
     """Aggregate the per-transition counters by ``Transition.label()``."""
     en: dict[str, int] = {}
     tk: dict[str, int] = {}
@@ -769,13 +864,13 @@ def coverage(exploration: Exploration[Any], expected_labels: Iterable[str]) -> C
 
 
 @dataclass
-class LivenessResult(Generic[W]):
+class LivenessResult:
     name: str
     holds: bool
     kind: Literal["deadlock", "fair_cycle"] | None  # kind of the reported counterexample
-    initial: W | None  # concrete initial world of the lasso
-    prefix: list[tuple[Transition, W]]  # from `initial` to the cycle entry (or the deadlock)
-    cycle: list[tuple[Transition, W]]  # from the entry back to a world with the entry's key
+    initial: Any | None  # concrete initial world of the lasso
+    prefix: list[tuple[Transition, Any]]  # from `initial` to the cycle entry (or the deadlock)
+    cycle: list[tuple[Transition, Any]]  # from the entry back to a world with the entry's key
     entry: int | None  # state id of the cycle entry / deadlock
     scc_size: int  # states in the offending SCC (1 for a deadlock)
     deadlocks: int  # non-goal deadlocks in scope (not ignored)
@@ -825,11 +920,12 @@ def _trim_acyclic(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray,
 def _tarjan(n: int, s: np.ndarray, d: np.ndarray, roots: list[int]) -> list[list[int]]:
     """Iterative Tarjan over the edges ``s[k] -> d[k]`` (``s`` sorted) from each of ``roots``
     not yet visited: the non-trivial components, sorted, ordered by smallest member."""
-    off = np.searchsorted(s, np.arange(n + 1)).tolist()
-    succ = d.tolist()
-    index = [-1] * n
-    low = [0] * n
-    on_stack = [False] * n
+    # machine-word arrays, not lists of int objects: a few bytes per state and edge
+    off = array("q", np.searchsorted(s, np.arange(n + 1)).astype(np.int64).tobytes())
+    succ = array("i", np.asarray(d, dtype=np.int32).tobytes())
+    index = array("i", [-1]) * n
+    low = array("i", [0]) * n
+    on_stack = bytearray(n)
     stack: list[int] = []
     out: list[list[int]] = []
     counter = 0
@@ -875,7 +971,7 @@ def _tarjan(n: int, s: np.ndarray, d: np.ndarray, roots: list[int]) -> list[list
     return out
 
 
-def _pop_component(stack: list[int], on_stack: list[bool], v: int) -> list[int]:
+def _pop_component(stack: list[int], on_stack: bytearray, v: int) -> list[int]:
     """Pop Tarjan's stack down to the component root ``v``: the component's states."""
     c = []
     while True:
@@ -889,9 +985,9 @@ def _pop_component(stack: list[int], on_stack: list[bool], v: int) -> list[int]:
 class _Edges:
     """The stored edges as int32 arrays (``src`` sorted) with CSR offsets per state."""
 
-    def __init__(self, ex: Exploration[Any]) -> None:
+    def __init__(self, ex: Exploration) -> None:
         assert ex.edges_src is not None and ex.edges_dst is not None and ex.edges_tr is not None
-        self.n = n = len(ex.worlds)
+        self.n = n = len(ex.fingerprints)
         self.src = _int32(ex.edges_src)
         self.dst = _int32(ex.edges_dst)
         self.tr = _int32(ex.edges_tr)
@@ -990,14 +1086,14 @@ def _fair_sccs(
 
 
 def check_liveness(
-    exploration: Exploration[W],
-    goal: Callable[[W], bool],
+    exploration: Exploration,
+    goal: Callable[[W], bool] | str,
     fairness: Sequence[Callable[[Transition], bool]],
     *,
     name: str,
-    ignore_deadlock: Callable[[W], bool] | None = None,
+    ignore_deadlock: Callable[[W], bool] | str | None = None,
     scope: Literal["always", "initial"] = "always",
-) -> LivenessResult[W]:
+) -> LivenessResult:
     """Check that every weakly fair infinite path reaches ``goal`` and no non-goal state deadlocks.
 
     ``scope="always"`` (default) checks this from every reachable state, i.e. all reachable
@@ -1015,7 +1111,9 @@ def check_liveness(
     States that were never (fully) expanded because of ``max_states`` are left out, so a
     reported counterexample is genuine, but ``holds`` is only a proof if ``complete``.
     ``ignore_deadlock(world)`` marks states (e.g. at a model bound) not to count as deadlocks.
-    Requires ``explore(..., keep_graph=True)``.
+    Requires ``explore(..., keep_graph=True)``. ``goal`` (and ``ignore_deadlock``) is either
+    the name of a label ``explore`` recorded (``labels``; ``deadlock_labels``) or a predicate
+    on worlds, which needs ``explore(..., keep_worlds=True)``.
     """
     ex = exploration
     if ex.edges_src is None or ex.edges_dst is None or ex.edges_tr is None:
@@ -1024,14 +1122,19 @@ def check_liveness(
         raise ValueError(f"unknown scope {scope!r}")
     g = _Edges(ex)
     n = g.n
-    is_goal = np.fromiter((bool(goal(w)) for w in ex.worlds), dtype=bool, count=n)
+    is_goal = _label(ex, goal, "goal")
     node_ok = ~is_goal
     node_ok[ex.expanded :] = False
     emask = node_ok[g.src] & node_ok[g.dst]
     s_in, d_in, t_in = g.src[emask], g.dst[emask], g.tr[emask]
 
     dead = [s for s in ex.deadlocks if node_ok[s]]
-    if ignore_deadlock is not None:
+    if isinstance(ignore_deadlock, str):
+        ign = ex.deadlock_labels[ignore_deadlock]
+        at = {s: k for k, s in enumerate(ex.deadlocks)}
+        dead = [s for s in dead if not ign[at[s]]]
+    elif ignore_deadlock is not None:
+        _need_worlds(ex, "ignore_deadlock")
         dead = [s for s in dead if not ignore_deadlock(ex.worlds[s])]
 
     # Distance used to pick the counterexample with the shortest prefix.
@@ -1046,7 +1149,7 @@ def check_liveness(
         dead = [s for s in dead if reach[s]]
 
     fs = _fair_sccs(g, node_ok, s_in, d_in, t_in, ex.transitions, fairness)
-    base = dict(
+    base: dict[str, Any] = dict(
         name=name,
         deadlocks=len(dead),
         fair_sccs=len(fs.fair),
@@ -1054,18 +1157,19 @@ def check_liveness(
         complete=ex.complete,
         scope=scope,
     )
-    best_dead = min(dead, key=lambda s: (dist[s], s)) if dead else None
+    best_dead = min(dead, key=lambda s: (int(dist[s]), s)) if dead else None
     best_entry = None
     best_scc = -1
     for k in fs.fair:
-        e = min(fs.sccs[k], key=lambda s: (dist[s], s))
-        if best_entry is None or (dist[e], e) < (dist[best_entry], best_entry):
+        e = min(fs.sccs[k], key=lambda s: (int(dist[s]), s))
+        if best_entry is None or (int(dist[e]), e) < (int(dist[best_entry]), best_entry):
             best_entry, best_scc = e, k
     if best_dead is None and best_entry is None:
         return LivenessResult(holds=True, kind=None, initial=None, prefix=[], cycle=[],
                               entry=None, scc_size=0, **base)
 
-    if best_dead is not None and (best_entry is None or dist[best_dead] <= dist[best_entry]):
+    if best_dead is not None and (best_entry is None
+                                  or int(dist[best_dead]) <= int(dist[best_entry])):
         root, steps = _prefix(ex, g, pred if scope == "initial" else None, best_dead)
         initial, prefix = ex.replay(root, steps)
         return LivenessResult(holds=False, kind="deadlock", initial=initial, prefix=prefix,
@@ -1084,8 +1188,24 @@ def check_liveness(
                           cycle=cycle, entry=best_entry, scc_size=len(fs.sccs[best_scc]), **base)
 
 
+def _need_worlds(ex: Exploration, what: str) -> None:
+    if not ex.kept_worlds:
+        raise ValueError(f"check_liveness: {what} as a function needs explore(..., "
+                         "keep_worlds=True); or give the name of a label explore computed")
+
+
+def _label(ex: Exploration, pred: str | Callable[[Any], bool], what: str) -> np.ndarray:
+    """Per state id, ``pred`` as a bool array: a label ``explore`` recorded, or the
+    predicate evaluated on the kept worlds."""
+    n = len(ex.fingerprints)
+    if isinstance(pred, str):
+        return np.frombuffer(bytes(ex.labels[pred]), dtype=bool, count=n).copy()
+    _need_worlds(ex, what)
+    return np.fromiter((bool(pred(w)) for w in ex.worlds), dtype=bool, count=n)
+
+
 def _prefix(
-    ex: Exploration[Any], g: _Edges, pred: dict[int, int] | None, s: int
+    ex: Exploration, g: _Edges, pred: dict[int, int] | None, s: int
 ) -> tuple[int, list[tuple[int, int]]]:
     """The abstract path to ``s``: the chosen shortest path of the exploration, or (scope
     "initial", ``pred`` given) the BFS path over non-goal states from an initial state."""
@@ -1165,7 +1285,8 @@ def _nearest(
     best: tuple[int, list[int], tuple[int, int, int] | None] | None = None
     for disabled, fedges, _ in todo:
         for s in disabled:
-            cand = (len(paths[s]) - 1, paths[s], None)
+            cand: tuple[int, list[int], tuple[int, int, int] | None] = (
+                len(paths[s]) - 1, paths[s], None)
             if best is None or cand[0] < best[0]:
                 best = cand
         for u, v, t in fedges:

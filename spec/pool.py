@@ -48,14 +48,21 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="failclosed-parent-watch", daemon=True).start()
 
 
-def spawn_pool(jobs: int) -> Any:
-    """A process pool of ``jobs`` spawned workers that die with this process."""
+def _start(parent: int, init: Any, initargs: tuple[Any, ...]) -> None:
+    die_with_parent(parent)
+    if init is not None:
+        init(*initargs)
+
+
+def spawn_pool(jobs: int, initializer: Any = None, initargs: tuple[Any, ...] = ()) -> Any:
+    """A process pool of ``jobs`` spawned workers that die with this process; each worker
+    runs ``initializer(*initargs)`` too, if given (a module-level function)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     ctx = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=die_with_parent,
-                               initargs=(os.getpid(),))
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_start,
+                               initargs=(os.getpid(), initializer, tuple(initargs)))
 
 
 def stop_pool(ex: Any) -> None:

@@ -3,23 +3,27 @@
 On a terminal a live bar (rich); otherwise one plain line at most every ``interval``
 seconds (default 30, ``FAILCLOSED_PROGRESS_INTERVAL`` overrides it; 0 prints a line on
 every step), so a CI log shows life without drowning in it. Elapsed time is measured for
-the person watching; it never reaches a result, so histories and verdicts stay
-deterministic.
+the person watching, on the ``clock`` the command line gives (spec/ reads no clock of its
+own); it never reaches a result, so histories and verdicts stay deterministic.
 
-    with Progress("matrix", total=11, unit="policies") as pg:
+    with Progress("matrix", total=11, unit="policies", clock=time.monotonic) as pg:
         for pol in policies:
             ...
             pg.advance(states=res.states)
 
 The keyword arguments of :meth:`advance` are added up and shown beside the count
 (``states=1,234``); :meth:`note` prints one line above the bar (or plainly).
+:meth:`running` reports the work inside the tasks still running (the states a running
+search has stored so far): shown beside the counters, and off a terminal a line is printed
+when ``interval`` has passed since the last one even if no task finished (:meth:`tick`
+without new figures does the same), so a long task shows life at least once an interval.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 __all__ = ["Progress", "fmt_seconds"]
@@ -46,8 +50,9 @@ def _interval(default: float) -> float:
 class Progress:
     """done / total of ``unit`` for the command ``what``; silent when ``enabled`` is False."""
 
-    def __init__(self, what: str, total: int | None, *, unit: str = "", stream: TextIO | None = None,
-                 interval: float = 30.0, enabled: bool = True, live: bool | None = None) -> None:
+    def __init__(self, what: str, total: int | None, *, clock: Callable[[], float], unit: str = "",
+                 stream: TextIO | None = None, interval: float = 30.0, enabled: bool = True,
+                 live: bool | None = None) -> None:
         self.what = what
         self.total = total
         self.unit = unit
@@ -56,7 +61,9 @@ class Progress:
         self.enabled = enabled
         self.done = 0
         self.counters: dict[str, int] = {}
-        self._t0 = time.monotonic()
+        self.in_progress: dict[str, int] = {}  # running tasks' figures so far (running)
+        self.clock = clock  # seconds, monotonic (the command line's: time.monotonic)
+        self._t0 = clock()
         self._last = self._t0
         isatty = getattr(self.stream, "isatty", lambda: False)()
         self.live = isatty if live is None else live
@@ -91,7 +98,7 @@ class Progress:
 
     @property
     def elapsed(self) -> float:
-        return time.monotonic() - self._t0
+        return self.clock() - self._t0
 
     def eta(self) -> float | None:
         if not self.total or not self.done:
@@ -99,13 +106,17 @@ class Progress:
         return self.elapsed / self.done * max(0, self.total - self.done)
 
     def _extra(self) -> str:
-        return ", ".join(f"{v:,} {k}" for k, v in self.counters.items())
+        out = [f"{v:,} {k}" for k, v in self.counters.items()]
+        if self.in_progress:
+            out.append(" ".join(f"{v:,} {k}" for k, v in self.in_progress.items())
+                       + " in running tasks")
+        return ", ".join(out)
 
     def line(self) -> str:
         """``what: 3/11 policies, 12,345 states, elapsed 0:42, ETA 1:54``."""
         count = f"{self.done}/{self.total}" if self.total is not None else f"{self.done}"
         parts = [f"{count} {self.unit}".rstrip()]
-        if self.counters:
+        if self.counters or self.in_progress:
             parts.append(self._extra())
         parts.append(f"elapsed {fmt_seconds(self.elapsed)}")
         eta = self.eta()
@@ -122,7 +133,24 @@ class Progress:
         if self._bar is not None:
             self._bar.update(self._task, completed=self.done, extra=self._extra())
             return
-        now = time.monotonic()
+        self.tick()
+
+    def running(self, **figures: int) -> None:
+        """The figures of the tasks still running, as they stand now (replacing the last
+        ones: ``states=`` a running search's stored states); a line if one is due."""
+        self.in_progress = {k: int(v) for k, v in figures.items() if v}
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.update(self._task, extra=self._extra())
+            return
+        self.tick()
+
+    def tick(self) -> None:
+        """Off a terminal: print the line if ``interval`` has passed since the last one."""
+        if not self.enabled or self._bar is not None:
+            return
+        now = self.clock()
         if now - self._last >= self.interval:
             self._last = now
             self._print(self.line())

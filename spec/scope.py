@@ -471,12 +471,14 @@ class TaskResult:
 
 def check_member(name: str, data: dict[str, Any], policy: str,
                  properties: Sequence[str] | None = None,
-                 max_states: int | None = None) -> TaskResult:
-    """Check one member under one policy (no witnesses, no coverage: verdicts only)."""
+                 max_states: int | None = None,
+                 on_progress: Callable[[int, int], None] | None = None) -> TaskResult:
+    """Check one member under one policy (no witnesses, no coverage: verdicts only).
+    ``on_progress(stored, expanded)``: the running search's progress (spec.engine.explore)."""
     from failclosed.spec.checker import ConfigPart, check
 
     res = check(policy, ConfigPart(name, "", data), properties, witnesses=False,
-                coverage=False, max_states=max_states)
+                coverage=False, max_states=max_states, on_progress=on_progress)
     viol = {
         n: {"length": r.trace_length, "kind": r.kind, "explanation": r.explanation}
         for n, r in res.properties.items() if not r.holds
@@ -485,9 +487,23 @@ def check_member(name: str, data: dict[str, Any], policy: str,
                       not res.complete, viol)
 
 
+# A worker process's channel to its parent for the progress of the task it runs (set by
+# run_local's pool initializer; None in the parent, on Dask, and in a pool without it).
+_PROGRESS: list[Any] = [None]
+
+
+def _init_progress(queue: Any) -> None:
+    _PROGRESS[0] = queue
+
+
 def _task(args: tuple[str, dict[str, Any], str, tuple[str, ...] | None, int | None]) -> dict[str, Any]:
     name, data, policy, props, max_states = args
-    return check_member(name, data, policy, props, max_states).to_json()
+    queue = _PROGRESS[0]
+    report = None
+    if queue is not None:
+        def report(stored: int, expanded: int) -> None:
+            queue.put(((name, policy), stored))
+    return check_member(name, data, policy, props, max_states, report).to_json()
 
 
 class Cache:
@@ -547,9 +563,13 @@ def _cost(m: Member) -> tuple[int, ...]:
 def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] | None = None,
               *, jobs: int = 1, dask: str | None = None, max_states: int | None = None,
               cache: Cache | None = None,
-              on_result: Callable[[TaskResult], None] | None = None) -> list[TaskResult]:
+              on_result: Callable[[TaskResult], None] | None = None,
+              on_running: Callable[[int], None] | None = None) -> list[TaskResult]:
     """Every (member, policy) checked once; cached results are not recomputed. ``on_result``
-    sees each result as it arrives (progress); the list comes back in task order."""
+    sees each result as it arrives (progress); the list comes back in task order.
+    ``on_running(states)``: the states stored so far by the searches still running (every
+    few thousand states of each, and at least every few seconds on local processes, so a
+    progress display can show life while a large member runs); Dask tasks report none."""
     props = tuple(properties) if properties else None
     tasks = [(m, p) for p in policies for m in scope.members]
     results: dict[int, TaskResult] = {}
@@ -567,11 +587,23 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
         todo.append(i)
     todo.sort(key=lambda i: _cost(tasks[i][0]), reverse=True)
 
+    running: dict[tuple[str, str], int] = {}  # (member, policy) -> states stored so far
+    finished: set[tuple[str, str]] = set()  # a late report of one of these is dropped
+
+    def progress(key: tuple[str, str] | None, stored: int) -> None:
+        if key is not None and key not in finished:
+            running[key] = stored
+        if on_running is not None:
+            on_running(sum(running.values()))
+
     def done(i: int, d: dict[str, Any]) -> None:
         r = TaskResult.from_json(d)
         if cache is not None:
             cache.put(keys[i], r)
         results[i] = r
+        finished.add((tasks[i][0].name, tasks[i][1]))
+        if running.pop((tasks[i][0].name, tasks[i][1]), None) is not None and on_running:
+            on_running(sum(running.values()))
         if on_result:
             on_result(r)
 
@@ -580,27 +612,40 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
         _run_dask(dask, args, done)
     elif jobs <= 1 or len(todo) <= 1:
         for i in todo:
-            done(i, _task(args[i]))
+            a = args[i]
+            key = (a[0], a[2])
+            done(i, check_member(*a, on_progress=lambda n, _e, k=key: progress(k, n)).to_json())
     else:
-        run_local(jobs, args, done)
+        run_local(jobs, args, done, on_progress=progress if on_running is not None else None)
     return [results[i] for i in range(len(tasks))]
 
 
 def run_local(jobs: int, args: dict[int, tuple], done: Callable[[int, Any], None],
-              task: Callable[[tuple], Any] = _task) -> None:
+              task: Callable[[tuple], Any] = _task,
+              on_progress: Callable[[Any, int], None] | None = None,
+              poll: float = 5.0) -> None:
     """``done(i, task(args[i]))`` for every ``i``, as each finishes, on ``jobs`` spawned
-    processes (``task`` must be importable by name: a module-level function)."""
+    processes (``task`` must be importable by name: a module-level function).
+    ``on_progress(key, figure)`` receives what the workers' tasks report through
+    ``_PROGRESS`` (``_task``: ``((member, policy), states stored)``), and ``(None, 0)`` when
+    ``poll`` seconds pass without any news (so the caller may show life)."""
+    import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, wait
 
     from failclosed.spec.pool import spawn_pool, stop_pool
 
     # spawn, never fork (safe inside a notebook kernel); the workers die with this process
-    ex = spawn_pool(jobs)
+    queue = multiprocessing.get_context("spawn").SimpleQueue() if on_progress is not None else None
+    ex = spawn_pool(jobs, _init_progress if queue is not None else None,
+                    (queue,) if queue is not None else ())
     old = _sigterm_interrupts()
     try:
         pending = {ex.submit(task, a): i for i, a in args.items()}
         while pending:
-            fin, _ = wait(pending, return_when=FIRST_COMPLETED)
+            fin, _ = wait(pending, timeout=poll if queue is not None else None,
+                          return_when=FIRST_COMPLETED)
+            if queue is not None and on_progress is not None:
+                _drain(queue, on_progress)
             for f in fin:
                 done(pending.pop(f), f.result())
     except BaseException:
@@ -615,6 +660,18 @@ def run_local(jobs: int, args: dict[int, tuple], done: Callable[[int, Any], None
             import signal
 
             signal.signal(signal.SIGTERM, old)
+
+
+def _drain(queue: Any, on_progress: Callable[[Any, int], None]) -> None:
+    """Hand on every report waiting in ``queue`` (the latest per key), or ``(None, 0)``."""
+    latest: dict[Any, int] = {}
+    while not queue.empty():
+        key, figure = queue.get()
+        latest[key] = figure
+    for key, figure in latest.items():
+        on_progress(key, figure)
+    if not latest:
+        on_progress(None, 0)
 
 
 def _sigterm_interrupts() -> Any:
@@ -705,6 +762,10 @@ class ScopeResult:
         n = len(self.scope.members)
         cut = {r.member for r in rs if r.truncated}
         txt = f"scope {self.scope.name}: {n:,} configurations, {sum(r.states for r in rs):,} states"
+        # each search identifies states by 64-bit fingerprints (spec.engine): the chance
+        # that one of them took two states for one, summed over the searches
+        p = sum(r.states * (r.states - 1) for r in rs) / 2.0 ** 65
+        txt += f" (fingerprint collision probability {p:.0e})"
         if cut:
             txt += f"; {len(cut)} truncated (holds up to the bound there)"
         return txt

@@ -157,6 +157,12 @@ class _Key:
 
 _PER_RUN = frozenset({"rows", "started", "cancels", "decisions", "resumes"})
 
+# The memos of the serialisers hold their keys (rows, processes, field tuples) alive: the
+# search keeps no world past its layer, so a memo that grew without bound would hold most
+# of the state space. Each is emptied when it reaches this many entries (a cache: the keys
+# do not depend on it); successive worlds share their recent parts, which refill it at once.
+MEMO_LIMIT = 1 << 12
+
 
 def _serialiser(smap: dict[str, str], rp: list[int], n: int, world_fields: tuple[str, ...],
                 field_names: dict[type, tuple[str, ...]]) -> Callable[[World], _Key]:
@@ -176,6 +182,8 @@ def _serialiser(smap: dict[str, str], rp: list[int], n: int, world_fields: tuple
             m = fmemo[f]
             r = m.get(v)
             if r is None:
+                if len(m) >= MEMO_LIMIT:
+                    m.clear()
                 x = field(f, v)
                 r = m[v] = (x, hash(x))
             out.append(r[0])
@@ -203,6 +211,8 @@ def _value_serialiser(smap: dict[str, str], rp: list[int],
         if hasattr(v, "__dataclass_fields__"):  # rows, events, procs...: shared, memoised
             r = memo.get(v)
             if r is None:
+                if len(memo) >= MEMO_LIMIT:
+                    memo.clear()
                 r = memo[v] = dval(v)
             return r
         if isinstance(v, str):

@@ -222,7 +222,7 @@ def test_switch_counts_exact_on_random_graphs():
             for u in nodes
         }
         succ = graph_ts(edges)
-        ex = explore(["n0"], succ, invariants={})
+        ex = explore(["n0"], succ, invariants={}, keep_worlds=True)
         dist, best = _brute_min_switches(edges, "n0")
         assert len(ex.worlds) == len(dist)
         for sid, s in enumerate(ex.worlds):
@@ -297,7 +297,8 @@ def test_symmetry_reduces_states_and_traces_still_replay():
         tr = sym.trace(sid)
         assert_replays(init, tr, succ)
         end = tr[-1][1] if tr else init
-        assert canon_mutex(end) == canon_mutex(sym.worlds[sid])
+        assert hash(canon_mutex(end)) == sym.fingerprints[sid]
+        assert sym.state_id(end) == sid
 
 
 def test_symmetric_replay_follows_concrete_worlds_not_stored_representatives():
@@ -317,7 +318,8 @@ def test_symmetric_replay_follows_concrete_worlds_not_stored_representatives():
     def canon(s):
         return s.rstrip("12")
 
-    ex = explore(["S"], succ, invariants={"no_T": lambda s: canon(s) != "T"}, canonical=canon)
+    ex = explore(["S"], succ, invariants={"no_T": lambda s: canon(s) != "T"}, canonical=canon,
+                 keep_worlds=True)
     assert ex.stats.states == 5
     v = ex.violations["no_T"]
     assert ex.worlds[v.state] == "T1"
@@ -385,7 +387,7 @@ def test_max_states_truncation():
 
 def test_stats_and_graph_arrays():
     succ = counters(cap=3)
-    ex = explore([(0, 0)], succ, invariants={"t": lambda w: True}, keep_graph=True)
+    ex = explore([(0, 0)], succ, invariants={"t": lambda w: True}, keep_graph=True, keep_worlds=True)
     st = ex.stats
     assert st.states == 16 and st.max_depth == 6 and st.expanded == 16
     assert st.transitions == len(ex.edges_src) == len(ex.edges_dst) == len(ex.edges_tr) == 28
@@ -411,7 +413,7 @@ LIVELOCK = {
 
 def test_liveness_fair_livelock_found_under_weak_fairness():
     succ = graph_ts(LIVELOCK)
-    ex = explore(["pending"], succ, invariants={}, keep_graph=True)
+    ex = explore(["pending"], succ, invariants={}, keep_graph=True, keep_worlds=True)
     # finish is weakly fair but not continuously enabled (disabled in "pending"): livelock.
     res = check_liveness(
         ex,
@@ -429,7 +431,7 @@ def test_liveness_fair_livelock_found_under_weak_fairness():
 
 def test_liveness_holds_when_fairness_excludes_the_cycle():
     succ = graph_ts({"s0": [("spin", "A", "s0"), ("go", "B", "goal")]})
-    ex = explore(["s0"], succ, invariants={}, keep_graph=True)
+    ex = explore(["s0"], succ, invariants={}, keep_graph=True, keep_worlds=True)
     goal = lambda s: s == "goal"  # noqa: E731
     unfair = check_liveness(ex, goal, [], name="reaches")
     assert not unfair.holds and unfair.kind == "fair_cycle"
@@ -448,7 +450,7 @@ def test_liveness_cycle_takes_edge_of_continuously_enabled_class():
             "2": [("a20", "A", "0"), ("f2", "F", "G")],
         }
     )
-    ex = explore(["0"], succ, invariants={}, keep_graph=True)
+    ex = explore(["0"], succ, invariants={}, keep_graph=True, keep_worlds=True)
     res = check_liveness(ex, lambda s: s == "G", [lambda t: t.actor == "F"], name="g")
     assert not res.holds and res.kind == "fair_cycle" and res.scc_size == 3
     names = [t.name for t, _ in res.cycle]
@@ -466,7 +468,7 @@ def test_liveness_lasso_prefix_is_shortest_and_concrete():
             "loop2": [("back", "A", "loop")],
         }
     )
-    ex = explore(["i"], succ, invariants={}, keep_graph=True)
+    ex = explore(["i"], succ, invariants={}, keep_graph=True, keep_worlds=True)
     res = check_liveness(ex, lambda s: s == "done", [lambda t: t.name == "fin"], name="d")
     assert not res.holds
     assert [t.name for t, _ in res.prefix] == ["y"]
@@ -476,7 +478,7 @@ def test_liveness_lasso_prefix_is_shortest_and_concrete():
 
 def test_liveness_deadlock_and_ignore_deadlock():
     succ = graph_ts({"s": [("ok", "A", "done"), ("bad", "A", "t")], "t": [("stuck", "A", "stuck")]})
-    ex = explore(["s"], succ, invariants={}, keep_graph=True)
+    ex = explore(["s"], succ, invariants={}, keep_graph=True, keep_worlds=True)
     assert sorted(ex.worlds[s] for s in ex.deadlocks) == ["done", "stuck"]
     res = check_liveness(ex, lambda s: s == "done", [], name="d")
     assert not res.holds and res.kind == "deadlock"
@@ -492,7 +494,7 @@ def test_liveness_scope_initial_ignores_cycles_after_goal():
     succ = graph_ts(
         {"s": [("go", "A", "goal")], "goal": [("leave", "A", "l")], "l": [("spin", "A", "l")]}
     )
-    ex = explore(["s"], succ, invariants={}, keep_graph=True)
+    ex = explore(["s"], succ, invariants={}, keep_graph=True, keep_worlds=True)
     always = check_liveness(ex, lambda s: s == "goal", [], name="x")
     assert not always.holds and [t.name for t, _ in always.prefix] == ["go", "leave"]
     initial = check_liveness(ex, lambda s: s == "goal", [], name="x", scope="initial")
@@ -510,7 +512,7 @@ def test_liveness_scope_initial_prefix_avoids_goal_states():
             "l": [("spin", "A", "l")],
         }
     )
-    ex = explore(["s"], succ, invariants={}, keep_graph=True)
+    ex = explore(["s"], succ, invariants={}, keep_graph=True, keep_worlds=True)
     res = check_liveness(ex, lambda s: s == "goal", [], name="x", scope="initial")
     assert not res.holds
     assert [t.name for t, _ in res.prefix] == ["m", "m2", "m3"]
@@ -519,10 +521,10 @@ def test_liveness_scope_initial_prefix_avoids_goal_states():
 
 def test_liveness_truncated_frontier_is_not_a_deadlock():
     succ = graph_ts({f"c{k}": [("next", "A", f"c{k + 1}")] for k in range(50)})
-    ex = explore(["c0"], succ, invariants={}, keep_graph=True, max_states=10)
+    ex = explore(["c0"], succ, invariants={}, keep_graph=True, max_states=10, keep_worlds=True)
     res = check_liveness(ex, lambda s: s == "c50", [], name="x")
     assert res.holds and not res.complete and res.deadlocks == 0
-    full = explore(["c0"], succ, invariants={}, keep_graph=True)
+    full = explore(["c0"], succ, invariants={}, keep_graph=True, keep_worlds=True)
     res2 = check_liveness(full, lambda s: s == "c49", [], name="x")  # c50 is a dead end
     assert not res2.holds and res2.kind == "deadlock" and res2.complete
 
@@ -598,3 +600,48 @@ def test_trace_table():
 
 def test_bench_toy_runs():
     assert bench_toy(8) > 0
+
+
+# --------------------------------------------------------------------------------------------
+# compact storage: fingerprints, released worlds, labels, progress
+# --------------------------------------------------------------------------------------------
+
+
+def test_compact_search_keeps_only_initial_worlds_and_agrees_with_kept_worlds():
+    succ = mutex(3)
+    init = (("idle",) * 3, False)
+    kept = explore([init], succ, invariants={"mutex": mutual_exclusion}, keep_worlds=True,
+                   keep_graph=True)
+    lean = explore([init], succ, invariants={"mutex": mutual_exclusion}, keep_graph=True)
+    assert kept.kept_worlds and not lean.kept_worlds
+    assert [w for w in lean.worlds if w is not None] == [init]  # only the initial world stays
+    assert list(lean.fingerprints) == [hash(w) for w in kept.worlds]
+    assert lean.index == kept.index and lean.state_id(kept.worlds[7]) == 7
+    for name in ("mutex",):
+        a, b = lean.violations[name], kept.violations[name]
+        assert (a.state, a.depth, a.switches, a.trace) == (b.state, b.depth, b.switches, b.trace)
+    assert 0 < lean.stats.collision_probability < 1e-15
+    assert list(lean.edges_dst) == list(kept.edges_dst)
+
+
+def test_liveness_reads_labels_recorded_by_the_search():
+    succ = graph_ts({"s": [("ok", "A", "done"), ("bad", "A", "t")], "t": [("stuck", "A", "stuck")]})
+    ex = explore(["s"], succ, invariants={}, keep_graph=True,
+                 labels={"goal": lambda s: s == "done"},
+                 deadlock_labels={"bound": lambda s: s == "stuck"})
+    assert list(ex.labels["goal"]) == [0, 1, 0, 0] and list(ex.deadlock_labels["bound"]) == [0, 1]
+    res = check_liveness(ex, "goal", [], name="d")
+    assert not res.holds and res.kind == "deadlock"
+    assert [w for _, w in res.prefix] == ["t", "stuck"]
+    assert check_liveness(ex, "goal", [], name="d", ignore_deadlock="bound").holds
+    with pytest.raises(ValueError, match="keep_worlds"):
+        check_liveness(ex, lambda s: s == "done", [], name="d")
+
+
+def test_progress_is_reported_inside_the_search():
+    seen: list[tuple[int, int]] = []
+    ex = explore([(0, 0)], counters(), invariants={}, on_progress=lambda n, e: seen.append((n, e)),
+                 progress_every=4)
+    assert [e for _, e in seen] == list(range(4, ex.expanded + 1, 4))
+    assert all(e <= n <= ex.stats.states for n, e in seen)
+    assert explore([(0, 0)], counters(), invariants={}).stats.states == ex.stats.states

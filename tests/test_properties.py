@@ -701,7 +701,7 @@ def test_each_property_and_witness_reads_only_the_fields_it_declares(part, polic
     _, (cfg,) = load_config(CONFIG_DIR / f"{part}.toml")
     spec, budget = parse_config(cfg.data, policy)
     ex = engine.explore([initial_world(spec, budget)], successors, invariants={},
-                        keep_graph=True)
+                        keep_graph=True, keep_worlds=True)
     preds = [(n, p.check, p.reads) for n, p in SAFETY.items() if p.reads]
     preds += [(n, x.holds, x.reads) for n, x in WITNESSES.items()]
     assert len(preds) >= 16 + len(WITNESSES)

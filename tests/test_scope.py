@@ -61,7 +61,8 @@ def standard():
 def _reachable(data: dict) -> set:
     """Every reachable world (no symmetry reduction); worlds compare without their spec."""
     spec, budget = parse_config(data)
-    ex = engine.explore([initial_world(spec, budget)], successors, invariants={})
+    ex = engine.explore([initial_world(spec, budget)], successors, invariants={},
+                        keep_worlds=True)
     assert not ex.stats.truncated
     return set(ex.worlds)
 

@@ -35,7 +35,7 @@ def test_stable_properties_stay_violated_along_every_edge(config, policy):
     is violated at the target: the model never undoes what they read."""
     spec, budget = parse_config(read_toml(str(CONFIG_DIR / f"{config}.toml")), policy)
     ex = engine.explore([initial_world(spec, budget)], successors, invariants={},
-                        keep_graph=True, max_states=20_000)
+                        keep_graph=True, max_states=20_000, keep_worlds=True)
     bad = {n: [not SAFETY[n].check(w) for w in ex.worlds] for n in STABLE}
     violated = 0
     for n, v in bad.items():
