@@ -31,7 +31,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from failclosed.model import names, steps  # noqa: E402
 from failclosed.model.config import ConfigError, UsageError  # noqa: E402
+from failclosed.model.store import DEAD_LETTER_STALE, FIND_STALE_RUNNING, REQUEUE_STALE  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
@@ -148,19 +150,7 @@ def check_runs(recs: list[dict[str, Any]], runs: list[str], path: str) -> None:
 
 
 def _lane_of_identity(identity: str) -> str:
-    if identity.startswith("worker:"):
-        return identity.split(":", 1)[1]
-    if identity.startswith("interactive:"):
-        return "caller:" + identity.split(":", 1)[1]
-    return identity  # resume:<run>#k is also its process name
-
-
-STORE_NAMES = {
-    "claim_queued", "max_sequence", "find_run", "renew_lease", "mark_pending_effect", "suspend",
-    "suspend_for_input", "requeue", "claim_for_resume", "claim_for_resume_from_input",
-    "settle_completed", "settle_failed", "settle_policy_stopped", "settle_dead_lettered",
-    "start_run", "enqueue_run", "cancel", "find_stale_running", "requeue_stale", "dead_letter_stale",
-}
+    return names.identity_process(identity)  # the process that holds the lease
 
 
 def swimlane(path: str, out: str, runs: list[str] | None = None,
@@ -270,7 +260,7 @@ def _selected(recs: list[dict[str, Any]], path: str, runs: list[str] | None,
         own = [r["t"] for r in recs if r.get("run") in keep and r["name"] != "advance_time"]
         lo, hi = (min(own), max(own)) if own else (0.0, -1.0)
         recs = [r for r in recs if r.get("run") in keep
-                or (r["name"] == "find_stale_running" and lo <= r["t"] <= hi)]
+                or (r["name"] == FIND_STALE_RUNNING and lo <= r["t"] <= hi)]
     recs0 = recs
     if window:
         recs = [r for r in recs if window[0] <= r["t"] <= window[1]]
@@ -319,7 +309,7 @@ class _Swimlane:
     def add(self, r: dict[str, Any]) -> None:
         t, name, actor, rid = r["t"], r["name"], r["actor"], r.get("run")
         lane = actor if actor in self.y else None
-        if name in ("provider_call", "invoke") and lane is not None:
+        if name in WORK_CALLS and lane is not None:
             self._call(r, lane)
         self.markers += _markers(r, lane)
         row = r.get("note", {}).get("row")
@@ -331,8 +321,9 @@ class _Swimlane:
         """A provider or tool call: a thin bar since the process's previous transition."""
         t, name, fault = r["t"], r["name"], r.get("fault")
         t0 = self.last_t.get(r["actor"], t)
-        self.ax.barh(self.y[lane] + (0.28 if name == "invoke" else -0.28), t - t0, left=t0, height=0.12,
-                     color="tab:purple" if name == "invoke" else "tab:grey")
+        tool = name in TOOL_CALLS
+        self.ax.barh(self.y[lane] + (0.28 if tool else -0.28), t - t0, left=t0, height=0.12,
+                     color="tab:purple" if tool else "tab:grey")
         if fault:
             self.markers.append((t, lane, "fault", f"{name}[{fault}]"))
 
@@ -351,7 +342,7 @@ class _Swimlane:
                 held_by, since, _expires = cur
                 self.lease[rid] = (held_by, since, expires)
         if status in ("completed", "failed", "cancelled") and lane is not None:
-            self.markers.append((t, lane, "settle", status))
+            self.markers.append((t, lane, "settled", status))
 
     def close_lease(self, rid: str, t: float) -> None:
         if rid not in self.lease:
@@ -380,10 +371,10 @@ def _markers(r: dict[str, Any], lane: str | None) -> list[tuple[float, str, str,
         out.append((t, "audit store", key, name))
     elif fault == "store_error":
         out.append((t, "run store", "store_error", name))
-    if name in ("requeue_stale", "dead_letter_stale") and not fault:
+    if name in (REQUEUE_STALE, DEAD_LETTER_STALE) and not fault:
         out.append((t, "reaper", "reap", f"{name} {rid}"))
-    if name == "find_stale_running":
-        out.append((t, "reaper", "tick", ""))
+    if name == FIND_STALE_RUNNING:
+        out.append((t, "reaper", "reaper_tick", ""))
     if name in ("dispatch", "duplicate_message"):
         out.append((t, "bus", "dup" if name == "duplicate_message" else ("dispatch_fail" if fault else "dispatch"), ""))
     if name == "crash" and lane is not None:
@@ -396,14 +387,22 @@ def _markers(r: dict[str, Any], lane: str | None) -> list[tuple[float, str, str,
 def _audit_inserts() -> tuple[frozenset[str], str]:
     """The transitions that insert an audit event, and the fault that stores it but reports
     a failure: read from the model's step table (model/steps.py)."""
-    from failclosed.model import steps
-
-    names = frozenset(n for a in steps.steps() if a.cost == steps.AUDIT for n in a.fires)
-    ambiguous = next(k for k, f in steps.FAULTS.items() if f.component == steps.AUDIT and "stores the event" in f.meaning)
-    return names, ambiguous
+    inserts = frozenset(n for a in steps.steps() if a.cost == steps.AUDIT for n in a.fires)
+    assert AMBIGUOUS in steps.FAULTS and steps.FAULTS[AMBIGUOUS].component == steps.AUDIT
+    return inserts, AMBIGUOUS
 
 
-AUDIT_INSERTS, AMBIGUOUS = _audit_inserts()
+AMBIGUOUS = "ambiguous_commit"  # the audit fault that stores the event but reports a failure
+AUDIT_INSERTS, _ = _audit_inserts()
+
+
+def _calls(*costs: str) -> frozenset[str]:
+    """The transitions of the steps that wait on these components (the step table)."""
+    return frozenset(n for a in steps.steps() if a.cost in costs for n in a.fires)
+
+
+TOOL_CALLS = _calls(steps.TOOL)
+WORK_CALLS = _calls(steps.PROVIDER, steps.TOOL)  # a provider or tool call: a bar on the lane
 
 _MARKER_STYLE = {
     "audit_ok": dict(marker="o", color="seagreen", s=14, label="audit event stored"),
@@ -412,7 +411,7 @@ _MARKER_STYLE = {
                             label="ambiguous commit (stored, reported failed)"),
     "store_error": dict(marker="x", color="darkorange", s=40, label="run store error"),
     "reap": dict(marker="v", color="black", s=60, label="reaped (requeue / dead-letter)"),
-    "tick": dict(marker="|", color="grey", s=30, label="reaper tick"),
+    "reaper_tick": dict(marker="|", color="grey", s=30, label="reaper tick"),
     "dispatch": dict(marker=">", color="tab:blue", s=20, label="message dispatched"),
     "dispatch_fail": dict(marker="x", color="tab:blue", s=40, label="dispatch failed"),
     "dup": dict(marker="d", color="tab:cyan", s=30, label="duplicate delivery"),
@@ -420,7 +419,7 @@ _MARKER_STYLE = {
     "fault": dict(marker="*", color="red", s=60, label="provider / tool error"),
     "landed_ni": dict(marker="P", color="crimson", s=70, label="non-idempotent effect landed"),
     "landed_i": dict(marker="P", color="seagreen", s=50, label="idempotent effect landed"),
-    "settle": dict(marker="s", color="black", s=25, label="run settled (terminal)"),
+    "settled": dict(marker="s", color="black", s=25, label="run settled (terminal)"),
 }
 
 
