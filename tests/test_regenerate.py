@@ -36,6 +36,7 @@ def test_the_recorded_matrix_covers_the_scope_and_every_property():
         assert all(w == "ok" or w.isdigit() for w in record["cells"][p].values())
     text = regen.README.read_text()
     assert f"{record['configurations']:,} configurations" in text
+    assert f"{record['states'] / 1e6:.1f} million states" in text
 
 
 def test_every_trace_findings_md_shows_is_its_recorded_file():
