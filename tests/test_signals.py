@@ -64,7 +64,8 @@ def test_sweep_workers_die_with_their_parent(tmp_path, sig) -> None:
 
 
 def test_scope_workers_stop_on_sigterm(tmp_path) -> None:
-    proc = _start(["scope", "quick", "--policy", "current", "--policy", "proposed", "--jobs",
+    # standard, not quick: quick finishes in seconds on an idle machine, before the signal
+    proc = _start(["scope", "standard", "--policy", "current", "--policy", "proposed", "--jobs",
                    "2", "--no-cache", "--quiet"], tmp_path)
     kids = _children(proc, 3)
     proc.send_signal(signal.SIGTERM)
