@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -96,7 +96,10 @@ def _assert_sound(data: dict, policy: str) -> None:
     assert ra.states <= rb.states
 
 
-_SETTINGS = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck))
+# no shrinking: an example costs up to a second of checking, and a failing one is already
+# small (its members are listed in the assertion)
+_SETTINGS = dict(deadline=None, database=None, phases=[Phase.explicit, Phase.generate],
+                 suppress_health_check=list(HealthCheck))
 
 
 @settings(max_examples=40, derandomize=True, **_SETTINGS)
