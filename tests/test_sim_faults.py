@@ -140,21 +140,34 @@ def test_audit_kinds_follow_the_configuration():
     assert audit(audit_latency=Dist("fixed", 0.7)).delay(Script(), proc(), None) == 0.7
 
 
-def test_the_flapping_process_alternates_exponential_up_and_down_times():
-    import simpy
-
-    env = simpy.Environment()
-    a = AuditStore(cfg(audit_mean_up=100.0, audit_mean_down=10.0), env, seed=3)
-    env.process(a.flapping())
-    states, t = [], 0.0
-    while t < 2000.0:
-        t += 1.0
-        env.run(until=t)
+def _flaps(seed: int, n: int = 3000) -> tuple[list[float], list[float], list[bool]]:
+    """(up times, down times, the store's state after each) of ``n`` outage cycles, the
+    process driven by hand (``timeout`` returns its delay)."""
+    env = SimpleNamespace(now=0.0, timeout=lambda d: d)
+    a = AuditStore(cfg(audit_mean_up=100.0, audit_mean_down=10.0), env, seed=seed)
+    gen = a.flapping()
+    ups, downs, states = [], [], []
+    up = next(gen)
+    for _ in range(n):
+        ups.append(up)
+        downs.append(gen.send(None))
         states.append(a.down)
-    changes = sum(x != y for x, y in zip(states, states[1:], strict=False))
-    down = sum(states) / len(states)
-    assert changes >= 6  # it goes down and comes back, more than once
-    assert 0.01 < down < 0.35  # mostly up: the mean down time is a tenth of the mean up time
+        up = gen.send(None)
+        states.append(a.down)
+    return ups, downs, states
+
+
+def test_the_flapping_process_alternates_exponential_up_and_down_times():
+    ups, downs, states = _flaps(3)
+    assert states[:4] == [True, False, True, False] and len(set(states[::2])) == 1
+    # exponential: the means are the configured ones (3000 cycles: within 6 %), and the
+    # spread is the mean's (a coefficient of variation of 1)
+    assert sum(ups) / len(ups) == pytest.approx(100.0, rel=0.06)
+    assert sum(downs) / len(downs) == pytest.approx(10.0, rel=0.06)
+    sd = (sum((x - 100.0) ** 2 for x in ups) / len(ups)) ** 0.5
+    assert sd == pytest.approx(100.0, rel=0.1)
+    assert _flaps(3, 50) == _flaps(3, 50)  # its own stream: seeded
+    assert _flaps(3, 50)[0] != _flaps(4, 50)[0]  # another seed, other outages
 
 
 # -- the provider ----------------------------------------------------------------------------

@@ -209,3 +209,47 @@ def test_flat_keeps_the_sweep_columns():
     }
     none = flat(compute([rec(1, status="queued")], seed=1, lease_seconds=1))
     assert none["e2e_p50_s"] is None and none["e2e_p99_s"] is None
+
+
+def test_counts_add_up_over_runs():
+    rs = [rec(i, finished=True, status="completed", provider_errors=[("http_429", "rateLimit")])
+          for i in range(3)] + [rec(9, status="queued"), rec(8, status="queued")]
+    assert outcomes(rs) == {"completed": 3, "unfinished/queued": 2}
+    e = failures(rs)["provider"]["by_class"]["rateLimit"]
+    assert e == {"count": 3, "runs": 3, "run_outcomes": {"completed": 3}, "retryable": True}
+
+
+def test_failure_tables_carry_the_class_only_where_it_names_an_error():
+    f = failures(runs())
+    assert set(f["provider"]["by_class"]["rateLimit"]) == {"count", "runs", "run_outcomes",
+                                                             "retryable"}
+    assert f["provider"]["by_error"]["http_503"] == {
+        "count": 1, "runs": 1, "run_outcomes": {"failed/retries_exhausted": 1},
+        "class": "serverError"}
+    assert f["tool"]["by_tool"]["t"] == {"count": 2, "runs": 1,
+                                         "run_outcomes": {"failed/retries_exhausted": 1}}
+    assert f["tool"]["by_class"] == {"connection": {
+        "count": 1, "runs": 1, "run_outcomes": {"failed/retries_exhausted": 1}}}
+    assert f["tool"]["by_error"] == {"timeout": {
+        "count": 1, "runs": 1, "run_outcomes": {"failed/retries_exhausted": 1},
+        "class": "connection"}}
+
+
+def test_two_calls_of_one_tool_in_a_turn_are_two_logical_calls():
+    r = rec(1, finished=True, status="completed", terminal_at=1.0,
+            applications=[(0, 0, "t", NI, "s", True), (0, 1, "t", NI, "s", True)])
+    m = compute([r], seed=1, lease_seconds=1)
+    assert m["writes"][NI]["logical_calls"] == 2 and m["writes"][NI]["double"]["k"] == 0
+    assert m["runs_with_double_non_idempotent"]["k"] == 0
+
+
+def test_throughput_and_span_count_from_the_first_arrival():
+    one = rec(1, arrival=100.0, admitted=100.0, terminal_at=100.5, finished=True,
+              status="completed")
+    m = compute([one], seed=1, lease_seconds=1)
+    assert m["throughput_per_hour"] == pytest.approx(1 / 0.5 * 3600)  # one run in 0.5 s
+    assert m["span_s"] == pytest.approx(0.5)
+    two = [one, rec(2, arrival=150.0, terminal_at=400.0, finished=True, status="completed")]
+    m = compute(two, seed=1, lease_seconds=1)
+    assert m["span_s"] == pytest.approx(300.0)
+    assert m["throughput_per_hour"] == pytest.approx(2 / 300.0 * 3600)
