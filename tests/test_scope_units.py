@@ -315,3 +315,14 @@ def test_task_results_and_the_cache_round_trip(tmp_path):
     none = Cache(None, "v1")
     none.put(k, r)
     assert none.get(k, "a") is None and none.path(k) is None
+
+
+def test_merge_defaults_for_a_bare_violation_and_results_of_other_members():
+    s = _scope("a")
+    bare = TaskResult("a", "current", 1, 1, 0.0, False, {"x": {"length": 4}})
+    res = merge(s, ["current"], ["x"], [bare], kinds={"x": "liveness"})
+    v = res.verdicts["current"]["x"]
+    assert (v.length, v.explanation, v.kind) == (4, "", "liveness")  # the property's kind
+    # a result of a member the scope does not list sorts after every member of it
+    res = merge(s, ["current"], ["x"], [_r("zz", x=2), _r("a", x=2)])
+    assert res.verdicts["current"]["x"].member == "a"

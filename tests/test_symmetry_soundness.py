@@ -139,3 +139,57 @@ def test_random_configurations_have_nontrivial_groups():
 
     collect()
     assert seen >= {"workers", "runs", "time", "time only"}, seen
+
+
+# -- the time shift (no horizon: the plain search never ends, so it is checked world by world)
+def _shifted_worlds(data: dict, policy: str) -> list:
+    spec, budget = parse_config(data, policy)
+    w0 = initial_world(spec, budget)
+    ex = engine.explore([w0], successors, invariants={}, canonical=shift_time, max_states=400)
+    return ex.worlds
+
+
+def _instants(w) -> tuple:
+    """Every instant of ``w`` relative to its clock (0, "no lease", kept as such)."""
+    rows = tuple(None if r is None else (r.lease_expires - w.clock if r.lease_expires else 0)
+                 for r in w.rows)
+    return (rows, tuple(m.not_before - w.clock for m in w.messages),
+            None if w.reaper is None else w.reaper.now - w.clock)
+
+
+def _assert_shift_sound(data: dict, policy: str) -> None:
+    data = {**data, "model": {k: v for k, v in data["model"].items() if k != "horizon"}}
+    worlds = _shifted_worlds(data, policy)
+    moved = [w for w in worlds if shift_time(w).clock < w.clock]
+    for w in moved[:100] + [w for w in worlds if w not in moved][:30]:
+        s = shift_time(w)
+        assert _instants(s) == _instants(w)  # every difference kept, "no lease" kept
+        times = [s.clock, *(m.not_before for m in s.messages),
+                 *(r.lease_expires for r in s.rows if r is not None and r.lease_expires > 0)]
+        if s.clock < w.clock:
+            assert min(times) == 1  # as early as it goes, every instant kept positive
+        assert shift_time(s) == s
+        assert [p.check(w) for p in SAFETY.values()] == [p.check(s) for p in SAFETY.values()]
+        # the same futures, moved in time: successors match up to the shift
+        a = sorted((t.name, t.actor, repr(shift_time(x))) for t, x in successors(w))
+        b = sorted((t.name, t.actor, repr(shift_time(x))) for t, x in successors(s))
+        assert a == b
+
+
+@settings(max_examples=15, derandomize=True, **_SETTINGS)
+@given(configs())
+def test_the_time_shift_keeps_verdicts_and_futures(case):
+    _assert_shift_sound(*case)
+
+
+def test_the_time_shift_moves_worlds():
+    data = {"constants": CONSTANTS, "model": {"workers": 1, "faults": ["pause"], "fault_budget": 1},
+            "tools": [TOOLS[2]], "runs": [{"id": "r0", "entry": "queued", "decisions": ["approve"],
+                                            "plan": [{"tools": ["remote_write"]},
+                                                     {"final": "completed"}]}]}
+    worlds = _shifted_worlds(data, "current")
+    moved = [w for w in worlds if shift_time(w).clock < w.clock]
+    assert moved, "no world was shifted: the property above would prove nothing"
+    leased = [w for w in moved if any(r is not None and r.lease_expires > 0 for r in w.rows)]
+    assert leased
+    _assert_shift_sound(data, "current")
