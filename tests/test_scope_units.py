@@ -326,3 +326,31 @@ def test_merge_defaults_for_a_bare_violation_and_results_of_other_members():
     # a result of a member the scope does not list sorts after every member of it
     res = merge(s, ["current"], ["x"], [_r("zz", x=2), _r("a", x=2)])
     assert res.verdicts["current"]["x"].member == "a"
+
+
+def test_normal_form_details():
+    # the catalogue counts, not only the tool names the runs call
+    a, b = _data(), _data()
+    b["tools"] = [{"name": "a", "effect": "non_idempotent_write"}, {"name": "b"}]
+    assert key(a) != key(b)
+    # a run's keys in any order; workers absent means one
+    c = _data()
+    c["runs"] = [{"entry": "queued", "id": "r1"}, {"entry": "interactive", "id": "r2"}]
+    c["runs"][0] = dict(reversed(list({"id": "r1", "entry": "queued", "cap": 2}.items())))
+    d = _data()
+    d["runs"][0] = {"id": "r1", "entry": "queued", "cap": 2}
+    assert key(c) == key(d)
+    no_workers = _data()
+    del no_workers["model"]["workers"]
+    assert key(no_workers) == key(_data(workers=1)) != key(_data(workers=2))
+
+
+def test_all_of_no_fault_kinds_is_no_member():
+    with pytest.raises(ConfigError, match="declares no member"):
+        gen(fault_sets=["all"])
+    assert [x.data["model"]["faults"] for x in gen(fault_sets=["all", "none"])] == [[]]
+
+
+def test_merge_without_kinds_calls_every_property_safety():
+    res = merge(_scope("a"), ["current"], ["x", "y"], [_r("a", y=1)])
+    assert res.verdicts["current"]["x"].kind == "safety" and res.seconds == 0.0
