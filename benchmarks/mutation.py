@@ -138,7 +138,7 @@ def run(module: str, jobs: int, rerun: bool = False, sample: int = 0) -> Path:
         again = sorted(random.Random(0).sample(todo, min(sample, len(todo))))
         rerun = True
     else:
-        again = sorted(k for k, c in old.items() if STATUS.get(c) not in ("killed",))
+        again = sorted(k for k, c in old.items() if c is not None and STATUS.get(c) != "killed")
     d = stage(module, MODULES[module])
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs)]

@@ -354,3 +354,25 @@ def test_all_of_no_fault_kinds_is_no_member():
 def test_merge_without_kinds_calls_every_property_safety():
     res = merge(_scope("a"), ["current"], ["x", "y"], [_r("a", y=1)])
     assert res.verdicts["current"]["x"].kind == "safety" and res.seconds == 0.0
+
+
+def test_a_missing_budget_is_zero_on_either_side():
+    no_budget = _data(faults=["crash"])
+    del no_budget["model"]["fault_budget"]
+    one = _data(faults=["crash"], fault_budget=1)
+    zero = _data(faults=["crash"], fault_budget=0)
+    assert not subsumes(no_budget, one)  # budget 0 does not cover budget 1
+    assert subsumes(one, no_budget) and subsumes(zero, no_budget) and subsumes(no_budget, zero)
+
+
+def test_merge_reads_each_violation_whole():
+    s = _scope("a", "b")
+    # a property not asked for comes first: the asked one after it still counts
+    first = TaskResult("a", "current", 1, 1, 0.0, False,
+                       {"other": {"length": 1}, "x": {"length": 3, "kind": "liveness"}})
+    res = merge(s, ["current"], ["x"], [first])
+    assert res.verdicts["current"]["x"].length == 3
+    assert res.verdicts["current"]["x"].kind == "liveness"  # the violation's kind
+    # a counterexample of length 0 (the initial world): ties keep the first member
+    res = merge(s, ["current"], ["x"], [_r("b", x=0), _r("a", x=0)])
+    assert (res.verdicts["current"]["x"].member, res.verdicts["current"]["x"].length) == ("a", 0)
