@@ -321,3 +321,41 @@ def test_by_step_maps_each_cost_class_to_its_component():
     rng = Script()
     assert NOTHING.delay(rng, proc(), None) == 0.0 and NOTHING.fault(rng) is None
     assert NOTHING.kinds() == set() and rng.calls == [] and not NOTHING.work
+
+
+def test_sampled_latencies_draw_from_the_steps_stream():
+    exp = Dist("exponential", 4.0)
+    for component, call in [
+        (audit(audit_latency=exp), lambda c, r: c.delay(r, proc(), None)),
+        (Bus(cfg(dispatch_latency=exp)), lambda c, r: c.delay(r, proc(), None)),
+        (Bus(cfg(delivery_delay=exp)), lambda c, r: c.delivery(r)),
+        (Crashes(cfg(restart_delay=exp)), lambda c, r: c.restart(r)),
+        (Provider(cfg(provider_latency=exp)), lambda c, r: c.delay(r, proc(), None)),
+        (Pauses(cfg(pause_probability=1.0, pause_duration=exp)), lambda c, r: c.stall(r, proc())),
+    ]:
+        rng = Script(0.0)
+        assert call(component, rng) == 4.0
+        assert ("expovariate", 0.25) in rng.calls
+
+
+def test_the_simulation_seed_reaches_the_outages_and_the_tool_errors():
+    import simpy
+
+    def outages(seed: int) -> list[float]:
+        f = Faults(cfg(audit_mean_up=100.0, audit_mean_down=10.0), simpy.Environment(), seed)
+        f.audit.env = SimpleNamespace(now=0.0, timeout=lambda d: d)
+        gen = f.audit.flapping()
+        return [next(gen), gen.send(None), gen.send(None)]
+
+    assert outages(1) == outages(1) != outages(2)
+    mix = (("timeout", "connection", 1.0), ("bad_request", "clientError", 1.0))
+    w, p = _world("t"), _tool_proc()
+
+    def names(seed: int) -> list:
+        t = ToolConf("t", {"name": "t"}, Dist("fixed", 0.0), 1.0, mix)
+        rec = SimpleNamespace(tool_errors=[])
+        for _ in range(30):
+            Tools(cfg(tools=(t,)), seed=seed).note(rec, p, w, "tool_error")
+        return rec.tool_errors
+
+    assert names(5) == names(5) != names(6)
