@@ -1,0 +1,260 @@
+"""Mutation testing of failclosed with mutmut: a slow job, never part of CI or the default suite.
+
+    python benchmarks/mutation.py                       # every module listed in MODULES
+    python benchmarks/mutation.py sim/faults.py         # some of them
+    python benchmarks/mutation.py --jobs 2 --survivors  # two workers; list the survivors
+
+For each module it stages the source tree as it installs (``failclosed/model``,
+``failclosed/spec``, ``failclosed/sim``, ``failclosed/cli`` beside ``tests/``) under
+``build/mutation/<module>/`` -- mutmut names a mutant after the file's path, and the tests
+import ``failclosed.*``, so the path must be the import path -- and runs ``mutmut run`` there
+with that module as the only one mutated and the module's own test selection (``MODULES``).
+mutmut runs, for each mutant, only the tests of the selection that call the mutated
+function. The selections never include tests/test_behaviour_digests.py: a mutant must be
+killed by a test that asserts behaviour, not by a recorded digest changing.
+
+It prints, per module and per function group (``GROUPS``: the parts of a module the issue
+names, e.g. the reduction of spec/scope.py, the liveness check of spec/engine.py), the
+mutants killed, survived, timed out and without a test, and the score
+``killed / (killed + survived)``; ``--survivors`` lists each survivor with its diff.
+docs/MUTATION.md records a run and classifies the survivors (equivalent or not).
+
+Needs mutmut (``pip install 'mutmut>=3.8,<4'``); nothing else of the project changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STAGE = ROOT / "build" / "mutation"
+
+# module -> the tests that exercise it (pytest arguments, relative to the source tree). The
+# slow ones (processes, sockets, the standard scope) are left out: they would time out
+# mutants, not kill them.
+_SCOPE_FAST = ("not parallel and not dask and not terminated and not matrix_over and "
+               "not baseline_gate and not scope_command and not hypothesis_agrees")
+MODULES: dict[str, list[str]] = {
+    "sim/faults.py": ["tests/test_sim_faults.py", "tests/test_sim.py", "tests/test_sim_inputs.py"],
+    "sim/checks.py": ["tests/test_sim_checks.py", "tests/test_sim.py"],
+    "sim/metrics.py": ["tests/test_sim_metrics.py", "tests/test_sim.py"],
+    "spec/symmetry.py": ["tests/test_symmetry_soundness.py", "tests/test_checker.py",
+                         "-k", "soundness or run_symmetry or symmetry_reduces"],
+    "spec/baseline.py": ["tests/test_baseline.py"],
+    "spec/scope.py": ["tests/test_reduction_soundness.py", "tests/test_scope_units.py",
+                      "tests/test_scope.py", "-k", _SCOPE_FAST],
+    "spec/engine.py": ["tests/test_engine.py", "tests/test_liveness.py"],
+}
+
+# module -> group -> the functions (and classes) of the group; a module's other functions
+# are counted under "other". The score the issue asks for is the groups'.
+GROUPS: dict[str, dict[str, set[str]]] = {
+    "spec/scope.py": {
+        "generation": {"_expand_product", "_fault_sets"},
+        "reduction": {"_normal", "_canonical_json", "_fault_free_key", "subsumes",
+                      "_faults_cover", "reduce_members", "Member"},
+        "merge": {"merge"},
+    },
+    "spec/engine.py": {
+        "liveness": {"check_liveness", "strongly_connected", "_trim_acyclic", "_tarjan",
+                     "_pop_component", "_Edges", "_int32", "_distances", "_fair_sccs",
+                     "_prefix", "_fair_cycle", "_nearest", "LivenessResult"},
+    },
+}
+
+# modules mutated in part only: the functions of their groups (the rest of the staged copy is
+# fenced with mutmut's "# pragma: no mutate start/end"; the source tree is never touched)
+FOCUS = {"spec/engine.py", "spec/scope.py"}
+
+STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests",
+          34: "skipped", 36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout",
+          255: "timeout", None: "not checked"}
+
+
+def stage(module: str, tests: list[str]) -> Path:
+    """A fresh copy of the source tree at ``build/mutation/<module>/`` with mutmut's
+    configuration for ``module`` (the import layout: failclosed/<package>/...)."""
+    d = STAGE / module.replace("/", "-").removesuffix(".py")
+    shutil.rmtree(d, ignore_errors=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.so", ".hypothesis")
+    (d / "failclosed").mkdir(parents=True)
+    shutil.copy2(ROOT / "failclosed" / "__init__.py", d / "failclosed" / "__init__.py")
+    for pkg in ("model", "spec", "sim", "cli"):
+        shutil.copytree(ROOT / pkg, d / "failclosed" / pkg, ignore=ignore)
+    shutil.copytree(ROOT / "tests", d / "tests", ignore=ignore)
+    if module in FOCUS:
+        target = d / "failclosed" / module
+        keep = set().union(*GROUPS[module].values())
+        target.write_text(_fence(target.read_text(encoding="utf-8"), keep), encoding="utf-8")
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    text += (
+        "\n[tool.mutmut]\n"
+        'source_paths = ["failclosed"]\n'
+        f"only_mutate = {json.dumps(['failclosed/' + module])}\n"
+        f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]\n'
+        "use_git_change_detection = false\n"
+    )
+    (d / "pyproject.toml").write_text(text, encoding="utf-8")
+    return d
+
+
+def _fence(source: str, keep: set[str]) -> str:
+    """``source`` with every top-level function and class not in ``keep`` inside a
+    ``# pragma: no mutate start`` / ``end`` pair (mutmut leaves those lines alone)."""
+    import ast
+
+    lines = source.splitlines()
+    fences: list[tuple[int, int]] = []
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name not in keep:
+            first = min([node.lineno] + [x.lineno for x in node.decorator_list])
+            fences.append((first - 1, node.end_lineno or node.lineno))
+    for start, end in reversed(fences):
+        lines.insert(end, "# pragma: no mutate end")
+        lines.insert(start, "# pragma: no mutate start")
+    return "\n".join(lines) + "\n"
+
+
+def _dir(module: str) -> Path:
+    return STAGE / module.replace("/", "-").removesuffix(".py")
+
+
+def run(module: str, jobs: int, rerun: bool = False, sample: int = 0) -> Path:
+    """Run mutmut on ``module``: every mutant; or with ``rerun`` only the last run's mutants
+    that were not killed, against the current tests; or with ``sample`` that many of the
+    last run's unchecked mutants, drawn at random (seeded). The others keep their result."""
+    old = _codes(module, _dir(module)) if rerun or sample else {}
+    if sample:
+        todo = sorted(k for k, c in old.items() if c is None)
+        again = sorted(random.Random(0).sample(todo, min(sample, len(todo))))
+        rerun = True
+    else:
+        again = sorted(k for k, c in old.items() if c is not None and STATUS.get(c) != "killed")
+    d = stage(module, MODULES[module])
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs)]
+    print(f"== {module}: {' '.join(cmd)}{f' <{len(again)} mutants>' if rerun else ''} "
+          f"(in {d.relative_to(ROOT)})", flush=True)
+    if rerun and not again:
+        (d / "merged.json").write_text(json.dumps(old), encoding="utf-8")
+        return d
+    subprocess.run(cmd + again, cwd=d, env=env, check=False, stdout=subprocess.DEVNULL)
+    if rerun:
+        new = _codes(module, d, merged=False)
+        merged = {k: (new.get(k) if k in again else c) for k, c in old.items()}
+        (d / "merged.json").write_text(json.dumps(merged), encoding="utf-8")
+    return d
+
+
+def _codes(module: str, d: Path, merged: bool = True) -> dict[str, int | None]:
+    """mutant -> mutmut's exit code, of the last run (a rerun's merged record first)."""
+    if merged and (d / "merged.json").exists():
+        return json.loads((d / "merged.json").read_text(encoding="utf-8"))
+    meta = d / "mutants" / "failclosed" / (module + ".meta")
+    if not meta.exists():
+        return {}
+    return json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
+
+
+
+
+def _function(key: str) -> str:
+    """``failclosed.spec.scope.x__normal__mutmut_3`` -> ``_normal``; a method -> its class."""
+    tail = key.rsplit(".", 1)[1]
+    if tail.startswith("xǁ"):
+        return tail[2:].split("ǁ", 1)[0]
+    return tail[2:].rsplit("__mutmut_", 1)[0]
+
+
+def results(module: str, d: Path) -> dict[str, Counter]:
+    """group -> status -> mutants, from mutmut's record of the module."""
+    codes = _codes(module, d)
+    groups = GROUPS.get(module, {})
+    out: dict[str, Counter] = {}
+    for key, code in codes.items():
+        fn = _function(key)
+        group = next((g for g, fns in groups.items() if fn in fns), "other" if groups else "all")
+        out.setdefault(group, Counter())[STATUS.get(code, "suspicious")] += 1
+        if groups:
+            out.setdefault("(module)", Counter())[STATUS.get(code, "suspicious")] += 1
+    return out
+
+
+def survivors(module: str, d: Path) -> list[str]:
+    codes = _codes(module, d)
+    return sorted(k for k, c in codes.items() if STATUS.get(c) in ("survived", "no tests"))
+
+
+def show(d: Path, key: str) -> str:
+    p = subprocess.run([sys.executable, "-m", "mutmut", "show", key], cwd=d, text=True,
+                       capture_output=True, check=False)
+    return p.stdout
+
+
+def _wilson(k: int, n: int) -> tuple[float, float]:
+    from failclosed.sim.metrics import wilson
+
+    w = wilson(k, n)
+    return w["lo"], w["hi"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("modules", nargs="*", help=f"of {', '.join(MODULES)} (default: all)")
+    ap.add_argument("--jobs", type=int, default=1, help="mutmut's --max-children (default 1)")
+    ap.add_argument("--survivors", action="store_true", help="list each survivor with its diff")
+    ap.add_argument("--rerun-survivors", action="store_true",
+                    help="run only the last run's surviving mutants again (after adding tests)")
+    ap.add_argument("--sample", type=int, default=0, metavar="N",
+                    help="check N more of the last run's unchecked mutants, drawn at random")
+    ap.add_argument("--report-only", action="store_true",
+                    help="do not run: report the last run's results under build/mutation/")
+    a = ap.parse_args(argv)
+    mods = a.modules or list(MODULES)
+    unknown = [m for m in mods if m not in MODULES]
+    if unknown:
+        print(f"mutation: unknown module {unknown[0]!r}; use one of {', '.join(MODULES)}",
+              file=sys.stderr)
+        return 2
+    try:
+        import mutmut  # noqa: F401
+    except ImportError:
+        print("mutation: mutmut is not installed; pip install 'mutmut>=3.8,<4'", file=sys.stderr)
+        return 2
+    rows = []
+    for m in mods:
+        d = _dir(m)
+        if not a.report_only:
+            d = run(m, a.jobs, a.rerun_survivors, a.sample)
+        for group, c in results(m, d).items():
+            rows.append((m, group, c["killed"], c["survived"] + c["no tests"], c["timeout"],
+                         c["not checked"], sum(c.values())))
+        if a.survivors:
+            for key in survivors(m, d):
+                print(show(d, key).rstrip() or key)
+    # score: killed / (killed + survived) of the checked mutants, with its Wilson 95 %
+    # interval when only a random sample was checked (timeouts are reported apart)
+    print(f"{'module':18} {'group':11} {'killed':>6} {'survived':>8} {'timeout':>7} "
+          f"{'unchecked':>9} {'total':>5}  score")
+    for m, g, k, sv, t, nc, tot in rows:
+        txt = "-"
+        if k + sv:
+            txt = f"{k / (k + sv):.1%}"
+            if nc:
+                lo, hi = _wilson(k, k + sv)
+                txt += f" (sample; 95% {lo:.0%} to {hi:.0%})"
+        print(f"{m:18} {g:11} {k:6} {sv:8} {t:7} {nc:9} {tot:5}  {txt}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
