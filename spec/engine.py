@@ -222,6 +222,7 @@ class Exploration:
         start: Any | None = None,
         last_actor: str | None = None,
         beam: int = 512,
+        exact: bool = False,
     ) -> tuple[Any, list[tuple[Transition, Any]]]:
         """Turn an abstract path into a concrete one by re-walking ``successors``.
 
@@ -235,7 +236,13 @@ class Exploration:
         renamed along the concrete path, which is why this is not a plain greedy walk. Each
         layer keeps at most ``beam`` candidates (orbits are small; the bound only guards
         against huge symmetry groups). ``last_actor`` continues the switch count of a prefix.
+        ``exact``: the recorded transitions first, switches second (a fair cycle: each step was
+        chosen to meet a fairness class, and a parallel edge with fewer switches may not).
         """
+
+        def rank(c: int, p: int) -> tuple[int, int]:
+            return (p, c) if exact else (c, p)
+
         canon, fps, succ, trs = self.canonical, self.fingerprints, self.successors, self.transitions
         first = self.worlds[root] if start is None else start
         assert first is not None, "the initial worlds are always kept"
@@ -267,7 +274,7 @@ class Exploration:
                         if j is None:
                             pos[(w2, t.actor)] = len(new)
                             new.append(cand)
-                        elif (c, p0 + pen) < (new[j][2], new[j][3]):
+                        elif rank(c, p0 + pen) < rank(new[j][2], new[j][3]):
                             new[j] = cand
             if not new:
                 raise RuntimeError(
@@ -276,11 +283,11 @@ class Exploration:
                     "deterministic or canonical() is not a bisimulation"
                 )
             if len(new) > beam:
-                new.sort(key=lambda e: (e[2], e[3]))
+                new.sort(key=lambda e: rank(e[2], e[3]))
                 del new[beam:]
             history.append(new)
             layer = new
-        j = min(range(len(layer)), key=lambda k: (layer[k][2], layer[k][3]))
+        j = min(range(len(layer)), key=lambda k: rank(layer[k][2], layer[k][3]))
         out: list[tuple[Transition, Any]] = []
         for k in range(len(history) - 1, 0, -1):
             e = history[k][j]
@@ -1182,7 +1189,8 @@ def check_liveness(
     initial, prefix = ex.replay(root, steps)
     start = prefix[-1][1] if prefix else initial
     _, cycle = ex.replay(
-        best_entry, cyc, start=start, last_actor=prefix[-1][0].actor if prefix else None
+        best_entry, cyc, start=start, last_actor=prefix[-1][0].actor if prefix else None,
+        exact=True,
     )
     return LivenessResult(holds=False, kind="fair_cycle", initial=initial, prefix=prefix,
                           cycle=cycle, entry=best_entry, scc_size=len(fs.sccs[best_scc]), **base)

@@ -97,7 +97,7 @@ def _assert_lasso(res, edges, goal, fair):
 @given(graphs())
 def test_liveness_agrees_with_a_networkx_reference(case):
     edges, goal, fair, scope = case
-    ex = explore([0], _succ(edges), invariants={}, keep_graph=True)
+    ex = explore([0], _succ(edges), invariants={}, keep_graph=True, keep_worlds=True)
     res = check_liveness(ex, lambda s: s in goal, [lambda t, f=f: t.actor == f for f in fair],
                          name="p", scope=scope)
     (holds, dead, fair_sccs, checked), cands = _reference(edges, goal, fair, scope,

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from failclosed.model.runtime import FAULT_KINDS  # noqa: E402
+from failclosed.model.steps import fault_kinds  # noqa: E402
 from failclosed.spec.scope import (  # noqa: E402
     FAULT_SET_KINDS,
     Member,
@@ -88,7 +88,7 @@ def products(draw: st.DrawFn, name: str, big: bool) -> dict:
     """One [[product]] over random sub-lists of every axis. Small (the default suite): with
     two workers, a budget of at most one and single faults (a second worker with two
     faults or a budget of two costs thousands of states)."""
-    faults = draw(st.lists(st.sampled_from(FAULT_KINDS), max_size=3, unique=True))
+    faults = draw(st.lists(st.sampled_from(fault_kinds()), max_size=3, unique=True))
     if draw(st.booleans()):  # a lapse: the faults under which a second worker matters
         faults = list(dict.fromkeys([*faults, draw(st.sampled_from(["pause", "slow_operation"]))]))
     workers = draw(st.sampled_from([[1], [2], [1, 2], [1, 2]]))
@@ -107,8 +107,9 @@ def products(draw: st.DrawFn, name: str, big: bool) -> dict:
         kinds = ["none", "singles"] if small else list(FAULT_SET_KINDS)
         prod["fault_sets"] = draw(_sub(kinds, 3))
     if "provider_error" in faults:
-        prod["provider_faults"] = draw(st.lists(st.sampled_from(PROVIDER_CLASSES), max_size=2,
-                                                unique=True))
+        classes = draw(st.lists(st.sampled_from(PROVIDER_CLASSES), max_size=2, unique=True))
+        if classes:  # none: provider_error is never enabled (a scope lists at least one)
+            prod["provider_faults"] = classes
     if "store_error" in faults and draw(st.booleans()):
         prod["fault_ops"] = draw(_sub(STORE_OPS, 2))
     return prod

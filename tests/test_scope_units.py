@@ -125,7 +125,10 @@ def test_names_of_unnamed_products_and_configs_members():
     ({"product": [{"runs": [["q"]], "tools": ["read"], "horizon": ["4"]}]}, "product[0].horizon"),
     ({"product": [{"runs": [["q"]], "tools": ["read"], "transport": [1]}]}, "product[0].transport"),
     ({"product": [{"runs": [["q"]], "tools": ["read"], "faults": ["nope"]}]},
-     "generates an invalid configuration p1:"),
+     "product[0].faults: unknown fault kind 'nope'"),
+    ({"product": [{"runs": [["q"]], "tools": ["read"], "faults": "every",
+                   "faults_except": ["crsh"]}]},
+     "product[0].faults_except: unknown fault kind 'crsh'; did you mean 'crash'?"),
     ({"product": [{"name": "a", "runs": [["q"]], "tools": ["read"]},
                   {"name": "a", "runs": [["q"]], "tools": ["read"]}]},
      "product[1].name: duplicate product name 'a'"),
@@ -286,8 +289,9 @@ def test_scope_result_states_its_reach():
     res = merge(s, ["current", "proposed"], ["x"],
                 [_r("a", x=2), _r("b", "proposed", truncated=True)], seconds=1.23456)
     assert res.states == 20 and res.truncated == ["b"] and res.cached == 0
-    assert res.reach() == "scope s: 2 configurations, 20 states; 1 truncated (holds up to the bound there)"
-    assert res.reach("current") == "scope s: 2 configurations, 10 states"
+    assert res.reach() == ("scope s: 2 configurations, 20 states (fingerprint collision probability "
+                           "5e-18); 1 truncated (holds up to the bound there)")
+    assert res.reach("current").startswith("scope s: 2 configurations, 10 states")
     d = res.to_json()
     assert (d["scope"], d["configurations"], d["states"], d["seconds"]) == ("s", 2, 20, 1.235)
     assert d["complete"] is False and d["truncated"] == ["b"] and d["properties"] == ["x"]
