@@ -24,7 +24,19 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+
+def _checkout() -> Path:
+    """The checkout the recorded artefacts live in: the working directory's (or a parent's),
+    else the one this module sits in (an installed package has none)."""
+    here = Path.cwd().resolve()
+    for d in (here, *here.parents):
+        if (d / "pyproject.toml").is_file() and (d / "FINDINGS.md").is_file() \
+                and (d / "spec" / "findings").is_dir():
+            return d
+    return Path(__file__).resolve().parents[1]
+
+
+ROOT = _checkout()
 FINDINGS_DIR = ROOT / "spec" / "findings"
 FINDINGS_MD = ROOT / "FINDINGS.md"
 README = ROOT / "README.md"

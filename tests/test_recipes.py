@@ -162,7 +162,7 @@ def test_recipe_boundary_statement_is_picked_up(restore_tables):
               witnesses=False, coverage=True)
     assert r.coverage.taken.get("touch_run", 0) > 0
     f1 = r.properties["no_write_applied_twice_without_audit"]
-    recorded = (CONFIG_DIR.parent / "findings" /
+    recorded = (Path(__file__).resolve().parents[1] / "spec" / "findings" /
                 "no_write_applied_twice_without_audit--current.txt").read_text()
     assert not f1.holds and f1.trace_length > int(recorded.split(", ")[1].split()[0])
     # the simulator: the step waits on the run store, and no false violation comes of it
