@@ -179,6 +179,14 @@ def _safe(s: str) -> str:
 
 
 # -- baselines -------------------------------------------------------------------------------
+def _baseline_name(path: str) -> str:
+    """A baseline as the output names it: the shipped one by its place in the package (the
+    same wherever it is installed; ``--baseline current`` names it), any other by its path."""
+    if os.path.abspath(path) == os.path.abspath(default_baseline_path()):
+        return "spec/baselines/current.toml"
+    return rel_path(path)
+
+
 def default_baseline_path() -> str:
     from failclosed import spec
 
@@ -617,7 +625,8 @@ def report(results, path, total, verdict, *, stop, known, baseline_path, headlin
     for t in fit_tables("metric", pols, _metric_rows(results), width):
         con.print(t)
     con.print(f"[ ]: 95% intervals, {INTERVAL_NOTE}", soft_wrap=False)
-    title = "violating runs per property" + (f" (baseline {rel_path(baseline_path)})" if known is not None else "")
+    title = "violating runs per property" + (f" (baseline {_baseline_name(baseline_path)})"
+                                             if known is not None else "")
     con.print(title)
     for t in fit_tables("property", pols, _property_rows(results, verdict, known), width):
         con.print(t)

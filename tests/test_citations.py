@@ -98,7 +98,10 @@ def tracked_files() -> list[Path]:
         ).stdout.decode()
         files = [ROOT / p for p in out.split("\0") if p]
     except (OSError, subprocess.CalledProcessError):  # an export without .git
-        skip = {".git", ".venv", "venv", "__pycache__", "build", "dist", ".pytest_cache"}
+        # what .gitignore leaves out: environments, builds and tool caches (Hypothesis writes
+        # .hypothesis/ into the working directory while the suite runs)
+        skip = {".git", ".venv", "venv", "__pycache__", "build", "dist", ".pytest_cache",
+                ".hypothesis", ".ruff_cache", ".mypy_cache", "out", "sim-violations"}
         files = [p for p in ROOT.rglob("*") if p.is_file() and not skip & set(p.relative_to(ROOT).parts)]
     return sorted(p for p in files if p.is_file())
 
