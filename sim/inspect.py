@@ -550,24 +550,26 @@ def _grouped(source: Source, report: Report):
                               "a run uid is stored twice")
         prev_uid = uid
         while ev is not None and ev[_RUN] < uid:
-            orphan = []
-            run = ev[_RUN]
-            while ev is not None and ev[_RUN] == run:
-                orphan.append(ev)
-                ev = next(events, None)
+            orphan, ev = _take_run(ev, events)
             yield None, orphan
-        mine = []
-        while ev is not None and ev[_RUN] == uid:
-            mine.append(ev)
-            ev = next(events, None)
+        mine: list = []
+        if ev is not None and ev[_RUN] == uid:
+            mine, ev = _take_run(ev, events)
         yield row, mine
     while ev is not None:
-        orphan = []
-        run = ev[_RUN]
-        while ev is not None and ev[_RUN] == run:
-            orphan.append(ev)
-            ev = next(events, None)
+        orphan, ev = _take_run(ev, events)
         yield None, orphan
+
+
+def _take_run(ev: Any, events: Any) -> tuple[list, Any]:
+    """The events of ``ev``'s run, from ``ev`` on (events come in run order), and the first
+    event of the next run (None: no more)."""
+    run = ev[_RUN]
+    out = []
+    while ev is not None and ev[_RUN] == run:
+        out.append(ev)
+        ev = next(events, None)
+    return out, ev
 
 
 def inspect(source: Source, catalogue: Catalogue | None = None, privacy: str = "auto",
