@@ -50,6 +50,12 @@ COMPILED = (
     "model/store.py",
     "model/runtime.py",
     "spec/engine.py",
+    "spec/properties.py",
+    "sim/invariants.py",
+    "sim/checks.py",
+    "sim/history.py",
+    "sim/window.py",
+    "sim/processes.py",
 )
 
 PURE_ENV = "FAILCLOSED_PURE"

@@ -26,6 +26,7 @@ under every policy.
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from typing import Any
 
@@ -52,6 +53,9 @@ from .window import Window
 
 UNLIMITED_FAULTS = 10**15
 
+
+
+GC_YOUNG = 50_000  # allocations between collections of the youngest generation, in a run
 
 
 class Simulation:
@@ -269,10 +273,18 @@ class Simulation:
     # -- run -------------------------------------------------------------------------------
     def run(self) -> Simulation:
         self.procs.start()
+        # A step allocates a few dozen short-lived tuples (the next world), so the cyclic
+        # collector's youngest generation filled every ~20 steps and its collections took 9 %
+        # of the time (benchmarks/bench_sim.py); they are made rarer while the simulation
+        # runs, and the process's setting is given back after it.
+        threshold = gc.get_threshold()
+        gc.set_threshold(max(threshold[0], GC_YOUNG), *threshold[1:])
         try:
             self.env.run(until=self.done)
         except Stop:
             pass
+        finally:
+            gc.set_threshold(*threshold)
         self._finish()
         return self
 

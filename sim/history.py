@@ -27,7 +27,7 @@ from failclosed.model.transition import Transition
 def canonical(time: float, t: Transition) -> str:
     """The canonical line of one record (what the history hash covers)."""
     pre, post = _halves(t)
-    if pre is None:
+    if pre is None or post is None:
         return _canonical_json(time, t)
     return pre + f"{time:.6f}" + post
 
@@ -36,7 +36,7 @@ def _halves(t: Transition) -> tuple[str, str] | tuple[None, None]:
     """The canonical line of ``t`` around its time value: ``pre + "<t>" + post``, written
     without json for plain arguments: str, int, bool or None values under distinct str keys
     other than the record's own (``(None, None)`` otherwise: the caller uses json)."""
-    items = [("actor", t.actor), ("name", t.name)]
+    items: list[tuple[str, Any]] = [("actor", t.actor), ("name", t.name)]
     items += t.args
     try:
         items.sort()  # distinct keys compare alone; a repeated key is refused below
@@ -141,6 +141,7 @@ class History:
         """The history is complete: flush it and give the file its name."""
         if self._file is not None:
             f, self._file = self._file, None
+            assert self.path is not None and self.partial is not None
             if self._unnamed:
                 f.flush()
                 try:
@@ -163,7 +164,7 @@ class History:
         if self._file is not None:
             self._file.close()
             self._file = None
-            if self._unnamed:
+            if self._unnamed or self.partial is None:
                 return
             try:
                 os.remove(self.partial)

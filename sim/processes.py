@@ -19,7 +19,7 @@ in which order, is part of the history.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import simpy
 from failclosed.model import names
@@ -50,8 +50,8 @@ class _Held:
     it has picked the run up. A crash gives either back to the mailbox."""
 
     def __init__(self) -> None:
-        self.request = None
-        self.message = None
+        self.request: Any = None  # a simpy StoreGet while waiting
+        self.message: tuple[int, str, int] | None = None
 
     def give_back(self, mailbox: simpy.Store) -> None:
         if self.request is not None:
@@ -221,9 +221,10 @@ class Processes:
         """Take a delivered message, pick its run up and drive the segment that starts."""
         sim, store = self.sim, self.faults.store
         held.request = self.mailbox.get()
-        held.message = yield held.request
+        message = yield held.request
+        held.message = message
         held.request = None
-        _slot, rid, not_before = held.message
+        _slot, rid, not_before = message
         if store.waits:
             yield self.env.timeout(store.latency.sample(rng))
         fault = store.fault_drawn(rng)

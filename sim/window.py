@@ -199,7 +199,8 @@ def reaper_slot(r: ReaperState) -> int:
 
 def _split(items: tuple, i: int) -> tuple[tuple, tuple]:
     """``items`` (events or ledger entries) of run slot ``i``, and the others, in order."""
-    mine, rest = [], []
+    mine: list = []
+    rest: list = []
     for x in items:
         (mine if x.run == i else rest).append(x)
     return tuple(mine), (tuple(rest) if mine else items)

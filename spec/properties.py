@@ -141,7 +141,7 @@ def _formula(text: str) -> str:
 
 
 def _holds_template(w: World) -> bool:
-    return find(w) is None  # noqa: F821 (``find`` is each copy's own global: see _holds)
+    return find(w) is None  # type: ignore[name-defined]  # noqa: F821 (each copy's own global)
 
 
 def _holds(find: Finder, name: str, doc: str) -> Callable[[World], bool]:
@@ -152,7 +152,15 @@ def _holds(find: Finder, name: str, doc: str) -> Callable[[World], bool]:
     (of a namespace holding only the finder), and a code object of its own. A shared code
     object (closures from one ``def``) makes the call site ``find(w)`` polymorphic, so
     CPython 3.11's specialising interpreter loses its inline cache: ~5 % slower over the
-    eighteen checks on the checker's worlds."""
+    eighteen checks on the checker's worlds. Compiled by mypyc, a function has no code
+    object to copy, nor an inline cache to lose: the bool form is then a native closure."""
+    if not isinstance(_holds_template, types.FunctionType):
+        def holds(w: World) -> bool:
+            return find(w) is None
+
+        holds.__name__ = name
+        holds.__doc__ = doc
+        return holds
     g = {"find": find, "__name__": __name__, "__builtins__": __builtins__}
     code = _holds_template.__code__.replace(co_name=name, co_qualname=name)
     check = types.FunctionType(code, g, name)
