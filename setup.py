@@ -51,6 +51,7 @@ COMPILED = (
     "model/runtime.py",
     "spec/engine.py",
     "spec/properties.py",
+    "spec/symmetry.py",
     "sim/invariants.py",
     "sim/checks.py",
     "sim/history.py",

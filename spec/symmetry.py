@@ -125,11 +125,11 @@ def make_canonical(spec: Config, symmetry: bool = True) -> Callable[[World], Has
     n = len(spec.runs)
     world_fields = tuple(f.name for f in fields(World) if f.name != "config")
     field_names: dict[type, tuple[str, ...]] = {}
-    sers = [_serialiser(smap, rp, n, world_fields, field_names) for smap, rp in group]
+    ser = _serialiser([_field_serialiser(_value_serialiser(smap, rp, field_names), rp, n)
+                       for smap, rp in group], world_fields)
 
     def canonical(w: World) -> Hashable:
-        w = shift_time(w)  # time symmetry: only the instants' differences matter
-        return min(ser(w) for ser in sers)
+        return min(ser(shift_time(w)))  # time symmetry: only the instants' differences matter
 
     canonical.group_size = len(group)  # type: ignore[attr-defined]
     return canonical
@@ -164,19 +164,21 @@ _PER_RUN = frozenset({"rows", "started", "cancels", "decisions", "resumes"})
 MEMO_LIMIT = 1 << 12
 
 
-def _serialiser(smap: dict[str, str], rp: list[int], n: int, world_fields: tuple[str, ...],
-                field_names: dict[type, tuple[str, ...]]) -> Callable[[World], _Key]:
-    """The serialisation of a world under one permutation (``smap`` renames worker names and
-    run ids inside strings, ``rp`` moves run indices). Generic over the dataclasses of
-    model.state (new ghost fields are picked up): every string is renamed token-wise, every
-    field called ``run`` is a run index. Each world field's serialisation is memoised on the
-    field's value: successive worlds share most of their fields, so most look-ups hit."""
-    field = _field_serialiser(_value_serialiser(smap, rp, field_names), rp, n)
-    fmemo: dict[str, dict[Any, tuple[Any, int]]] = {f: {} for f in world_fields}
+def _serialiser(perms: list[Callable[[str, Any], Any]],
+                world_fields: tuple[str, ...]) -> Callable[[World], list[_Key]]:
+    """The serialisations of a world under every permutation of the group (``perms``: one
+    field serialiser each; see :func:`_field_serialiser`), as keys. Generic over the
+    dataclasses of model.state (new ghost fields are picked up): every string is renamed
+    token-wise, every field called ``run`` is a run index. Each world field's serialisations
+    are memoised on the field's value, all permutations' together (one look-up, one hash of
+    the value, per field and world): successive worlds share most of their fields, so most
+    look-ups hit."""
+    k = len(perms)
+    fmemo: dict[str, dict[Any, tuple[tuple[Any, int], ...]]] = {f: {} for f in world_fields}
 
-    def ser(w: World) -> _Key:
-        out = []
-        hs = []
+    def ser(w: World) -> list[_Key]:
+        outs: list[list[Any]] = [[] for _ in range(k)]
+        hss: list[list[int]] = [[] for _ in range(k)]
         for f in world_fields:
             v = getattr(w, f)
             m = fmemo[f]
@@ -184,11 +186,13 @@ def _serialiser(smap: dict[str, str], rp: list[int], n: int, world_fields: tuple
             if r is None:
                 if len(m) >= MEMO_LIMIT:
                     m.clear()
-                x = field(f, v)
-                r = m[v] = (x, hash(x))
-            out.append(r[0])
-            hs.append(r[1])
-        return _Key(tuple(out), hash(tuple(hs)))
+                xs = [field(f, v) for field in perms]
+                r = m[v] = tuple((x, hash(x)) for x in xs)
+            for p in range(k):
+                x, h = r[p]
+                outs[p].append(x)
+                hss[p].append(h)
+        return [_Key(tuple(outs[p]), hash(tuple(hss[p]))) for p in range(k)]
 
     return ser
 
