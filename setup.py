@@ -39,7 +39,13 @@ from setuptools.command.build_py import build_py
 ROOT = Path(__file__).resolve().parent
 
 # The modules mypyc compiles, as paths in the source tree (model/, spec/, sim/ install as
-# failclosed.model, failclosed.spec, failclosed.sim). The one place to list them.
+# failclosed.model, failclosed.spec, failclosed.sim). The one place to list them. They are
+# the checker's search, state and property checks, the symmetry key, and the simulator's
+# per-step path (benchmarks/bench_checker.py and bench_sim.py measure both builds). Left
+# interpreted: sim/engine.py (the Simulation class, which the tests of Ctrl-C and of the
+# online assertion patch: compiled, it gave 8 % more), sim/faults.py (its tests drive each
+# component with duck-typed stand-ins, which a compiled signature refuses: 4 % of the time),
+# and everything that runs once per command.
 COMPILED = (
     "model/constants.py",
     "model/policy.py",

@@ -19,7 +19,9 @@ What is measured, in this process and this run:
   start, process pool, metrics, CSV), for two sample sizes K1 < K2 simulations of
   ``--runs`` runs each: wall time and runs per second of each; 10^6 runs are projected from
   the larger sample's rate and, separating the fixed start-up cost, from the slope between
-  the two (wall(10^6) = fixed + 10^6 x seconds per run at the margin).
+  the two (wall(10^6) = fixed + 10^6 x seconds per run at the margin); the same slope of the
+  CPU time of the command and its workers, spread over ``--jobs`` cores, gives what two idle
+  cores would take (on a shared machine the wall clock measures the other jobs too).
 
 The machine is shared: the load average is printed beside the figures; compare ratios.
 """
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -63,8 +66,14 @@ def simpy_events(env: simpy.Environment) -> int:
     return next(env._eid) - len(env._queue)  # type: ignore[attr-defined]
 
 
-def sweep(config: str, policy: str, seeds: int, jobs: int, runs: int) -> float:
-    """Wall time of ``failclosed sweep`` (a fresh interpreter, as a user runs it)."""
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def sweep(config: str, policy: str, seeds: int, jobs: int, runs: int) -> tuple[float, float]:
+    """Wall time of ``failclosed sweep`` (a fresh interpreter, as a user runs it), and the CPU
+    time of it and its worker processes."""
     with tempfile.TemporaryDirectory() as d:
         cfg = config
         if runs != sconfig.load(read_toml(config)).runs:
@@ -77,14 +86,15 @@ def sweep(config: str, policy: str, seeds: int, jobs: int, runs: int) -> float:
         out = os.path.join(d, "sweep.csv")
         cmd = [sys.executable, "-m", "failclosed", "sweep", cfg, "--param", f"policy={policy}",
                "--seeds", str(seeds), "--jobs", str(jobs), "--out", out, "--quiet"]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _children_cpu()
         rc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL).returncode
+        cpu = _children_cpu() - c0
         assert rc in (0, 1), f"sweep exited {rc}"  # 1: a property was violated (the default config does)
         wall = time.perf_counter() - t0
         with open(out, encoding="utf-8") as f:
             rows = sum(1 for _ in f) - 1
         assert rows == seeds, f"sweep wrote {rows} rows, expected {seeds}"
-    return wall
+    return wall, cpu
 
 
 def main() -> None:
@@ -148,25 +158,27 @@ def main() -> None:
     sizes = sorted({int(x) for x in str(a.sweep_seeds).split(",") if int(x) > 0})
     points = []
     for k in sizes:
-        sw = sweep(path, a.policy, k, a.jobs, a.runs)
+        sw, cpu = sweep(path, a.policy, k, a.jobs, a.runs)
         n = k * a.runs
-        points.append((n, sw))
+        points.append((n, sw, cpu))
         print(f"failclosed sweep --seeds {k} --jobs {a.jobs} (measured, end to end): "
-              f"{n:,} runs in {sw:.2f} s = {n / sw:,.0f} runs/s")
+              f"{n:,} runs in {sw:.2f} s = {n / sw:,.0f} runs/s; {cpu:.2f} s of CPU in all "
+              f"(the command and its workers)")
     if points:
-        n, sw = points[-1]
+        n, sw, _ = points[-1]
         print(f"  10^6 runs at the rate of the {n:,}-run sweep: {1e6 * sw / n:,.0f} s = {1e6 * sw / n / 60:.1f} min")
     if len(points) >= 2:
-        (n1, s1), (n2, s2) = points[0], points[-1]
-        marginal = (s2 - s1) / (n2 - n1)
-        if marginal > 0:
-            fixed = max(0.0, s1 - marginal * n1)
+        (n1, s1, c1), (n2, s2, c2) = points[0], points[-1]
+        for what, x1, x2, per in (("wall clock", s1, s2, 1), ("CPU time", c1, c2, a.jobs)):
+            marginal = (x2 - x1) / (n2 - n1) / per
+            if marginal <= 0:
+                print(f"  at the margin ({what}): the larger sweep was not slower (noise): no projection")
+                continue
+            fixed = max(0.0, x1 / per - marginal * n1)
             proj = fixed + 1e6 * marginal
-            print(f"  at the margin: {1 / marginal:,.0f} runs/s, {fixed:.1f} s fixed: "
-                  f"10^6 runs in {proj:,.0f} s = {proj / 60:.1f} min")
-        else:
-            print("  at the margin: the larger sweep was not slower (noise): no projection")
-
+            idle = f", over {a.jobs} idle cores" if per > 1 else ""
+            print(f"  at the margin ({what}{idle}): {1 / marginal:,.0f} runs/s, {fixed:.1f} s "
+                  f"fixed: 10^6 runs in {proj:,.0f} s = {proj / 60:.1f} min")
 
 if __name__ == "__main__":
     main()

@@ -29,9 +29,12 @@ def proportion(records: list[RunRecord], k: Callable[[RunRecord], int], n: Calla
     def counts(rs):
         return sum(k(r) for r in rs), sum(n(r) for r in rs)
 
+    def ratio(rs):
+        a, b = counts(rs)
+        return a / b if b else None
+
     kk, nn = counts(records)
-    iv = stats.sectioned(records, lambda rs: (counts(rs)[0] / counts(rs)[1]) if counts(rs)[1] else None,
-                         kind="proportion", counts=counts)
+    iv = stats.sectioned(records, ratio, kind="proportion", counts=counts)
     return {"k": kk, "n": nn, "p": (kk / nn) if nn else None, "lo": iv.lo, "hi": iv.hi, "method": iv.method}
 
 
