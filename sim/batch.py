@@ -28,13 +28,15 @@ def simulate_one(
     on_archive: Any = None,
     export: str | None = None,
     export_privacy: str = "metadata",
+    scenarios: int = 3,
 ) -> tuple[dict[str, Any], Any]:
     """Run one simulation; returns (the JSON result object, the Simulation).
 
     ``on_archive(n)`` is called after each run is archived (progress; read-only). A history
     file is complete or not written at all: an interruption removes its temporary file. Each
     violation's counterexample is ``violation_scenario(v, policy, seed)`` for the violations
-    ``v`` of ``Simulation.violations`` (the same order as the result's ``violations``)."""
+    ``v`` of ``Simulation.violations`` (the same order as the result's ``violations``), for
+    the first ``scenarios`` violations of each property (replayed when the simulation ends)."""
     from . import config as sconfig
     from . import metrics
     from .engine import Simulation
@@ -42,7 +44,7 @@ def simulate_one(
     cfg = sconfig.load(raw)
     t0 = time.perf_counter()
     sim = Simulation(cfg, policy=policy, seed=seed, runs=runs, keep_going=keep_going,
-                     history_path=history, keep_history=keep_history)
+                     history_path=history, keep_history=keep_history, scenarios=scenarios)
     sim.on_archive = on_archive
     if export:
         from .export import Exporter
@@ -152,7 +154,8 @@ def sweep_task(raw: dict[str, Any], params: dict[str, Any], seed: int) -> dict[s
     from .metrics import flat
 
     data = sconfig.with_overrides(raw, {k: v for k, v in params.items() if k != "policy"})
-    res, _ = simulate_one(data, policy=params.get("policy"), seed=seed, keep_going=True)
+    # a sweep's row counts the violations: no scenario is replayed for them
+    res, _ = simulate_one(data, policy=params.get("policy"), seed=seed, keep_going=True, scenarios=0)
     row = {**{f"param:{k}": v for k, v in params.items()}, "seed": seed, "policy": res["policy"],
            "runs": res["runs"], "lease_seconds": res["metrics"]["lease_seconds"],
            "violations": sum(len(v["runs"]) for v in res["violations"]),

@@ -41,12 +41,14 @@ class Checks:
         keep_going: bool,
         check_steps: bool,
         defer_stable: bool,
+        scenarios: int = 3,
     ):
         self.props = properties
         self.window = window  # the live runs and their traces
         self.replayer = replayer
         self.on_stop = on_stop  # called at a violation when the simulation does not keep going
         self.keep_going = keep_going
+        self.scenarios = scenarios  # the first violations of each property given their scenario
         # the World fields each property reads (spec.properties.Property.reads; None or
         # missing: all): a step that leaves them untouched cannot change its verdict
         self.reads = FieldReads({n: p.reads for n, p in properties.items() if getattr(p, "reads", None)})
@@ -146,7 +148,7 @@ class Checks:
 
     def settle(self, records: list[RunRecord]) -> list[Violation]:
         """The violations in the order of the steps that made them, each run's list in the
-        same order, and the scenarios of the first three of each property."""
+        same order, and the scenarios of the first ``scenarios`` (three) of each property."""
         self.found.sort(key=lambda f: f[0])
         out = []
         for rec in records:
@@ -157,7 +159,7 @@ class Checks:
                 if v.property not in c.record.violations:
                     c.record.violations.append(v.property)
             per[v.property] = per.get(v.property, 0) + 1
-            if per[v.property] <= 3:  # keep a few traces
+            if per[v.property] <= self.scenarios:  # keep a few traces
                 v.scenario = self.replayer.scenario_of([c._replace(trace=c.trace[:n]) for c, n in cut])
             out.append(v)
         return out

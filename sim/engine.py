@@ -73,6 +73,7 @@ class Simulation:
         crosscheck_every: int = 0,
         check_steps: bool = True,
         defer_stable: bool = True,
+        scenarios: int = 3,
     ):
         self.cfg = cfg
         self.policy_name = policy or cfg.policy
@@ -109,7 +110,8 @@ class Simulation:
         self.world = self._initial_world()
         self.window = Window(self.env, cfg.slots)
         self.checks = Checks(properties, self.window, Replayer(self.model_config), self._stop,
-                             keep_going=keep_going, check_steps=check_steps, defer_stable=defer_stable)
+                             keep_going=keep_going, check_steps=check_steps, defer_stable=defer_stable,
+                             scenarios=scenarios)
         self.procs = Processes(self)
         self.mailbox = self.procs.mailbox
         self.fired = 0  # transitions fired (advance_time included)

@@ -290,3 +290,26 @@ def test_swimlane_from_a_history_and_from_a_scenario(tmp_path):
     svg = tmp_path / "scen.svg"
     assert main(["plot", "swimlane", str(scen), "--out", str(svg)]) == 0
     assert svg.stat().st_size > 10_000
+
+
+def test_a_sweep_row_counts_the_violations_a_simulation_with_scenarios_finds():
+    # a sweep replays no scenario (nothing of its row needs one); the violations, their runs
+    # and the history are the same as a simulation that gives each its scenario
+    from failclosed.model.config import read_toml
+    from failclosed.sim.batch import sweep_task
+
+    raw = sconfig.with_overrides(read_toml(sconfig.default_path()), {"runs.count": 200})
+    res, sim = simulate_one(raw, policy="current", seed=3, keep_going=True)
+    _, bare = simulate_one(raw, policy="current", seed=3, keep_going=True, scenarios=0)
+    assert res["violations"], "the shipped workload violates properties under current"
+    assert [(v.property, v.runs, v.time) for v in bare.violations] == \
+        [(v.property, v.runs, v.time) for v in sim.violations]
+    assert all(v.scenario is None for v in bare.violations)
+    per: dict[str, int] = {}
+    for v in sim.violations:
+        per[v.property] = per.get(v.property, 0) + 1
+        assert (v.scenario is not None) == (per[v.property] <= 3), v.property
+    row = sweep_task(raw, {"policy": "current"}, 3)
+    assert row["history_sha256"] == res["history_sha256"]
+    assert row["violations"] == sum(len(v["runs"]) for v in res["violations"])
+    assert row["violated"] == ";".join(sorted({v["property"] for v in res["violations"]}))
