@@ -46,7 +46,8 @@ _SCOPE_FAST = ("not parallel and not dask and not terminated and not matrix_over
 # would apply to every file of the selection); every test of it takes under ~3 s
 _MODEL = ["tests/test_model.py", "tests/test_steps.py", "tests/test_classify.py",
           "tests/test_records.py", "tests/test_properties.py", "tests/test_scenarios.py",
-          "tests/test_inputs.py", "tests/test_model_units.py",
+          "tests/test_inputs.py", "tests/test_model_units.py", "tests/test_recipes.py",
+          "tests/test_sim_fastpaths.py",
           "tests/test_checker.py::test_tiny_proves_what_should_hold_under_current",
           "tests/test_checker.py::test_small_exhaustive_under_every_preset",
           "tests/test_checker.py::test_every_deliberate_mutant_kills_its_property",
@@ -90,13 +91,15 @@ GROUPS: dict[str, dict[str, set[str]]] = {
 # fenced with mutmut's "# pragma: no mutate start/end"; the source tree is never touched)
 FOCUS = {"spec/engine.py", "spec/scope.py"}
 
-# files of the checkout that tests read as text (docs/RUNTIME.md's tables, the model's source
-# for the no-clock check), copied beside the staged tests
-ALSO_COPY = ("docs", "model")
+# files of the checkout the tests read (docs/RUNTIME.md's tables, the packages' source and
+# recorded findings at the checkout's paths, benchmarks/bench_toy.py), copied beside the
+# staged tests; never imported (the staged failclosed/ is)
+ALSO_COPY = ("docs", "benchmarks", "model", "spec", "sim", "cli")
 
 # a survivor killed by ``--fresh``: the mutant active from the interpreter's start
 FRESH_KILLED = 101
-STATUS = {1: "killed", FRESH_KILLED: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests",
+# (-9: SIGKILL, the hard stop mutmut's runner sends one second after the CPU limit's SIGXCPU)
+STATUS = {-9: "timeout", 1: "killed", FRESH_KILLED: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests",
           34: "skipped", 36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout",
           255: "timeout", None: "not checked"}
 
@@ -178,7 +181,9 @@ def run(module: str, jobs: int, rerun: bool = False, sample: int = 0) -> Path:
     subprocess.run(cmd + again, cwd=d, env=env, check=False, stdout=subprocess.DEVNULL)
     if rerun:
         new = _codes(module, d, merged=False)
-        merged = {k: (new.get(k) if k in again else c) for k, c in old.items()}
+        # a mutant the run left unchecked (mutmut stopped early) keeps its last result
+        merged = {k: (new[k] if k in again and new.get(k) is not None else c)
+                  for k, c in old.items()}
         (d / "merged.json").write_text(json.dumps(merged), encoding="utf-8")
     return d
 
@@ -228,6 +233,14 @@ print("\\n".join(sorted(n for n in seen if n.endswith("__mutmut_orig"))))
 """
 
 
+# functions whose results a module-level cache keeps (filled by the tests mutmut runs in its
+# parent process before it forks: a worker reuses the cached result, the mutant never runs)
+CACHED: dict[str, set[str]] = {
+    "model/records.py": {"_make_replacer"},  # records._REPLACERS
+    "model/steps.py": {"Vocabulary", "boundary_labels"},  # TRANSITIONS' table, steps._boundary
+}
+
+
 def at_import(module: str, d: Path) -> set[str]:
     """The functions (and classes, by their methods) of ``module`` that run when the package's
     modules are imported: the only ones whose mutants ``--fresh`` needs to check again."""
@@ -243,11 +256,12 @@ def fresh(module: str, d: Path) -> None:
     workers from a process that has imported the modules already, so a mutant of code that
     runs at import -- a decorator such as model/steps.py's ``action``, a table built by a
     function at module level -- is never active in mutmut's own run: it survives whatever the
-    tests assert. Only the survivors in functions that run at import (``at_import``) are
-    checked. One that fails the module's selection here is recorded as killed (code 101); the
-    others stay survivors. The unmutated tree must pass first."""
+    tests assert; so is one in a function whose result a module-level cache keeps
+    (``CACHED``). Only the survivors in those functions are checked. One that fails the
+    module's selection here is recorded as killed (code 101); the others stay survivors. The
+    unmutated tree must pass first."""
     codes = _codes(module, d)
-    imported = at_import(module, d)
+    imported = at_import(module, d) | CACHED.get(module, set())
     todo = sorted(k for k, c in codes.items() if STATUS.get(c) in ("survived", "no tests")
                   and _function(k) in imported)
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *MODULES[module]]

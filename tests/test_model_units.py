@@ -25,6 +25,7 @@ from failclosed.model import (
     parse_policy,
     read_toml,
     rules,
+    steps,
     store,
 )
 from failclosed.model.scenario import SCENARIO_DIR, replay, scenario_from_dict, world_dict
@@ -301,8 +302,11 @@ def _walk(w, *moves):
 def test_the_world_a_failed_replay_shows_names_every_part():
     """``world_dict`` (the ``world`` of a failed replay's JSON): the events, the processes and
     the reaper's snapshot, each field under the name the scenario files use."""
-    w = _walk(standard_world(), "caller: enqueue_run(run=q1)", "enqueue:q1: dispatch(run=q1)",
-              "w1: run_queued(not_before=0, run=q1)", "w1: claim_queued(run=q1)",
+    picked = _walk(standard_world(), "caller: enqueue_run(run=q1)", "enqueue:q1: dispatch(run=q1)",
+                   "w1: run_queued(not_before=0, run=q1)")
+    # before its claim a worker's segment is the worker process itself
+    assert [(p["name"], p["seg"]) for p in world_dict(picked)["procs"]] == [("w1", "w1")]
+    w = _walk(picked, "w1: claim_queued(run=q1)",
               "w1: max_sequence(run=q1)", "w1: find_run(run=q1)", "w1: renew_lease(run=q1)",
               "w1: record_step(run=q1, step=request)")
     d = world_dict(w)
@@ -361,3 +365,30 @@ def test_a_run_is_found_by_its_id_and_an_unknown_id_is_named():
     with pytest.raises(KeyError) as e:
         spec.run_index("no_such_run")
     assert e.value.args == ("no_such_run",)
+
+
+# -- the step table (model/steps.py) --------------------------------------------------------
+def test_a_transition_several_steps_fire_lists_the_places_of_all_of_them():
+    """``find_run`` is the cancel probe, the recovery read and a resume's read: its places
+    (docs/RUNTIME.md sections) are the union over the steps that fire it, in declaration
+    order, joined by "; ", and its faults the union of theirs."""
+    firing = [a for a in steps.steps() if "find_run" in a.fires]
+    assert len(firing) > 1
+    places: list[str] = []
+    faults: list[str] = []
+    for a in firing:
+        places += [x for x in a.place.split("; ") if x not in places]
+        faults += [f for f in a.faults if f not in faults]
+    assert names.TRANSITIONS["find_run"] == ("; ".join(places), tuple(faults))
+
+
+# -- the compiled form of the records (model/records.py) ------------------------------------
+def test_a_ghost_field_keeps_its_positional_default_in_the_compiled_form():
+    """``ghost(3)`` and ``ghost(default=3)`` both give the field the default 3 in the
+    ``__init__`` mypyc compiles; ``ghost()``: none."""
+    from failclosed.model import records
+
+    src = ("from .records import Record, ghost, record\n\n\n@record\nclass P(Record):\n"
+           "    a: int = ghost()\n    b: int = ghost(3)\n    c: int = ghost(default=4)\n")
+    out = records.compiled_source(src)
+    assert "def __init__(self, a: int, b: int = 3, c: int = 4) -> None:" in out
