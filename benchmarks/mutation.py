@@ -258,8 +258,8 @@ def fresh(module: str, d: Path) -> None:
     function at module level -- is never active in mutmut's own run: it survives whatever the
     tests assert; so is one in a function whose result a module-level cache keeps
     (``CACHED``). Only the survivors in those functions are checked. One that fails the
-    module's selection here is recorded as killed (code 101); the others stay survivors. The
-    unmutated tree must pass first."""
+    module's selection (the current tests) here is recorded as killed (code 101); the others
+    stay survivors. The unmutated tree must pass first."""
     codes = _codes(module, d)
     imported = at_import(module, d) | CACHED.get(module, set())
     todo = sorted(k for k, c in codes.items() if STATUS.get(c) in ("survived", "no tests")
@@ -275,6 +275,9 @@ def fresh(module: str, d: Path) -> None:
             return True  # not killed: it stays a survivor
         return p.returncode == 0
 
+    # the current tests (written since the module was staged)
+    ignore = shutil.ignore_patterns("__pycache__", ".hypothesis")
+    shutil.copytree(ROOT / "tests", d / "mutants" / "tests", ignore=ignore, dirs_exist_ok=True)
     print(f"== {module}: {len(todo)} survivors in fresh interpreters", flush=True)
     if todo and not passes(""):
         raise SystemExit(f"mutation: the unmutated tests fail in {d / 'mutants'}")

@@ -5,6 +5,7 @@ through whole explorations). Written to kill the mutants docs/MUTATION.md lists.
 from __future__ import annotations
 
 import copy
+import re
 import tomllib
 from pathlib import Path
 
@@ -392,3 +393,35 @@ def test_a_ghost_field_keeps_its_positional_default_in_the_compiled_form():
            "    a: int = ghost()\n    b: int = ghost(3)\n    c: int = ghost(default=4)\n")
     out = records.compiled_source(src)
     assert "def __init__(self, a: int, b: int = 3, c: int = 4) -> None:" in out
+
+
+def test_every_preset_is_named_as_it_is_listed():
+    assert [p.name for p in PRESETS.values()] == list(PRESETS)
+
+
+def test_proposed_is_adr_141_with_every_proposal_of_docs_proposals_on():
+    """The ``proposed`` preset: the current runtime (ADR-141) with the switch of each proposal
+    docs/PROPOSALS.md makes (``## Pn. ... (`switch`)``) turned on, and nothing else changed."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "PROPOSALS.md").read_text(encoding="utf-8")
+    proposals = set(re.findall(r"^## P\d+\. .*\(`([a-z_]+)`\)$", text, flags=re.M))
+    assert len(proposals) >= 5
+    base, prop = PRESETS["adr-141"].switches(), PRESETS["proposed"].switches()
+    assert {s for s in SWITCHES if base[s] != prop[s]} == proposals
+    assert all(prop[s] for s in proposals)
+
+
+def test_a_step_declared_at_run_time_names_its_transition_until_it_is_removed():
+    """A step added after import (a recipe's) is in the vocabulary at once; deleted, its
+    transition is gone again and the table is what it was."""
+    before = list(names.TRANSITIONS)
+    steps.action("mutation_probe_step", fires="mutation_probe", cost=steps.NONE, place="test")(
+        lambda w, p, t: w)
+    try:
+        assert names.TRANSITIONS["mutation_probe"] == ("test", ())
+    finally:
+        del steps.ACTIONS["mutation_probe_step"]
+    assert "mutation_probe" not in names.TRANSITIONS and list(names.TRANSITIONS) == before
+
+
+def test_a_scenario_made_from_a_table_has_no_path():
+    assert scenario_from_dict({"runs": [_RUN]}).path == ""
