@@ -3,6 +3,9 @@
     python benchmarks/mutation.py                       # every module listed in MODULES
     python benchmarks/mutation.py sim/faults.py         # some of them
     python benchmarks/mutation.py --jobs 2 --survivors  # two workers; list the survivors
+    python benchmarks/mutation.py model/store.py --sample 50   # 50 drawn at random (seeded)
+    python benchmarks/mutation.py model/store.py --rerun-survivors  # after adding tests
+    python benchmarks/mutation.py model/steps.py --fresh       # survivors in code run at import
 
 For each module it stages the source tree as it installs (``failclosed/model``,
 ``failclosed/spec``, ``failclosed/sim``, ``failclosed/cli`` beside ``tests/``) under
@@ -16,7 +19,9 @@ killed by a test that asserts behaviour, not by a recorded digest changing.
 It prints, per module and per function group (``GROUPS``: the parts of a module the issue
 names, e.g. the reduction of spec/scope.py, the liveness check of spec/engine.py), the
 mutants killed, survived, timed out and without a test, and the score
-``killed / (killed + survived)``; ``--survivors`` lists each survivor with its diff.
+``killed / (killed + survived)`` (with its Wilson 95 % interval when only a sample was
+checked); ``--survivors`` lists each survivor with its diff. ``--fresh`` checks survivors that
+mutmut's forked workers cannot activate (code run at import or cached) in fresh interpreters.
 docs/MUTATION.md records a run and classifies the survivors (equivalent or not).
 
 Needs mutmut (``pip install 'mutmut>=3.8,<4'``); nothing else of the project changes.

@@ -674,5 +674,5 @@ def test_liveness_scope_initial_deadlock_prefix_avoids_goal_states():
 
 def test_liveness_without_the_graph_says_how_to_keep_it():
     ex = explore(["s"], graph_ts({}), invariants={})
-    with pytest.raises(ValueError, match=r"check_liveness needs explore\(\.\.\., keep_graph=True\)"):
+    with pytest.raises(ValueError, match=r"^check_liveness needs explore\(\.\.\., keep_graph=True\)$"):
         check_liveness(ex, lambda s: True, [], name="x")

@@ -1,5 +1,5 @@
-"""Unit tests of model/ modules: the rules a user reads in REFERENCE, checked one by one on
-small inputs whose answer the reference states (the searches and the simulator reach them only
+"""Unit tests of model/ modules: the rules docs/RUNTIME.md states, checked one by one on
+small inputs whose answer it gives (the searches and the simulator reach them only
 through whole explorations). Written to kill the mutants docs/MUTATION.md lists."""
 
 from __future__ import annotations
@@ -412,15 +412,33 @@ def test_proposed_is_adr_141_with_every_proposal_of_docs_proposals_on():
 
 def test_a_step_declared_at_run_time_names_its_transition_until_it_is_removed():
     """A step added after import (a recipe's) is in the vocabulary at once; deleted, its
-    transition is gone again and the table is what it was."""
+    transition is gone again, whatever was declared or deleted before; at the end the table
+    is what it was."""
     before = list(names.TRANSITIONS)
-    steps.action("mutation_probe_step", fires="mutation_probe", cost=steps.NONE, place="test")(
-        lambda w, p, t: w)
+
+    def declare(k: int) -> None:
+        steps.action(f"mutation_probe_{k}", fires=f"mutation_probe_{k}", cost=steps.NONE,
+                     place="test")(lambda w, p, t: w)
+
+    def declared() -> set[str]:
+        return {n for n in names.TRANSITIONS if n.startswith("mutation_probe_")}
+
     try:
-        assert names.TRANSITIONS["mutation_probe"] == ("test", ())
+        declare(1)
+        assert names.TRANSITIONS["mutation_probe_1"] == ("test", ())
+        del steps.ACTIONS["mutation_probe_1"]
+        declare(2)
+        assert declared() == {"mutation_probe_2"}
+        declare(3)
+        assert declared() == {"mutation_probe_2", "mutation_probe_3"}
+        del steps.ACTIONS["mutation_probe_2"]
+        assert declared() == {"mutation_probe_3"}
+        del steps.ACTIONS["mutation_probe_3"]
+        assert declared() == set()
     finally:
-        del steps.ACTIONS["mutation_probe_step"]
-    assert "mutation_probe" not in names.TRANSITIONS and list(names.TRANSITIONS) == before
+        for k in (1, 2, 3):
+            steps.ACTIONS.pop(f"mutation_probe_{k}", None)
+    assert list(names.TRANSITIONS) == before
 
 
 def test_a_scenario_made_from_a_table_has_no_path():

@@ -147,3 +147,21 @@ def test_a_whole_world_check_after_every_step_finds_what_the_step_checks_find():
     got = [(v.property, v.runs, v.time) for v in steps.violations]
     assert len(got) >= 2
     assert [(v.property, v.runs, v.time) for v in world.violations] == got
+
+
+def test_the_first_three_violations_of_a_property_carry_scenarios_and_each_run_lists_its_own():
+    """``settle``: in step order, the first three violations of each property get their
+    scenarios (the others none); each run's record names every property it violated, once."""
+    cfg = sconfig.load(read_toml(sconfig.default_path()))
+    sim = Simulation(cfg, policy="current", seed=1, runs=300, keep_going=True).run()
+    seen: dict[str, int] = {}
+    for v in sim.violations:
+        seen[v.property] = seen.get(v.property, 0) + 1
+        assert (v.scenario is not None) == (seen[v.property] <= 3), (v.property, seen[v.property])
+    assert max(seen.values()) > 3
+    per_run: dict[str, list[str]] = {}
+    for v in sim.violations:
+        for rid in v.runs:
+            per_run.setdefault(rid, []).append(v.property)
+    got = {r.id: r.violations for r in sim.all_records() if r.violations}
+    assert got == {rid: list(dict.fromkeys(ps)) for rid, ps in per_run.items()}
