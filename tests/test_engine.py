@@ -645,3 +645,34 @@ def test_progress_is_reported_inside_the_search():
     assert [e for _, e in seen] == list(range(4, ex.expanded + 1, 4))
     assert all(e <= n <= ex.stats.states for n, e in seen)
     assert explore([(0, 0)], counters(), invariants={}).stats.states == ex.stats.states
+
+
+def test_liveness_that_holds_reports_no_offending_component():
+    succ = graph_ts({"s0": [("spin", "A", "s0"), ("go", "B", "goal")]})
+    ex = explore(["s0"], succ, invariants={}, keep_graph=True, keep_worlds=True)
+    res = check_liveness(ex, lambda s: s == "goal", [lambda t: t.actor == "B"], name="reaches")
+    assert res.holds and (res.kind, res.entry, res.scc_size, res.cycle, res.prefix) == (None, None, 0, [], [])
+
+
+def test_liveness_scope_initial_deadlock_prefix_avoids_goal_states():
+    # The shortest path to the dead end d passes the goal; under scope "initial" only the
+    # goal-avoiding path counts: m, m2, m3.
+    succ = graph_ts(
+        {
+            "s": [("g", "A", "goal"), ("m", "A", "m1")],
+            "goal": [("g2", "A", "d")],
+            "m1": [("m2", "A", "m2")],
+            "m2": [("m3", "A", "d")],
+        }
+    )
+    ex = explore(["s"], succ, invariants={}, keep_graph=True, keep_worlds=True)
+    res = check_liveness(ex, lambda s: s == "goal", [], name="x", scope="initial")
+    assert not res.holds and res.kind == "deadlock"
+    assert [t.name for t, _ in res.prefix] == ["m", "m2", "m3"]
+    assert_replays("s", res.prefix, succ)
+
+
+def test_liveness_without_the_graph_says_how_to_keep_it():
+    ex = explore(["s"], graph_ts({}), invariants={})
+    with pytest.raises(ValueError, match=r"^check_liveness needs explore\(\.\.\., keep_graph=True\)$"):
+        check_liveness(ex, lambda s: True, [], name="x")

@@ -98,3 +98,70 @@ def test_a_stopping_simulation_checks_every_property_after_every_step():
     assert (stop.violations[0].property, stop.violations[0].runs, stop.violations[0].time) == (
         first.property, first.runs, first.time)
     assert stop.violations[0].scenario == first.scenario
+
+
+def test_a_reaper_step_is_checked_on_the_run_at_the_reapers_row():
+    """A tick names no run, and the reaper's next row may be another run's: the property is
+    checked after the step on the run whose projection now holds the reaper. A property that
+    reads only the reaper (violated while the reaper is on a run's row) is found at the same
+    steps, on the same runs, as by a whole-world check after every step."""
+    import types
+
+    cfg = sconfig.load(read_toml(sconfig.default_path()))
+    idle = types.SimpleNamespace(check=lambda w: w.reaper is None, reads=("reaper",), stable=False)
+    found = 0
+    for seed in (1, 2, 3):
+        steps = Simulation(cfg, policy="current", seed=seed, runs=60, keep_going=True,
+                           properties={"reaper_idle": idle}).run()
+        every = Simulation(cfg, policy="current", seed=seed, runs=60, keep_going=True, check_every=1,
+                           properties={"reaper_idle": idle}).run()
+        got = [(v.property, v.runs, v.time) for v in steps.violations]
+        assert got == [(v.property, v.runs, v.time) for v in every.violations], seed
+        found += len(got)
+    assert found >= 3  # the reaper did reach rows
+
+
+def test_without_step_checks_the_archive_finds_the_same_violations_later():
+    """``check_steps=False`` leaves the archive (and the periodic whole-world) checks: the same
+    (property, runs) as with the checks after every step, none found earlier, listed in the
+    order of the steps that found them."""
+    cfg = sconfig.load(read_toml(sconfig.default_path()))
+    steps = Simulation(cfg, policy="current", seed=1, runs=100, keep_going=True).run()
+    late = Simulation(cfg, policy="current", seed=1, runs=100, keep_going=True, check_steps=False).run()
+    first = {(v.property, tuple(v.runs)): v.time for v in steps.violations}
+    assert len(first) >= 2
+    assert [(v.property, tuple(v.runs)) for v in late.violations] == list(first)
+    times = [v.time for v in late.violations]
+    assert all(isinstance(t, float) for t in times) and times == sorted(times)
+    assert all(v.time >= first[(v.property, tuple(v.runs))] for v in late.violations)
+
+
+def test_a_whole_world_check_after_every_step_finds_what_the_step_checks_find():
+    """The periodic whole-world check attributes a failure to the live runs whose projections
+    fail: run after every step alone (no step checks), it finds the same violations, on the
+    same runs, at the same times, in the same order."""
+    cfg = sconfig.load(read_toml(sconfig.default_path()))
+    steps = Simulation(cfg, policy="current", seed=1, runs=100, keep_going=True).run()
+    world = Simulation(cfg, policy="current", seed=1, runs=100, keep_going=True, check_steps=False,
+                       check_every=1).run()
+    got = [(v.property, v.runs, v.time) for v in steps.violations]
+    assert len(got) >= 2
+    assert [(v.property, v.runs, v.time) for v in world.violations] == got
+
+
+def test_the_first_three_violations_of_a_property_carry_scenarios_and_each_run_lists_its_own():
+    """``settle``: in step order, the first three violations of each property get their
+    scenarios (the others none); each run's record names every property it violated, once."""
+    cfg = sconfig.load(read_toml(sconfig.default_path()))
+    sim = Simulation(cfg, policy="current", seed=1, runs=300, keep_going=True).run()
+    seen: dict[str, int] = {}
+    for v in sim.violations:
+        seen[v.property] = seen.get(v.property, 0) + 1
+        assert (v.scenario is not None) == (seen[v.property] <= 3), (v.property, seen[v.property])
+    assert max(seen.values()) > 3
+    per_run: dict[str, list[str]] = {}
+    for v in sim.violations:
+        for rid in v.runs:
+            per_run.setdefault(rid, []).append(v.property)
+    got = {r.id: r.violations for r in sim.all_records() if r.violations}
+    assert got == {rid: list(dict.fromkeys(ps)) for rid, ps in per_run.items()}
