@@ -57,7 +57,8 @@ class Checks:
                          and keep_going and getattr(p, "stable", False)}
         self.order = {n: k for k, n in enumerate(properties)}
         self._events, self._ledger = RunItems(), RunItems()  # the projections' own parts
-        self._read_masks = [(n, p, self.reads.mask.get(n, -1)) for n, p in properties.items()
+        # (name, property, mask of its reads; 0: it declares none, so every step may change it)
+        self._read_masks = [(n, p, self.reads.mask.get(n, 0)) for n, p in properties.items()
                             if n not in self.deferred]
         # (sort key, violation, [(culprit, steps of its trace)]): ordered and given their
         # scenarios when the simulation ends (a stable one is found late, dated back)
@@ -82,7 +83,7 @@ class Checks:
         if not slots:
             return
         changed = self.reads.changed(w, w2)
-        props = {name: p for name, p, m in self._read_masks if m & changed}
+        props = {name: p for name, p, m in self._read_masks if not m or m & changed}
         if not props:
             return
         for j in slots:

@@ -165,3 +165,22 @@ def test_the_first_three_violations_of_a_property_carry_scenarios_and_each_run_l
             per_run.setdefault(rid, []).append(v.property)
     got = {r.id: r.violations for r in sim.all_records() if r.violations}
     assert got == {rid: list(dict.fromkeys(ps)) for rid, ps in per_run.items()}
+
+
+@pytest.mark.parametrize("keep_going", [False, True])
+def test_a_property_that_declares_no_reads_is_checked_after_every_step(keep_going):
+    # a property without ``reads`` reads everything: the steps that change only fields no
+    # other property declares must still check it, so it is found at the step that made it
+    from types import SimpleNamespace
+
+    def no_event(w):
+        return not w.events
+
+    cfg = sconfig.load(read_toml(sconfig.default_path()))
+    undeclared = {"no_event_stored": SimpleNamespace(check=no_event, reads=None, stable=False)}
+    declared = {"no_event_stored": SimpleNamespace(check=no_event, reads=("events",), stable=False)}
+    runs = [Simulation(cfg, seed=1, runs=20, keep_going=keep_going, properties=props).run()
+            for props in (undeclared, declared)]
+    assert runs[0].violations, "an event is stored: the property is violated"
+    assert _records(runs[0]) == _records(runs[1])
+    assert runs[0].fired == runs[1].fired
