@@ -159,7 +159,7 @@ class BadError(ValueError):
     """An error spelling ``parse_error`` cannot read; the message says what to write."""
 
 
-def parse_error(text: str) -> Error:
+def parse_error(text: object) -> Error:
     """The concrete error a configuration spells as ``text`` (see the module docstring)."""
     if not isinstance(text, str):
         raise BadError(f"expected an error name such as \"http_503\", got {text!r}")
