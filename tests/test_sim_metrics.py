@@ -241,3 +241,17 @@ def test_throughput_and_span_count_from_the_first_arrival():
     m = compute(two, seed=1, lease_seconds=1)
     assert m["span_s"] == pytest.approx(300.0)
     assert m["throughput_per_hour"] == pytest.approx(2 / 300.0 * 3600)
+
+
+def test_unaudited_applications_split_by_how_their_run_ended():
+    # the central guarantee reads off this split: an unaudited application in a completed
+    # run is the violation; in a failed or dead-lettered run it is not settled successfully
+    done = {"finished": True, "arrival": 0.0, "terminal_at": 1.0}
+    audited = rec(1, status="completed", applications=[(0, 0, "t", NI, "s1", True)], **done)
+    unaudited = rec(2, status="completed", **done,
+                    applications=[(0, 0, "t", NI, "s2", True), (0, 1, "t", NI, "s2", False)])
+    dead = rec(3, status="failed", reason="retries_exhausted", **done,
+               applications=[(0, 0, "t", NI, "s3", False), (1, 0, "t", NI, "s4", False)])
+    m = compute([audited, unaudited, dead, rec(4, status="queued")], seed=1, lease_seconds=30)
+    assert m["unaudited_by_outcome"] == {"completed": 1, "failed": 0, "dead_lettered": 2, "unfinished": 0}
+    assert (m["completed_unaudited"]["k"], m["completed_unaudited"]["n"]) == (1, 3)

@@ -197,3 +197,30 @@ def test_the_time_shift_moves_worlds():
     leased = [w for w in moved if any(r is not None and r.lease_expires > 0 for r in w.rows)]
     assert leased
     _assert_shift_sound(data, "current")
+
+
+def test_without_a_horizon_the_time_shift_is_the_key_with_symmetry_off_too():
+    # no horizon: the clock grows without bound, so even the search without symmetry must
+    # merge worlds that differ only by a shift of every instant (else it never ends)
+    data = {"constants": CONSTANTS, "model": {"workers": 1, "faults": ["pause"], "fault_budget": 1},
+            "tools": [TOOLS[2]], "runs": [{"id": "r0", "entry": "queued", "decisions": ["approve"],
+                                            "plan": [{"tools": ["remote_write"]},
+                                                     {"final": "completed"}]}]}
+    spec, _ = parse_config(data, "current")
+    moved = [w for w in _shifted_worlds(data, "current") if shift_time(w).clock < w.clock]
+    assert moved
+    for symmetry in (True, False):
+        key = make_canonical(spec, symmetry)
+        assert key is not None
+        for w in moved[:20]:
+            assert key(w) == key(shift_time(w)), symmetry
+
+
+def test_a_symmetric_key_compares_its_content_not_only_its_hash():
+    # two different worlds whose keys hash alike (a collision) must stay two states
+    from failclosed.spec.symmetry import _Key
+
+    a, b = _Key(("x", 1), 7), _Key(("y", 1), 7)
+    assert a != b and not (a == b)
+    assert a == _Key(("x", 1), 7)
+    assert len({a, b}) == 2
