@@ -13,6 +13,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from .records import SCENARIOS_PER_PROPERTY
+
 __all__ = ["SWEEP_COLUMNS", "run_in_processes", "simulate_many", "simulate_one", "simulate_records",
            "sweep_columns", "sweep_task", "violation_scenario"]
 
@@ -28,7 +30,7 @@ def simulate_one(
     on_archive: Any = None,
     export: str | None = None,
     export_privacy: str = "metadata",
-    scenarios: int = 3,
+    scenarios: int = SCENARIOS_PER_PROPERTY,
 ) -> tuple[dict[str, Any], Any]:
     """Run one simulation; returns (the JSON result object, the Simulation).
 

@@ -26,7 +26,7 @@ from failclosed.model.state import World
 from failclosed.spec.engine import FieldReads
 
 from .invariants import RunItems, failing, project
-from .records import Culprit, RunRecord, Violation
+from .records import SCENARIOS_PER_PROPERTY, Culprit, RunRecord, Violation
 from .replay import Replayer
 from .window import Window, reaper_slot
 
@@ -41,7 +41,7 @@ class Checks:
         keep_going: bool,
         check_steps: bool,
         defer_stable: bool,
-        scenarios: int = 3,
+        scenarios: int = SCENARIOS_PER_PROPERTY,
     ):
         self.props = properties
         self.window = window  # the live runs and their traces
@@ -149,7 +149,7 @@ class Checks:
 
     def settle(self, records: list[RunRecord]) -> list[Violation]:
         """The violations in the order of the steps that made them, each run's list in the
-        same order, and the scenarios of the first ``scenarios`` (three) of each property."""
+        same order, and the scenarios of the first ``scenarios`` of each property."""
         self.found.sort(key=lambda f: f[0])
         out = []
         for rec in records:

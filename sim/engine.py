@@ -46,7 +46,7 @@ from .faults import Component, Faults
 from .history import History, note
 from .invariants import load_safety
 from .processes import Processes
-from .records import RunRecord, SimulationError, Stop, Violation
+from .records import SCENARIOS_PER_PROPERTY, RunRecord, SimulationError, Stop, Violation
 from .replay import Replayer
 from .streams import stream
 from .window import Window
@@ -73,7 +73,7 @@ class Simulation:
         crosscheck_every: int = 0,
         check_steps: bool = True,
         defer_stable: bool = True,
-        scenarios: int = 3,
+        scenarios: int = SCENARIOS_PER_PROPERTY,
     ):
         self.cfg = cfg
         self.policy_name = policy or cfg.policy

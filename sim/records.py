@@ -48,6 +48,10 @@ class RunRecord:
     tool_errors: list[tuple[str, str, str]] = field(default_factory=list)
 
 
+# how many violations of each property a simulation gives their scenario (replayed at its end)
+SCENARIOS_PER_PROPERTY = 3
+
+
 @dataclass
 class Violation:
     property: str
