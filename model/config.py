@@ -16,6 +16,7 @@ add ``[[steps]]``). Every key is validated: a typo, a wrong type or a negative l
     provider_faults = ["rateLimit"]    # classes a provider call may fail with
     fault_ops = ["renew_lease"]        # statements a store_error may hit (default: all)
     reaper_limit = 50
+    reapers = 1                        # reapers racing on the store (10), named reaper, reaper#2, ...
     horizon = 5000                     # the clock never moves past it
     transport = "async"                # async (default here) | sync (the runtime's default:
                                        # dispatch runs the handler nested, RUNTIME 6.3)
@@ -54,6 +55,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import Any
 
+from . import names
 from .constants import CONSTANT_MAX, CONSTANT_NAMES, Constants
 from .policy import SWITCHES, Policy, UnknownPolicy, parse_policy
 from .state import (
@@ -173,10 +175,11 @@ def tool_effect(t: dict[str, Any], where: str) -> str:
 
 
 MAX_WORKERS = 64  # workers of a bounded configuration (refused above: memory, not a search)
+MAX_REAPERS = 8  # reapers racing on one store (each one more process to interleave)
 
 TOP_KEYS = {"policy", "switches", "constants", "model", "tools", "runs", "steps", "description", "expect"}
-MODEL_KEYS = {"workers", "faults", "fault_budget", "provider_faults", "fault_ops", "reaper_limit", "horizon",
-              "transport", "refusals", "read_only_builtins", "unknown_tools"}
+MODEL_KEYS = {"workers", "faults", "fault_budget", "provider_faults", "fault_ops", "reaper_limit", "reapers",
+              "horizon", "transport", "refusals", "read_only_builtins", "unknown_tools"}
 TOOL_KEYS = {"name", "effect", "remote", "approval", "server_flag", "needs_input", "removable"}
 RUN_KEYS = {"id", "entry", "plan", "cap", "observer", "cancels", "decisions", "row"}
 ROW_KEYS = {f.name for f in fields(Row)}
@@ -247,6 +250,10 @@ def _model(data: dict[str, Any], constants: Constants) -> tuple[dict[str, Any], 
     _expect(limit, int, "model.reaper_limit", "an integer >= 1")
     if limit < 1:
         raise ConfigError(f"model.reaper_limit: must be >= 1, got {limit}")
+    reapers = m.get("reapers", 1)
+    _expect(reapers, int, "model.reapers", "an integer >= 1")
+    if reapers < 1 or reapers > MAX_REAPERS:
+        raise ConfigError(f"model.reapers: must be 1 to {MAX_REAPERS}, got {reapers}")
     horizon = m.get("horizon")
     if horizon is not None:
         _nonneg(horizon, "model.horizon")
@@ -256,7 +263,7 @@ def _model(data: dict[str, Any], constants: Constants) -> tuple[dict[str, Any], 
     refusals = _refusals(m)
     return dict(
         workers=workers, faults=frozenset(faults), provider_faults=tuple(pf),
-        fault_ops=frozenset(fault_ops) if fault_ops is not None else None, reaper_limit=limit, horizon=horizon, transport=transport, refusals=frozenset(refusals),
+        fault_ops=frozenset(fault_ops) if fault_ops is not None else None, reaper_limit=limit, reapers=reapers, horizon=horizon, transport=transport, refusals=frozenset(refusals),
     ), budget
 
 
@@ -275,8 +282,10 @@ def _workers(m: dict[str, Any]) -> tuple[str, ...]:
         workers = tuple(_expect(x, str, "model.workers[]", "a name") for x in workers)
         if len(workers) > MAX_WORKERS:
             raise ConfigError(f"model.workers: {len(workers)} names, above the limit of {MAX_WORKERS}; give fewer workers")
-    if "reaper" in workers:
-        raise ConfigError("model.workers: 'reaper' names the reaper's process; give the worker another name")
+    taken = [x for x in workers if names.is_reaper(x)]
+    if taken:
+        raise ConfigError(f"model.workers: {taken[0]!r} names a reaper's process; give the worker "
+                          "another name")
     return workers
 
 

@@ -63,6 +63,28 @@ def resume_number(name: str) -> int | None:
     return int(k) if sep and k.isdigit() else None
 
 
+REAPER = "reaper"  # the first (or only) reaper's process name, and its actor kind's name
+
+
+def reaper_name(k: int) -> str:
+    """The k-th reaper's process name (k from 1): ``reaper``, then ``reaper#2``, ``reaper#3``
+    ... (a deployment that runs the scheduler on several hosts runs one reaper on each: 10)."""
+    return REAPER if k == 1 else f"{REAPER}#{k}"
+
+
+def reaper_names(config: object) -> tuple[str, ...]:
+    """The reapers a configuration declares (``Config.reapers``), in order."""
+    return tuple(reaper_name(k) for k in range(1, config.reapers + 1))  # type: ignore[attr-defined]
+
+
+def is_reaper(name: str) -> bool:
+    """``name`` is a reaper's process name (:func:`reaper_name`)."""
+    if name == REAPER:
+        return True
+    head, sep, k = name.partition("#")
+    return head == REAPER and bool(sep) and k.isdigit() and int(k) >= 2
+
+
 def worker_identity(process: str) -> str:
     """The identity a pick-up in ``process`` claims with (5: a worker, or on the sync
     transport the dispatching process)."""
@@ -81,7 +103,8 @@ def identity_process(identity: str) -> str:
 
 def process_names(config: object) -> tuple[str, ...]:
     """Every process name a configuration can create: its workers, each run's caller (an
-    interactive run's or an enqueue caller) and one resume per caller decision."""
+    interactive run's or an enqueue caller) and one resume per caller decision. The reapers
+    (:func:`reaper_names`) are not in it: each has a fairness class of its own."""
     names = list(config.workers)  # type: ignore[attr-defined]
     for r in config.runs:  # type: ignore[attr-defined]
         names.append(caller_process(r.id) if r.entry == "interactive" else enqueue_process(r.id))

@@ -311,36 +311,47 @@ def clock_move(w: World, to: int) -> Transition:
     return T("advance_time", "clock", to=to, fault=lapsed_by(w, to))
 
 
-def _reaper_moves(w: World, one_order: bool = False) -> list[Transition]:
-    r = w.reaper
+def _reapers_moves(w: World, name: str | None, one_order: bool) -> list[Transition]:
+    """Each declared reaper's moves (``names.reaper_names``: the configuration's count), or
+    those of the reaper ``name``."""
+    if not _queue_on(w):
+        return []
+    out: list[Transition] = []
+    for n in names.reaper_names(w.config) if name is None else (name,):
+        out.extend(_reaper_moves(w, n, one_order))
+    return out
+
+
+def _reaper_moves(w: World, name: str, one_order: bool = False) -> list[Transition]:
+    r = w.reaper(name)
     if r is None:
-        return _tick_moves(w, one_order)
+        return _tick_moves(w, name, one_order)
     if r.pc == "nested":
         return []  # sync: blocked in its dispatch; the nested segment's moves are a proc's
     else:
         a = REAPER_ACTIONS[r.pc]
         run = r.rows[r.idx][0]
-        t = a.move(w, r) if a.move is not None else T(a.fires[0], "reaper", run=w.run_id(run))
+        t = a.move(w, r) if a.move is not None else T(a.fires[0], name, run=w.run_id(run))
         out = _with_faults(w, t, a.faults)
     if _can(w, "crash"):
-        out.append(T("crash", "reaper"))
+        out.append(T("crash", name))
     return out
 
 
-def _tick_moves(w: World, one_order: bool) -> list[Transition]:
+def _tick_moves(w: World, name: str, one_order: bool) -> list[Transition]:
     """T10, and the orders it may return rows of equal lease in (no defined order)."""
     tick = REAPER_ACTIONS[REAPER_TICK]
     orders, tied = _stale_orders(w, one_order)
     if not tied:
-        return _with_faults(w, T(store.FIND_STALE_RUNNING, "reaper"), tick.faults)
-    out = [T(store.FIND_STALE_RUNNING, "reaper", order=",".join(o)) for o in orders]
+        return _with_faults(w, T(store.FIND_STALE_RUNNING, name), tick.faults)
+    out = [T(store.FIND_STALE_RUNNING, name, order=",".join(o)) for o in orders]
     for k in tick.faults:
         if _can(w, k, store.FIND_STALE_RUNNING):
-            out.append(T(store.FIND_STALE_RUNNING, "reaper", fault=k))
+            out.append(T(store.FIND_STALE_RUNNING, name, fault=k))
     # an idle reaper's crash changes nothing but the fault budget; it is listed only here
     # (kept as the model has always had it: the recorded behaviour digests include it)
     if _can(w, "crash"):
-        out.append(T("crash", "reaper"))
+        out.append(T("crash", name))
     return out
 
 
@@ -513,7 +524,7 @@ def _end(w: World, p: Proc, outcome: str | None) -> World:
     """``p`` returns ``outcome`` (None: NONE, or an enqueue caller). A handler run nested in a
     sync dispatch returns to its dispatcher, which goes on from the step after the dispatch."""
     w = _drop(w, p, outcome)
-    if p.outer or p.name == "reaper":
+    if p.outer or names.is_reaper(p.name):
         return _after_nested(w, p)
     return w
 
@@ -543,9 +554,9 @@ def _after_nested(w: World, p: Proc) -> World:
     if p.outer:
         up = replace(p.outer[0], outer=p.outer[1:])
         return _end(w, up, "REQUEUED" if up.kind == WORKER else None)
-    r = w.reaper
+    r = w.reaper(p.name)
     if r is not None and r.pc == "nested":
-        return _reaper_next(w)
+        return _reaper_next(w, r)
     return w
 
 
@@ -556,8 +567,8 @@ def _die(w: World, p: Proc) -> World:
     w = _drop(w, p, "DIED")
     for f in p.outer:
         w = _drop(w, f, "DIED")
-    if p.name == "reaper":
-        w = replace(w, reaper=None)
+    if names.is_reaper(p.name):  # sync: the reaper whose dispatch runs the segment
+        w = w.set_reaper(p.name, None)
     return w
 
 
@@ -692,8 +703,8 @@ def _dispatch_queued(w: World, i: int, process: str, not_before: int,
 # -- reaper (section 10) ------------------------------------------------------------------
 def _reaper(w: World, t: Transition) -> World:
     if t.name == "crash":
-        return replace(w, reaper=None)
-    r = w.reaper
+        return w.set_reaper(t.actor, None)
+    r = w.reaper(t.actor)
     if r is None:
         return REAPER_ACTIONS[REAPER_TICK].effect(w, None, t)
     return REAPER_ACTIONS[r.pc].effect(w, r, t)
@@ -715,13 +726,13 @@ def _r_tick(w: World, r: None, t: Transition) -> World:
         )
     if not rows:
         return w
-    return replace(w, reaper=ReaperState(pc="row", now=w.clock, rows=rows))
+    return w.set_reaper(t.actor, ReaperState(name=t.actor, pc="row", now=w.clock, rows=rows))
 
 
 def _row_move(w: World, r: ReaperState) -> Transition:
     run, pending, has_request, count = r.rows[r.idx]
     name, reason = _reaper_branch(w, pending, has_request, count)
-    return T(name, "reaper", run=w.run_id(run), reason=reason)
+    return T(name, r.name, run=w.run_id(run), reason=reason)
 
 
 @action(REAPER_DECISION, actor=REAPER, fires=(store.REQUEUE_STALE, store.DEAD_LETTER_STALE), faults=STORE_FAULTS,
@@ -729,15 +740,15 @@ def _row_move(w: World, r: ReaperState) -> Transition:
         place="T11, T12; 10 branches 1-4")
 def _r_row(w: World, r: ReaperState, t: Transition) -> World:
     if t.fault:
-        return _reaper_next(w)
+        return _reaper_next(w, r)
     run = r.rows[r.idx][0]
     if t.name == store.REQUEUE_STALE:
         w, ok = store.requeue_stale(w, run, r.now)
         if ok:
-            return replace(w, reaper=replace(r, pc="dispatch"))
-        return _reaper_next(w)
+            return w.set_reaper(r.name, replace(r, pc="dispatch"))
+        return _reaper_next(w, r)
     w, ok = store.dead_letter_stale(w, run, r.now, t.arg("reason"))
-    return _reaper_next(w)
+    return _reaper_next(w, r)
 
 
 @action("dispatch", actor=REAPER, fires="dispatch", faults=("dispatch_fails",), cost=DISPATCH,
@@ -745,24 +756,24 @@ def _r_row(w: World, r: ReaperState, t: Transition) -> World:
 def _r_dispatch(w: World, r: ReaperState, t: Transition) -> World:
     if t.fault:
         if w.config.policy.reaper_dispatch_failclosed:
-            return replace(w, reaper=replace(r, pc="max_sequence"))
-        return _reaper_next(w)
-    w, nested = _dispatch_queued(w, r.rows[r.idx][0], "reaper", w.clock)
+            return w.set_reaper(r.name, replace(r, pc="max_sequence"))
+        return _reaper_next(w, r)
+    w, nested = _dispatch_queued(w, r.rows[r.idx][0], r.name, w.clock)
     if nested:  # sync: the reclaimed run executes inside the reaper's process
-        return replace(w, reaper=replace(r, pc="nested"))
-    return _reaper_next(w)
+        return w.set_reaper(r.name, replace(r, pc="nested"))
+    return _reaper_next(w, r)
 
 
 @action("max_sequence", actor=REAPER, fires="max_sequence", faults=STORE_FAULTS, cost=STORE,
         then=("settle", "row", END), place="4.2; 10 branch 5 (fail-closed dispatch)")
 def _r_max_sequence(w: World, r: ReaperState, t: Transition) -> World:
     if t.fault:
-        return _reaper_next(w)
-    return replace(w, reaper=replace(r, pc="settle"))
+        return _reaper_next(w, r)
+    return w.set_reaper(r.name, replace(r, pc="settle"))
 
 
 def _r_settle_move(w: World, r: ReaperState) -> Transition:
-    return T("settle_failed", "reaper", run=w.run_id(r.rows[r.idx][0]), reason="provider_failed")
+    return T("settle_failed", r.name, run=w.run_id(r.rows[r.idx][0]), reason="provider_failed")
 
 
 @action("settle", actor=REAPER, fires="settle_failed", faults=STORE_FAULTS, cost=STORE,
@@ -771,15 +782,14 @@ def _r_settle_move(w: World, r: ReaperState) -> Transition:
 def _r_settle(w: World, r: ReaperState, t: Transition) -> World:
     if not t.fault:
         w, _ = store.finish_run(w, r.rows[r.idx][0], FAILED, "provider_failed", "DispatchFailed")
-    return _reaper_next(w)
+    return _reaper_next(w, r)
 
 
-def _reaper_next(w: World) -> World:
-    r = w.reaper
-    assert r is not None
+def _reaper_next(w: World, r: ReaperState) -> World:
+    """Reaper ``r`` goes on with its next row, or its tick ends after the last."""
     if r.idx + 1 >= len(r.rows):
-        return replace(w, reaper=None)
-    return replace(w, reaper=replace(r, pc="row", idx=r.idx + 1))
+        return w.set_reaper(r.name, None)
+    return w.set_reaper(r.name, replace(r, pc="row", idx=r.idx + 1))
 
 
 # -- segments -----------------------------------------------------------------------------
@@ -1466,8 +1476,8 @@ declare_actor("worker", place="6.2 step 1 (async: a delivery)", answers=_is_free
               fire=_run_queued)
 declare_actor("bus", place="6.3; 1.3 a duplicate message", answers=_is("bus"),
               moves=lambda w, name, one_order, slots: _bus_moves(w), fire=_bus_fire)
-declare_actor("reaper", place="10", answers=_is("reaper"),
-              moves=lambda w, name, one_order, slots: _reaper_moves(w, one_order) if _queue_on(w) else [],
+declare_actor(REAPER, place="10", answers=lambda w, name: name in names.reaper_names(w.config),
+              moves=lambda w, name, one_order, slots: _reapers_moves(w, name, one_order),
               fire=_reaper)
 declare_actor("operator", place="14.2 a tool removed between attempts", answers=_is("operator"),
               moves=lambda w, name, one_order, slots: _operator_moves(w),

@@ -145,7 +145,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import store
+from . import names, store
 from .config import ConfigError, initial_world, misplaced, parse_config, read_toml
 from .names import TRANSITIONS
 from .runtime import GuardFailed, apply, enabled
@@ -197,7 +197,7 @@ EVENT_KEYS = frozenset({"count", "kinds", "sequences", "tools", "tool_errors",
 LEDGER_KEYS = frozenset({"run", "tool", "turn", "call", "effect", "seg", "audited", "count"})
 TRACE_KEYS = frozenset({"do", "actor", "result", "times"}) | ARG_KEYS | STORE_ARG_KEYS
 REAPER_KEYS = frozenset({"active", "pc", "now", "snapshot", "finished", "requeued",
-                         "dead_lettered", "skipped", "dispatch_failed", "ticks"})
+                         "dead_lettered", "skipped", "dispatch_failed", "ticks", "name"})
 ENQUEUE_KEYS = frozenset({"error", "returned"})
 SEED_EVENT_KEYS = frozenset({"kind", "sequence", "turn", "call", "tool", "seg"})
 SEED_EVENT_KINDS = ("request", "llm", "tool", "approval", "input")
@@ -310,9 +310,17 @@ class ReplayResult:
 
 def world_dict(w: World) -> dict[str, Any]:
     """A JSON-ready snapshot of a world: rows, events, ledger, processes, messages, clock,
-    the reaper, outcomes, marks, the fault budget left and the removed tools."""
-    r = w.reaper
-    return {
+    each reaper's tick in progress (``reaper``: the first reaper's; ``reapers``: every
+    declared reaper's, by name, when the configuration declares more than one), outcomes,
+    marks, the fault budget left and the removed tools."""
+    def tick(r: Any) -> dict[str, Any] | None:
+        return None if r is None else {
+            "pc": r.pc, "now": r.now, "row": r.idx,
+            "snapshot": [dict(zip(SNAPSHOT_KEYS, (w.run_id(x[0]), *x[1:]), strict=True))
+                         for x in r.rows]}
+
+    reapers = names.reaper_names(w.config)
+    out = {
         "clock": w.clock,
         "rows": {w.run_id(i): (_row_dict(row) if row is not None else None)
                  for i, row in enumerate(w.rows)},
@@ -325,16 +333,16 @@ def world_dict(w: World) -> dict[str, Any]:
                    "handle": p.handle, "turn": p.turn, "call": p.call,
                    "nested_in": [f.name + "@" + f.pc for f in p.outer]} for p in w.procs],
         "messages": [{"run": w.run_id(m.run), "not_before": m.not_before} for m in w.messages],
-        "reaper": None if r is None else {
-            "pc": r.pc, "now": r.now, "row": r.idx,
-            "snapshot": [dict(zip(SNAPSHOT_KEYS, (w.run_id(x[0]), *x[1:]), strict=True))
-                         for x in r.rows]},
+        "reaper": tick(w.reaper(reapers[0])),
         "outcomes": [dict(zip(OUTCOME_KEYS, (s, w.run_id(i), k, o), strict=True))
                      for s, i, k, o in w.outcomes],
         "marks": sorted(w.marks),
         "faults_left": w.faults,
         "removed": sorted(w.removed),
     }
+    if len(reapers) > 1:
+        out["reapers"] = {n: tick(w.reaper(n)) for n in reapers}
+    return out
 
 
 def jsonable(v: Any) -> Any:
@@ -633,7 +641,6 @@ def _expectation(e: Any, where: str, run_ids: set[str], statement: str | None = 
 
 # The names an expectation compares against the model (a row's status, a process, a property):
 # an unknown one is a malformed file (exit 2, "did you mean"), not a failed expectation.
-REAPER_ACTOR = "reaper"  # the reaper's process name (the actor of its transitions)
 _ROW_VALUES: dict[str, tuple[str, ...]] = {"status": STATUSES, "termination_reason": ("", *REASONS)}
 _ROW_TYPES: dict[str, type] = {f: type(getattr(Row(), f)) for f in ROW_FIELDS}
 
@@ -678,7 +685,7 @@ def _proc_names(v: list[str], w: str, world: World, steps: tuple[Step, ...]) -> 
     run of this file."""
     cfg = world.config
     runs = {r.id for r in cfg.runs}
-    known = set(cfg.workers) | {REAPER_ACTOR}
+    known = set(cfg.workers) | set(names.reaper_names(cfg))
     seen = {p.name for p in world.procs} | {s.actor for s in steps if s.actor}
     for n, name in enumerate(v):
         if name in known:
@@ -691,7 +698,7 @@ def _proc_names(v: list[str], w: str, world: World, steps: tuple[Step, ...]) -> 
         if not hint.startswith("did you mean"):
             hint = f"did you mean one of {', '.join(sorted(near))}?"
         raise ConfigError(f"{w}[{n}]: no process {name!r} in this scenario (a worker: "
-                          f"{', '.join(cfg.workers)}; the reaper; or a process of one of its "
+                          f"{', '.join(cfg.workers)}; a reaper: {', '.join(names.reaper_names(cfg))}; or a process of one of its "
                           f"runs, NAME:<run id>); {hint}")
 
 
@@ -798,6 +805,10 @@ def _v_reaper(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
             raise ConfigError(f"{w}.{f}: unknown key; {_near(f, REAPER_KEYS)}")
         if f == "snapshot" and isinstance(x, list):
             _snapshot(x, f"{w}.snapshot")
+        elif f == "name":
+            if not isinstance(x, str) or not names.is_reaper(x):
+                raise ConfigError(f"{w}.name: {x!r} is not a reaper's name; use "
+                                  f"\"{names.reaper_name(1)}\", \"{names.reaper_name(2)}\", ...")
         else:
             _check_value(x, f"{w}.{f}")
 
@@ -931,13 +942,14 @@ def _macro(w: World, step: Step) -> list[Transition]:
     assert actor is not None
     out: list[Transition] = []
     for _ in range(MAX_MACRO_STEPS):
-        alive = w.reaper is not None if actor == "reaper" else w.proc(actor) is not None
+        reaper = names.is_reaper(actor)
+        alive = w.reaper(actor) is not None if reaper else w.proc(actor) is not None
         if step.until == "end" and out and not alive:
             return out
         moves = [t for t in enabled(w, actor) if t.fault is None and t.name != "crash"]
         if step.until != "end" and any(t.name == step.until for t in moves):
             return out
-        if step.until == "end" and not alive and actor != "reaper":
+        if step.until == "end" and not alive and not reaper:
             return out
         if len(moves) != 1:
             what = "no move" if not moves else "several moves: " + "; ".join(map(str, moves))

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+from . import names
 from .config import ConfigError
 from .state import Row, World
 
@@ -154,26 +155,27 @@ class History:
             self._cache["entries"] = out
         return self._cache["entries"]
 
-    def reaper(self, final: World) -> dict[str, Any]:
-        """The current tick (or the last): RUNTIME 10, counted off the transitions."""
+    def reaper(self, final: World, name: str) -> dict[str, Any]:
+        """Reaper ``name``'s current tick (or its last): RUNTIME 10, counted off its
+        transitions."""
         ticks = 0
         cur: dict[str, Any] = {"now": None, "snapshot": [], "finished": None, "requeued": 0,
                                "dead_lettered": 0, "skipped": 0, "dispatch_failed": 0}
         for before, s in self.pairs():
             t, after = s.transition, s.world
-            if t.actor != "reaper" or s.is_store:
+            if t.actor != name or s.is_store:
                 continue
-            r = before.reaper
+            r, nxt = before.reaper(name), after.reaper(name)
             if r is not None and r.pc == "nested":  # the run nested in the tick's dispatch
-                if after.reaper is None:
+                if nxt is None:
                     cur["finished"] = t.name != "crash"
                 continue
             if r is None:
                 if t.name != "find_stale_running":
                     continue  # a crash before any SELECT: no tick
                 ticks += 1
-                rows = after.reaper.rows if after.reaper is not None else ()
-                cur = {"now": before.clock, "finished": after.reaper is None, "requeued": 0,
+                rows = nxt.rows if nxt is not None else ()
+                cur = {"now": before.clock, "finished": nxt is None, "requeued": 0,
                        "dead_lettered": 0, "skipped": 0, "dispatch_failed": 0,
                        "snapshot": [dict(zip(SNAPSHOT_KEYS, (before.run_id(x[0]), *x[1:]),
                                              strict=True)) for x in rows]}
@@ -184,7 +186,6 @@ class History:
             run = r.rows[r.idx][0]
             changed = before.rows[run] != after.rows[run]
             if t.name == "requeue_stale":
-                nxt = after.reaper
                 if nxt is None or nxt.pc != "dispatch" or nxt.idx != r.idx:
                     cur["skipped"] += 1  # matched nothing, or a store error
             elif t.name == "dead_letter_stale":
@@ -193,9 +194,9 @@ class History:
                 cur["dispatch_failed" if t.fault else "requeued"] += 1
             elif t.name == "settle_failed" and changed and not t.fault:
                 cur["dead_lettered"] += 1
-            if after.reaper is None:
+            if nxt is None:
                 cur["finished"] = True
-        r = final.reaper
+        r = final.reaper(name)
         return {**cur, "ticks": ticks, "active": r is not None, "pc": r.pc if r else ""}
 
     def enqueue(self, final: World) -> dict[str, dict[str, Any]]:
@@ -425,8 +426,11 @@ def _never(w: World, v: Any, hist: History, fail: Fail) -> None:
 
 
 def _reaper(w: World, v: Any, hist: History, fail: Fail) -> None:
-    actual = hist.reaper(w)
+    name = v.get("name", names.reaper_name(1))
+    actual = hist.reaper(w, name)
     for f, x in v.items():
+        if f == "name":
+            continue
         got = actual[f]
         if f == "snapshot" and isinstance(x, list):
             if not _snapshot_matches(x, got):

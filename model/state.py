@@ -126,6 +126,7 @@ class Config:
     fault_ops: frozenset[str] | None = None  # statements a store_error may hit (None: all)
     provider_faults: tuple[str, ...] = ()  # failure classes a provider call may fail with
     reaper_limit: int = 50
+    reapers: int = 1  # reapers racing on one store (10: the scheduler on several hosts)
     horizon: int | None = None  # the clock never advances past it (None: unbounded)
     transport: str = ASYNC  # async: dispatch adds a message; sync: the handler runs nested (6.3)
     # resume refusals after the claim that a caller's request may meet (12.2 gate 2, 12.3 input
@@ -335,6 +336,10 @@ class ResumePart(Record):
 
 @record
 class ReaperState(Record):
+    """One reaper's tick in progress (RUNTIME 10), from its SELECT to its last row; an idle
+    reaper has none (``World.reapers`` holds the ticks in progress, by reaper name)."""
+
+    name: str  # the reaper's process name (``names.reaper_name``)
     pc: str  # "dispatch" | "max_sequence" | "settle" | "row" | "nested" (sync: the handler runs)
     now: int  # read once per tick
     rows: tuple[StaleRow, ...]  # T10's snapshot
@@ -349,7 +354,7 @@ class World(Record):
     ledger: tuple[Application, ...] = ()
     messages: tuple[Message, ...] = ()  # a sorted multiset
     procs: tuple[Proc, ...] = ()  # a set, sorted by name (runtime._spawn)
-    reaper: ReaperState | None = None
+    reapers: tuple[ReaperState, ...] = ()  # the ticks in progress, sorted by reaper name
     outcomes: tuple[Outcome, ...] = ()
     started: tuple[bool, ...] = ()  # per run: the caller has started or enqueued it
     cancels: tuple[int, ...] = ()  # per run: cancel commands issued
@@ -369,6 +374,20 @@ class World(Record):
             if p.name == name:
                 return p
         return None
+
+    def reaper(self, name: str) -> ReaperState | None:
+        """The tick reaper ``name`` is in, if any (None: it is idle)."""
+        for r in self.reapers:
+            if r.name == name:
+                return r
+        return None
+
+    def set_reaper(self, name: str, r: ReaperState | None) -> World:
+        """The same world with reaper ``name``'s tick replaced by ``r`` (None: it ends)."""
+        rest = tuple(q for q in self.reapers if q.name != name)
+        if r is None:
+            return replace(self, reapers=rest)
+        return replace(self, reapers=tuple(sorted(rest + (r,), key=lambda q: q.name)))
 
     def set_row(self, i: int, row: Row | None) -> World:
         rows = list(self.rows)

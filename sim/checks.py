@@ -74,12 +74,11 @@ class Checks:
         clock, which no safety property reads; the periodic whole-world check stays as a net."""
         live = self.window.live
         slots = [] if i is None else [i]
-        if w2.reaper is not w.reaper:
-            for r in (w.reaper, w2.reaper):
-                if r is not None:
-                    j = reaper_slot(r)
-                    if j in live and j not in slots:
-                        slots.append(j)
+        if w2.reapers is not w.reapers:
+            for r in w.reapers + w2.reapers:
+                j = reaper_slot(r)
+                if j in live and j not in slots:
+                    slots.append(j)
         if not slots:
             return
         changed = self.reads.changed(w, w2)

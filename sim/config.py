@@ -45,6 +45,7 @@ Schema (defaults in brackets)::
     enabled = true                       # false: nobody schedules the reaper (its default upstream)
     period_seconds = 60.0
     limit = 50
+    count = 1                            # reapers racing on the store (the scheduler on N hosts)
     [audit_store]
     insert_failure_probability = 0.001   # per insert (record_step, record_approval, record_input)
     ambiguous_commit_probability = 0.0   # stored, but reported as failed
@@ -212,6 +213,7 @@ class SimConfig:
     reaper_enabled: bool = True
     reaper_period: float = 60.0
     reaper_limit: int = 50
+    reapers: int = 1  # [reaper] count: one reaper process each, names from model.names
     audit_failure_probability: float = 0.0
     ambiguous_commit_probability: float = 0.0
     audit_latency: Dist = ZERO
@@ -495,11 +497,12 @@ def _bus(data: dict[str, Any]) -> dict[str, Any]:
 
 def _reaper(data: dict[str, Any]) -> dict[str, Any]:
     rp = _table(data, "reaper")
-    _unknown(rp, {"enabled", "period_seconds", "limit"}, "reaper.")
+    _unknown(rp, {"enabled", "period_seconds", "limit", "count"}, "reaper.")
     return {
         "reaper_enabled": _bool(rp.get("enabled", True), "reaper.enabled"),
         "reaper_period": _pos(rp.get("period_seconds", 60.0), "reaper.period_seconds"),
         "reaper_limit": _int(rp.get("limit", 50), "reaper.limit", 1),
+        "reapers": _int(rp.get("count", 1), "reaper.count", 1),
     }
 
 

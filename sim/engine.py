@@ -145,6 +145,7 @@ class Simulation:
                 "faults": sorted(self.faults.kinds()),
                 "provider_faults": self.faults.provider.classes(),
                 "reaper_limit": cfg.reaper_limit,
+                **({"reapers": cfg.reapers} if cfg.reapers > 1 else {}),
                 "transport": cfg.transport,
                 # gate 2 (12.2 step 8): approvers who may not run the turn's writes
                 **({"refusals": ["ApproverNotPermitted"]} if cfg.not_permitted_probability > 0 else {}),
@@ -216,7 +217,7 @@ class Simulation:
         if w2.messages is not w.messages:
             self._new_messages(w, w2)
         i = None
-        if t.name == store.FIND_STALE_RUNNING and w2.reaper is not None:
+        if t.name == store.FIND_STALE_RUNNING and w2.reaper(t.actor) is not None:
             self.window.note_tick(w2, t, self.fired, now)
         elif rid is not None:
             i = self.window.slot_of.get(rid)

@@ -35,13 +35,10 @@ def project(w: World, i: int, events: tuple | None = None, ledger: tuple | None 
     suffix = ":" + rid
     n = len(w.rows)
     rows = (None,) * i + (w.rows[i],) + (None,) * (n - i - 1)
-    reaper = w.reaper
-    if reaper is not None:
-        rr = tuple(r for r in reaper.rows if r[0] == i)
-        if not rr or reaper.rows[reaper.idx][0] != i:
-            reaper = None
-        else:
-            reaper = replace(reaper, rows=rr, idx=0)
+    reapers = tuple(  # each reaper whose current row is the run's, with only the run's rows
+        replace(r, rows=tuple(x for x in r.rows if x[0] == i), idx=0)
+        for r in w.reapers if r.rows[r.idx][0] == i
+    )
     return replace(
         w,
         rows=rows,
@@ -49,7 +46,7 @@ def project(w: World, i: int, events: tuple | None = None, ledger: tuple | None 
         ledger=tuple(a for a in w.ledger if a.run == i) if ledger is None else ledger,
         messages=tuple(m for m in w.messages if m.run == i),
         procs=tuple(p for p in w.procs if p.run == i),
-        reaper=reaper,
+        reapers=reapers,
         outcomes=tuple(o for o in w.outcomes if o[1] == i),
         marks=frozenset(m for m in w.marks if m.endswith(suffix)),
     )

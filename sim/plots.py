@@ -285,12 +285,13 @@ def _lanes(recs: list[dict[str, Any]]) -> list[str]:
     """The lanes, in a stable order: the outside world, the stores, the bus, the reaper, then
     every other process (callers, enqueue callers, segments), the workers last."""
     actors = {r["actor"] for r in recs} - set(FIXED_LANES) - {"clock"}
+    reapers = sorted(a for a in actors if names.is_reaper(a))  # a second reaper's own lane
     workers = sorted((a for a in actors if a[:1] == "w" and a[1:].isdigit()), key=lambda a: int(a[1:]))
-    others = sorted(actors - set(workers), key=lambda a: (a != "caller", a))
-    return [*FIXED_LANES, *others, *workers]
+    others = sorted(actors - set(workers) - set(reapers), key=lambda a: (a != "caller", a))
+    return [*FIXED_LANES, *reapers, *others, *workers]
 
 
-FIXED_LANES = ("outside world", "audit store", "run store", "bus", "reaper")
+FIXED_LANES = ("outside world", "audit store", "run store", "bus", names.reaper_name(1))
 
 
 class _Swimlane:
@@ -371,10 +372,11 @@ def _markers(r: dict[str, Any], lane: str | None) -> list[tuple[float, str, str,
         out.append((t, "audit store", key, name))
     elif fault == "store_error":
         out.append((t, "run store", "store_error", name))
+    reaper = r["actor"] if names.is_reaper(r["actor"]) else names.reaper_name(1)  # its lane
     if name in (REQUEUE_STALE, DEAD_LETTER_STALE) and not fault:
-        out.append((t, "reaper", "reap", f"{name} {rid}"))
+        out.append((t, reaper, "reap", f"{name} {rid}"))
     if name == FIND_STALE_RUNNING:
-        out.append((t, "reaper", "reaper_tick", ""))
+        out.append((t, reaper, "reaper_tick", ""))
     if name in ("dispatch", "duplicate_message"):
         out.append((t, "bus", "dup" if name == "duplicate_message" else ("dispatch_fail" if fault else "dispatch"), ""))
     if name == "crash" and lane is not None:

@@ -83,7 +83,8 @@ class Processes:
             if self.faults.crashes.worker_rate > 0:
                 env.process(self.crasher(wk, proc))
         if cfg.reaper_enabled and sim.policy.reaper and sim.policy.queue:
-            env.process(self.reaper())
+            for name in names.reaper_names(sim.world.config):  # [reaper] count of them
+                env.process(self.reaper(name))
         if self.faults.audit.flaps:
             env.process(self.faults.audit.flapping())
 
@@ -295,36 +296,37 @@ class Processes:
                     comp.note(rec, p, sim.world, fault)
 
     # -- the reaper ----------------------------------------------------------------------------
-    def reaper(self):
+    def reaper(self, name: str):
+        """Reaper ``name``: a tick every period, then its rows (each reaper its own stream)."""
         sim, env = self.sim, self.env
         store = self.faults.store
-        rng = stream(self.seed, "reaper")
+        rng = stream(self.seed, name)
         try:
             while not sim.stopped:
                 yield env.timeout(self.cfg.reaper_period)
                 yield env.timeout(store.delay(rng))
-                sim.step("reaper", store.fault(rng))
-                while sim.world.reaper is not None:
-                    yield from self.reap_row(rng)
+                sim.step(name, store.fault(rng))
+                while sim.world.reaper(name) is not None:
+                    yield from self.reap_row(name, rng)
         except Stop:
             return
 
-    def reap_row(self, rng: random.Random):
-        """The reaper's next statement on the current row of its tick (sync: the run the
+    def reap_row(self, name: str, rng: random.Random):
+        """Reaper ``name``'s next statement on the current row of its tick (sync: the run the
         reaper reclaimed, executed in the reaper's process)."""
         sim = self.sim
-        nested = sim.world.proc("reaper")
+        nested = sim.world.proc(name)
         if nested is not None:
-            yield from self.drive("reaper", rng, web=False)
+            yield from self.drive(name, rng, web=False)
             sim.maybe_archive(nested.run)
             return
         yield self.env.timeout(self.faults.store.delay(rng))
-        r = sim.world.reaper
+        r = sim.world.reaper(name)
         slot = reaper_slot(r) if r is not None else None
         # the dispatch of a requeued run goes through the bus; every other step is a store statement
         step = REAPER_ACTIONS.get(r.pc) if r is not None else None
         comp = self.faults.bus if step is not None and step.cost == DISPATCH else self.faults.store
-        sim.step("reaper", comp.fault(rng))
+        sim.step(name, comp.fault(rng))
         if slot is not None:
             sim.maybe_archive(slot)
 

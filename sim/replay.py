@@ -60,7 +60,7 @@ class Replayer:
             t = clock_move(w, s["to"]) if s["name"] == "advance_time" else Transition.from_dict(s)
             order = t.arg("order") if t.name == store.FIND_STALE_RUNNING else None
             if order is not None:
-                t = _reaper_tick_for(w, [x for x in order.split(",") if x in ids])
+                t = _reaper_tick_for(w, t.actor, [x for x in order.split(",") if x in ids])
             if t.fault in ("pause", "slow_operation"):
                 kinds.add(t.fault)
             out[k] = t.to_dict()
@@ -107,10 +107,11 @@ def _steps(merged: list[tuple[Step, int | None]]) -> tuple[list[dict[str, Any]],
     return out, index, kinds, pfaults
 
 
-def _reaper_tick_for(w: World, want: list[str]) -> Transition:
-    """The reaper tick, in the replayed world of a few runs, that selects the culprit runs in
-    the order the full simulation's tick did (ties in lease_expires are ordered freely)."""
-    ticks = [t for t in enabled(w, "reaper") if t.name == store.FIND_STALE_RUNNING and t.fault is None]
+def _reaper_tick_for(w: World, reaper: str, want: list[str]) -> Transition:
+    """Reaper ``reaper``'s tick, in the replayed world of a few runs, that selects the culprit
+    runs in the order the full simulation's tick did (ties in lease_expires are ordered
+    freely)."""
+    ticks = [t for t in enabled(w, reaper) if t.name == store.FIND_STALE_RUNNING and t.fault is None]
     for t in ticks:
         order = t.arg("order")
         if order is not None and [x for x in order.split(",") if x in want] == want:

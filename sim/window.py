@@ -133,7 +133,7 @@ class Window:
     def note_tick(self, w2: World, t: Transition, fired: int, now: float) -> None:
         """A reaper tick: a step of every run among its rows."""
         step = Step(fired, w2.clock, t, now)
-        for run, *_ in w2.reaper.rows:  # type: ignore[union-attr]
+        for run, *_ in w2.reaper(t.actor).rows:  # type: ignore[union-attr]
             tr = self.trace.get(run)
             if tr is not None:
                 tr.append(step)

@@ -631,9 +631,11 @@ def diff_worlds(a: World, b: World) -> list[str]:
             return "[" + ", ".join(f"{b.run_id(m.run)}@{m.not_before}" for m in ms) + "]"
         out.append(f"messages: {fmt(a.messages)} -> {fmt(b.messages)}")
     out.extend(_diff_procs(a, b))
-    if a.reaper != b.reaper:
-        ra, rb = a.reaper, b.reaper
-        out.append(f"reaper: {ra.pc if ra else 'idle'} -> {rb.pc if rb else 'idle'}")
+    if a.reapers != b.reapers:  # each reaper whose tick moved, by name
+        for n in names.reaper_names(b.config):
+            ra, rb = a.reaper(n), b.reaper(n)
+            if ra != rb:
+                out.append(f"{n}: {ra.pc if ra else 'idle'} -> {rb.pc if rb else 'idle'}")
     if a.faults != b.faults:
         out.append(f"fault budget: {a.faults} -> {b.faults}")
     if a.removed != b.removed:

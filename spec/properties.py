@@ -52,6 +52,7 @@ from failclosed.model.state import (
     WORKER,
     Application,
     Config,
+    ReaperState,
     World,
 )
 from failclosed.model.transition import Transition
@@ -620,27 +621,37 @@ def _find_unrecorded_approval(w: World) -> str | None:
 @always(
     "race_safe_staleness",
     """
-    □ reaper.pc = row ∧ r = reaper.rows[idx].run ∧ row(r) ≠ ⊥ ∧ ¬stale(row(r), reaper.now)
-        ⇒ fire(requeue_stale r).row(r) = row(r) ∧ fire(dead_letter_stale r).row(r) = row(r)
+    □ ∀k∈reapers: k.pc = row ∧ r = k.rows[k.idx].run ∧ row(r) ≠ ⊥ ∧ ¬stale(row(r), k.now)
+        ⇒ fire(k: requeue_stale r).row(r) = row(r) ∧ fire(k: dead_letter_stale r).row(r) = row(r)
     """,
     source="ADR-104; RUNTIME 16.14",
-    reads=("reaper", "rows", "clock"),  # T11/T12 of the reaper's row, by fire
+    reads=("reapers", "rows", "clock"),  # T11/T12 of each reaper's row, by fire
 )
 def _find_unsafe_staleness(w: World) -> str | None:
-    r = w.reaper
-    if r is None or r.pc != steps.REAPER_DECISION:
+    for r in w.reapers:  # every reaper's decision is judged (10: reapers may race)
+        found = _unsafe_decision(w, r)
+        if found is not None:
+            return found
+    return None
+
+
+def _unsafe_decision(w: World, r: ReaperState) -> str | None:
+    """Reaper ``r``'s decision, if it is at one, would change a row that is no longer stale
+    by its tick's clock."""
+    if r.pc != steps.REAPER_DECISION:
         return None
     run = r.rows[r.idx][0]
     row = w.rows[run]
     if row is None or store.stale(w, row, r.now):
         return None  # still stale by the tick's clock: the reaper may act
     rid = w.run_id(run)
+    who = "the reaper" if w.config.reapers == 1 else r.name
     # each branch the decision may take (T11, T12), whichever the snapshot chose
     for name in steps.REAPER_ACTIONS[r.pc].fires:
-        t = Transition.make(name, "reaper", run=rid, reason="not_retryable")
+        t = Transition.make(name, r.name, run=rid, reason="not_retryable")
         if runtime.fire(w, t).rows[run] != row:
             return (
-                f"run {rid}: the reaper's {t.name} (tick now={r.now}) would change a row "
+                f"run {rid}: {who}'s {t.name} (tick now={r.now}) would change a row "
                 f"renewed or moved since its SELECT (lease_expires={row.lease_expires}, "
                 f"status={row.status})"
             )
@@ -688,8 +699,12 @@ _never_marked(
 # =========================================================================================
 # liveness and fairness
 # =========================================================================================
-def _reaper_step(t: Transition) -> bool:
-    return t.actor == "reaper" and t.fault is None and t.name != "crash"
+def _reaper_step(name: str) -> Callable[[Transition], bool]:
+    def step(t: Transition) -> bool:
+        return t.actor == name and t.fault is None and t.name != "crash"
+
+    step.__name__ = f"reaper_step[{name}]"
+    return step
 
 
 def _pick_up(t: Transition) -> bool:
@@ -714,13 +729,12 @@ def _process_step(actor: str) -> Callable[[Transition], bool]:
 
 
 FAIRNESS: tuple[Fairness, ...] = (
-    Fairness("reaper", _reaper_step,
-             "WF(reaper): a reaper step without a fault (tick, per-row decision, dispatch)"),
     Fairness("pick_up", _pick_up,
              "WF(run_queued): some free worker takes some deliverable message"),
     Fairness("clock", _clock, "WF(advance_time): time moves on while something waits on it"),
 )
-"""The fixed classes; ``fairness(spec)`` adds one class per process of the configuration."""
+"""The fixed classes; ``fairness(spec)`` adds one class per reaper before them and one per
+process of the configuration after them."""
 
 
 def fairness(spec: Config) -> tuple[Fairness, ...]:
@@ -729,12 +743,17 @@ def fairness(spec: Config) -> tuple[Fairness, ...]:
     process's next non-fault step. Faults (every transition with a fault argument, and
     ``crash``) get none: the fault budget makes them finite. Callers (start, enqueue, cancel,
     approve, deny, submit input), the operator and the bus get none either."""
+    reapers = tuple(
+        Fairness(r, _reaper_step(r),
+                 f"WF({r}): a reaper step without a fault (tick, per-row decision, dispatch)")
+        for r in names.reaper_names(spec)
+    )
     procs = tuple(
         Fairness(f"process:{a}", _process_step(a),
                  f"WF({a}): the process's next step without a fault")
         for a in names.process_names(spec)
     )
-    return FAIRNESS + procs
+    return reapers + FAIRNESS + procs
 
 
 def fairness_predicates(spec: Config) -> list[Callable[[Transition], bool]]:

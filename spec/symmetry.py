@@ -43,8 +43,8 @@ def shift_time(w: World) -> World:
             times.append(r.lease_expires)
     for m in w.messages:
         times.append(m.not_before)
-    if w.reaper is not None:
-        times.append(w.reaper.now)
+    for t in w.reapers:  # every reaper's tick in progress
+        times.append(t.now)
     d = min(times) - 1
     if d <= 0:
         return w
@@ -53,8 +53,8 @@ def shift_time(w: World) -> World:
         for r in w.rows
     )
     msgs = tuple(Message(m.run, m.not_before - d) for m in w.messages)
-    reaper = w.reaper if w.reaper is None else replace(w.reaper, now=w.reaper.now - d)
-    return replace(w, clock=w.clock - d, rows=rows, messages=msgs, reaper=reaper)
+    reapers = tuple(replace(t, now=t.now - d) for t in w.reapers)
+    return replace(w, clock=w.clock - d, rows=rows, messages=msgs, reapers=reapers)
 
 
 # =========================================================================================
@@ -239,7 +239,7 @@ def _value_serialiser(smap: dict[str, str], rp: list[int],
 def _field_serialiser(val: Callable[[Any], Any], rp: list[int],
                       n: int) -> Callable[[str, Any], Any]:
     """The serialisation of one World field: per-run tuples reordered by the permutation,
-    processes and messages as sorted multisets, run indices inside the reaper's snapshot and
+    processes and messages as sorted multisets, run indices inside each reaper's snapshot and
     the outcome tuples moved; any other field is a plain value."""
     inv = [0] * n
     for i, j in enumerate(rp):
@@ -250,9 +250,10 @@ def _field_serialiser(val: Callable[[Any], Any], rp: list[int],
             return tuple(val(v[inv[j]]) if v[inv[j]] is not None else () for j in range(n))
         if f in ("messages", "procs"):
             return tuple(sorted(val(x) for x in v))
-        if f == "reaper":
-            return () if v is None else (
-                v.pc, v.now, tuple((rp[x[0]],) + tuple(val(x[1:])) for x in v.rows), v.idx
+        if f == "reapers":  # each reaper's tick (a reaper is not a run: its name stays)
+            return tuple(
+                (t.name, t.pc, t.now, tuple((rp[x[0]],) + tuple(val(x[1:])) for x in t.rows), t.idx)
+                for t in v
             )
         if f == "outcomes":  # (segment, run, kind, OUTCOME): a run index inside
             return tuple((val(s), rp[r], k, o) for s, r, k, o in v)

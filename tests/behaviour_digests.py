@@ -56,6 +56,14 @@ def _canon(v: Any) -> Any:
     if isinstance(v, frozenset):
         return ("frozenset", tuple(sorted(repr(_canon(x)) for x in v)))
     names = [f.name for f in dataclasses.fields(v)]
+    if type(v).__name__ == "World":  # recorded when the world held one reaper's tick
+        def one(n: str) -> Any:
+            if n == "reapers":
+                return ("reaper", _canon(v.reapers[0] if v.reapers else None))
+            return (n, _canon(getattr(v, n)))
+        return ("World", tuple(one(n) for n in names if n != "config"))
+    if type(v).__name__ == "ReaperState":  # recorded before a tick named its reaper
+        names = [n for n in names if n != "name"]
     if type(v).__name__ == "Proc":  # recorded when a process's kind parts were its own fields
         names = _FLAT_PROC
     return (type(v).__name__, tuple((n, _canon(getattr(v, n))) for n in names if n != "config"))

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from failclosed.model import apply, enabled, load_world
+from failclosed.model import apply, enabled, load_world, names
 from failclosed.model import store as model_store
 from failclosed.model.runtime import clock_move
 from failclosed.model.state import Application, Event, World
@@ -73,7 +73,7 @@ def do(w: World, name: str, actor: str, **args: Any) -> World:
 def until(w: World, actor: str, name: str) -> World:
     """Fire the actor's only normal move until its next move is ``name`` ("end": it ended)."""
     for _ in range(200):
-        alive = w.reaper is not None if actor == "reaper" else w.proc(actor) is not None
+        alive = w.reaper(actor) is not None if names.is_reaper(actor) else w.proc(actor) is not None
         moves = [t for t in enabled(w) if t.actor == actor and t.fault is None
                  and t.name != "crash"]
         if name == "end" and not alive:
@@ -563,10 +563,10 @@ def renewed_after_select() -> World:
     w = until(w, "w1", "provider_call")
     w = at(w, w.rows[0].lease_expires + 1)
     w = do(w, "find_stale_running", "reaper")
-    assert w.reaper is not None and w.reaper.pc == "row"
+    assert w.reaper("reaper") is not None and w.reaper("reaper").pc == "row"
     w = do(w, "provider_call", "w1")
     w = until(w, "w1", "record_step")  # the llm boundary renewed
-    assert w.rows[0].lease_expires > w.reaper.now
+    assert w.rows[0].lease_expires > w.reaper("reaper").now
     return w
 
 
@@ -618,7 +618,7 @@ def test_fairness_is_weak_per_process_and_gives_faults_none():
     w = world("current", runs=({"id": "r1", "decisions": ["approve"]},
                                {"id": "r2", "entry": "interactive"}), workers=2)
     names = [f.name for f in fairness(w.config)]
-    assert names[:3] == [f.name for f in FAIRNESS] == ["reaper", "pick_up", "clock"]
+    assert names[:3] == ["reaper"] + [f.name for f in FAIRNESS] == ["reaper", "pick_up", "clock"]
     assert names[3:] == ["process:w1", "process:w2", "process:enqueue:r1",
                          "process:resume:r1#1", "process:caller:r2"]
     fair = fairness(w.config)

@@ -110,7 +110,7 @@ def test_no_world_is_changed_after_it_is_made():
 def test_assigning_a_field_of_a_record_raises_in_both_forms(plain, plain_after):
     records.use_plain(plain)
     _, steps = _walk(FAULTY, "current", 3, 400)
-    w = next(w for _, w in reversed(steps) if w.procs and w.events and w.reaper is None)
+    w = next(w for _, w in reversed(steps) if w.procs and w.events and w.reaper("reaper") is None)
     made = [w, *w.procs, *w.events, *w.ledger, *w.messages, *(r for r in w.rows if r)]
     assert {type(x) for x in made} >= {World, Proc, Event, Row}
     for x in made:

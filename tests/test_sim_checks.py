@@ -108,7 +108,7 @@ def test_a_reaper_step_is_checked_on_the_run_at_the_reapers_row():
     import types
 
     cfg = sconfig.load(read_toml(sconfig.default_path()))
-    idle = types.SimpleNamespace(check=lambda w: w.reaper is None, reads=("reaper",), stable=False)
+    idle = types.SimpleNamespace(check=lambda w: w.reaper("reaper") is None, reads=("reapers",), stable=False)
     found = 0
     for seed in (1, 2, 3):
         steps = Simulation(cfg, policy="current", seed=seed, runs=60, keep_going=True,

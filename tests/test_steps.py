@@ -33,8 +33,9 @@ def _label_move(w: World, t, w2: World) -> tuple[str, str, str] | None:
     """(table, label before, label after or END) for a process's or the reaper's step."""
     if t.name == "crash":
         return None
-    if t.actor == "reaper" and (w.reaper is None or w.reaper.pc != "nested"):
-        return ("reaper", w.reaper.pc if w.reaper else "tick", w2.reaper.pc if w2.reaper else END)
+    if names.is_reaper(t.actor) and (w.reaper(t.actor) is None or w.reaper(t.actor).pc != "nested"):
+        r, r2 = w.reaper(t.actor), w2.reaper(t.actor)
+        return ("reaper", r.pc if r else "tick", r2.pc if r2 else END)
     p = w.proc(t.actor)
     if p is None:
         return None

@@ -158,7 +158,7 @@ def _instants(w) -> tuple:
     rows = tuple(None if r is None else (r.lease_expires - w.clock if r.lease_expires else 0)
                  for r in w.rows)
     return (rows, tuple(m.not_before - w.clock for m in w.messages),
-            None if w.reaper is None else w.reaper.now - w.clock)
+            None if w.reaper("reaper") is None else w.reaper("reaper").now - w.clock)
 
 
 def _assert_shift_sound(data: dict, policy: str) -> None:

@@ -37,7 +37,7 @@ def drive(w, actor, stop=lambda t: False):
     reaper: its tick is over)."""
     fired = []
     for _ in range(500):
-        if actor == "reaper" and w.reaper is None and fired:
+        if actor == "reaper" and w.reaper("reaper") is None and fired:
             return w, fired  # the tick is over
         moves = [t for t in enabled(w, actor) if t.fault is None and t.name != "crash"]
         if not moves or stop(moves[0]):
@@ -140,7 +140,7 @@ def reaper_world():
 
 def test_the_reaper_runs_the_reclaimed_run_in_its_process_and_then_its_next_row():
     w = reaper_world()
-    assert w.reaper.pc == "nested" and w.messages == ()
+    assert w.reaper("reaper").pc == "nested" and w.messages == ()
     (p,) = w.procs
     assert (p.name, p.identity, p.pc) == ("reaper", "worker:reaper", "run_queued")
     # blocked: the reaper's only moves are those of the run nested in it
@@ -149,9 +149,9 @@ def test_the_reaper_runs_the_reclaimed_run_in_its_process_and_then_its_next_row(
     w, fired = drive(w, "reaper", stop=lambda t: t.name == "requeue_stale")
     assert all(t.arg("run") == "r1" for t in fired)
     assert w.rows[0].status == "completed" and w.rows[1].status == "running"
-    assert w.reaper is not None and w.reaper.pc == "row" and w.procs == ()
+    assert w.reaper("reaper") is not None and w.reaper("reaper").pc == "row" and w.procs == ()
     w, _ = drive(w, "reaper")
-    assert w.reaper is None and w.rows[1].status == "completed"
+    assert w.reaper("reaper") is None and w.rows[1].status == "completed"
     assert [s for s, *_ in w.outcomes] == ["reaper/r1#1", "reaper/r2#1"]
 
 
@@ -165,7 +165,7 @@ def test_a_crash_of_the_reaper_kills_the_run_nested_in_it():
               T("run_queued", "reaper", run="r1"), T("claim_queued", "reaper", run="r1"),
               T("crash", "reaper", run="r1")):
         w = apply(w, t)
-    assert w.reaper is None and w.procs == ()
+    assert w.reaper("reaper") is None and w.procs == ()
     assert w.outcomes == (("reaper/r1#1", 0, "worker", "DIED"),)
     assert any(t.name == "find_stale_running" for t in enabled(w, "reaper"))  # a later tick
 
