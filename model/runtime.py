@@ -1470,15 +1470,15 @@ declare_actor("caller", place="6.1, 11, 12", answers=_is("caller"),
               moves=lambda w, name, one_order, slots: _caller_moves(w, slots), fire=_caller)
 declare_actor("process", place="5; 1.3 process death",
               answers=lambda w, name: w.proc(name) is not None,
-              moves=_process_moves, fire=_process_fire)
+              moves=_process_moves, fire=_process_fire, instances=names.process_names)
 declare_actor("worker", place="6.2 step 1 (async: a delivery)", answers=_is_free_worker,
               moves=lambda w, name, one_order, slots: _pickup_moves(w, name, slots),
-              fire=_run_queued)
+              fire=_run_queued, instances=lambda config: tuple(config.workers))
 declare_actor("bus", place="6.3; 1.3 a duplicate message", answers=_is("bus"),
               moves=lambda w, name, one_order, slots: _bus_moves(w), fire=_bus_fire)
 declare_actor(REAPER, place="10", answers=lambda w, name: name in names.reaper_names(w.config),
               moves=lambda w, name, one_order, slots: _reapers_moves(w, name, one_order),
-              fire=_reaper)
+              fire=_reaper, instances=names.reaper_names)
 declare_actor("operator", place="14.2 a tool removed between attempts", answers=_is("operator"),
               moves=lambda w, name, one_order, slots: _operator_moves(w),
               fire=lambda w, t: replace(w, removed=w.removed | {t.arg("tool")}))

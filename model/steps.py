@@ -161,7 +161,10 @@ class Actor:
     the reaper, the operator, the clock. ``answers(world, name)``: this actor acts under
     ``name`` now; ``moves(world, name, one_order, slots)``: its enabled transitions (``name``
     None: every actor of the kind; ``slots``: only those run slots', where it can narrow
-    them); ``fire(world, transition)``: the effect. ``runtime.enabled`` lists the actors'
+    them); ``fire(world, transition)``: the effect; ``instances(config)``: the names the
+    kind's actors act under in a configuration (its workers, its reapers, every process it
+    can start, or the kind's one name), which every layer that lists actors reads (fairness,
+    the scenario format, the simulator, the swimlanes). ``runtime.enabled`` lists the actors'
     moves in declaration order and ``runtime.fire`` dispatches on the first that answers."""
 
     kind: str
@@ -169,6 +172,7 @@ class Actor:
     answers: Callable[..., bool]
     moves: Callable[..., list[Any]]
     fire: Callable[..., Any]
+    instances: Callable[..., tuple[str, ...]]
 
 
 # kind -> actor, in the order ``enabled`` lists their moves; filled by model/runtime.py
@@ -176,11 +180,23 @@ ACTORS: dict[str, Actor] = {}
 
 
 def declare_actor(kind: str, *, place: str, answers: Callable[..., bool],
-                  moves: Callable[..., list[Any]], fire: Callable[..., Any]) -> None:
-    """Declare an actor kind (model/runtime.py does, once per kind, in listing order)."""
+                  moves: Callable[..., list[Any]], fire: Callable[..., Any],
+                  instances: Callable[..., tuple[str, ...]] | None = None) -> None:
+    """Declare an actor kind (model/runtime.py does, once per kind, in listing order).
+    ``instances``: the names its actors take in a configuration (default: one actor named
+    as the kind, as the clock, the bus, the operator and the callers are)."""
     if kind in ACTORS:
         raise ValueError(f"actor {kind!r} is declared twice")
-    ACTORS[kind] = Actor(kind, place, answers, moves, fire)
+    if instances is None:
+        def instances(config: Any) -> tuple[str, ...]:
+            return (kind,)
+    ACTORS[kind] = Actor(kind, place, answers, moves, fire, instances)
+
+
+def actor_instances(config: Any) -> dict[str, tuple[str, ...]]:
+    """Kind -> the names of its actors in ``config``, in declaration order."""
+    _declared()
+    return {k: a.instances(config) for k, a in ACTORS.items()}
 
 
 # label -> step, per kind of process; filled by @action as model/runtime.py is imported

@@ -746,7 +746,7 @@ def fairness(spec: Config) -> tuple[Fairness, ...]:
     reapers = tuple(
         Fairness(r, _reaper_step(r),
                  f"WF({r}): a reaper step without a fault (tick, per-row decision, dispatch)")
-        for r in names.reaper_names(spec)
+        for r in steps.actor_instances(spec)[steps.REAPER]
     )
     procs = tuple(
         Fairness(f"process:{a}", _process_step(a),

@@ -71,6 +71,36 @@ def test_the_configuration_gives_the_count_and_each_reaper_is_an_actor():
         assert ticks == list(names.reaper_names(w.config)) == [names.reaper_name(k + 1) for k in range(n)]
 
 
+@pytest.mark.parametrize("config", ["small-sync", "small-approval", "cancel-probe"])
+def test_every_actor_that_moves_is_a_declared_instance(config: str):
+    """Walks: the actor of every enabled transition is one of ``steps.actor_instances``
+    (an actor kind declared without its instances, or a process its kind does not list,
+    fails here naming it)."""
+    import random
+
+    from failclosed.model.config import initial_world, parse_config
+    from failclosed.model.steps import actor_instances
+    from failclosed.spec.checker import load_config
+
+    _, parts = load_config(CONFIG_DIR / f"{config}.toml")
+    rng = random.Random(3)
+    for part in parts:
+        for reapers in (1, 2):
+            d = {**part.data, "model": {**part.data.get("model", {}), "reapers": reapers}}
+            cfg, budget = parse_config(d)
+            known = {n for ns in actor_instances(cfg).values() for n in ns}
+            for _ in range(20):
+                w = initial_world(cfg, budget)
+                for _ in range(60):
+                    en = enabled(w)
+                    if not en:
+                        break
+                    stray = sorted({t.actor for t in en} - known)
+                    assert not stray, (f"{part.name}: actors {stray} move but no declared actor "
+                                       "kind lists them: give declare_actor(..., instances=...)")
+                    w = apply(w, rng.choice(en))
+
+
 def test_a_bad_count_or_a_worker_named_as_a_reaper_is_one_error_line():
     with pytest.raises(ConfigError, match=r"^model\.reapers: must be 1 to \d+, got 0$"):
         load_world(data(0))
