@@ -24,6 +24,7 @@ in some small instance). A scope is data, a TOML file under spec/scopes/:
     [[product]]                            # one cartesian product of the dimensions
     name = "queued"
     workers = [1, 2]
+    reapers = [1, 2]                       # reapers racing on the store (default [1])
     transport = ["async", "sync"]
     runs = [["queued"], ["queued", "queued"]]   # the shapes of one member's runs
     tools = ["read", "nonidem"]            # the tool each run calls (every run the same one)
@@ -89,7 +90,7 @@ __all__ = [
 
 FAULT_SET_KINDS = ("none", "singles", "pairs", "all")
 TOP_KEYS = {"description", "configs", "constants", "tools", "shapes", "ends", "product"}
-PRODUCT_KEYS = {"name", "workers", "transport", "runs", "tools", "ends", "faults", "faults_except", "fault_sets",
+PRODUCT_KEYS = {"name", "workers", "reapers", "transport", "runs", "tools", "ends", "faults", "faults_except", "fault_sets",
                 "fault_budget", "provider_faults", "fault_ops", "horizon", "observer", "cancels"}
 
 
@@ -218,14 +219,18 @@ def _expand_product(prod: dict[str, Any], pname: str, pw: str, constants: dict[s
                     ) -> list[Member]:
     workers, transports, runs, tool_keys, end_keys, fault_sets, budgets, horizons = (
         _product_axes(prod, pw, tools, shapes, ends))
+    reapers = _list_of(prod.get("reapers", [1]), f"{pw}.reapers", "reaper counts", int)
     pf = prod.get("provider_faults", [])
     out = []
-    for w, tr, shape_names, tk, ek, fs, b, h in itertools.product(
-            workers, transports, runs, tool_keys, end_keys, fault_sets, budgets, horizons):
+    for w, tr, shape_names, tk, ek, fs, b, h, nr in itertools.product(
+            workers, transports, runs, tool_keys, end_keys, fault_sets, budgets, horizons,
+            reapers):
         if not fs:
             b = 0
         model: dict[str, Any] = {"workers": w, "transport": tr, "faults": list(fs),
                                  "fault_budget": b, "horizon": h}
+        if nr != 1:  # one reaper is the model's default (and every member's name before)
+            model["reapers"] = nr
         if "provider_error" in fs:
             model["provider_faults"] = list(pf)
         if "fault_ops" in prod:
@@ -239,7 +244,7 @@ def _expand_product(prod: dict[str, Any], pname: str, pw: str, constants: dict[s
                 "tools": [dict(tools[tk])], "runs": run_tables}
         fault_txt = "+".join(fs) if fs else "nofault"
         name = (f"{pname}:w{w}-{tr}-{'+'.join(shape_names)}-{tk}-{ek}-{fault_txt}-b{b}"
-                + (f"-h{h}" if len(horizons) > 1 else ""))
+                + (f"-h{h}" if len(horizons) > 1 else "") + (f"-r{nr}" if nr != 1 else ""))
         data["description"] = f"scope member {name}"
         try:
             parse_config(data)
@@ -355,6 +360,8 @@ def _normal(data: dict[str, Any]) -> dict[str, Any]:
         model["fault_budget"] = 0
     w = model.get("workers", 1)
     model["workers"] = len(w) if isinstance(w, list) else w
+    if model.get("reapers", 1) == 1:
+        model.pop("reapers", None)  # the default count: the same member
     model.setdefault("transport", "async")
     if model["transport"] == "sync":
         # No message is ever sent on sync (dispatch runs the pick-up nested in the

@@ -7,6 +7,7 @@ the scenario format, the simulator and the swimlanes. The reapers are named by
 from __future__ import annotations
 
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from failclosed.spec.properties import SAFETY, explain, fairness
 from failclosed.spec.symmetry import shift_time
 
 FIRST, SECOND = names.reaper_name(1), names.reaper_name(2)
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def data(reapers: int = 2, **switches: bool) -> dict[str, Any]:
@@ -163,6 +165,26 @@ def test_the_checker_explores_the_second_reaper_and_its_diffs_name_it():
     w = stale()
     w2 = do(w, FIND_STALE_RUNNING, SECOND)
     assert f"{SECOND}: idle -> row" in diff_worlds(w, w2)
+
+
+def test_a_scope_product_gives_the_reaper_count_as_an_axis(tmp_path):
+    from failclosed.model.config import parse_config
+    from failclosed.spec.scope import load_scope
+
+    quick = (ROOT / "spec" / "scopes" / "quick.toml").read_text()
+    one = load_scope(ROOT / "spec" / "scopes" / "quick.toml")
+    p = tmp_path / "two.toml"
+    p.write_text(quick.replace('name = "queued"\nworkers = [1, 2]',
+                               'name = "queued"\nworkers = [1, 2]\nreapers = [1, 2]', 1))
+    two = load_scope(p)
+    before = {m.name for m in one.members}
+    after = {m.name for m in two.members}
+    assert before < after  # every member of before is still there, under its own name
+    added = sorted(after - before)
+    assert added and all(n.endswith("-r2") for n in added)
+    for m in two.members:
+        if m.name in added:
+            assert parse_config(m.data)[0].reapers == 2
 
 
 def test_a_scenario_drives_and_expects_the_second_reaper():
