@@ -1,10 +1,13 @@
-"""Speed work changes no behaviour: the checker's verdicts, shortest lengths and exact
-counterexample traces, and the simulator's histories and violation records, are those
-recorded in ``tests/data/behaviour_digests.json`` before the speed-ups of issue 12
+"""Changes meant to keep behaviour keep it: the checker's verdicts, counts and counterexample
+traces (as steps over the model's observable view) and the simulator's histories, metrics
+and violation records are those recorded in ``tests/data/behaviour_digests.json``
 (``python -m tests.behaviour_digests --write`` records them; see that module).
 
 A few quick configurations and workloads run in the default suite; every shipped
-configuration and the shipped 1000-run workload under ``-m slow``."""
+configuration and the shipped 1000-run workload under ``-m slow`` (.ci/run runs those too).
+The digests see behaviour, not layout: a record with one more defaulted field, or under
+another class name, or the reaper as a tuple of named reapers, gives the same digests; a
+step with another effect does not."""
 
 from __future__ import annotations
 
@@ -53,3 +56,86 @@ def test_simulator_histories_and_violations_unchanged(key):
     name, policy, seed = key.split("|")
     raw = bd.sim_workloads()[name]
     assert bd.sim_digest(raw, policy, int(seed), bd.SIM_RUNS[name]) == RECORDED["sim"][key]
+
+
+# -- the digests are of behaviour, not of the records' Python layout ----------------------
+def _tiny_counterexample():
+    from failclosed.spec.checker import check
+
+    res = check("current", "tiny", None)
+    r = next(r for r in res.properties.values() if not r.holds)
+    return r.initial, r.trace
+
+
+def _widened(v, classes):
+    """``v`` with every record replaced by an instance of another class (another name) that
+    declares the same fields plus one more, defaulted, that nothing sets."""
+    import dataclasses
+
+    if isinstance(v, tuple) and not hasattr(v, "_fields"):
+        return tuple(_widened(x, classes) for x in v)
+    if not dataclasses.is_dataclass(v) or isinstance(v, type):
+        return v
+    cls = type(v)
+    if cls not in classes:
+        fields = [(f.name, f.type, dataclasses.field(default=f.default, kw_only=f.kw_only,
+                                                     compare=f.compare, metadata=f.metadata))
+                  for f in dataclasses.fields(cls)]
+        fields.append(("annotation_added_later", object, dataclasses.field(default=None,
+                                                                           kw_only=True)))
+        ns = {"run_id": cls.run_id} if hasattr(cls, "run_id") else {}
+        classes[cls] = dataclasses.make_dataclass(f"Renamed{cls.__name__}", fields,
+                                                  namespace=ns, frozen=True)
+    return classes[cls](**{f.name: v.config if f.name == "config" else
+                           _widened(getattr(v, f.name), classes)
+                           for f in dataclasses.fields(cls)})
+
+
+def test_a_defaulted_field_or_a_renamed_record_changes_no_digest():
+    initial, trace = _tiny_counterexample()
+    classes: dict = {}
+    wide = bd.trace_steps(_widened(initial, classes),
+                          [(t, _widened(w, classes)) for t, w in trace])
+    assert classes and wide == bd.trace_steps(initial, trace)
+
+
+def test_the_reaper_named_by_its_actor_survives_a_tuple_of_reapers():
+    import dataclasses
+
+    from failclosed.model.observe import observe
+    from failclosed.model.steps import REAPER
+
+    _, trace = _tiny_counterexample()
+    worlds = [w for _, w in trace if w.reaper is not None]
+    assert worlds, "the tiny counterexample has the reaper mid-tick"
+    fields = [(f.name, f.type, f.default) if f.default is not dataclasses.MISSING
+              else (f.name, f.type) for f in dataclasses.fields(worlds[0].reaper)]
+    named = dataclasses.make_dataclass("Reaper", [("actor", str)] + fields, frozen=True)
+    for w in worlds:
+        r = w.reaper
+        as_tuple = dataclasses.replace(_widened(w, {}), reaper=(named(
+            REAPER, **{f.name: getattr(r, f.name) for f in dataclasses.fields(r)}),))
+        assert observe(as_tuple, defaults=False) == observe(w, defaults=False)
+
+
+def test_a_changed_effect_changes_the_digest(monkeypatch):
+    import dataclasses
+
+    from failclosed.model import records, steps
+
+    key = "tiny|current"
+    before = bd.checker_digest("tiny", "current")
+    assert before == RECORDED["checker"][key]
+    claim = steps.ACTIONS["claim_queued"]
+
+    def longer_lease(w, p, t):  # the claim writes a lease one second longer
+        w = claim.effect(w, p, t)
+        row = w.rows[p.run]
+        return w.set_row(p.run, records.replace(row, lease_expires=row.lease_expires + 1))
+
+    monkeypatch.setitem(steps.ACTIONS, "claim_queued",
+                        dataclasses.replace(claim, effect=longer_lease))
+    after = bd.checker_digest("tiny", "current")
+    moved = [n for n in before if before[n] != after[n]]
+    assert moved and all(before[n]["holds"] == after[n].get("holds") for n in moved
+                         if isinstance(before[n], dict))
