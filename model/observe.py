@@ -144,6 +144,7 @@ def observe(world: World, defaults: bool = True) -> dict[str, Any]:
 
 def changes(before: dict[str, Any], after: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """What one step changed between two views: ``({name: new value}, [names gone])``, both
-    sorted by name."""
+    sorted by name. Between views made with ``defaults=False`` a name gone is a field back
+    at its default, or an entity gone (its bare name goes too: ``proc w1``, ``row r1``)."""
     changed = {k: after[k] for k in sorted(after) if k not in before or before[k] != after[k]}
     return changed, sorted(k for k in before if k not in after)

@@ -116,6 +116,9 @@ def test_the_reaper_named_by_its_actor_survives_a_tuple_of_reapers():
         as_tuple = dataclasses.replace(_widened(w, {}), reaper=(named(
             REAPER, **{f.name: getattr(r, f.name) for f in dataclasses.fields(r)}),))
         assert observe(as_tuple, defaults=False) == observe(w, defaults=False)
+        view = observe(w)
+        assert view[f"{REAPER}.pc"] == r.pc and view[f"{REAPER}.rows"] == [
+            {**s._asdict(), "run": w.run_id(s.run)} for s in r.rows]
 
 
 def test_a_changed_effect_changes_the_digest(monkeypatch):
@@ -139,3 +142,19 @@ def test_a_changed_effect_changes_the_digest(monkeypatch):
     moved = [n for n in before if before[n] != after[n]]
     assert moved and all(before[n]["holds"] == after[n].get("holds") for n in moved
                          if isinstance(before[n], dict))
+
+
+def test_the_view_names_facts_by_entity():
+    from failclosed.model.observe import observe
+
+    _, trace = _tiny_counterexample()
+    t, w = next((t, w) for t, w in trace if t.name == "claim_queued")
+    rid, i = t.arg("run"), w.config.run_index(t.arg("run"))
+    view = observe(w)
+    p = w.proc(t.actor)
+    assert view[f"row {rid}.status"] == w.rows[i].status == "running"
+    assert view[f"proc {p.name}.pc"] == p.pc and view[f"proc {p.name}.run"] == rid
+    assert view[f"proc {p.name}.worker"] == p.worker  # the part's field, as the process's own
+    assert [e["seq"] for e in view[f"events {rid}"]] == [e.seq for e in w.events if e.run == i]
+    first = observe(trace[0][1], defaults=False)  # the row exists, not yet claimed
+    assert first[f"row {rid}"] is True and f"row {rid}.claimed_by" not in first
