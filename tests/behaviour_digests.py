@@ -1,18 +1,28 @@
-"""Digests of the checker's and the simulator's observable behaviour, recorded once and
-compared after every change that is meant to be a pure speed-up (issue 12).
+"""Digests of the checker's and the simulator's observable behaviour, recorded in
+``tests/data/behaviour_digests.json`` and compared after every change that is meant to keep
+behaviour (a speed-up, a refactoring, a new record field; issue 12, issue 26).
 
-* checker: for every shipped configuration (``spec/configs/*.toml``) and a few policies, the
-  ``matrix --json`` cell of every property (holds, shortest length) and the SHA-256 of each
-  counterexample: its human-readable trace table, the lasso's cycle start and every world
-  along it, field by field;
-* simulator: for the shipped default workload and the small test workload, per policy and
-  seed, the history's SHA-256, the violation records (property, runs, time) and the SHA-256
-  of the scenario kept for each.
+* checker: for every shipped configuration (``spec/configs/*.toml``) and each policy of
+  ``POLICIES``, the states and transitions explored, the witnesses reached, and per property
+  whether it holds, the shortest counterexample's length, part, lasso cycle start and kind,
+  and the SHA-256 of its steps: each step's actor, transition name, fault and arguments and
+  what it changed in the model's observable view (``model.observe``: fields by entity and
+  name, ``row r1.status``, ``proc w1.pc``, ``reaper.idx``, ``events r1``, ``clock``, ...),
+  after the initial world's facts that differ from their defaults;
+* simulator: for the shipped default workload (300 runs and all 1000) and the small test
+  workload, per policy and seed, the history's SHA-256 (sim/history.py's canonical lines),
+  the transitions fired, the metrics summary (``sim.metrics.flat``) and the violation records
+  (property, runs, time, and the SHA-256 of the kept scenario's steps).
 
-    .venv/bin/python -m tests.behaviour_digests [--write] [--only checker|sim] [--fast]
+Nothing here reads the records' Python layout (class names, field order, a field that stays
+at its default): a field added with a default changes no digest, a step that does something
+else changes one (tests/test_behaviour_digests.py holds both).
 
-prints the digests that differ from ``tests/data/behaviour_digests.json`` (``--write``
-records them instead).
+    python -m tests.behaviour_digests [--write] [--only checker|sim] [--fast]
+
+prints the digests that differ from the recorded ones (``--write`` records them instead:
+only after the difference is shown to be the behaviour meant; ``failclosed regenerate``
+runs this too).
 """
 
 from __future__ import annotations
@@ -34,43 +44,30 @@ SIM_SEEDS = (1, 2, 3)
 FAST_SIM = {("small", p, s) for p in POLICIES for s in SIM_SEEDS}
 
 
-# a process's fields in the order they were recorded (before WorkerPart / ResumePart)
-_FLAT_PROC = ("name", "kind", "run", "pc", "seg", "worker", "identity", "owner", "guard", "handle",
-              "hook", "observer", "turn", "rounds", "cap", "call", "step", "then", "error", "eclass",
-              "settle", "count", "decision", "seen_turn", "refusal", "epoch", "cancelled", "synthesis",
-              "cancel_seen", "stamped", "claim_requeues", "outer")
+def _step(t: Any) -> list[Any]:
+    """A transition as ``[actor, name, fault, {argument: value}]`` (the fault out of the
+    arguments: ``None`` on the normal branch)."""
+    return [t.actor, t.name, t.fault, {k: v for k, v in t.args if k != "fault"}]
 
 
-def _canon(v: Any) -> Any:
-    """A value as nested plain tuples: records by their declared fields, in order."""
-    import dataclasses
+def trace_steps(initial: Any, trace: list[tuple[Any, Any]]) -> dict[str, Any]:
+    """A counterexample as the model's observable view (``model.observe``): the initial
+    world's facts that differ from their declared defaults, then each step with what it
+    changed, by name (``gone``: back to its default, or its entity gone)."""
+    from failclosed.model.observe import changes, observe
 
-    if isinstance(v, (str, int, bool, float)) or v is None:
-        return v
-    if type(v).__name__ == "SettlePlan" and not v.expect:
-        # the digests were recorded when a settle plan was a plain tuple whose 8th element
-        # (the expected status) was present only when set
-        v = tuple(v)[:7]
-    if isinstance(v, (tuple, list)):
-        return tuple(_canon(x) for x in v)
-    if isinstance(v, frozenset):
-        return ("frozenset", tuple(sorted(repr(_canon(x)) for x in v)))
-    names = [f.name for f in dataclasses.fields(v)]
-    if type(v).__name__ == "World":  # recorded when the world held one reaper's tick
-        def one(n: str) -> Any:
-            if n == "reapers":
-                return ("reaper", _canon(v.reapers[0] if v.reapers else None))
-            return (n, _canon(getattr(v, n)))
-        return ("World", tuple(one(n) for n in names if n != "config"))
-    if type(v).__name__ == "ReaperState":  # recorded before a tick named its reaper
-        names = [n for n in names if n != "name"]
-    if type(v).__name__ == "Proc":  # recorded when a process's kind parts were its own fields
-        names = _FLAT_PROC
-    return (type(v).__name__, tuple((n, _canon(getattr(v, n))) for n in names if n != "config"))
+    before = observe(initial, defaults=False)
+    steps = []
+    for t, w in trace:
+        after = observe(w, defaults=False)
+        changed, gone = changes(before, after)
+        steps.append(_step(t) + [changed, gone])
+        before = after
+    return {"initial": observe(initial, defaults=False), "steps": steps}
 
 
 def _sha(x: Any) -> str:
-    return hashlib.sha256(repr(x).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(x, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def checker_configs() -> list[str]:
@@ -80,19 +77,19 @@ def checker_configs() -> list[str]:
 
 
 def checker_digest(config: str, policy: str) -> dict[str, Any]:
-    from failclosed.spec.checker import check, trace_text
+    from failclosed.spec.checker import check
 
     res = check(policy, config, None)
     out: dict[str, Any] = {}
     for n, r in res.properties.items():
         cell: dict[str, Any] = {"holds": r.holds, "trace_length": r.trace_length}
         if not r.holds:
-            cell["trace_sha256"] = _sha((
-                trace_text(r), r.cycle_start, r.liveness_kind, r.part, _canon(r.initial),
-                tuple((tuple(t), _canon(w)) for t, w in r.trace),
-            ))
+            assert r.initial is not None
+            cell.update(part=r.part, cycle_start=r.cycle_start, liveness_kind=r.liveness_kind,
+                        trace_sha256=_sha(trace_steps(r.initial, r.trace)))
         out[n] = cell
     out["_states"] = res.states
+    out["_transitions"] = res.transitions
     out["_witnesses"] = sorted(k for k, v in res.witnesses.items() if v is not None)
     return out
 
@@ -110,19 +107,28 @@ def sim_workloads() -> dict[str, dict[str, Any]]:
     return {"default": default, "small": tomllib.loads(SMALL), "default-full": default}
 
 
+def _rounded(x: Any) -> Any:
+    return round(x, 9) if isinstance(x, float) else x
+
+
 def sim_digest(raw: dict[str, Any], policy: str, seed: int, runs: int | None = None,
                **kw: Any) -> dict[str, Any]:
     from failclosed.sim import config as sconfig
+    from failclosed.sim import metrics
     from failclosed.sim.engine import Simulation
 
-    sim = Simulation(sconfig.load(raw), policy=policy, seed=seed, runs=runs, keep_going=True,
-                     **kw).run()
+    cfg = sconfig.load(raw)
+    sim = Simulation(cfg, policy=policy, seed=seed, runs=runs, keep_going=True, **kw).run()
+    summary = metrics.flat(metrics.compute(sim.all_records(), sim.seed, cfg.lease_seconds()))
     return {
         "history_sha256": sim.history.hexdigest(),
         "fired": sim.fired,
+        "metrics": {k: _rounded(v) for k, v in summary.items()},
         "violations": [
             [v.property, list(v.runs), round(v.time, 6),
-             _sha(json.dumps(v.scenario, sort_keys=True)) if v.scenario is not None else None]
+             None if v.scenario is None else _sha([[d["actor"], d["name"], {
+                 k: x for k, x in d.items() if k not in ("actor", "name")}]
+                 for d in v.scenario["steps"]])]
             for v in sim.violations
         ],
     }
