@@ -564,8 +564,8 @@ def curves(rows: list[dict[str, str]], header: list[str], out: str, x: str, colo
                              squeeze=False, sharex=True, sharey="row")
     cmap = plt.get_cmap("tab10")
     for i, m in enumerate(metrics):
-        kind, _num, _den, what = SUMMARY_METRICS[m]
-        scale = 100.0 if kind == "proportion" else 1.0
+        spec = SUMMARY_METRICS[m]
+        scale = 100.0 if spec.fraction else 1.0
         for j, fv in enumerate(facets):
             ax = axes[i][j]
             for c, cv in enumerate(colours):
@@ -582,7 +582,7 @@ def curves(rows: list[dict[str, str]], header: list[str], out: str, x: str, colo
             if i == 0 and facet:
                 ax.set_title(f"{facet} = {fv}", fontsize=10)
             if j == 0:
-                ax.set_ylabel(("%\n" if kind == "proportion" else "\n") + _wrap(what, 34), fontsize=8)
+                ax.set_ylabel(("%\n" if spec.fraction else "\n") + _wrap(spec.text, 34), fontsize=8)
             if not numeric:
                 ax.set_xticks(list(pos.values()))
                 ax.set_xticklabels(xs_all)

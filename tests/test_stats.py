@@ -148,20 +148,34 @@ def test_sweep_writes_and_prints_a_summary_that_summarize_reproduces(tmp_path, c
     assert (tmp_path / "again.csv").read_text() == (tmp_path / "s.summary.csv").read_text()
 
 
-def test_sweep_precision_adds_seeds_until_the_half_width_or_the_cap(tmp_path, cfg, capsys):
+def test_sweep_precision_adds_seeds_until_each_arm_is_within_h_or_the_cap(tmp_path, cfg, capsys):
     out = tmp_path / "p.csv"
     _sweep(cfg, out, "--seeds", "5", "--precision", "p_reaped_alive=0.05", "--min-seeds", "2")
     text = capsys.readouterr().out
     summ = list(csv.DictReader((tmp_path / "p.summary.csv").open()))
-    assert "precision p_reaped_alive +-0.05 reached at" in text
+    assert "precision p_reaped_alive +-0.05" in text and "reached at" in text
     for r in summ:
-        half = (float(r["p_reaped_alive_hi"]) - float(r["p_reaped_alive_lo"])) / 2
+        est, lo, hi = (float(r[k]) for k in ("p_reaped_alive", "p_reaped_alive_lo", "p_reaped_alive_hi"))
+        arm = max(est - lo, hi - est)  # judged per arm: an interval clipped at 0 is not symmetric
         n = int(r["n_seeds"])
         assert 2 <= n <= 5
-        assert (r["precision_reached"] == "yes") == (half <= 0.05)
+        assert (r["precision_reached"] == "yes") == (arm <= 0.05)
+        assert float(r["precision_widest_arm"]) == pytest.approx(arm)
         assert r["precision_reached"] == "yes" or n == 5  # stopped early only when within H
+        label = " ".join(f"{k.split(':', 1)[1].rsplit('.', 1)[-1]}={r[k]}" for k in r if k.startswith("param:"))
+        assert f"  {label}: {n} seeds," in text  # reported per point: the seeds it used, reached or not
+    # the closing count is of seeds per point, never the range of the seed numbers (1 to 5)
+    ns = sorted(int(r["n_seeds"]) for r in summ)
+    per = f"x {ns[0]} seeds)" if ns[0] == ns[-1] else f"x {ns[0]} to {ns[-1]} seeds per point)"
+    assert per in text.splitlines()[0]
     rows = list(csv.DictReader(out.open()))
     assert len(rows) == sum(int(r["n_seeds"]) for r in summ)
+
+
+def test_precision_judges_each_arm_of_an_asymmetric_interval():
+    # near 0 a proportion's interval is clipped and widened: its half-width hides the long arm
+    iv = stats.Interval(0.01, 0.0, 0.05, 3, "m")
+    assert iv.half_width == pytest.approx(0.025) and iv.widest_arm == pytest.approx(0.04)
 
 
 @pytest.mark.parametrize("bad, needle", [("p_nope=0.1", "not a metric"), ("p_dead_letter=0", "H > 0"),
@@ -246,3 +260,45 @@ def test_simulate_splits_unaudited_applications_by_run_outcome_and_names_its_int
     assert "batch means" in m["dead_letter"]["method"] and "batch means" in m["end_to_end_s"]["method"]
     for label in ("in runs completed", "in runs failed", "in runs dead-lettered", "batch means over 10 sections"):
         assert label in out
+
+
+# -- fractions printed as fractions, intervals clipped to the metric's range ----------------------
+def _wasted_csv(path: Path, pairs: list[tuple[float, float]]) -> None:
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["param:constants.LEASE_SECONDS", "seed", "policy", "runs", "wasted_s", "busy_s"])
+        for k, (a, b) in enumerate(pairs, 1):
+            w.writerow([300, k, "current", 100, a, b])
+
+
+def test_summarize_prints_a_share_as_a_percentage_not_an_integer(tmp_path, capsys):
+    src = tmp_path / "w.csv"
+    _wasted_csv(src, [(30.0, 100.0), (40.0, 100.0), (45.0, 100.0), (36.0, 100.0)])
+    assert main(["summarize", str(src), "--metric", "wasted_fraction"]) == 0
+    out = capsys.readouterr().out
+    row = next(csv.DictReader((tmp_path / "w.summary.csv").open()))
+    est, lo, hi = (float(row[k]) for k in ("wasted_fraction", "wasted_fraction_lo", "wasted_fraction_hi"))
+    assert 0 < lo < est < hi < 1 and row["clipped"] == ""
+    assert f"{100 * est:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]" in out
+
+
+def test_an_interval_past_the_metrics_range_is_clipped_and_says_so(tmp_path, capsys):
+    from failclosed.sim.metrics import SUMMARY_METRICS
+
+    # three seeds far apart: the t interval over seeds reaches past 1 and below 0
+    rows = [{"wasted_s": a, "busy_s": 100.0} for a in (2.0, 95.0, 99.0)]
+    raw = stats.ratio_interval([2.0, 95.0, 99.0], [100.0] * 3)
+    assert raw.hi > 1 and raw.lo < 0
+    iv = stats.metric_interval(rows, SUMMARY_METRICS["wasted_fraction"])
+    assert (iv.lo, iv.hi) == (0.0, 1.0) and iv.estimate == raw.estimate
+    assert f"hi {raw.hi:.4g} clipped to 1" in iv.clipped and f"lo {raw.lo:.4g} clipped to 0" in iv.clipped
+    src = tmp_path / "wide.csv"
+    _wasted_csv(src, [(2.0, 100.0), (95.0, 100.0), (99.0, 100.0)])
+    assert main(["summarize", str(src), "--metric", "wasted_fraction"]) == 0
+    out = capsys.readouterr().out
+    row = next(csv.DictReader((tmp_path / "wide.summary.csv").open()))
+    assert float(row["wasted_fraction_hi"]) == 1.0 and "wasted_fraction hi" in row["clipped"]
+    assert "[0.0, 100.0]*" in out and "clipped" in out
+    # a mean is never negative either (a throughput, a time)
+    t = stats.metric_interval([{"e2e_p99_s": v} for v in (1.0, 900.0)], SUMMARY_METRICS["e2e_p99_s"])
+    assert t.lo == 0.0 and "lo" in t.clipped and t.hi > 900
