@@ -248,7 +248,10 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 def _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_path, hdir,
               export_policy: str | None) -> int:
+    from failclosed.sim import config as sconfig
     from failclosed.spec.progress import Progress
+
+    cfg = sconfig.load(raw)
 
     results: list[dict[str, Any]] = []
     viol_objs: dict[str, list] = {}
@@ -300,13 +303,26 @@ def _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_
             json.dump(results if side else results[0], f, indent=1, sort_keys=True)
     _junit(args, results, viol_objs, verdict, seed, Path(path).stem, total)
     report(results, path, total, verdict, stop=stop, known=known, baseline_path=baseline_path,
-           headline=headline, side=side, violations_dir=args.violations_dir, n_runs=n_runs, seed=seed)
+           headline=headline, side=side, violations_dir=args.violations_dir, n_runs=n_runs, seed=seed,
+           cfg=cfg)
     for r in results:
         if "export" in r:
-            e = r["export"]
-            print(f"{r['policy']}'s simulation exported to {e['path']}: {e['runs']} runs, {e['events']} events "
-                  f"(privacy {e['privacy']}); read it with: failclosed inspect {e['path']}")
+            print(export_line(r))
     return 1 if verdict["new"] else 0
+
+
+def export_line(r: dict[str, Any]) -> str:
+    """What an export holds, and why it holds fewer runs than ``--runs`` asked for."""
+    e = r["export"]
+    why = []
+    if e.get("runs_without_row"):
+        why.append(f"{e['runs_without_row']} whose start_run/enqueue_run failed, so the runtime stored no row")
+    if r["runs_not_admitted"]:
+        cause = "the simulation stopped first" if r["ended_by"] == "stop" else "the drain ended first (above)"
+        why.append(f"{r['runs_not_admitted']:,} never simulated: {cause}")
+    held = f"{e['runs']:,} runs" + (f" of the {r['runs']:,} asked for ({'; '.join(why)})" if why else "")
+    return (f"{r['policy']}'s simulation exported to {e['path']}: {held}, {e['events']:,} events "
+            f"(privacy {e['privacy']}); read it with: failclosed inspect {e['path']}")
 
 
 def _check_export(args: argparse.Namespace, policies: list[str]) -> str | None:
@@ -524,7 +540,9 @@ def _metric_rows(results: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
 
     ni, iw = "non_idempotent_write", "idempotent_write"
     spec = [
-        ("runs simulated", lambda r: f"{r['runs_simulated']:,}" + (" (stopped)" if r["stopped_early"] else "")),
+        ("runs simulated", lambda r: f"{r['runs_simulated']:,}"
+         + (f" of {r['runs']:,}" if r["runs_simulated"] < r["runs"] else "")
+         + (" (stopped)" if r["stopped_early"] else "")),
         ("finished / unfinished", lambda r: f"{r['metrics']['finished']} / {r['metrics']['unfinished']}"),
         ("completed", lambda r: _pct(r["metrics"]["completed"])),
         ("dead-lettered", lambda r: _pct(r["metrics"]["dead_letter"])),
@@ -592,6 +610,10 @@ def summary_line(results: list[dict[str, Any]], verdict: dict[str, Any], known: 
     bad_pols = {p for (p, _) in verdict["violated"]}
     props = {q for (_, q) in verdict["violated"]}
     head = f"{plural(len(pols), 'policy', 'policies')} x {n_runs} runs"
+    short = [r["runs_simulated"] for r in results if r.get("ended_by") == "drain" and r["runs_not_admitted"]]
+    if short and stop is None:
+        got = f"{min(short)}" if min(short) == max(short) else f"{min(short)} to {max(short)}"
+        head += f" ({got} simulated: the drain ended first)"
     if stop is not None:
         return f"{head}: stopped at the first violation after {stop['runs_simulated']} runs (seed {seed})"
     clean = f"{len(pols) - len(bad_pols)} clean (seed {seed})"
@@ -604,8 +626,20 @@ def summary_line(results: list[dict[str, Any]], verdict: dict[str, Any], known: 
     return f"{head}: {plural(len(bad_pols), 'policy', 'policies')} {verb} {plural(len(props), 'property', 'properties')}, {clean}"
 
 
+def not_admitted_line(r: dict[str, Any], cfg: Any) -> str:
+    """Why a simulation ended with runs that never got a slot: the drain's end came first."""
+    m = r["metrics"]
+    arrivals = (f"arrivals at {cfg.rate_per_hour:g}/h" if cfg.arrival_kind == "poisson"
+                else f"batches of {cfg.batch_size}")
+    return (f"{r['policy']}: {r['runs_not_admitted']:,} of the {r['runs']:,} runs were never simulated: "
+            f"the simulation ends runs.drain_seconds = {cfg.drain_seconds:g} s after the last arrival, and they "
+            f"were still waiting for one of the runs.slots = {cfg.slots} slots ({arrivals}, "
+            f"{m['throughput_per_hour']:,.0f} finished/h); the figures cover the {r['runs_simulated']:,} "
+            "simulated. To simulate them all raise runs.drain_seconds or workers.count, or lower the arrival rate.")
+
+
 def report(results, path, total, verdict, *, stop, known, baseline_path, headline, side,
-           violations_dir, n_runs, seed) -> None:
+           violations_dir, n_runs, seed, cfg: Any = None) -> None:
     from rich.console import Console
 
     width = terminal_width()
@@ -647,6 +681,9 @@ def report(results, path, total, verdict, *, stop, known, baseline_path, headlin
     elif verdict["violated"] and not violations_dir and not side:
         con.print("Next: rerun with --violations-dir DIR to write the counterexamples as scenarios "
                   "(failclosed replay FILE reproduces each).")
+    for r in results:
+        if r.get("ended_by") == "drain" and r["runs_not_admitted"] > 0 and cfg is not None:
+            _hanging(con, not_admitted_line(r, cfg))
     line = summary_line(results, verdict, known, stop, n_runs, seed)
     style = "bold red" if verdict["new"] else ("bold yellow" if verdict["violated"] else "bold green")
     con.print(f"[{style}]{line}[/]")

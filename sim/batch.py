@@ -71,6 +71,9 @@ def simulate_one(
         "seed": sim.seed,
         "runs": sim.n_runs,
         "runs_simulated": len(recs),
+        # the runs that arrived but never got a slot before the end (or never arrived: stopped)
+        "runs_not_admitted": sim.n_runs - len(recs),
+        "ended_by": "stop" if sim.stopped else ("drain" if sim.drained else "last run archived"),
         "stopped_early": bool(sim.stopped),
         "history_sha256": sim.history.hexdigest(),
         "outcomes": metrics.outcomes(recs),

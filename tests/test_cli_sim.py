@@ -562,3 +562,49 @@ def test_the_main_job_names_the_findings_and_how_to_replay_one(tmp_path, capsys,
     proc = subprocess.run([sys.executable, "-m", "failclosed", "replay", replay[0]], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# A workload the drain cuts short: six runs arrive at once, two slots, one slow worker, and
+# the simulation ends 30 s after the last arrival, before the last runs get a slot.
+CUT_SHORT = """
+policy = "current"
+[runs]
+count = 6
+slots = 2
+drain_seconds = 30
+[arrivals]
+kind = "batch"
+size = 6
+[workers]
+count = 1
+[provider]
+latency = 5.0
+[[tools]]
+name = "search"
+latency = 5.0
+[workload]
+tool_mix = {search = 1}
+"""
+
+
+def test_simulate_says_what_it_exported_and_why_fewer_than_asked(tmp_path, capsys, quiet_progress):
+    import sqlite3
+
+    cfg = write(tmp_path, "cut.toml", CUT_SHORT)
+    db, js = tmp_path / "e.sqlite", tmp_path / "e.json"
+    code, out, _ = run(["simulate", cfg, "--export", str(db), "--json", str(js)], capsys)
+    assert code == 0
+    r = json.loads(js.read_text())
+    e = r["export"]
+    assert r["ended_by"] == "drain" and 0 < r["runs_simulated"] < r["runs"] == 6
+    assert r["runs_not_admitted"] == r["runs"] - r["runs_simulated"]
+    assert e["runs"] + e["runs_without_row"] == r["runs_simulated"]
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT COUNT(*) FROM tx_nrllm_agentrun").fetchone()[0] == e["runs"]
+    line = next(x for x in out.splitlines() if "exported to" in x)
+    assert f"{e['runs']} runs of the 6 asked for" in line
+    assert f"{r['runs_not_admitted']} never simulated" in line
+    text = " ".join(out.split())
+    assert f"{r['runs_not_admitted']} of the 6 runs were never simulated" in text
+    assert "runs.drain_seconds = 30 s" in text and "runs.slots = 2" in text
+    assert f"1 policy x 6 runs ({r['runs_simulated']} simulated: the drain ended first)" in text
