@@ -73,7 +73,7 @@ class Simulation:
         crosscheck_every: int = 0,
         check_steps: bool = True,
         defer_stable: bool = True,
-        scenarios: int = SCENARIOS_PER_PROPERTY,
+        scenarios: int | None = SCENARIOS_PER_PROPERTY,
     ):
         self.cfg = cfg
         self.policy_name = policy or cfg.policy
