@@ -4,9 +4,11 @@ A sweep CSV (``failclosed sweep --out F.csv``) holds one row per (grid point, se
 summary has one row per grid point: its parameters, ``n_seeds`` and, for each metric of
 ``sim.metrics.SUMMARY_METRICS`` the CSV has columns for, ``METRIC``, ``METRIC_lo`` and
 ``METRIC_hi``: the estimate and its 95 % interval *over seeds* (one simulation is one
-replication; ``sim.stats``), and the ``interval_method``. It is written beside the CSV
+replication; ``sim.stats``), each clipped to its metric's range, the ``interval_method``, and
+``clipped``: the bounds moved to that range, from where. It is written beside the CSV
 (``F.summary.csv``, or ``--summary FILE``; complete or not at all) and printed as tables no
-wider than 100 columns. ``failclosed sweep`` writes and prints the same summary at its end.
+wider than 100 columns (a share as a percentage, a clipped interval marked ``*``).
+``failclosed sweep`` writes and prints the same summary at its end.
 """
 
 from __future__ import annotations
