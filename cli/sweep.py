@@ -255,8 +255,8 @@ def _print_precision(summary: list[dict[str, Any]], names: list[str], precision:
     """Per grid point: the seeds it used, the widest arm of its interval, reached or not."""
     metric, half = precision
     got = sum(r["precision_reached"] == "yes" for r in summary)
-    print(f"sweep: precision {metric} +-{half:g} (each arm of the interval within {half:g} of the estimate) "
-          f"reached at {got} of {len(summary)} grid points:")
+    print(f"sweep: precision {metric} +-{half:g} (both arms of the interval) reached at {got} of "
+          f"{len(summary)} grid points:")
     for r in summary[:PRECISION_LINES]:
         label = " ".join(f"{n.rsplit('.', 1)[-1]}={r[f'param:{n}']}" for n in names) or "the grid point"
         arm = r["precision_widest_arm"]
