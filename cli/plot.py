@@ -10,9 +10,11 @@ curves
 lease-curves
     ``curves --x constants.LEASE_SECONDS --color policy`` with four panels.
 swimlane
-    ``--runs`` and ``--window`` select what is drawn and the axis zooms to it; at most
-    ``--max-lanes`` lanes (the figure and stdout say how to choose others); the violations the
-    history records (or the scenario expects) are marked where they happen.
+    ``--runs`` and ``--window`` select what is drawn and the axis zooms to it; nothing else
+    narrows it (``--first-violating-run`` draws the first violating run alone, and says so); at
+    most ``--max-lanes`` lanes (the figure and stdout say how to choose others); the violations
+    the history records (or the scenario expects) are marked where they happen, each labelled
+    inside the figure.
 """
 
 from __future__ import annotations
@@ -55,11 +57,17 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         recs = plots.load_records(args.input)
         plots.check_runs(recs, runs, args.input)
         viol = None
+        if args.first_violating_run and runs:
+            raise UsageError("--first-violating-run: draws the first violating run instead of --runs; give one of them")
+        if args.first_violating_run and not args.violations and not args.input.endswith(".toml"):
+            raise UsageError("--first-violating-run: needs --violations FILE.json (the --json of the simulate "
+                             "run that wrote the history) to know which runs violate")
         if args.violations:
             check_input_file(args.violations, "--violations")
             viol = plots.load_violations(args.violations)
         drawn = plots.swimlane(args.input, args.out, runs=runs or None, window=window, axis=args.axis,
-                               records=recs, max_lanes=args.max_lanes, violations=viol)
+                               records=recs, max_lanes=args.max_lanes, violations=viol,
+                               first_violating=args.first_violating_run)
         for line in (drawn or {}).get("notes", []):
             print(line)
     elif args.kind == "curves":
@@ -107,8 +115,11 @@ def register(subparsers: Any) -> None:
                          "less than one second per transition (default: auto)")
     pl.add_argument("--violations", metavar="FILE.json",
                     help="swimlane of a history: the --json of the simulate run that wrote it; its "
-                         "violations are marked, and without --runs the first violating run is drawn "
-                         "(a scenario's violations are found by replaying it; default: none)")
+                         "violations are marked where they happen, every run still drawn (a scenario's "
+                         "violations are found by replaying it; default: none)")
+    pl.add_argument("--first-violating-run", action="store_true",
+                    help="swimlane: draw only the first violating run (and say so), instead of --runs "
+                         "(default: off, every run drawn)")
     pl.add_argument("--max-lanes", type=int_arg(1, "a number of lanes, >= 1"), default=24,
                     help="swimlane: at most this many lanes, the busiest; the caption says how to choose others (default: 24)")
     pl.add_argument("--x", metavar="PARAM", help="curves: the swept parameter on the x axis (required for curves)")

@@ -24,8 +24,12 @@ simulate
     for the side-by-side run, in ``SIDE_BY_SIDE`` order), with a baseline also
     ``"baseline": {"file", "known", "new", "fixed"}`` (property names). Counterexample scenarios
     (``failclosed replay FILE`` reproduces each) are written only under an explicit
-    ``--violations-dir``; the side-by-side run writes the one its closing advice replays
-    into one directory under the system's temporary directory, and says which.
+    ``--violations-dir``: the first ``--max-scenarios N`` violations of each property per
+    policy (default ``SCENARIOS_PER_PROPERTY``, ``all``: every one); the output and the JSON's
+    ``"scenarios"`` say how many were not written and how to lift the cap. The side-by-side run
+    writes the one its closing advice replays into one directory under the system's temporary
+    directory, and says which. ``--jobs N``: the side-by-side run's policies on N spawned
+    processes (spec/pool.py, through sim.batch.run_in_processes), the same results as one.
     ``--export DB.sqlite | DIR`` writes the simulation's runs and events in the runtime's two
     tables (sim/export.py; the side-by-side run exports current's), read by ``failclosed
     inspect`` (cli/inspect.py, docs/INSPECT.md).
@@ -50,7 +54,8 @@ from typing import Any
 
 from failclosed.cli.scenario_writer import write_scenario
 from failclosed.model.config import ConfigError, UsageError, read_toml
-from failclosed.sim.batch import simulate_one, violation_scenario
+from failclosed.sim.batch import run_in_processes, simulate_one, simulate_policy, violation_scenario
+from failclosed.sim.records import SCENARIOS_PER_PROPERTY
 
 __all__ = ["SIDE_BY_SIDE", "check_input_file", "check_output_dir", "check_output_file",
            "default_baseline_path", "int_arg", "load_known", "plural", "read_config", "register",
@@ -58,6 +63,7 @@ __all__ = ["SIDE_BY_SIDE", "check_input_file", "check_output_dir", "check_output
 
 SIDE_BY_SIDE = ("proposed", "current", "adr-134", "adr-122", "adr-111", "owner-guard")
 LIST_FILES = 10
+MAX_SCENARIOS_FLAG = "--max-scenarios"
 # how the report's intervals are computed (sim.stats.sectioned; docs/SIMULATOR.md "Intervals")
 INTERVAL_NOTE = ("batch means over 10 sections of consecutive runs of each simulation (Student t; "
                  "proportions widened to the pooled Wilson interval where wider)")  # files listed by name; the rest are counted
@@ -78,6 +84,13 @@ def int_arg(lo: int, what: str):
 
     parse.__name__ = "integer"
     return parse
+
+
+def max_scenarios_arg(s: str) -> int | None:
+    """``--max-scenarios``: an integer >= 0, or ``all`` (None: no cap)."""
+    if s.strip().lower() == "all":
+        return None
+    return int_arg(0, "a number of scenarios per property >= 0, or all")(s)
 
 
 def check_input_file(path: str, flag: str) -> None:
@@ -160,10 +173,22 @@ def simulate_and_write(raw: dict[str, Any], violations_dir: str | None = None,
                   "an earlier file of that name is untouched", file=sys.stderr)
         raise
     if violations_dir:
-        for k, (v, d) in enumerate(zip(sim.violations, res["violations"], strict=True)):
-            if v.scenario is not None:
-                d["scenario"] = write_violation(sim.policy_name, sim.seed, v, k, violations_dir)
+        write_scenarios(res, sim.violations, violations_dir, kw.get("scenarios", SCENARIOS_PER_PROPERTY))
     return res, sim
+
+
+def write_scenarios(res: dict[str, Any], violations: list[Any], directory: str, cap: int | None) -> None:
+    """Each violation's counterexample that has a scenario (the first ``cap`` of each property;
+    None: every one) written under ``directory``, its path in the violation's ``"scenario"``;
+    ``res["scenarios"]`` says how many were written, how many were not, and how to lift the cap."""
+    written = 0
+    for k, (v, d) in enumerate(zip(violations, res["violations"], strict=True)):
+        if v.scenario is not None:
+            d["scenario"] = write_violation(res["policy"], res["seed"], v, k, directory)
+            written += 1
+    res["scenarios"] = {"directory": directory, "written": written, "not_written": len(violations) - written,
+                        "max_per_property": "all" if cap is None else cap,
+                        "lift_the_cap": f"{MAX_SCENARIOS_FLAG} all"}
 
 
 def write_violation(policy: str, seed: int, v: Any, k: int, directory: str) -> str:
@@ -248,7 +273,10 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 def _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_path, hdir,
               export_policy: str | None) -> int:
+    from failclosed.sim import config as sconfig
     from failclosed.spec.progress import Progress
+
+    cfg = sconfig.load(raw)
 
     results: list[dict[str, Any]] = []
     viol_objs: dict[str, list] = {}
@@ -256,31 +284,28 @@ def _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_
     t0 = time.perf_counter()
     with Progress("simulate", total=len(policies) * n_runs, unit="runs", enabled=not args.quiet,
                   clock=time.monotonic) as pg:
-        for pol in policies:
-            counted = [0]
-
-            def tick(n: int, counted=counted) -> None:
-                counted[0] = n
-                pg.advance()
-
-            res, sim = simulate_and_write(raw, args.violations_dir, policy=pol, seed=seed, runs=n_runs,
-                                          keep_going=not args.fail_fast, history=args.history,
-                                          on_archive=tick, export=args.export if pol == export_policy else None,
-                                          export_privacy=args.export_privacy)
-            pg.advance(max(0, n_runs - counted[0]))  # runs left unfinished at the end count as done
-            results.append(res)
-            viol_objs[pol] = sim.violations
-            props = len({v["property"] for v in res["violations"]})
-            pg.note(f"failclosed simulate: {pol}: {res['runs_simulated']} runs, "
-                    + (f"{plural(props, 'property', 'properties')} violated" if props else "all properties hold")
-                    + f" ({res['elapsed_seconds']:.1f} s)")
-            if args.fail_fast and sim.violations:
-                v = sim.violations[0]
-                stop = {"policy": pol, "property": v.property, "runs": v.runs, "time": v.time,
-                        "runs_simulated": res["runs_simulated"], "runs_finished": res["metrics"]["finished"],
-                        "not_simulated": policies[len(results):]}
-                break
-            del sim
+        kws = [dict(policy=pol, seed=seed, runs=n_runs, keep_going=not args.fail_fast, history=args.history,
+                    export=args.export if pol == export_policy else None, export_privacy=args.export_privacy,
+                    scenarios=args.max_scenarios) for pol in policies]
+        done = _simulations(raw, kws, args.jobs, pg, n_runs)
+        try:
+            for pol, (res, violations) in zip(policies, done, strict=False):
+                if args.violations_dir:
+                    write_scenarios(res, violations, args.violations_dir, args.max_scenarios)
+                results.append(res)
+                viol_objs[pol] = violations
+                props = len({v["property"] for v in res["violations"]})
+                pg.note(f"failclosed simulate: {pol}: {res['runs_simulated']} runs, "
+                        + (f"{plural(props, 'property', 'properties')} violated" if props else "all properties hold")
+                        + f" ({res['elapsed_seconds']:.1f} s)")
+                if args.fail_fast and violations:
+                    v = violations[0]
+                    stop = {"policy": pol, "property": v.property, "runs": v.runs, "time": v.time,
+                            "runs_simulated": res["runs_simulated"], "runs_finished": res["metrics"]["finished"],
+                            "not_simulated": policies[len(results):]}
+                    break
+        finally:
+            done.close()  # stopped early (--fail-fast) or interrupted: no worker goes on
     total = time.perf_counter() - t0
 
     verdict = judge(results, baseline, Path(path).stem, stop is not None)
@@ -300,13 +325,48 @@ def _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_
             json.dump(results if side else results[0], f, indent=1, sort_keys=True)
     _junit(args, results, viol_objs, verdict, seed, Path(path).stem, total)
     report(results, path, total, verdict, stop=stop, known=known, baseline_path=baseline_path,
-           headline=headline, side=side, violations_dir=args.violations_dir, n_runs=n_runs, seed=seed)
+           headline=headline, side=side, violations_dir=args.violations_dir, n_runs=n_runs, seed=seed,
+           cfg=cfg)
     for r in results:
         if "export" in r:
-            e = r["export"]
-            print(f"{r['policy']}'s simulation exported to {e['path']}: {e['runs']} runs, {e['events']} events "
-                  f"(privacy {e['privacy']}); read it with: failclosed inspect {e['path']}")
+            print(export_line(r))
     return 1 if verdict["new"] else 0
+
+
+def export_line(r: dict[str, Any]) -> str:
+    """What an export holds, and why it holds fewer runs than ``--runs`` asked for."""
+    e = r["export"]
+    why = []
+    if e.get("runs_without_row"):
+        why.append(f"{e['runs_without_row']} whose start_run/enqueue_run failed, so the runtime stored no row")
+    if r["runs_not_admitted"]:
+        cause = "the simulation stopped first" if r["ended_by"] == "stop" else "the drain ended first (above)"
+        why.append(f"{r['runs_not_admitted']:,} never simulated: {cause}")
+    held = f"{e['runs']:,} runs" + (f" of the {r['runs']:,} asked for ({'; '.join(why)})" if why else "")
+    return (f"{r['policy']}'s simulation exported to {e['path']}: {held}, {e['events']:,} events "
+            f"(privacy {e['privacy']}); read it with: failclosed inspect {e['path']}")
+
+
+def _simulations(raw: dict[str, Any], kws: list[dict[str, Any]], jobs: int, pg: Any, n_runs: int):
+    """(result, violations) of ``simulate_one(raw, **kw)`` for each ``kw``, in order: in this
+    process (progress per run) or, with ``jobs`` > 1, on that many spawned processes (progress
+    per simulation; the same results: a simulation depends on its seed and config alone)."""
+    if jobs > 1 and len(kws) > 1:
+        for res, violations in run_in_processes(simulate_policy, [(raw, kw) for kw in kws], jobs):
+            pg.advance(n_runs)
+            yield res, violations
+        return
+    for kw in kws:
+        counted = [0]
+
+        def tick(n: int, counted=counted) -> None:
+            counted[0] = n
+            pg.advance()
+
+        res, sim = simulate_and_write(raw, None, on_archive=tick, **kw)
+        pg.advance(max(0, n_runs - counted[0]))  # runs left unfinished at the end count as done
+        yield res, sim.violations
+        del sim
 
 
 def _check_export(args: argparse.Namespace, policies: list[str]) -> str | None:
@@ -524,7 +584,9 @@ def _metric_rows(results: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
 
     ni, iw = "non_idempotent_write", "idempotent_write"
     spec = [
-        ("runs simulated", lambda r: f"{r['runs_simulated']:,}" + (" (stopped)" if r["stopped_early"] else "")),
+        ("runs simulated", lambda r: f"{r['runs_simulated']:,}"
+         + (f" of {r['runs']:,}" if r["runs_simulated"] < r["runs"] else "")
+         + (" (stopped)" if r["stopped_early"] else "")),
         ("finished / unfinished", lambda r: f"{r['metrics']['finished']} / {r['metrics']['unfinished']}"),
         ("completed", lambda r: _pct(r["metrics"]["completed"])),
         ("dead-lettered", lambda r: _pct(r["metrics"]["dead_letter"])),
@@ -592,6 +654,10 @@ def summary_line(results: list[dict[str, Any]], verdict: dict[str, Any], known: 
     bad_pols = {p for (p, _) in verdict["violated"]}
     props = {q for (_, q) in verdict["violated"]}
     head = f"{plural(len(pols), 'policy', 'policies')} x {n_runs} runs"
+    short = [r["runs_simulated"] for r in results if r.get("ended_by") == "drain" and r["runs_not_admitted"]]
+    if short and stop is None:
+        got = f"{min(short)}" if min(short) == max(short) else f"{min(short)} to {max(short)}"
+        head += f" ({got} simulated: the drain ended first)"
     if stop is not None:
         return f"{head}: stopped at the first violation after {stop['runs_simulated']} runs (seed {seed})"
     clean = f"{len(pols) - len(bad_pols)} clean (seed {seed})"
@@ -604,8 +670,20 @@ def summary_line(results: list[dict[str, Any]], verdict: dict[str, Any], known: 
     return f"{head}: {plural(len(bad_pols), 'policy', 'policies')} {verb} {plural(len(props), 'property', 'properties')}, {clean}"
 
 
+def not_admitted_line(r: dict[str, Any], cfg: Any) -> str:
+    """Why a simulation ended with runs that never got a slot: the drain's end came first."""
+    m = r["metrics"]
+    arrivals = (f"arrivals at {cfg.rate_per_hour:g}/h" if cfg.arrival_kind == "poisson"
+                else f"batches of {cfg.batch_size}")
+    return (f"{r['policy']}: {r['runs_not_admitted']:,} of the {r['runs']:,} runs were never simulated: "
+            f"the simulation ends runs.drain_seconds = {cfg.drain_seconds:g} s after the last arrival, and they "
+            f"were still waiting for one of the runs.slots = {cfg.slots} slots ({arrivals}, "
+            f"{m['throughput_per_hour']:,.0f} finished/h); the figures cover the {r['runs_simulated']:,} "
+            "simulated. To simulate them all raise runs.drain_seconds or workers.count, or lower the arrival rate.")
+
+
 def report(results, path, total, verdict, *, stop, known, baseline_path, headline, side,
-           violations_dir, n_runs, seed) -> None:
+           violations_dir, n_runs, seed, cfg: Any = None) -> None:
     from rich.console import Console
 
     width = terminal_width()
@@ -637,7 +715,7 @@ def report(results, path, total, verdict, *, stop, known, baseline_path, headlin
         what = "" if known is None else (f"{headline['label']}, " if headline["known"] else "NEW, ")
         con.print(f"Next: look at {headline['policy']}'s violation of {headline['property']} ({what}run "
                   f"{', '.join(headline['runs'])}, t={headline['time']:.3f} s), written as a scenario to "
-                  f"{os.path.dirname(headline['path'])}/ (--violations-dir DIR writes every counterexample). "
+                  f"{os.path.dirname(headline['path'])}/ (--violations-dir DIR writes the first {MAX_SCENARIOS_FLAG} of each property). "
                   "Replay it step by step, and draw it:")
         from failclosed.cli.checking import command_name, shlex_quote
 
@@ -647,6 +725,9 @@ def report(results, path, total, verdict, *, stop, known, baseline_path, headlin
     elif verdict["violated"] and not violations_dir and not side:
         con.print("Next: rerun with --violations-dir DIR to write the counterexamples as scenarios "
                   "(failclosed replay FILE reproduces each).")
+    for r in results:
+        if r.get("ended_by") == "drain" and r["runs_not_admitted"] > 0 and cfg is not None:
+            _hanging(con, not_admitted_line(r, cfg))
     line = summary_line(results, verdict, known, stop, n_runs, seed)
     style = "bold red" if verdict["new"] else ("bold yellow" if verdict["violated"] else "bold green")
     con.print(f"[{style}]{line}[/]")
@@ -666,14 +747,19 @@ def rel_path(path: str | None) -> str:
 
 def _report_files(con, results, violations_dir) -> None:
     files = [(r["policy"], v) for r in results for v in r["violations"] if "scenario" in v]
-    if not files:
-        return
-    con.print(f"{plural(len(files), 'counterexample scenario')} written to {violations_dir}/, named "
-              "sim-POLICY-seedN-PROPERTY-K.toml (failclosed replay FILE reproduces each):")
+    if files:
+        con.print(f"{plural(len(files), 'counterexample scenario')} written to {violations_dir}/, named "
+                  "sim-POLICY-seedN-PROPERTY-K.toml (failclosed replay FILE reproduces each):")
     for _pol, v in files[:LIST_FILES]:
         con.print(f"    {v['scenario']}", soft_wrap=True)
     if len(files) > LIST_FILES:
         con.print(f"    and {len(files) - LIST_FILES} more in {violations_dir}/")
+    left = sum(r.get("scenarios", {}).get("not_written", 0) for r in results)
+    if left:
+        cap = next(r["scenarios"]["max_per_property"] for r in results if "scenarios" in r)
+        _hanging(con, f"{plural(left, 'violation')} not written as scenarios: at most {cap} per property "
+                      f"and policy are kept ({MAX_SCENARIOS_FLAG} {cap}); {MAX_SCENARIOS_FLAG} all writes "
+                      "every one (the JSON's scenarios counts them per policy)")
 
 
 def _hanging(con, text: str) -> None:
@@ -759,8 +845,15 @@ def register(subparsers: Any) -> None:
     p.add_argument("--fail-fast", action="store_true",
                    help="stop the whole command at the first violation and say where (default: off)")
     p.add_argument("--violations-dir", metavar="DIR",
-                   help="write every violation's counterexample scenario here (default: none written; the "
-                        "side-by-side run writes the one it suggests replaying to a temporary directory)")
+                   help="write the violations' counterexample scenarios here, at most --max-scenarios per "
+                        "property; the output and the JSON count those not written (default: none written; "
+                        "the side-by-side run writes the one it suggests replaying to a temporary directory)")
+    p.add_argument(MAX_SCENARIOS_FLAG, type=max_scenarios_arg, default=SCENARIOS_PER_PROPERTY, metavar="N|all",
+                   help="the counterexample scenarios kept (and written by --violations-dir) per property: "
+                        f"the first N violations of each; all: every one (default: {SCENARIOS_PER_PROPERTY})")
+    p.add_argument("--jobs", type=int_arg(1, "the number of local processes, >= 1"), default=1,
+                   help="simulate the policies of the side-by-side run on this many processes, the results "
+                        "identical to one (default: 1)")
     p.add_argument("--baseline", metavar="FILE",
                    help="a baseline TOML of known violations: those exit 0, anything new exits 1 (default: "
                         "spec/baselines/current.toml without CONFIG and --policy, else none)")

@@ -4,9 +4,11 @@ A sweep CSV (``failclosed sweep --out F.csv``) holds one row per (grid point, se
 summary has one row per grid point: its parameters, ``n_seeds`` and, for each metric of
 ``sim.metrics.SUMMARY_METRICS`` the CSV has columns for, ``METRIC``, ``METRIC_lo`` and
 ``METRIC_hi``: the estimate and its 95 % interval *over seeds* (one simulation is one
-replication; ``sim.stats``), and the ``interval_method``. It is written beside the CSV
+replication; ``sim.stats``), each clipped to its metric's range, the ``interval_method``, and
+``clipped``: the bounds moved to that range, from where. It is written beside the CSV
 (``F.summary.csv``, or ``--summary FILE``; complete or not at all) and printed as tables no
-wider than 100 columns. ``failclosed sweep`` writes and prints the same summary at its end.
+wider than 100 columns (a share as a percentage, a clipped interval marked ``*``).
+``failclosed sweep`` writes and prints the same summary at its end.
 """
 
 from __future__ import annotations
@@ -81,14 +83,26 @@ def write_summary(path: str, summary: list[dict[str, Any]], header: list[str],
         raise
 
 
-def _cell(kind: str, est: Any, lo: Any, hi: Any) -> str:
+CLIPPED_MARK = "*"  # after an interval clipped to its metric's range
+
+
+def _cell(spec: Any, est: Any, lo: Any, hi: Any, clipped: bool = False) -> str:
+    """A metric's estimate and interval as the table prints it: a share (``spec.fraction``)
+    as a percentage with one decimal, anything else as a number; ``clipped`` marks the band."""
     if est is None:
         return "-"
-    if kind == "proportion":
-        band = "" if lo is None else f" [{100 * lo:.1f}, {100 * hi:.1f}]"
+    mark = CLIPPED_MARK if clipped else ""
+    if spec.fraction:
+        band = "" if lo is None else f" [{100 * lo:.1f}, {100 * hi:.1f}]{mark}"
         return f"{100 * est:.1f}%{band}"
-    band = "" if lo is None else f" [{lo:,.0f}, {hi:,.0f}]"
-    return f"{est:,.0f}{band}"
+    digits = 0 if abs(est) >= 10 else 2
+    band = "" if lo is None else f" [{lo:,.{digits}f}, {hi:,.{digits}f}]{mark}"
+    return f"{est:,.{digits}f}{band}"
+
+
+def _clipped_metrics(row: dict[str, Any]) -> set[str]:
+    """The metrics of a summary row whose interval was clipped (its ``clipped`` column)."""
+    return {c.split(" ", 1)[0] for c in str(row.get("clipped") or "").split("; ") if c}
 
 
 def _short(name: str) -> str:
@@ -109,9 +123,12 @@ def print_summary(summary: list[dict[str, Any]], header: list[str], metrics: lis
     vary = [n for n in names if len({str(r[f"param:{n}"]) for r in summary}) > 1] or names
     width = min(terminal_width(), TABLE_WIDTH)
     rows = []
+    any_clipped = False
     for r in summary:
         label = " ".join(f"{_short(n)}={r[f'param:{n}']}" for n in vary) or "(one grid point)"
-        cells = [str(r["n_seeds"])] + [_cell(SUMMARY_METRICS[m][0], r[m], r[f"{m}_lo"], r[f"{m}_hi"])
+        clipped = _clipped_metrics(r) & set(shown)
+        any_clipped = any_clipped or bool(clipped)
+        cells = [str(r["n_seeds"])] + [_cell(SUMMARY_METRICS[m], r[m], r[f"{m}_lo"], r[f"{m}_hi"], m in clipped)
                                        for m in shown]
         rows.append((label, cells))
     con = Console(width=width, highlight=False, soft_wrap=False, file=out)
@@ -121,7 +138,13 @@ def print_summary(summary: list[dict[str, Any]], header: list[str], metrics: lis
         from textwrap import fill
 
         con.print(fill(f"[ ]: {stats.method_text()}. Metrics: "
-                       + "; ".join(f"{m} = {SUMMARY_METRICS[m][3]}" for m in shown) + ".", width),
+                       + "; ".join(f"{m} = {SUMMARY_METRICS[m].text}" for m in shown) + ".", width),
+                  markup=False)
+    if any_clipped:
+        from textwrap import fill
+
+        con.print(fill(f"{CLIPPED_MARK}: the interval reached past its metric's range and was clipped "
+                       "to it (the summary CSV's clipped column gives the bound before clipping).", width),
                   markup=False)
 
 

@@ -6,9 +6,9 @@ The grid of ``--param NAME=V1,V2`` values (dotted config keys; ``policy`` too) t
 keeps its rows, and a rerun skips the rows already in the file; a file with other
 columns is refused). At the end the summary (one row per grid point: ``n_seeds`` and each
 metric with its 95 % interval over seeds, cli/summarize.py) is written beside the CSV (or to
-``--summary``) and printed. ``--precision METRIC=H`` adds seeds to each grid point until the
-interval's half-width on METRIC is at most H or ``--seeds`` is reached; the summary says
-which points reached it. Exit 1 if a simulation of the grid violated a property that
+``--summary``) and printed. ``--precision METRIC=H`` adds seeds to each grid point until both
+arms of the interval on METRIC (estimate - lo, hi - estimate) are at most H or ``--seeds`` is
+reached; the output says per point the seeds it used and whether it reached H. Exit 1 if a simulation of the grid violated a property that
 ``--baseline FILE`` does not list (any violation without one).
 """
 
@@ -169,12 +169,19 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     finally:
         if client is not None:
             client.close()
-    n_seeds = sorted({s for _, s in tasks})
-    print(f"sweep: {len(tasks)} simulations ({len(points)} grid points x "
-          f"{args.seeds if precision is None else f'{min(n_seeds, default=0)} to {max(n_seeds, default=0)}'} seeds), "
+    print(f"sweep: {len(tasks)} simulations ({len(points)} grid points x {_seeds_per_point(points, names, tasks)}), "
           f"{ran} run now, {len(tasks) - ran} already in {args.out}")
     _write_sweep_summary(args.out, summary_path, names, tasks, precision, reached)
     return _judge_sweep(args.out, names, tasks, baseline, Path(args.config).stem)
+
+
+def _seeds_per_point(points: list[dict[str, Any]], names: list[str], tasks) -> str:
+    """How many seeds each grid point has: ``3 seeds``, or ``3 to 10 seeds per point``."""
+    per: dict[tuple, int] = {tuple(str(p[n]) for n in names): 0 for p in points}
+    for p, _s in tasks:
+        per[tuple(str(p[n]) for n in names)] += 1
+    lo, hi = min(per.values(), default=0), max(per.values(), default=0)
+    return plural(lo, "seed") if lo == hi else f"{lo} to {hi} seeds per point"
 
 
 def _rows_of(path: str, names: list[str], tasks) -> tuple[list[str], list[dict[str, str]]]:
@@ -188,9 +195,10 @@ def _rows_of(path: str, names: list[str], tasks) -> tuple[list[str], list[dict[s
 
 def _sequential(raw, points, names, args, client, precision):
     """``--precision METRIC=H``: every grid point starts with ``--min-seeds`` seeds; a point
-    whose interval on METRIC is wider than +-H gets one more seed per round, until it is
-    within H or has ``--seeds`` seeds. Returns the tasks, how many ran, and per point whether
-    it reached the precision."""
+    whose interval on METRIC reaches farther than H from its estimate on either side (each
+    arm judged: an interval clipped or skewed is not symmetric) gets one more seed per round,
+    until both arms are within H or it has ``--seeds`` seeds. Returns the tasks, how many ran,
+    and per point (its parameter values) ``(reached, widest arm or None)``."""
     from failclosed.sim import stats
     from failclosed.sim.metrics import SUMMARY_METRICS
 
@@ -206,14 +214,14 @@ def _sequential(raw, points, names, args, client, precision):
         for i in sorted(open_points):
             key = tuple(str(points[i][n]) for n in names)
             iv = stats.metric_interval(groups.get(key, []), SUMMARY_METRICS[metric])
-            ok = iv.half_width is not None and iv.half_width <= half
-            reached[i] = ok
+            ok = iv.widest_arm is not None and iv.widest_arm <= half
+            reached[i] = (ok, iv.widest_arm)
             if ok or len(per[i]) >= args.seeds:
                 open_points.discard(i)
             else:
                 per[i].append(len(per[i]) + 1)
     tasks = [(p, s) for i, p in enumerate(points) for s in per[i]]
-    return tasks, ran_total, {tuple(str(points[i][n]) for n in names): ok for i, ok in reached.items()}
+    return tasks, ran_total, {tuple(str(points[i][n]) for n in names): r for i, r in reached.items()}
 
 
 def _write_sweep_summary(out, summary_path, names, tasks, precision, reached) -> None:
@@ -227,19 +235,36 @@ def _write_sweep_summary(out, summary_path, names, tasks, precision, reached) ->
     extra: tuple[str, ...] = ()
     if precision is not None:
         metric, half = precision
-        extra = ("precision", "precision_reached")
+        extra = ("precision", "precision_widest_arm", "precision_reached")
         for r in summary:
+            ok, arm = reached.get(tuple(r[f"param:{n}"] for n in names), (False, None))
             r["precision"] = f"{metric} +-{half:g}"
-            r["precision_reached"] = "yes" if reached.get(tuple(r[f"param:{n}"] for n in names)) else "no"
+            r["precision_widest_arm"] = arm
+            r["precision_reached"] = "yes" if ok else "no"
     write_summary(summary_path, summary, header, extra)
     print_summary(summary, header, [precision[0]] if precision else None)
     if precision is not None:
-        got = sum(r["precision_reached"] == "yes" for r in summary)
-        miss = [" ".join(f"{n.rsplit('.', 1)[-1]}={r[f'param:{n}']}" for n in names) or "the grid point"
-                for r in summary if r["precision_reached"] != "yes"]
-        print(f"sweep: precision {precision[0]} +-{precision[1]:g} reached at {got} of {len(summary)} grid points"
-              + (f"; not within --seeds at: {', '.join(miss[:6])}{' ...' if len(miss) > 6 else ''}" if miss else ""))
+        _print_precision(summary, names, precision)
     print(f"sweep: summary (one row per grid point) written to {summary_path}")
+
+
+PRECISION_LINES = 12  # grid points listed by --precision's report; the summary CSV has them all
+
+
+def _print_precision(summary: list[dict[str, Any]], names: list[str], precision: tuple[str, float]) -> None:
+    """Per grid point: the seeds it used, the widest arm of its interval, reached or not."""
+    metric, half = precision
+    got = sum(r["precision_reached"] == "yes" for r in summary)
+    print(f"sweep: precision {metric} +-{half:g} (both arms of the interval) reached at {got} of "
+          f"{len(summary)} grid points:")
+    for r in summary[:PRECISION_LINES]:
+        label = " ".join(f"{n.rsplit('.', 1)[-1]}={r[f'param:{n}']}" for n in names) or "the grid point"
+        arm = r["precision_widest_arm"]
+        arm_text = "no interval" if arm is None else f"widest arm {arm:.4g}"
+        verdict = "reached" if r["precision_reached"] == "yes" else "NOT reached within --seeds"
+        print(f"  {label}: {plural(int(r['n_seeds']), 'seed')}, {arm_text}, {verdict}")
+    if len(summary) > PRECISION_LINES:
+        print(f"  and {len(summary) - PRECISION_LINES} more grid points (the summary CSV's precision_reached column)")
 
 
 def _judge_sweep(path: str, names: list[str], tasks, baseline: Any, config: str) -> int:
@@ -397,8 +422,9 @@ def register(subparsers: Any) -> None:
                    help="the summary CSV, one row per grid point with 95%% intervals over seeds "
                         "(default: beside --out, NAME.summary.csv)")
     s.add_argument("--precision", metavar="METRIC=H",
-                   help="add seeds to each grid point (from --min-seeds, one per round) until the 95%% "
-                        "interval on METRIC is within +-H, or --seeds is reached (default: a fixed --seeds)")
+                   help="add seeds to each grid point (from --min-seeds, one per round) until each arm of the "
+                        "95%% interval on METRIC is within H of the estimate, or --seeds is reached "
+                        "(default: a fixed --seeds)")
     s.add_argument("--min-seeds", type=int_arg(2, "the seeds every grid point starts with, >= 2"), default=3,
                    help="with --precision: the seeds every grid point starts with (default: 3)")
     s.add_argument("--quiet", action="store_true", help="no progress on stderr (default: progress shown)")

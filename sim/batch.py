@@ -15,7 +15,8 @@ from typing import Any
 
 from .records import SCENARIOS_PER_PROPERTY
 
-__all__ = ["SWEEP_COLUMNS", "run_in_processes", "simulate_many", "simulate_one", "simulate_records",
+__all__ = ["SWEEP_COLUMNS", "run_in_processes", "simulate_many", "simulate_one", "simulate_policy",
+           "simulate_records",
            "sweep_columns", "sweep_task", "violation_scenario"]
 
 
@@ -30,7 +31,7 @@ def simulate_one(
     on_archive: Any = None,
     export: str | None = None,
     export_privacy: str = "metadata",
-    scenarios: int = SCENARIOS_PER_PROPERTY,
+    scenarios: int | None = SCENARIOS_PER_PROPERTY,
 ) -> tuple[dict[str, Any], Any]:
     """Run one simulation; returns (the JSON result object, the Simulation).
 
@@ -38,7 +39,8 @@ def simulate_one(
     file is complete or not written at all: an interruption removes its temporary file. Each
     violation's counterexample is ``violation_scenario(v, policy, seed)`` for the violations
     ``v`` of ``Simulation.violations`` (the same order as the result's ``violations``), for
-    the first ``scenarios`` violations of each property (replayed when the simulation ends)."""
+    the first ``scenarios`` violations of each property (replayed when the simulation ends;
+    None: every violation)."""
     from . import config as sconfig
     from . import metrics
     from .engine import Simulation
@@ -71,6 +73,9 @@ def simulate_one(
         "seed": sim.seed,
         "runs": sim.n_runs,
         "runs_simulated": len(recs),
+        # the runs that arrived but never got a slot before the end (or never arrived: stopped)
+        "runs_not_admitted": sim.n_runs - len(recs),
+        "ended_by": "stop" if sim.stopped else ("drain" if sim.drained else "last run archived"),
         "stopped_early": bool(sim.stopped),
         "history_sha256": sim.history.hexdigest(),
         "outcomes": metrics.outcomes(recs),
@@ -85,6 +90,13 @@ def simulate_one(
     if sim.observer is not None:
         result["export"] = {"path": export, "privacy": export_privacy, **sim.observer.counts}
     return result, sim
+
+
+def simulate_policy(raw: dict[str, Any], kw: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+    """``simulate_one(raw, **kw)``'s result object and its violations (with their scenarios),
+    without the Simulation: what a worker process sends back (``failclosed simulate --jobs``)."""
+    res, sim = simulate_one(raw, **kw)
+    return res, sim.violations
 
 
 def violation_scenario(v: Any, policy: str, seed: int) -> dict[str, Any]:

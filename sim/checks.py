@@ -14,7 +14,8 @@
   the live runs whose projections fail (or to every live run if none does).
 
 A violation is recorded once per (property, run); :meth:`Checks.settle` orders them by the
-step that made them and gives the first three of each property their scenarios.
+step that made them and gives the first ``scenarios`` of each property their scenarios
+(``SCENARIOS_PER_PROPERTY`` unless asked; None: every one).
 """
 
 from __future__ import annotations
@@ -41,14 +42,15 @@ class Checks:
         keep_going: bool,
         check_steps: bool,
         defer_stable: bool,
-        scenarios: int = SCENARIOS_PER_PROPERTY,
+        scenarios: int | None = SCENARIOS_PER_PROPERTY,
     ):
         self.props = properties
         self.window = window  # the live runs and their traces
         self.replayer = replayer
         self.on_stop = on_stop  # called at a violation when the simulation does not keep going
         self.keep_going = keep_going
-        self.scenarios = scenarios  # the first violations of each property given their scenario
+        # the first violations of each property given their scenario (None: every one)
+        self.scenarios = scenarios
         # the World fields each property reads (spec.properties.Property.reads; None or
         # missing: all): a step that leaves them untouched cannot change its verdict
         self.reads = FieldReads({n: p.reads for n, p in properties.items() if getattr(p, "reads", None)})
@@ -159,7 +161,7 @@ class Checks:
                 if v.property not in c.record.violations:
                     c.record.violations.append(v.property)
             per[v.property] = per.get(v.property, 0) + 1
-            if per[v.property] <= self.scenarios:  # keep a few traces
+            if self.scenarios is None or per[v.property] <= self.scenarios:  # keep a few traces
                 v.scenario = self.replayer.scenario_of([c._replace(trace=c.trace[:n]) for c, n in cut])
             out.append(v)
         return out

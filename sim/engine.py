@@ -73,7 +73,7 @@ class Simulation:
         crosscheck_every: int = 0,
         check_steps: bool = True,
         defer_stable: bool = True,
-        scenarios: int = SCENARIOS_PER_PROPERTY,
+        scenarios: int | None = SCENARIOS_PER_PROPERTY,
     ):
         self.cfg = cfg
         self.policy_name = policy or cfg.policy
@@ -118,6 +118,9 @@ class Simulation:
         self.checked = 0  # transitions asserted enabled before firing
         self.violations: list[Violation] = []
         self.stopped = False
+        # the simulation ended ``runs.drain_seconds`` after the last arrival, with runs still
+        # live or waiting for a slot (never admitted: no record), not at the last archive
+        self.drained = False
         self.done = self.env.event()
         # called with the number of runs archived so far, after each one (progress reports;
         # it only reads, so the history does not depend on it)

@@ -144,7 +144,9 @@ class Exporter:
         self.last: dict[str, float] = {}  # actor -> time of its last transition
         self.work: dict[tuple[str, int], float] = {}  # (actor, slot) -> the last call's latency
         self.tool_err: dict[tuple[str, int], bool] = {}  # (actor, slot) -> its last invoke failed
-        self.counts = {"runs": 0, "events": 0}
+        # runs and events written; runs simulated without a row (their start_run or enqueue_run
+        # failed, so the runtime stored nothing)
+        self.counts = {"runs": 0, "events": 0, "runs_without_row": 0}
 
     # -- the observer's two calls ----------------------------------------------------------
     def fired(self, w: World, t: Transition, w2: World, now: float, i: int | None) -> None:
@@ -176,6 +178,8 @@ class Exporter:
         for key in [k for k in self.tool_err if k[1] == i]:
             del self.tool_err[key]
         if run is None:
+            if w is not None:  # a run whose insert failed: the runtime stores no row for it
+                self.counts["runs_without_row"] += 1
             return
         self.db.execute(f"INSERT INTO {RUN_TABLE} VALUES ({','.join('?' * len(RUN_NAMES))})",
                         [run.cols[c] for c in RUN_NAMES])

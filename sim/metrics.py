@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from failclosed.model.state import IDEMPOTENT_WRITE, NON_IDEMPOTENT_WRITE
@@ -25,7 +25,8 @@ from .engine import RunRecord
 def proportion(records: list[RunRecord], k: Callable[[RunRecord], int], n: Callable[[RunRecord], int]
                ) -> dict[str, Any]:
     """``{"k", "n", "p", "lo", "hi", "method"}``: sum of ``k(run)`` over sum of ``n(run)``, with
-    the batch-means interval over sections of consecutive runs (``records`` in arrival order)."""
+    the batch-means interval over sections of consecutive runs (``records`` in arrival order);
+    and ``"clipped"`` when a bound was clipped to [0, 1] (where it was before)."""
     def counts(rs):
         return sum(k(r) for r in rs), sum(n(r) for r in rs)
 
@@ -35,7 +36,10 @@ def proportion(records: list[RunRecord], k: Callable[[RunRecord], int], n: Calla
 
     kk, nn = counts(records)
     iv = stats.sectioned(records, ratio, kind="proportion", counts=counts)
-    return {"k": kk, "n": nn, "p": (kk / nn) if nn else None, "lo": iv.lo, "hi": iv.hi, "method": iv.method}
+    out = {"k": kk, "n": nn, "p": (kk / nn) if nn else None, "lo": iv.lo, "hi": iv.hi, "method": iv.method}
+    if iv.clipped:  # the bounds the interval had past [0, 1] before it was clipped to it
+        out["clipped"] = iv.clipped
+    return out
 
 
 def percentiles(records: list[RunRecord], value: Callable[[RunRecord], float | None],
@@ -266,26 +270,51 @@ def flat(m: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-# The summary's metrics over seeds (sim.stats.summarize): name -> (kind, column, denominator
-# column, what it is). kind: "proportion" (column of den per seed: t over per-seed proportions,
-# widened to the pooled Wilson interval), "ratio" (a ratio of sums: bootstrap over seeds,
-# widened to the t interval), "mean" (one value per seed: t over seeds).
-SUMMARY_METRICS: dict[str, tuple[str, str, str, str]] = {
-    "p_double_nonidem": ("proportion", "nonidem_double", "nonidem_calls",
-                         "P(a non-idempotent write call applied twice or more)"),
-    "p_double_idem": ("proportion", "idem_double", "idem_calls", "P(an idempotent write call applied twice or more)"),
-    "p_dead_letter": ("proportion", "dead_letters", "finished", "P(a finished run is dead-lettered)"),
-    "p_failed": ("proportion", "failed", "finished", "P(a finished run failed)"),
-    "p_completed": ("proportion", "completed", "finished", "P(a finished run completed)"),
-    "p_completed_unaudited": ("proportion", "completed_unaudited", "finished",
-                              "P(a finished run completed over an unaudited write)"),
-    "p_unaudited": ("proportion", "unaudited", "applications", "P(a write application is unaudited)"),
-    "p_unfinished": ("proportion", "unfinished", "runs", "P(a run is unfinished at the end)"),
-    "p_reaped_alive": ("proportion", "reaped_alive", "runs", "P(a run is reaped while its segment is alive)"),
-    "wasted_fraction": ("ratio", "wasted_s", "busy_s",
-                        "wasted work: provider + tool time of LEASE_LOST segments / all of it"),
-    "throughput_per_hour": ("mean", "throughput_per_hour", "", "throughput (runs finished per hour)"),
-    "e2e_p50_s": ("mean", "e2e_p50_s", "", "end-to-end time, median of a simulation (s)"),
-    "e2e_p99_s": ("mean", "e2e_p99_s", "", "end-to-end time, p99 of a simulation (s)"),
-    "violations": ("mean", "violations", "", "violating runs per simulation"),
+class SummaryMetric(NamedTuple):
+    """One metric of a sweep's summary: how its interval over seeds is computed (``kind``),
+    from which columns, what it is, and the range its values lie in (an interval is clipped to
+    it, and says so). ``fraction``: a share in [0, 1], printed as a percentage."""
+
+    kind: str  # "proportion", "ratio" (a ratio of sums) or "mean" (one value per seed)
+    column: str
+    den: str  # the denominator column ("" for a mean)
+    text: str
+    lo: float = 0.0  # every metric here is a count, a share, a time or a rate: never negative
+    hi: float | None = None  # None: no upper bound
+    fraction: bool = False
+
+    @property
+    def range(self) -> tuple[float, float | None]:
+        return self.lo, self.hi
+
+
+def _share(kind: str, column: str, den: str, text: str) -> SummaryMetric:
+    return SummaryMetric(kind, column, den, text, 0.0, 1.0, True)
+
+
+# The summary's metrics over seeds (sim.stats.summarize): name -> SummaryMetric. kind:
+# "proportion" (column of den per seed: t over per-seed proportions, widened to the pooled
+# Wilson interval), "ratio" (a ratio of sums: bootstrap over seeds, widened to the t interval),
+# "mean" (one value per seed: t over seeds). Each interval is clipped to the metric's range.
+SUMMARY_METRICS: dict[str, SummaryMetric] = {
+    "p_double_nonidem": _share("proportion", "nonidem_double", "nonidem_calls",
+                               "P(a non-idempotent write call applied twice or more)"),
+    "p_double_idem": _share("proportion", "idem_double", "idem_calls",
+                            "P(an idempotent write call applied twice or more)"),
+    "p_dead_letter": _share("proportion", "dead_letters", "finished", "P(a finished run is dead-lettered)"),
+    "p_failed": _share("proportion", "failed", "finished", "P(a finished run failed)"),
+    "p_completed": _share("proportion", "completed", "finished", "P(a finished run completed)"),
+    "p_completed_unaudited": _share("proportion", "completed_unaudited", "finished",
+                                    "P(a finished run completed over an unaudited write)"),
+    "p_unaudited": _share("proportion", "unaudited", "applications", "P(a write application is unaudited)"),
+    "p_unfinished": _share("proportion", "unfinished", "runs", "P(a run is unfinished at the end)"),
+    "p_reaped_alive": _share("proportion", "reaped_alive", "runs",
+                             "P(a run is reaped while its segment is alive)"),
+    # wasted seconds are a part of the busy seconds: a share, though a ratio of sums
+    "wasted_fraction": _share("ratio", "wasted_s", "busy_s",
+                              "wasted work: provider + tool time of LEASE_LOST segments / all of it"),
+    "throughput_per_hour": SummaryMetric("mean", "throughput_per_hour", "", "throughput (runs finished per hour)"),
+    "e2e_p50_s": SummaryMetric("mean", "e2e_p50_s", "", "end-to-end time, median of a simulation (s)"),
+    "e2e_p99_s": SummaryMetric("mean", "e2e_p99_s", "", "end-to-end time, p99 of a simulation (s)"),
+    "violations": SummaryMetric("mean", "violations", "", "violating runs per simulation"),
 }

@@ -156,23 +156,32 @@ def _lane_of_identity(identity: str) -> str:
 def swimlane(path: str, out: str, runs: list[str] | None = None,
              window: tuple[float, float] | None = None, axis: str = "auto",
              records: list[dict[str, Any]] | None = None, max_lanes: int = 24,
-             violations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+             violations: list[dict[str, Any]] | None = None,
+             first_violating: bool = False) -> dict[str, Any]:
     """A lane per worker, segment, the reaper, the stores and the outside world.
 
     ``runs`` and ``window`` select the transitions; the axis spans the selected runs' own
     transitions (the reaper's ticks outside it are dropped). ``violations`` (a history's,
-    ``load_violations``): marked at their step; without ``runs`` the first violation's runs are
-    drawn. At most ``max_lanes`` lanes: the busiest; the returned ``notes`` say how to choose
+    ``load_violations``): marked at their step. Nothing is narrowed unless asked:
+    ``first_violating`` (with no ``runs``) draws the first violating run alone, and a note says
+    so. At most ``max_lanes`` lanes: the busiest; the returned ``notes`` say how to choose
     others. ``axis``: ``time`` (simulated seconds), ``step`` (transition order: a checker
     counterexample happens in a few seconds, and what matters is the interleaving) or
     ``auto`` (step when the clock moves less than one second per transition)."""
     notes: list[str] = []
     recs = [dict(r) for r in (load_records(path) if records is None else records)]
     violating = mark_violations(recs, violations) if violations else []
-    if runs is None and violating:
+    some = f"{', '.join(violating[:6])}{' ...' if len(violating) > 6 else ''}"
+    if first_violating and not runs:
+        if not violating:
+            raise UsageError(f"--first-violating-run: {path} has no violation to draw (give --violations "
+                             "FILE.json of the simulate run that wrote it, or drop the flag)")
         runs = violating[:1]
-        notes.append(f"drawing run {runs[0]}, the first violating run ({len(violating)} violating: "
-                     f"{', '.join(violating[:6])}{' ...' if len(violating) > 6 else ''}); choose others with --runs")
+        notes.append(f"drawing run {runs[0]} alone, the first violating run (--first-violating-run; "
+                     f"{len(violating)} violating: {some}); choose others with --runs")
+    elif violating and not runs:
+        notes.append(f"{len(violating)} violating runs ({some}), all drawn; --runs RUN or "
+                     "--first-violating-run draws one alone")
     recs = _selected(recs, path, runs, window)
     by_step = _by_step(recs, axis)
     if by_step:  # x = the step of the trace; leases are drawn as held, without deadlines
@@ -188,7 +197,7 @@ def swimlane(path: str, out: str, runs: list[str] | None = None,
     cmap = plt.get_cmap("tab10")
     colour = {rid: cmap(k % 10) for k, rid in enumerate(ids)}
 
-    fig_h = 1.6 + 0.45 * len(lanes)
+    fig_h = 1.6 + 0.45 * len(lanes) + 0.2 * min(VIOLATION_LABELS + 1, sum(bool(r.get("violated")) for r in recs))
     fig, ax = plt.subplots(figsize=(13, max(3.8, fig_h)))
     drawing = _Swimlane(ax, y, colour, by_step)
     for r in recs:
@@ -196,19 +205,22 @@ def swimlane(path: str, out: str, runs: list[str] | None = None,
     for rid in list(drawing.lease):
         drawing.close_lease(rid, t_end)
     _draw_markers(ax, y, drawing.markers)
-    marked = _draw_violations(ax, y, recs, by_step)
+    span = max(t_end - t_start, 1.0)
+    x_range = (t_start - 0.02 * span, t_end + 0.02 * span)
+    marked, labels = _draw_violations(ax, y, recs, x_range)
+    label_rows = _lines(labels)
     ax.set_yticks(range(len(lanes)))
     ax.set_yticklabels(list(reversed(lanes)))
-    span = max(t_end - t_start, 1.0)
-    ax.set_xlim(t_start - 0.02 * span, t_end + 0.02 * span)
-    ax.set_ylim(-0.7, len(lanes) - 0.3 + (0.6 if marked else 0))
+    ax.set_xlim(*x_range)
+    ax.set_ylim(-0.7, len(lanes) - 0.3 + (0.3 + LABEL_LINE * label_rows if label_rows else 0))
     ax.set_xlabel("step of the trace (transition order)" if by_step else "simulated time (s)")
     ax.set_title(f"Swimlane: {path.split('/')[-1]}" + (f" (runs {', '.join(runs)})" if runs else ""))
     ax.grid(axis="x", alpha=0.3)
     _legend(ax, ids)
     if dropped:
-        fig.text(0.01, 0.005, notes[-1], fontsize=8, color="dimgrey")
+        fig.text(0.01, 0.005, _wrap(notes[-1], 150), fontsize=8, color="dimgrey")
     fig.tight_layout(rect=(0, 0.02 if dropped else 0, 1, 1))
+    _keep_inside(fig, ax, labels)
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return {"lanes": len(lanes), "dropped_lanes": dropped, "violations": marked, "notes": notes,
@@ -232,23 +244,86 @@ def _capped_lanes(recs: list[dict[str, Any]], max_lanes: int) -> tuple[list[str]
     return fixed + kept, len(procs) - len(kept)
 
 
-def _draw_violations(ax: Any, y: dict[str, int], recs: list[dict[str, Any]], by_step: bool) -> int:
-    """A red line and the property's name at each violating step (with its step and time)."""
+VIOLATION_LABELS = 6  # instants labelled one per line; the rest are counted on one more line
+
+
+def _draw_violations(ax: Any, y: dict[str, int], recs: list[dict[str, Any]],
+                     x_range: tuple[float, float]) -> tuple[int, list[Any]]:
+    """A red line and star at each violating step, and one label per instant (its properties,
+    steps and time) in rows above the lanes. Returns the violations drawn and the labels (kept
+    inside the axes by :func:`_keep_inside` once the figure is laid out)."""
     n = 0
-    top = max(y.values(), default=0) + 0.35
+    at: dict[float, tuple[list[int], list[str], float]] = {}  # x -> (steps, properties, time)
     for r in recs:
-        for prop in r.get("violated", []):
-            ax.axvline(r["t"], color="red", lw=1.4, ls="-", alpha=0.8, zorder=4)
-            lane = r["actor"] if r["actor"] in y else None
-            if lane is not None:
-                ax.scatter([r["t"]], [y[lane]], marker="*", s=220, color="red", edgecolor="black",
-                           zorder=6, label="violation" if n == 0 else None)
-            where = f"step {r.get('step', '?')}, t={r.get('time', r['t']):,.1f} s"
-            ax.annotate(f"{prop} violated ({where})", (r["t"], top + 0.25 * n), fontsize=8,
-                        color="red", fontweight="bold", ha="right", va="bottom",
-                        xytext=(-4, 0), textcoords="offset points", zorder=6)
-            n += 1
-    return n
+        props = r.get("violated", [])
+        if not props:
+            continue
+        ax.axvline(r["t"], color="red", lw=1.4, ls="-", alpha=0.8, zorder=4)
+        lane = r["actor"] if r["actor"] in y else None
+        if lane is not None:
+            ax.scatter([r["t"]], [y[lane]], marker="*", s=220, color="red", edgecolor="black",
+                       zorder=6, label="violation" if n == 0 else None)
+        steps_, names, _t = at.setdefault(r["t"], ([], [], r.get("time", r["t"])))
+        steps_.append(r.get("step", 0))
+        names += [q for q in props if q not in names]
+        n += len(props)
+    if not at:
+        return 0, []
+    y0 = max(y.values(), default=0) + 0.45
+    lo, hi = x_range
+    labels = []
+    items = list(at.items())
+    for x, (steps_, names, t) in items[:VIOLATION_LABELS]:
+        which = f"step {steps_[0]}" if len(steps_) == 1 else (
+            f"steps {', '.join(map(str, steps_))}" if len(steps_) <= 3 else f"steps {steps_[0]} to {steps_[-1]}")
+        left_half = x < (lo + hi) / 2
+        text = _wrap(f"{', '.join(names)} violated ({which}, t={t:,.1f}\u00a0s)", LABEL_CHARS)
+        labels.append(ax.annotate(text, (x, y0 + LABEL_LINE * _lines(labels)), fontsize=8, color="red",
+                                  fontweight="bold", ha="left" if left_half else "right", va="bottom",
+                                  xytext=(4 if left_half else -4, 0), textcoords="offset points", zorder=6))
+    if len(items) > len(labels):
+        rest = sum(len(v[1]) for _x, v in items[len(labels):])
+        labels.append(ax.annotate(f"and {plural_of(rest, 'violation')} at {len(items) - len(labels)} more instants "
+                                  "(red lines; --runs or --window draws fewer)", (lo, y0 + LABEL_LINE * _lines(labels)),
+                                  fontsize=8, color="red", ha="left", va="bottom", xytext=(4, 0),
+                                  textcoords="offset points"))
+    return n, labels
+
+
+LABEL_CHARS = 110  # a violation's label wraps at its words past this (the swimlane is 13 in wide)
+LABEL_LINE = 0.42  # the height of a label's line, in lanes
+
+
+def _lines(labels: list[Any]) -> int:
+    return sum(1 + a.get_text().count("\n") for a in labels)
+
+
+def _keep_inside(fig: Any, ax: Any, labels: list[Any]) -> None:
+    """Move each label that reaches past the axes' left or right edge back inside it (the
+    other side of its line, else against the edge): every label stays in the figure."""
+    if not labels:
+        return
+    renderer = fig.canvas.get_renderer()
+    box = ax.get_window_extent(renderer)
+    for ann in labels:
+        ext = ann.get_window_extent(renderer)
+        if ext.x0 >= box.x0 and ext.x1 <= box.x1:
+            continue
+        flip = "right" if ann.get_ha() == "left" else "left"
+        ann.set_ha(flip)
+        ann.xyann = (4 if flip == "left" else -4, 0)
+        ext = ann.get_window_extent(renderer)
+        if ext.x0 >= box.x0 and ext.x1 <= box.x1:
+            continue
+        # wider than either side of its line: from the axes' left edge (LABEL_CHARS fits the axes)
+        ann.set_ha("left")
+        ann.xyann = (4, 0)
+        ann.xycoords = ("axes fraction", "data")
+        ann.xy = (0.0, ann.xy[1])
+
+
+def plural_of(n: int, word: str) -> str:
+    return f"{n} {word if n == 1 else word + 's'}"
 
 
 def _selected(recs: list[dict[str, Any]], path: str, runs: list[str] | None,
@@ -266,8 +341,11 @@ def _selected(recs: list[dict[str, Any]], path: str, runs: list[str] | None,
         recs = [r for r in recs if window[0] <= r["t"] <= window[1]]
     recs = [r for r in recs if r["name"] != "advance_time"]
     if not recs:
-        span = f"{min(r['t'] for r in recs0):.0f} to {max(r['t'] for r in recs0):.0f} s" if recs0 else "empty"
-        raise UsageError(f"{path}: no transitions to draw in --window/--runs (the history spans {span}); widen --window")
+        span = f"span {min(r['t'] for r in recs0):.0f} to {max(r['t'] for r in recs0):.0f} s" if recs0 else "are none"
+        what = f"the transitions of --runs {','.join(runs)}" if runs else "the history's transitions"
+        flag = f"--window {window[0]:g}:{window[1]:g}" if window else "--runs"
+        raise UsageError(f"{path}: no transitions to draw in {flag} "
+                         f"({what} {span}); give a --window within it" + (" or other --runs" if runs else ""))
     return recs
 
 
@@ -326,7 +404,7 @@ class _Swimlane:
         self.ax.barh(self.y[lane] + (0.28 if tool else -0.28), t - t0, left=t0, height=0.12,
                      color="tab:purple" if tool else "tab:grey")
         if fault:
-            self.markers.append((t, lane, "fault", f"{name}[{fault}]"))
+            self.markers.append((t, lane, "tool_error" if tool else "provider_error", f"{name}[{fault}]"))
 
     def _row(self, rid: str, t: float, row: list, lane: str | None) -> None:
         """The run's row after the transition (the note): who holds its lease, till when."""
@@ -418,7 +496,9 @@ _MARKER_STYLE = {
     "dispatch_fail": dict(marker="x", color="tab:blue", s=40, label="dispatch failed"),
     "dup": dict(marker="d", color="tab:cyan", s=30, label="duplicate delivery"),
     "crash": dict(marker="X", color="black", s=90, label="process crash"),
-    "fault": dict(marker="*", color="red", s=60, label="provider / tool error"),
+    # a call's error: never a star (the violation's marker), one shape per kind of call
+    "provider_error": dict(marker="^", color="tab:grey", edgecolor="black", s=45, label="provider call error"),
+    "tool_error": dict(marker="p", color="tab:purple", edgecolor="black", s=50, label="tool call error"),
     "landed_ni": dict(marker="P", color="crimson", s=70, label="non-idempotent effect landed"),
     "landed_i": dict(marker="P", color="seagreen", s=50, label="idempotent effect landed"),
     "settled": dict(marker="s", color="black", s=25, label="run settled (terminal)"),
@@ -566,8 +646,8 @@ def curves(rows: list[dict[str, str]], header: list[str], out: str, x: str, colo
                              squeeze=False, sharex=True, sharey="row")
     cmap = plt.get_cmap("tab10")
     for i, m in enumerate(metrics):
-        kind, _num, _den, what = SUMMARY_METRICS[m]
-        scale = 100.0 if kind == "proportion" else 1.0
+        spec = SUMMARY_METRICS[m]
+        scale = 100.0 if spec.fraction else 1.0
         for j, fv in enumerate(facets):
             ax = axes[i][j]
             for c, cv in enumerate(colours):
@@ -584,7 +664,7 @@ def curves(rows: list[dict[str, str]], header: list[str], out: str, x: str, colo
             if i == 0 and facet:
                 ax.set_title(f"{facet} = {fv}", fontsize=10)
             if j == 0:
-                ax.set_ylabel(("%\n" if kind == "proportion" else "\n") + _wrap(what, 34), fontsize=8)
+                ax.set_ylabel(("%\n" if spec.fraction else "\n") + _wrap(spec.text, 34), fontsize=8)
             if not numeric:
                 ax.set_xticks(list(pos.values()))
                 ax.set_xticklabels(xs_all)
@@ -595,8 +675,10 @@ def curves(rows: list[dict[str, str]], header: list[str], out: str, x: str, colo
         axes[0][-1].legend(fontsize=8, loc="best")
     ns = sorted({int(r["n_seeds"]) for r in summ})
     seeds = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]} to {ns[-1]}"
-    fig.suptitle((title or f"{len(summ)} grid points") + f"; {seeds} seeds (simulations) per point; "
-                 f"bands: 95 % intervals over seeds", fontsize=10)
+    fig_w = fig.get_size_inches()[0]
+    # wrapped to the figure's width (a 10 pt character is about 0.08 in): never cut at its sides
+    fig.suptitle(_wrap((title or f"{len(summ)} grid points") + f"; {seeds} seeds (simulations) per point; "
+                       f"bands: 95 % intervals over seeds", int(fig_w / 0.085)), fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=100)
     plt.close(fig)

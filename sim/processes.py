@@ -113,6 +113,7 @@ class Processes:
         """The simulation ends ``drain_seconds`` after the last arrival at the latest."""
         yield self.env.timeout(self.cfg.drain_seconds)
         if not self.sim.done.triggered:
+            self.sim.drained = True  # ended by the drain, not by the last run's archive
             self.sim.done.succeed()
 
     def admit(self, k: int):

@@ -59,12 +59,21 @@ class Interval:
     hi: float | None
     n: int  # replications: seeds, or sections of one simulation
     method: str
+    # the bounds clipped to the metric's range, in words ("hi 2.81 clipped to 1"; "": none)
+    clipped: str = ""
 
     @property
     def half_width(self) -> float | None:
         if self.lo is None or self.hi is None:
             return None
         return (self.hi - self.lo) / 2
+
+    @property
+    def widest_arm(self) -> float | None:
+        """The larger of estimate - lo and hi - estimate (an interval need not be symmetric)."""
+        if self.estimate is None or self.lo is None or self.hi is None:
+            return None
+        return max(self.estimate - self.lo, self.hi - self.estimate)
 
     def as_list(self) -> list[float | None]:
         return [self.estimate, self.lo, self.hi]
@@ -112,7 +121,31 @@ def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> Interval:
 def _hull(a: Interval, b: Interval, method: str) -> Interval:
     lo = min(x for x in (a.lo, b.lo) if x is not None) if a.lo is not None or b.lo is not None else None
     hi = max(x for x in (a.hi, b.hi) if x is not None) if a.hi is not None or b.hi is not None else None
-    return Interval(a.estimate, lo, hi, a.n, method)
+    return Interval(a.estimate, lo, hi, a.n, method, "; ".join(_kept_notes(a, lo, hi) + _kept_notes(b, lo, hi)))
+
+
+def _kept_notes(iv: Interval, lo: float | None, hi: float | None) -> list[str]:
+    """The clipping notes of ``iv`` whose bound is the hull's (``lo``, ``hi``)."""
+    return [n for n in iv.clipped.split("; ") if n and ((n.startswith("lo") and iv.lo == lo)
+                                                     or (n.startswith("hi") and iv.hi == hi))]
+
+
+def clip(iv: Interval, lo: float | None = 0.0, hi: float | None = None) -> Interval:
+    """``iv`` with its bounds clipped to the range [``lo``, ``hi``] (None: unbounded) its metric
+    lies in; ``clipped`` says which bound was moved and from where (kept from ``iv`` too)."""
+    if iv.lo is None or iv.hi is None:
+        return iv
+    notes = [iv.clipped] if iv.clipped else []
+    new_lo, new_hi = iv.lo, iv.hi
+    if lo is not None and iv.lo < lo:
+        new_lo = lo
+        notes.append(f"lo {iv.lo:.4g} clipped to {lo:g}")
+    if hi is not None and iv.hi > hi:
+        new_hi = hi
+        notes.append(f"hi {iv.hi:.4g} clipped to {hi:g}")
+    if (new_lo, new_hi) == (iv.lo, iv.hi):
+        return iv
+    return Interval(iv.estimate, new_lo, new_hi, iv.n, iv.method, "; ".join(notes))
 
 
 def proportion_interval(k: Sequence[int], n: Sequence[int], unit: str = "seeds",
@@ -125,7 +158,7 @@ def proportion_interval(k: Sequence[int], n: Sequence[int], unit: str = "seeds",
     t = t_interval([a / b for a, b in pairs], unit, confidence, centre=centre)
     if t.estimate is None or t.lo is None:
         return t
-    t = Interval(t.estimate, max(0.0, t.lo), min(1.0, t.hi), t.n, t.method)
+    t = clip(t, 0.0, 1.0)
     w = wilson(sum(a for a, _ in pairs), sum(b for _, b in pairs), confidence)
     return _hull(t, w, f"{t.method}, {WIDENED}")
 
@@ -181,7 +214,7 @@ def sectioned(items: Sequence[Any], overall: Callable[[Sequence[Any]], float | N
         iv = proportion_interval([a for a, _ in kn], [b for _, b in kn], "sections of consecutive runs",
                                  centre=est)
         return Interval(iv.estimate, iv.lo, iv.hi, iv.n, iv.method.replace(
-            "Student t over sections of consecutive runs", T_SECTIONS))
+            "Student t over sections of consecutive runs", T_SECTIONS), iv.clipped)
     iv = t_interval([overall(s) for s in secs], "sections of consecutive runs", centre=est)
     return Interval(iv.estimate, iv.lo, iv.hi, iv.n, iv.method.replace(
         "Student t over sections of consecutive runs", T_SECTIONS))
@@ -226,26 +259,22 @@ def varying(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> dict[str, l
     return out
 
 
-def metric_interval(rows: Sequence[dict[str, Any]], spec: tuple) -> Interval:
-    """One metric of ``sim.metrics.SUMMARY_METRICS`` over the rows of one grid point (one
-    row per seed)."""
-    kind, a, b = spec[0], spec[1], spec[2]
+def metric_interval(rows: Sequence[dict[str, Any]], spec: Any) -> Interval:
+    """One metric of ``sim.metrics.SUMMARY_METRICS`` (a ``SummaryMetric``) over the rows of
+    one grid point (one row per seed), its interval clipped to the metric's range (the
+    Interval's ``clipped`` says where it was)."""
+    kind, a, b = spec.kind, spec.column, spec.den
     if kind == "proportion":
         kn = [(_num(r.get(a)), _num(r.get(b))) for r in rows]
         kn = [(int(x), int(y)) for x, y in kn if x is not None and y is not None]
-        return proportion_interval([x for x, _ in kn], [y for _, y in kn])
-    if kind == "ratio":
+        iv = proportion_interval([x for x, _ in kn], [y for _, y in kn])
+    elif kind == "ratio":
         xy = [(_num(r.get(a)), _num(r.get(b))) for r in rows]
         xy = [(x, y) for x, y in xy if x is not None and y is not None]
-        return nonnegative(ratio_interval([x for x, _ in xy], [y for _, y in xy]))
-    return nonnegative(t_interval([_num(r.get(a)) for r in rows]))
-
-
-def nonnegative(iv: Interval) -> Interval:
-    """``iv`` with its lower bound clipped at 0 (a count, a time, a rate: never negative)."""
-    if iv.lo is None or iv.lo >= 0:
-        return iv
-    return Interval(iv.estimate, 0.0, iv.hi, iv.n, iv.method)
+        iv = ratio_interval([x for x, _ in xy], [y for _, y in xy])
+    else:
+        iv = t_interval([_num(r.get(a)) for r in rows])
+    return clip(iv, spec.lo, spec.hi)
 
 
 def summary_metrics(header: Sequence[str]) -> dict[str, tuple]:
@@ -253,14 +282,14 @@ def summary_metrics(header: Sequence[str]) -> dict[str, tuple]:
     from .metrics import SUMMARY_METRICS
 
     have = set(header)
-    return {m: s for m, s in SUMMARY_METRICS.items() if all(c in have for c in s[1:3] if c)}
+    return {m: s for m, s in SUMMARY_METRICS.items() if all(c in have for c in (s.column, s.den) if c)}
 
 
 def summary_columns(names: Sequence[str], metrics: Sequence[str]) -> list[str]:
     cols = [f"param:{n}" for n in names] + ["n_seeds"]
     for m in metrics:
         cols += [m, f"{m}_lo", f"{m}_hi"]
-    return cols + ["interval_method"]
+    return cols + ["interval_method", "clipped"]
 
 
 def summarize(rows: Sequence[dict[str, Any]], header: Sequence[str]) -> list[dict[str, Any]]:
@@ -274,11 +303,14 @@ def summarize(rows: Sequence[dict[str, Any]], header: Sequence[str]) -> list[dic
         row: dict[str, Any] = {f"param:{n}": v for n, v in zip(names, key, strict=True)}
         row["n_seeds"] = len(rs)
         methods: dict[str, str] = {}
+        clipped: list[str] = []
         for m, spec in specs.items():
             iv = metric_interval(rs, spec)
             row[m], row[f"{m}_lo"], row[f"{m}_hi"] = iv.estimate, iv.lo, iv.hi
-            methods.setdefault(spec[0], iv.method)
+            methods.setdefault(spec.kind, iv.method)
+            clipped += [f"{m} {c}" for c in iv.clipped.split("; ") if c]
         row["interval_method"] = "; ".join(f"{k}: {v}" for k, v in methods.items()) + f"; {CONFIDENCE:.0%}"
+        row["clipped"] = "; ".join(clipped)
         out.append(row)
     return out
 
@@ -286,5 +318,6 @@ def summarize(rows: Sequence[dict[str, Any]], header: Sequence[str]) -> list[dic
 def method_text() -> str:
     """The methods of a summary, in words (the docs and the printed summary say the same)."""
     return (f"{CONFIDENCE:.0%} intervals over seeds (one simulation = one replication): means and "
-            f"percentiles by {T_SEEDS} (clipped at 0); proportions by {T_SEEDS} of the per-seed "
-            f"proportions, {WIDENED}; ratios of sums by a bootstrap over seeds, widened to the t interval")
+            f"percentiles by {T_SEEDS}; proportions by {T_SEEDS} of the per-seed "
+            f"proportions, {WIDENED}; ratios of sums by a bootstrap over seeds, widened to the t interval; "
+            "each clipped to its metric's range (0 and up; shares within 0 to 100%)")

@@ -562,3 +562,116 @@ def test_the_main_job_names_the_findings_and_how_to_replay_one(tmp_path, capsys,
     proc = subprocess.run([sys.executable, "-m", "failclosed", "replay", replay[0]], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# A workload the drain cuts short: six runs arrive at once, two slots, one slow worker, and
+# the simulation ends 30 s after the last arrival, before the last runs get a slot.
+CUT_SHORT = """
+policy = "current"
+[runs]
+count = 6
+slots = 2
+drain_seconds = 30
+[arrivals]
+kind = "batch"
+size = 6
+[workers]
+count = 1
+[provider]
+latency = 5.0
+[[tools]]
+name = "search"
+latency = 5.0
+[workload]
+tool_mix = {search = 1}
+"""
+
+
+def test_simulate_says_what_it_exported_and_why_fewer_than_asked(tmp_path, capsys, quiet_progress):
+    import sqlite3
+
+    cfg = write(tmp_path, "cut.toml", CUT_SHORT)
+    db, js = tmp_path / "e.sqlite", tmp_path / "e.json"
+    code, out, _ = run(["simulate", cfg, "--export", str(db), "--json", str(js)], capsys)
+    assert code == 0
+    r = json.loads(js.read_text())
+    e = r["export"]
+    assert r["ended_by"] == "drain" and 0 < r["runs_simulated"] < r["runs"] == 6
+    assert r["runs_not_admitted"] == r["runs"] - r["runs_simulated"]
+    assert e["runs"] + e["runs_without_row"] == r["runs_simulated"]
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT COUNT(*) FROM tx_nrllm_agentrun").fetchone()[0] == e["runs"]
+    line = next(x for x in out.splitlines() if "exported to" in x)
+    assert f"{e['runs']} runs of the 6 asked for" in line
+    assert f"{r['runs_not_admitted']} never simulated" in line
+    text = " ".join(out.split())
+    assert f"{r['runs_not_admitted']} of the 6 runs were never simulated" in text
+    assert "runs.drain_seconds = 30 s" in text and "runs.slots = 2" in text
+    assert f"1 policy x 6 runs ({r['runs_simulated']} simulated: the drain ended first)" in text
+
+
+def test_violations_dir_says_how_many_scenarios_it_did_not_write_and_all_writes_every_one(
+        tmp_path, capsys, quiet_progress):
+    cfg = write(tmp_path, "c.toml", OUTLIVES)
+    js = tmp_path / "r.json"
+    code, out, _ = run(["simulate", cfg, "--violations-dir", str(tmp_path / "v1"), "--max-scenarios", "1",
+                        "--json", str(js)], capsys)
+    res = json.loads(js.read_text())
+    files = sorted((tmp_path / "v1").glob("*.toml"))
+    per_property: dict[str, int] = {}
+    for v in res["violations"]:
+        per_property[v["property"]] = per_property.get(v["property"], 0) + 1
+    assert code == 1 and len(files) == len(per_property) == res["scenarios"]["written"]
+    dropped = len(res["violations"]) - len(files)
+    assert dropped > 0 and res["scenarios"]["not_written"] == dropped
+    assert res["scenarios"]["max_per_property"] == 1 and res["scenarios"]["lift_the_cap"] == "--max-scenarios all"
+    text = " ".join(out.split())
+    assert f"{dropped} violations not written as scenarios" in text and "--max-scenarios all" in text
+    # all: one scenario per violation, nothing left out
+    code, out, _ = run(["simulate", cfg, "--violations-dir", str(tmp_path / "va"), "--max-scenarios", "all",
+                        "--json", str(js)], capsys)
+    res = json.loads(js.read_text())
+    assert len(list((tmp_path / "va").glob("*.toml"))) == len(res["violations"]) == res["scenarios"]["written"]
+    assert res["scenarios"]["not_written"] == 0 and "not written as scenarios" not in out
+    code, _, err = run(["simulate", cfg, "--max-scenarios", "some"], capsys)
+    assert code == 2 and "--max-scenarios" in one_error_line(err)
+
+
+def test_simulate_jobs_gives_the_results_of_one_process_byte_for_byte(tmp_path, capsys, monkeypatch,
+                                                                      quiet_progress):
+    from failclosed.sim import config as sconfig
+
+    cfg = write(tmp_path, "c.toml", OUTLIVES)
+    monkeypatch.setattr(sconfig, "default_path", lambda: cfg)  # the side-by-side run, on a small workload
+    outs = {}
+    for jobs in ("1", "2"):
+        d = tmp_path / f"j{jobs}"
+        d.mkdir()
+        code, out, _ = run(["simulate", "--jobs", jobs, "--violations-dir", str(d / "v"), "--export",
+                            str(d / "e.sqlite"), "--json", str(d / "r.json")], capsys)
+        outs[jobs] = (code, d, out)
+    (c1, d1, o1), (c2, d2, o2) = outs["1"], outs["2"]
+    assert c1 == c2
+
+    def timeless(d):
+        data = json.loads((d / "r.json").read_text())
+        for r in data:
+            r.pop("elapsed_seconds")
+            for v in r["violations"]:
+                v["scenario"] = Path(v.get("scenario", "")).name
+            r.get("scenarios", {}).pop("directory", None)
+            r.get("export", {}).pop("path", None)
+        return data
+
+    r1 = timeless(d1)
+    assert len(r1) == len(simulate.SIDE_BY_SIDE) and r1 == timeless(d2)
+    names = sorted(p.name for p in (d1 / "v").iterdir())
+    assert names and names == sorted(p.name for p in (d2 / "v").iterdir())
+    for n in names:  # every scenario file, byte for byte
+        assert (d1 / "v" / n).read_bytes() == (d2 / "v" / n).read_bytes()
+    assert (d1 / "e.sqlite").read_bytes() == (d2 / "e.sqlite").read_bytes()
+
+    def table(out):  # the report but its timings and paths
+        return [x for x in out.splitlines() if "wall time" not in x and " in " not in x and "/j" not in x]
+
+    assert table(o1) == table(o2)

@@ -87,3 +87,17 @@ def test_simulate_history_leaves_no_partial_file(tmp_path, sig) -> None:
     if sig == signal.SIGTERM:
         assert rc == 143
         assert "h.jsonl not written" in proc.stderr.read()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_simulate_jobs_workers_stop_with_the_command(tmp_path, sig) -> None:
+    # the side-by-side run (no CONFIG) on two processes, long enough to be interrupted
+    proc = _start(["simulate", "--runs", "200000", "--jobs", "2", "--quiet"], tmp_path)
+    kids = _children(proc, 3)  # two workers and the resource tracker
+    proc.send_signal(sig)
+    rc = proc.wait(timeout=30)
+    err = proc.stderr.read()
+    assert _gone(kids) == [], "worker processes outlived simulate --jobs"
+    assert rc == (143 if sig == signal.SIGTERM else 130), err
+    assert "Traceback" not in err, err
+    assert list(tmp_path.iterdir()) == []  # nothing written in the working directory

@@ -148,20 +148,34 @@ def test_sweep_writes_and_prints_a_summary_that_summarize_reproduces(tmp_path, c
     assert (tmp_path / "again.csv").read_text() == (tmp_path / "s.summary.csv").read_text()
 
 
-def test_sweep_precision_adds_seeds_until_the_half_width_or_the_cap(tmp_path, cfg, capsys):
+def test_sweep_precision_adds_seeds_until_each_arm_is_within_h_or_the_cap(tmp_path, cfg, capsys):
     out = tmp_path / "p.csv"
     _sweep(cfg, out, "--seeds", "5", "--precision", "p_reaped_alive=0.05", "--min-seeds", "2")
     text = capsys.readouterr().out
     summ = list(csv.DictReader((tmp_path / "p.summary.csv").open()))
-    assert "precision p_reaped_alive +-0.05 reached at" in text
+    assert "precision p_reaped_alive +-0.05" in text and "reached at" in text
     for r in summ:
-        half = (float(r["p_reaped_alive_hi"]) - float(r["p_reaped_alive_lo"])) / 2
+        est, lo, hi = (float(r[k]) for k in ("p_reaped_alive", "p_reaped_alive_lo", "p_reaped_alive_hi"))
+        arm = max(est - lo, hi - est)  # judged per arm: an interval clipped at 0 is not symmetric
         n = int(r["n_seeds"])
         assert 2 <= n <= 5
-        assert (r["precision_reached"] == "yes") == (half <= 0.05)
+        assert (r["precision_reached"] == "yes") == (arm <= 0.05)
+        assert float(r["precision_widest_arm"]) == pytest.approx(arm)
         assert r["precision_reached"] == "yes" or n == 5  # stopped early only when within H
+        label = " ".join(f"{k.split(':', 1)[1].rsplit('.', 1)[-1]}={r[k]}" for k in r if k.startswith("param:"))
+        assert f"  {label}: {n} seeds," in text  # reported per point: the seeds it used, reached or not
+    # the closing count is of seeds per point, never the range of the seed numbers (1 to 5)
+    ns = sorted(int(r["n_seeds"]) for r in summ)
+    per = f"x {ns[0]} seeds)" if ns[0] == ns[-1] else f"x {ns[0]} to {ns[-1]} seeds per point)"
+    assert per in text.splitlines()[0]
     rows = list(csv.DictReader(out.open()))
     assert len(rows) == sum(int(r["n_seeds"]) for r in summ)
+
+
+def test_precision_judges_each_arm_of_an_asymmetric_interval():
+    # near 0 a proportion's interval is clipped and widened: its half-width hides the long arm
+    iv = stats.Interval(0.01, 0.0, 0.05, 3, "m")
+    assert iv.half_width == pytest.approx(0.025) and iv.widest_arm == pytest.approx(0.04)
 
 
 @pytest.mark.parametrize("bad, needle", [("p_nope=0.1", "not a metric"), ("p_dead_letter=0", "H > 0"),
@@ -225,12 +239,13 @@ def test_swimlane_of_a_history_zooms_to_a_violating_run_and_caps_lanes(tmp_path,
           "--quiet"])
     viol = json.loads(js.read_text())["violations"]
     assert viol
-    drawn = plots.swimlane(str(hist), str(tmp_path / "v.png"), violations=viol, max_lanes=8, axis="time")
+    drawn = plots.swimlane(str(hist), str(tmp_path / "v.png"), violations=viol, max_lanes=8, axis="time",
+                           first_violating=True)
     run = viol[0]["runs"][0]
     assert drawn["violations"] >= 1 and drawn["lanes"] <= 8
     own = [r["t"] for r in plots.load_records(str(hist)) if r.get("run") == run and r["name"] != "advance_time"]
     assert drawn["span"] == (min(own), max(own))  # the axis spans the run, not the reaper's ticks
-    assert any(run in n for n in drawn["notes"])
+    assert any(run in n and "--first-violating-run" in n for n in drawn["notes"])  # narrowed, and says so
 
 
 def test_simulate_splits_unaudited_applications_by_run_outcome_and_names_its_intervals(tmp_path, cfg, capsys):
@@ -246,3 +261,163 @@ def test_simulate_splits_unaudited_applications_by_run_outcome_and_names_its_int
     assert "batch means" in m["dead_letter"]["method"] and "batch means" in m["end_to_end_s"]["method"]
     for label in ("in runs completed", "in runs failed", "in runs dead-lettered", "batch means over 10 sections"):
         assert label in out
+
+
+# -- fractions printed as fractions, intervals clipped to the metric's range ----------------------
+def _wasted_csv(path: Path, pairs: list[tuple[float, float]]) -> None:
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["param:constants.LEASE_SECONDS", "seed", "policy", "runs", "wasted_s", "busy_s"])
+        for k, (a, b) in enumerate(pairs, 1):
+            w.writerow([300, k, "current", 100, a, b])
+
+
+def test_summarize_prints_a_share_as_a_percentage_not_an_integer(tmp_path, capsys):
+    src = tmp_path / "w.csv"
+    _wasted_csv(src, [(30.0, 100.0), (40.0, 100.0), (45.0, 100.0), (36.0, 100.0)])
+    assert main(["summarize", str(src), "--metric", "wasted_fraction"]) == 0
+    out = capsys.readouterr().out
+    row = next(csv.DictReader((tmp_path / "w.summary.csv").open()))
+    est, lo, hi = (float(row[k]) for k in ("wasted_fraction", "wasted_fraction_lo", "wasted_fraction_hi"))
+    assert 0 < lo < est < hi < 1 and row["clipped"] == ""
+    assert f"{100 * est:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]" in out
+
+
+def test_an_interval_past_the_metrics_range_is_clipped_and_says_so(tmp_path, capsys):
+    from failclosed.sim.metrics import SUMMARY_METRICS
+
+    # three seeds far apart: the t interval over seeds reaches past 1 and below 0
+    rows = [{"wasted_s": a, "busy_s": 100.0} for a in (2.0, 95.0, 99.0)]
+    raw = stats.ratio_interval([2.0, 95.0, 99.0], [100.0] * 3)
+    assert raw.hi > 1 and raw.lo < 0
+    iv = stats.metric_interval(rows, SUMMARY_METRICS["wasted_fraction"])
+    assert (iv.lo, iv.hi) == (0.0, 1.0) and iv.estimate == raw.estimate
+    assert f"hi {raw.hi:.4g} clipped to 1" in iv.clipped and f"lo {raw.lo:.4g} clipped to 0" in iv.clipped
+    src = tmp_path / "wide.csv"
+    _wasted_csv(src, [(2.0, 100.0), (95.0, 100.0), (99.0, 100.0)])
+    assert main(["summarize", str(src), "--metric", "wasted_fraction"]) == 0
+    out = capsys.readouterr().out
+    row = next(csv.DictReader((tmp_path / "wide.summary.csv").open()))
+    assert float(row["wasted_fraction_hi"]) == 1.0 and "wasted_fraction hi" in row["clipped"]
+    assert "[0.0, 100.0]*" in out and "clipped" in out
+    # a mean is never negative either (a throughput, a time)
+    t = stats.metric_interval([{"e2e_p99_s": v} for v in (1.0, 900.0)], SUMMARY_METRICS["e2e_p99_s"])
+    assert t.lo == 0.0 and "lo" in t.clipped and t.hi > 900
+
+
+# -- pictures: never narrowed silently, every label inside the figure, a marker per kind ----------
+@pytest.fixture
+def violating_history(tmp_path, cfg):
+    import json
+
+    hist, js = tmp_path / "h.jsonl", tmp_path / "h.json"
+    main(["simulate", cfg, "--policy", "adr-111", "--runs", "30", "--history", str(hist), "--json", str(js),
+          "--quiet"])
+    viol = json.loads(js.read_text())["violations"]
+    assert len({r for v in viol for r in v["runs"]}) > 1
+    return hist, js, viol
+
+
+def test_a_window_with_violations_is_drawn_as_asked_never_narrowed_to_one_run(tmp_path, violating_history,
+                                                                              capsys):
+    from failclosed.sim import plots
+
+    hist, js, viol = violating_history
+    recs = plots.load_records(str(hist))
+    first = viol[0]["runs"][0]
+    last_own = max(r["t"] for r in recs if r.get("run") == first and r["name"] != "advance_time")
+    end = max(r["t"] for r in recs)
+    assert end > last_own + 10  # a window after the first violating run's last transition
+    window = f"{last_own + 1:.0f}:{end:.0f}"
+    png = tmp_path / "w.png"
+    assert main(["plot", "swimlane", str(hist), "--window", window, "--violations", str(js),
+                 "--out", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert png.exists() and "all drawn" in out and "drawing run" not in out
+    # narrowed only when asked, and then it says so
+    assert main(["plot", "swimlane", str(hist), "--violations", str(js), "--first-violating-run",
+                 "--out", str(tmp_path / "f.png")]) == 0
+    assert f"drawing run {first} alone" in capsys.readouterr().out
+    # a window outside what --runs draws names the runs' span, not the history's
+    assert main(["plot", "swimlane", str(hist), "--runs", first, "--window", window, "--out", str(png)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"the transitions of --runs {first} span" in err[0]
+
+
+def _figures_drawn(monkeypatch):
+    from failclosed.sim import plots
+
+    figs = []
+    close = plots.plt.close
+
+    def keep(fig=None):
+        figs.append(fig)
+        close(fig)
+
+    monkeypatch.setattr(plots.plt, "close", keep)
+    return figs
+
+
+def _texts_outside(fig) -> list[str]:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)  # a closed figure's canvas: Agg again, as it was saved
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    box = fig.bbox
+    out = []
+    texts = list(fig.texts) + [t for ax in fig.axes for t in (*ax.texts, ax.title, ax.yaxis.label, ax.xaxis.label)]
+    for ax in fig.axes:  # the tick labels drawn: those within the axes' limits
+        (x0, x1), (y0, y1) = sorted(ax.get_xlim()), sorted(ax.get_ylim())
+        texts += [t for t in ax.get_xticklabels() if x0 <= t.get_position()[0] <= x1]
+        texts += [t for t in ax.get_yticklabels() if y0 <= t.get_position()[1] <= y1]
+    if getattr(fig, "_suptitle", None) is not None:
+        texts.append(fig._suptitle)
+    for t in texts:
+        if not t.get_text() or not t.get_visible():
+            continue
+        e = t.get_window_extent(r)
+        if e.x0 < box.x0 - 1 or e.x1 > box.x1 + 1 or e.y0 < box.y0 - 1 or e.y1 > box.y1 + 1:
+            out.append(t.get_text())
+    return out
+
+
+@pytest.mark.parametrize("axis", ["time", "step"])
+def test_every_swimlane_label_is_inside_the_figure(tmp_path, violating_history, monkeypatch, axis):
+    from failclosed.sim import plots
+
+    hist, _js, viol = violating_history
+    figs = _figures_drawn(monkeypatch)
+    drawn = plots.swimlane(str(hist), str(tmp_path / "s.png"), violations=viol, axis=axis)
+    assert drawn["violations"] >= len(viol) and figs
+    fig = figs[-1]
+    labels = [t for ax in fig.axes for t in ax.texts if "violated" in t.get_text()]
+    assert labels and not _texts_outside(fig)
+    ax = fig.axes[0]
+    r = fig.canvas.get_renderer()
+    inside = ax.get_window_extent(r)
+    for t in labels:  # within the plot area, not only the figure
+        e = t.get_window_extent(r)
+        assert inside.x0 - 1 <= e.x0 and e.x1 <= inside.x1 + 1 and e.y1 <= inside.y1 + 1, t.get_text()
+
+
+def test_the_lease_curves_title_is_inside_the_figure(tmp_path, cfg, monkeypatch):
+    from failclosed.sim import plots
+
+    out = tmp_path / "lc.csv"
+    main(["sweep", cfg, "--param", "constants.LEASE_SECONDS=300,900", "--param", "policy=current,adr-111",
+          "--seeds", "2", "--out", str(out), "--quiet"])
+    figs = _figures_drawn(monkeypatch)
+    plots.lease_curves(str(out), str(tmp_path / "lc.png"))
+    assert figs and not _texts_outside(figs[-1])
+
+
+def test_each_swimlane_marker_kind_has_its_own_look_and_none_is_the_violation_star():
+    from failclosed.sim import plots
+
+    looks = {(st["marker"], st["color"]) for st in plots._MARKER_STYLE.values()}
+    assert len(looks) == len(plots._MARKER_STYLE)
+    assert all(st["marker"] != "*" for st in plots._MARKER_STYLE.values())  # "*": a violation
+    labels = [st["label"] for st in plots._MARKER_STYLE.values()]
+    assert len(set(labels)) == len(labels)  # one legend entry each
+    assert {"provider_error", "tool_error"} <= set(plots._MARKER_STYLE)
