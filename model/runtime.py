@@ -88,6 +88,7 @@ from .steps import (
     STORE,
     STORE_FAULTS,
     TOOL,
+    Action,
     action,
     declare_actor,
 )
@@ -146,6 +147,29 @@ def _faulted(t: Transition, fault: str) -> Transition:
 
 
 _new_t = tuple.__new__  # Transition(...) without the NamedTuple's Python-level __new__
+
+
+def step_faults(w: World, a: Action, state: Proc | ReaperState | None) -> tuple[str, ...]:
+    """The fault kinds step ``a`` may take now: its ``faults``, narrowed by its ``faults_now``
+    for this state (``state``: the process at the step, the reaper's state, or None for the
+    tick of an idle reaper). The moves below and the simulator's draws read it."""
+    return a.faults if a.faults_now is None else a.faults_now(w, state)
+
+
+def next_step(w: World, name: str) -> tuple[Action, Proc | ReaperState | None] | None:
+    """The step the process ``name`` (a segment, an enqueue caller, or the reaper) takes
+    next, with its state; None when it has none (no such process, or a reaper blocked in a
+    sync dispatch, whose nested segment is a process of its own)."""
+    p = w.proc(name)
+    if p is not None:
+        return ACTIONS[p.pc], p
+    if name != REAPER:
+        return None
+    r = w.reaper
+    if r is None:
+        return REAPER_ACTIONS[REAPER_TICK], None
+    a = REAPER_ACTIONS.get(r.pc)
+    return (a, r) if a is not None else None
 
 
 def _proc_moves(w: World, p: Proc) -> list[Transition]:
@@ -321,7 +345,7 @@ def _reaper_moves(w: World, one_order: bool = False) -> list[Transition]:
         a = REAPER_ACTIONS[r.pc]
         run = r.rows[r.idx][0]
         t = a.move(w, r) if a.move is not None else T(a.fires[0], "reaper", run=w.run_id(run))
-        out = _with_faults(w, t, a.faults)
+        out = _with_faults(w, t, step_faults(w, a, r))
     if _can(w, "crash"):
         out.append(T("crash", "reaper"))
     return out
@@ -330,11 +354,12 @@ def _reaper_moves(w: World, one_order: bool = False) -> list[Transition]:
 def _tick_moves(w: World, one_order: bool) -> list[Transition]:
     """T10, and the orders it may return rows of equal lease in (no defined order)."""
     tick = REAPER_ACTIONS[REAPER_TICK]
+    kinds = step_faults(w, tick, None)
     orders, tied = _stale_orders(w, one_order)
     if not tied:
-        return _with_faults(w, T(store.FIND_STALE_RUNNING, "reaper"), tick.faults)
+        return _with_faults(w, T(store.FIND_STALE_RUNNING, "reaper"), kinds)
     out = [T(store.FIND_STALE_RUNNING, "reaper", order=",".join(o)) for o in orders]
-    for k in tick.faults:
+    for k in kinds:
         if _can(w, k, store.FIND_STALE_RUNNING):
             out.append(T(store.FIND_STALE_RUNNING, "reaper", fault=k))
     # an idle reaper's crash changes nothing but the fault budget; it is listed only here
