@@ -95,6 +95,13 @@ Schema (defaults in brackets)::
     [workload.cancels]
     probability = 0.0                    # a caller cancels the run ...
     delay = 60.0                         # ... this long after it arrived
+    [faults]                             # any other declared fault kind (model/steps.py FAULTS),
+    decode_error = 0.001                 # by name: its probability at each step that may take
+    observer_error = 0.0                 # it now (its faults / faults_now), drawn by the
+                                         # component the step touches after its own faults
+                                         # (sim/faults.py); a kind with a knob of its own above
+                                         # (store_error: run_store.error_probability, ...) is
+                                         # set there
 
 Transports (RUNTIME 6.3; the model's ``[model] transport``). ``async`` (the default
 here): every dispatch puts a message on the bus, delivered to a free worker after
@@ -242,6 +249,8 @@ class SimConfig:
     not_permitted_probability: float = 0.0
     cancel_probability: float = 0.0
     cancel_delay: Dist = ZERO
+    # [faults]: (kind, probability at each step that may take it), in the table's order
+    fault_probabilities: tuple[tuple[str, float], ...] = ()
 
     def lease_seconds(self) -> int:
         return int(self.constants.get("LEASE_SECONDS", Constants().LEASE_SECONDS))
@@ -407,7 +416,7 @@ def _error_mix(v: Any, f: str) -> tuple[tuple[tuple[str, float], ...], dict[str,
 TOP = {
     "policy", "seed", "description", "constants", "runs", "arrivals", "workers", "transport",
     "bus", "reaper", "audit_store", "run_store", "crashes", "pauses", "provider", "tools",
-    "workload",
+    "workload", "faults",
 }
 MODEL_TOOL_KEYS = {"name", "effect", "remote", "approval", "server_flag", "needs_input", "removable"}
 
@@ -424,6 +433,7 @@ def load(data: dict[str, Any]) -> SimConfig:
         kw.update(section(data))
     kw["tools"] = _tools(data)
     kw.update(_workload(data, tuple(sorted(t.name for t in kw["tools"]))))
+    kw.update(_faults(data))
     return SimConfig(**kw)
 
 
@@ -667,6 +677,24 @@ def _workload(data: dict[str, Any], tool_names: tuple[str, ...]) -> dict[str, An
     kw["cancel_probability"] = _prob(ca.get("probability", 0.0), "workload.cancels.probability")
     kw["cancel_delay"] = parse_dist(ca.get("delay", 60.0), "workload.cancels.delay")
     return kw
+
+
+def _faults(data: dict[str, Any]) -> dict[str, Any]:
+    """``[faults]``: ``kind = probability`` for fault kinds declared in ``model/steps.py``
+    ``FAULTS`` (read now: a kind declared at run time is accepted at once).
+    A kind with a knob of its own is refused by the component that owns it (sim/faults.py)."""
+    from failclosed.model.steps import fault_kinds
+
+    ft = _table(data, "faults")
+    kinds = fault_kinds()
+    out = []
+    for k, v in ft.items():
+        if k not in kinds:
+            near = difflib.get_close_matches(k, list(kinds), n=1)
+            hint = f"did you mean {near[0]!r}?" if near else f"use one of {', '.join(kinds)}"
+            raise ConfigError(f"faults.{k}: unknown fault kind; {hint} (declared in model/steps.py FAULTS)")
+        out.append((k, _prob(v, f"faults.{k}")))
+    return {"fault_probabilities": tuple(out)}
 
 
 def load_file(path: str) -> SimConfig:

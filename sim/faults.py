@@ -33,8 +33,19 @@ from collections.abc import Mapping
 from typing import Any
 
 import simpy
+from failclosed.model.config import ConfigError
 from failclosed.model.state import ENQUEUE, Proc, World
-from failclosed.model.steps import ACTIONS, AUDIT, DISPATCH, PROVIDER, SETTLE, STORE, TOOL
+from failclosed.model.steps import (
+    ACTIONS,
+    AUDIT,
+    DISPATCH,
+    NONE,
+    PROVIDER,
+    PROVIDER_ERROR,
+    SETTLE,
+    STORE,
+    TOOL,
+)
 
 from .config import SimConfig
 from .records import RunRecord
@@ -49,13 +60,41 @@ def _may_commit_ambiguously(proc: Proc) -> bool:
 
 class Component:
     """A part of the environment a step can touch. The default touches nothing: no delay, no
-    fault, no draw."""
+    fault of its own, no draw; it still draws the ``[faults]`` kinds a step may take
+    (``extra``), as every component does."""
 
     work = False  # the delay is provider or tool work (a segment's busy time), not a wait
+    waits = False  # a caller's or a worker's pick-up waits out ``delay`` (a latency not fixed at 0)
+    # the kinds this component draws from distributions of its own -> the knob that sets them
+    owns: dict[str, str] = {}
+    # the [faults] kinds (sim/config.py): (kind, probability at a step that may take it)
+    extra: tuple[tuple[str, float], ...] = ()
 
     def kinds(self) -> set[str]:
         """The model's fault kinds this component may inject as configured."""
         return set()
+
+    def draw(self, rng: random.Random, may: tuple[str, ...], proc: Any = None, world: World | None = None,
+             always: bool = False) -> str | None:
+        """The fault branch a step takes here (None: the normal branch), ``may``: the kinds the
+        step may take now (the step table's ``faults`` / ``faults_now``). First the
+        component's own kinds (``fault``; ``always``: ``fault_drawn``), drawn only when the
+        step may take one of them; then, when that drew none, each ``[faults]`` kind the step
+        may take, one draw each, in the table's order. A step that may take none of them
+        draws nothing, so a kind no configuration sets changes no stream."""
+        f = None
+        if not self.owns.keys().isdisjoint(may):
+            f = self.fault_drawn(rng) if always else self.fault(rng, proc, world)
+        if f is None:
+            for kind, p in self.extra:
+                if kind in may and rng.random() < p:
+                    return kind
+        return f
+
+    def fault_drawn(self, rng: random.Random) -> str | None:
+        """The component's own fault for a step whose stream draws it even when it is off
+        (``RunStore``); elsewhere ``fault``."""
+        return self.fault(rng)
 
     def delay(self, rng: random.Random, proc: Proc, world: World) -> float:
         return 0.0
@@ -71,6 +110,8 @@ NOTHING = Component()  # what a step that touches no component touches
 
 
 class RunStore(Component):
+    owns = {"store_error": "run_store.error_probability"}
+
     def __init__(self, cfg: SimConfig):
         self.p = cfg.store_error_probability
         self.latency = cfg.store_latency
@@ -95,6 +136,9 @@ class RunStore(Component):
 
 
 class AuditStore(Component):
+    owns = {"audit_insert_fails": "audit_store.insert_failure_probability (or outages, flapping)",
+            "ambiguous_commit": "audit_store.ambiguous_commit_probability"}
+
     def __init__(self, cfg: SimConfig, env: simpy.Environment, seed: int):
         self.env = env
         self.seed = seed
@@ -154,6 +198,7 @@ class AuditStore(Component):
 
 class Provider(Component):
     work = True
+    owns = {PROVIDER_ERROR: "provider.failure_probability"}
 
     def __init__(self, cfg: SimConfig):
         self.p = cfg.provider_failure_probability
@@ -186,6 +231,7 @@ class Provider(Component):
 
 class Tools(Component):
     work = True
+    owns = {"tool_error": "tools[].error_probability"}
 
     def __init__(self, cfg: SimConfig, seed: int):
         self.seed = seed
@@ -229,6 +275,9 @@ class Tools(Component):
 
 
 class Bus(Component):
+    owns = {"dispatch_fails": "bus.dispatch_failure_probability",
+            "duplicate_message": "bus.duplicate_probability"}
+
     def __init__(self, cfg: SimConfig):
         self.p_dispatch = cfg.dispatch_failure_probability
         self.dispatch_latency = cfg.dispatch_latency
@@ -261,6 +310,8 @@ class Bus(Component):
 
 
 class Crashes(Component):
+    owns = {"crash": "crashes.worker_rate_per_hour and crashes.web_rate_per_hour"}
+
     def __init__(self, cfg: SimConfig):
         self.worker_rate = cfg.worker_crash_rate  # per hour
         self.web_rate = cfg.web_crash_rate
@@ -284,6 +335,9 @@ class Crashes(Component):
 
 
 class Pauses(Component):
+    owns = {"pause": "pauses.probability",
+            "slow_operation": "the provider's and the tools' latencies (a call past the lease)"}
+
     def __init__(self, cfg: SimConfig):
         self.p = cfg.pause_probability
         self.duration = cfg.pause_duration
@@ -311,19 +365,36 @@ class Faults:
         self.bus = Bus(cfg)
         self.crashes = Crashes(cfg)
         self.pauses = Pauses(cfg)
+        self.local = Component()  # local work (cost NONE: the observer hook)
+        # the component each cost class names (model/steps.py COST_CLASSES)
+        self.by_cost: dict[str, Component] = {
+            STORE: self.store, AUDIT: self.audit, PROVIDER: self.provider, TOOL: self.tools,
+            DISPATCH: self.bus, NONE: self.local}
+        own = (self.store, self.audit, self.provider, self.tools, self.bus, self.crashes, self.pauses)
+        for kind, _ in cfg.fault_probabilities:
+            for c in own:
+                if kind in c.owns:
+                    raise ConfigError(f"faults.{kind}: {c.owns[kind]} sets it; "
+                                      f"set it there and remove faults.{kind}")
+        extra = tuple((k, p) for k, p in cfg.fault_probabilities if p > 0)
+        for c in self.by_cost.values():
+            c.extra = extra
+        self.extra = extra
 
     def kinds(self) -> set[str]:
-        """The model's fault kinds (``[model] faults``) of the configured components; the
-        provider's classes are the model's ``provider_faults`` (:meth:`Provider.classes`)."""
-        out: set[str] = set()
+        """The model's fault kinds (``[model] faults``) of the configured components, and the
+        ``[faults]`` kinds; the provider's classes are the model's ``provider_faults``
+        (:meth:`Provider.classes`)."""
+        out: set[str] = {k for k, _ in self.extra}
         for c in (self.store, self.audit, self.provider, self.tools, self.bus, self.crashes, self.pauses):
             out |= c.kinds()
         return out
 
+    def component(self, cost: str) -> Component:
+        """The component a step of cost class ``cost`` touches (its latency and its faults)."""
+        return self.by_cost.get(cost, NOTHING)
+
     def by_step(self, costs: Mapping[str, str]) -> dict[str, Component]:
         """The component each step of a process touches, by the step's ``pc``, from its cost
-        class (``model.steps``); a step that waits on nothing touches none (``NOTHING``: no
-        delay, no fault, no draw)."""
-        by_cost = {STORE: self.store, AUDIT: self.audit, PROVIDER: self.provider,
-                   TOOL: self.tools, DISPATCH: self.bus}
-        return {pc: by_cost[c] for pc, c in costs.items() if c in by_cost}
+        class (``model.steps``); local work touches ``local`` (no delay, no fault of its own)."""
+        return {pc: self.component(c) for pc, c in costs.items()}

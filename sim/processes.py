@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import simpy
 from failclosed.model import names
+from failclosed.model.runtime import next_step, step_faults
 from failclosed.model.state import FINAL_ANSWER, Answer, RunSpec
-from failclosed.model.steps import DISPATCH, PICK_UP, REAPER_ACTIONS
+from failclosed.model.steps import OTHER_TRANSITIONS, PICK_UP, REAPER
 from failclosed.model.store import CANCEL, ENQUEUE_RUN, START_RUN
 
 from .config import SimConfig
-from .faults import NOTHING
+from .faults import NOTHING, Component
 from .records import SimulationError, Stop
 from .streams import stream
 from .window import reaper_slot
@@ -83,7 +84,7 @@ class Processes:
             if self.faults.crashes.worker_rate > 0:
                 env.process(self.crasher(wk, proc))
         if cfg.reaper_enabled and sim.policy.reaper and sim.policy.queue:
-            env.process(self.reaper())
+            env.process(self.reaper(REAPER))
         if self.faults.audit.flaps:
             env.process(self.faults.audit.flapping())
 
@@ -116,17 +117,17 @@ class Processes:
 
     def admit(self, k: int):
         """Arrival ``k``: wait for a free slot, then the caller starts or enqueues the run."""
-        sim, env, store = self.sim, self.env, self.faults.store
+        sim, env = self.sim, self.env
         arrival = env.now
         rs = plan(self.cfg, self.seed, k)
         i = yield self.window.free.get()
         sim.world = self.window.admit(sim.world, i, rs, arrival, env.now)
         caller = stream(self.seed, names.caller_process(rs.id))
-        fault = store.fault_drawn(caller)
+        name = ENQUEUE_RUN if rs.entry == "queued" else START_RUN
+        comp, fault = self.other_fault(caller, name)
         try:
-            if store.waits:
-                yield env.timeout(store.latency.sample(caller))
-            name = ENQUEUE_RUN if rs.entry == "queued" else START_RUN
+            if comp.waits:
+                yield env.timeout(comp.delay(caller))
             sim.step("caller", fault, lambda t: t.name == name, run=rs.id)
             if rs.cancels:
                 env.process(self.canceller(i, rs.id, caller))
@@ -145,7 +146,7 @@ class Processes:
         yield self.env.timeout(self.cfg.cancel_delay.sample(rng))
         if self.window.slot_of.get(rid) != i or sim.stopped:
             return
-        fault = self.faults.store.fault_drawn(rng)
+        _comp, fault = self.other_fault(rng, CANCEL)
         try:
             sim.step("caller", fault, lambda t: t.name == CANCEL, run=rid)
         except Stop:
@@ -219,15 +220,16 @@ class Processes:
 
     def serve(self, wk: str, rng: random.Random, held: _Held):
         """Take a delivered message, pick its run up and drive the segment that starts."""
-        sim, store = self.sim, self.faults.store
+        sim = self.sim
         held.request = self.mailbox.get()
         message = yield held.request
         held.message = message
         held.request = None
         _slot, rid, not_before = message
-        if store.waits:
-            yield self.env.timeout(store.latency.sample(rng))
-        fault = store.fault_drawn(rng)
+        comp = self.faults.component(OTHER_TRANSITIONS[PICK_UP].cost)
+        if comp.waits:
+            yield self.env.timeout(comp.delay(rng))
+        _comp, fault = self.other_fault(rng, PICK_UP)
         t = sim.step(
             wk, fault,
             lambda t: t.name == PICK_UP and t.arg("not_before") == not_before, run=rid,
@@ -285,7 +287,7 @@ class Processes:
                 yield timeout(lat)
             if d and comp.work:
                 window.add_work(p, d)
-            fault = comp.fault(rng, p, sim.world)
+            fault = self.fault_of(rng, name)
             t = step(name, fault)
             if t is None:
                 raise SimulationError(f"{name} at {p.pc!r}: nothing enabled")
@@ -294,37 +296,63 @@ class Processes:
                 if rec is not None:
                     comp.note(rec, p, sim.world, fault)
 
+    # -- the faults of a step ---------------------------------------------------------------------
+    def fault_of(self, rng: random.Random, name: str) -> str | None:
+        """The fault branch the next step of process ``name`` (a segment, an enqueue caller,
+        a reaper) draws: from the component its declaration's cost class names, among the
+        kinds it may take in this state (``model.runtime.step_faults``). Every step of every
+        process draws here, so a kind declared on a step is drawn wherever that step is."""
+        w = self.sim.world
+        nxt = next_step(w, name)
+        if nxt is None:
+            return None
+        a, state = nxt
+        return self.faults.component(a.cost).draw(rng, step_faults(w, a, state), state, w)
+
+    def other_fault(self, rng: random.Random, transition: str) -> tuple[Component, str | None]:
+        """The component a transition no process step fires (a caller's command, a worker's
+        pick-up: ``model.steps.OTHER_TRANSITIONS``) touches, named by its fault kinds'
+        component, and the fault it draws there; its stream draws the component's own
+        fault even when that is off (``always``: the order of those streams is so)."""
+        o = OTHER_TRANSITIONS[transition]
+        comp = self.faults.component(o.cost)
+        return comp, comp.draw(rng, o.faults, None, self.sim.world, always=True)
+
     # -- the reaper ----------------------------------------------------------------------------
-    def reaper(self):
+    def reaper(self, name: str = REAPER):
+        """The reaper ``name``: a tick every period, then its statements on each row the tick
+        returned; each statement's fault from the step its declaration names (``fault_of``)."""
         sim, env = self.sim, self.env
-        store = self.faults.store
-        rng = stream(self.seed, "reaper")
+        rng = stream(self.seed, name)
         try:
             while not sim.stopped:
                 yield env.timeout(self.cfg.reaper_period)
-                yield env.timeout(store.delay(rng))
-                sim.step("reaper", store.fault(rng))
+                yield env.timeout(self._reaper_wait(rng, name))
+                sim.step(name, self.fault_of(rng, name))
                 while sim.world.reaper is not None:
-                    yield from self.reap_row(rng)
+                    yield from self.reap_row(rng, name)
         except Stop:
             return
 
-    def reap_row(self, rng: random.Random):
+    def _reaper_wait(self, rng: random.Random, name: str) -> float:
+        """The seconds the reaper's next statement waits: the run store's latency, for each of
+        its statements, its dispatch too (as it always has: the recorded histories draw
+        so, though a process's dispatch waits the bus's latency)."""
+        return self.faults.store.delay(rng)
+
+    def reap_row(self, rng: random.Random, name: str = REAPER):
         """The reaper's next statement on the current row of its tick (sync: the run the
         reaper reclaimed, executed in the reaper's process)."""
         sim = self.sim
-        nested = sim.world.proc("reaper")
+        nested = sim.world.proc(name)
         if nested is not None:
-            yield from self.drive("reaper", rng, web=False)
+            yield from self.drive(name, rng, web=False)
             sim.maybe_archive(nested.run)
             return
-        yield self.env.timeout(self.faults.store.delay(rng))
+        yield self.env.timeout(self._reaper_wait(rng, name))
         r = sim.world.reaper
         slot = reaper_slot(r) if r is not None else None
-        # the dispatch of a requeued run goes through the bus; every other step is a store statement
-        step = REAPER_ACTIONS.get(r.pc) if r is not None else None
-        comp = self.faults.bus if step is not None and step.cost == DISPATCH else self.faults.store
-        sim.step("reaper", comp.fault(rng))
+        sim.step(name, self.fault_of(rng, name))
         if slot is not None:
             sim.maybe_archive(slot)
 

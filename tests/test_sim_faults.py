@@ -316,11 +316,14 @@ def test_by_step_maps_each_cost_class_to_its_component():
 
     f = Faults(cfg(), simpy.Environment(), 1)
     got = f.by_step({"a": STORE, "b": AUDIT, "c": PROVIDER, "d": TOOL, "e": DISPATCH, "f": NONE})
-    assert got == {"a": f.store, "b": f.audit, "c": f.provider, "d": f.tools, "e": f.bus}
-    # a step that touches nothing: no delay, no fault, no draw
-    rng = Script()
-    assert NOTHING.delay(rng, proc(), None) == 0.0 and NOTHING.fault(rng) is None
-    assert NOTHING.kinds() == set() and rng.calls == [] and not NOTHING.work
+    assert got == {"a": f.store, "b": f.audit, "c": f.provider, "d": f.tools, "e": f.bus,
+                   "f": f.local}
+    # local work, and a step that touches nothing: no delay, no fault, no draw
+    for c in (f.local, NOTHING):
+        rng = Script()
+        assert c.delay(rng, proc(), None) == 0.0 and c.fault(rng) is None
+        assert c.draw(rng, ("observer_error",)) is None
+        assert c.kinds() == set() and rng.calls == [] and not c.work
 
 
 def test_sampled_latencies_draw_from_the_steps_stream():
