@@ -87,6 +87,10 @@ Schema (defaults in brackets)::
     calls_per_round = 1
     tool_mix = {search_pages = 5, create_ticket = 1}     # weights
     cap = 20                             # optional explicit round cap
+    observer_fraction = 0.0              # runs whose caller passes a step observer (7.2 step
+                                         # 1: the hook at every step boundary of the run's
+                                         # interactive and resume segments, not a worker's;
+                                         # [faults] observer_error makes it raise)
     [workload.approvals]
     delay = {dist = "exponential", mean = 300.0}
     deny_probability = 0.1
@@ -249,6 +253,7 @@ class SimConfig:
     not_permitted_probability: float = 0.0
     cancel_probability: float = 0.0
     cancel_delay: Dist = ZERO
+    observer_fraction: float = 0.0
     # [faults]: (kind, probability at each step that may take it), in the table's order
     fault_probabilities: tuple[tuple[str, float], ...] = ()
 
@@ -653,7 +658,8 @@ def _workload(data: dict[str, Any], tool_names: tuple[str, ...]) -> dict[str, An
     """``[workload]`` and its ``approvals`` and ``cancels`` tables; ``tool_mix`` weighs
     ``tool_names`` (the [[tools]])."""
     wl = _table(data, "workload")
-    _unknown(wl, {"queued_fraction", "rounds", "calls_per_round", "tool_mix", "cap", "approvals", "cancels"}, "workload.")
+    _unknown(wl, {"queued_fraction", "rounds", "calls_per_round", "tool_mix", "cap", "approvals", "cancels",
+                  "observer_fraction"}, "workload.")
     kw: dict[str, Any] = {}
     kw["queued_fraction"] = _prob(wl.get("queued_fraction", 1.0), "workload.queued_fraction")
     kw["rounds"] = parse_dist(wl.get("rounds", 1), "workload.rounds")
@@ -666,6 +672,7 @@ def _workload(data: dict[str, Any], tool_names: tuple[str, ...]) -> dict[str, An
     kw["tool_mix"] = tuple((k, x) for k, x in tmix if x > 0)
     if "cap" in wl:
         kw["cap"] = _int(wl["cap"], "workload.cap", 1)
+    kw["observer_fraction"] = _prob(wl.get("observer_fraction", 0.0), "workload.observer_fraction")
     ap = _table(wl, "approvals", "workload.")
     _unknown(ap, {"delay", "deny_probability", "not_permitted_probability"}, "workload.approvals.")
     kw["approval_delay"] = parse_dist(ap.get("delay", 60.0), "workload.approvals.delay")
@@ -682,17 +689,23 @@ def _workload(data: dict[str, Any], tool_names: tuple[str, ...]) -> dict[str, An
 def _faults(data: dict[str, Any]) -> dict[str, Any]:
     """``[faults]``: ``kind = probability`` for fault kinds declared in ``model/steps.py``
     ``FAULTS`` (read now: a kind declared at run time is accepted at once).
-    A kind with a knob of its own is refused by the component that owns it (sim/faults.py)."""
+    A kind a component draws from a knob of its own (sim/faults.py ``owned``) is refused,
+    naming the knob."""
     from failclosed.model.steps import fault_kinds
+
+    from .faults import owned
 
     ft = _table(data, "faults")
     kinds = fault_kinds()
+    own = owned()
     out = []
     for k, v in ft.items():
         if k not in kinds:
             near = difflib.get_close_matches(k, list(kinds), n=1)
             hint = f"did you mean {near[0]!r}?" if near else f"use one of {', '.join(kinds)}"
             raise ConfigError(f"faults.{k}: unknown fault kind; {hint} (declared in model/steps.py FAULTS)")
+        if k in own:
+            raise ConfigError(f"faults.{k}: {own[k]} sets it; set it there and remove faults.{k}")
         out.append((k, _prob(v, f"faults.{k}")))
     return {"fault_probabilities": tuple(out)}
 

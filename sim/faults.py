@@ -33,7 +33,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import simpy
-from failclosed.model.config import ConfigError
 from failclosed.model.state import ENQUEUE, Proc, World
 from failclosed.model.steps import (
     ACTIONS,
@@ -370,12 +369,6 @@ class Faults:
         self.by_cost: dict[str, Component] = {
             STORE: self.store, AUDIT: self.audit, PROVIDER: self.provider, TOOL: self.tools,
             DISPATCH: self.bus, NONE: self.local}
-        own = (self.store, self.audit, self.provider, self.tools, self.bus, self.crashes, self.pauses)
-        for kind, _ in cfg.fault_probabilities:
-            for c in own:
-                if kind in c.owns:
-                    raise ConfigError(f"faults.{kind}: {c.owns[kind]} sets it; "
-                                      f"set it there and remove faults.{kind}")
         extra = tuple((k, p) for k, p in cfg.fault_probabilities if p > 0)
         for c in self.by_cost.values():
             c.extra = extra
@@ -398,3 +391,10 @@ class Faults:
         """The component each step of a process touches, by the step's ``pc``, from its cost
         class (``model.steps``); local work touches ``local`` (no delay, no fault of its own)."""
         return {pc: self.component(c) for pc, c in costs.items()}
+
+
+def owned() -> dict[str, str]:
+    """Each fault kind a component draws from a distribution of its own -> the configuration
+    knob that sets it (``[faults]`` refuses these kinds, naming the knob)."""
+    return {k: knob for c in (RunStore, AuditStore, Provider, Tools, Bus, Crashes, Pauses)
+            for k, knob in c.owns.items()}

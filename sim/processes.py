@@ -377,5 +377,7 @@ def plan(cfg: SimConfig, seed: int, k: int) -> RunSpec:
     if cfg.not_permitted_probability > 0:  # a refused approval spends a decision: more
         decisions += tuple("deny" if rng.random() < cfg.deny_probability else "approve"
                            for _ in range(4))
+    # drawn last, and only when configured: the plans of workloads without observers stay
+    observer = cfg.observer_fraction > 0 and rng.random() < cfg.observer_fraction
     return RunSpec(id=f"r{k}", entry=entry, plan=tuple(answers), cap=cfg.cap, cancels=cancels,
-                   decisions=decisions)
+                   decisions=decisions, observer=observer)

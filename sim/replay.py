@@ -134,6 +134,8 @@ def _run_table(rec: RunRecord) -> dict[str, Any]:
         d["cap"] = rec.spec.cap
     if rec.spec.cancels:
         d["cancels"] = rec.spec.cancels
+    if rec.spec.observer:
+        d["observer"] = True
     if rec.spec.decisions:
         d["decisions"] = list(rec.spec.decisions)
     return d
