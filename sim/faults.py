@@ -4,9 +4,11 @@
 Before each step of a model process, the driver (sim/processes.py) asks the component that
 step touches (the engine's table from the process's next step, ``pc``, to its component)
 for the seconds the step takes there (``delay``), waits them out, and then asks it which
-fault branch the step takes (``fault``; None is the normal branch). A component draws from
-the stream of the process that steps, so the order of its draws is part of the history:
-each method says when it draws.
+fault branch the step takes (``draw``; None is the normal branch): the component's own kinds
+(``fault``), where the step may take one, then each ``[faults]`` kind the step may take
+(``extra``). Every actor's steps draw so (sim/processes.py ``fault_of``, ``other_fault``). A
+component draws from the stream of the process that steps, so the order of its draws is part
+of the history: each method says when it draws.
 
 * :class:`RunStore`: every run-store statement (the steps of cost ``STORE``; a caller's insert, a worker's
   pick-up, the reaper's scan): latency, ``store_error``.

@@ -10,7 +10,10 @@ fault branch it takes; the engine's :meth:`Simulation.step` fires it.
 * the reaper;
 * :meth:`Processes.drive`: one model process (a segment, or an enqueue caller) step by
   step, each step's stall, latency and fault drawn from the component it touches
-  (sim/faults.py).
+  (sim/faults.py);
+* :meth:`Processes.fault_of` / :meth:`Processes.other_fault`: the one way every step of every
+  actor draws its fault: the component the step's declaration names, the kinds the step may
+  take in the state (docs/SIMULATOR.md "Which faults a step draws").
 
 A process draws from its own stream (sim/streams.py), named after it; what it draws, and
 in which order, is part of the history.
