@@ -77,6 +77,7 @@ from .steps import (
     END,
     FAULTS,
     NONE,
+    OTHER_TRANSITIONS,
     PICK_UP,
     PROVIDER,
     REAPER,
@@ -227,6 +228,12 @@ def _moves(w: World, actor: str | None, one_order: bool, slots: list[int] | None
     return []
 
 
+def _other_faults(name: str) -> tuple[str, ...]:
+    """The fault kinds a transition no process step fires may take (``OTHER_TRANSITIONS``,
+    where they are declared: the simulator draws them from there too)."""
+    return OTHER_TRANSITIONS[name].faults
+
+
 def _caller_moves(w: World, only: list[int] | None = None) -> list[Transition]:
     spec = w.config
     pol = spec.policy
@@ -237,18 +244,18 @@ def _caller_moves(w: World, only: list[int] | None = None) -> list[Transition]:
         row = w.rows[i]
         if not w.started[i]:
             if r.entry == "interactive":
-                out.extend(_with_faults(w, T(store.START_RUN, "caller", run=rid), ("store_error",)))
+                out.extend(_with_faults(w, T(store.START_RUN, "caller", run=rid), _other_faults(store.START_RUN)))
             elif pol.queue:
-                out.extend(_with_faults(w, T(store.ENQUEUE_RUN, "caller", run=rid), ("store_error",)))
+                out.extend(_with_faults(w, T(store.ENQUEUE_RUN, "caller", run=rid), _other_faults(store.ENQUEUE_RUN)))
             continue
         if w.cancels[i] < r.cancels:
-            out.extend(_with_faults(w, T(store.CANCEL, "caller", run=rid), ("store_error",)))
+            out.extend(_with_faults(w, T(store.CANCEL, "caller", run=rid), _other_faults(store.CANCEL)))
         if w.decisions[i] < len(r.decisions) and row is not None and row.status in AWAITING:
             d = r.decisions[w.decisions[i]]
             want = WAITING_FOR_INPUT if d == "input" else WAITING_FOR_APPROVAL
             if row.status == want:
                 name = {"approve": "approve", "deny": "deny", "input": "submit_input"}[d]
-                out.append(T(name, "caller", run=rid))
+                out.extend(_with_faults(w, T(name, "caller", run=rid), _other_faults(name)))
                 # the requests that fail a check of their own: the configuration is gone (12.2
                 # step 2), the input fails its schema (12.3), the approver may not run the
                 # turn's writes (12.2 gate 2; a denial passes it)
@@ -281,7 +288,7 @@ def _pickup_moves(w: World, only: str | None = None, runs: list[int] | None = No
                         _with_faults(
                             w,
                             T(PICK_UP, wk, run=w.run_id(m.run), not_before=m.not_before),
-                            ("store_error",),
+                            _other_faults(PICK_UP),
                         )
                     )
     return out

@@ -28,7 +28,7 @@ import simpy
 from failclosed.model import names
 from failclosed.model.runtime import next_step, step_faults
 from failclosed.model.state import FINAL_ANSWER, Answer, RunSpec
-from failclosed.model.steps import OTHER_TRANSITIONS, PICK_UP, REAPER
+from failclosed.model.steps import NONE, OTHER_TRANSITIONS, PICK_UP, REAPER
 from failclosed.model.store import CANCEL, ENQUEUE_RUN, START_RUN
 
 from .config import SimConfig
@@ -36,6 +36,9 @@ from .faults import NOTHING, Component
 from .records import SimulationError, Stop
 from .streams import stream
 from .window import reaper_slot
+
+# an approver's decisions (12.2, 12.3): the transitions one of which the model enables
+DECISIONS = ("approve", "deny", "submit_input")
 
 if TYPE_CHECKING:
     from .engine import Simulation
@@ -165,12 +168,12 @@ class Processes:
         # gate 2: this approver may not run the turn's writes (drawn only when configured)
         np_ = self.cfg.not_permitted_probability
         refused = np_ > 0 and rng.random() < np_
+        _comp, fault = self.other_fault(rng, *DECISIONS)  # none is declared: no draw
         before = {p.name for p in sim.world.procs}
         try:
             t = sim.step(
-                "caller", None,
-                lambda t: t.name in ("approve", "deny", "submit_input")
-                and (t.arg("permitted") is False) == refused,
+                "caller", fault,
+                lambda t: t.name in DECISIONS and (t.arg("permitted") is False) == refused,
                 run=rid,
             )
             if t is None:
@@ -312,14 +315,18 @@ class Processes:
         a, state = nxt
         return self.faults.component(a.cost).draw(rng, step_faults(w, a, state), state, w)
 
-    def other_fault(self, rng: random.Random, transition: str) -> tuple[Component, str | None]:
+    def other_fault(self, rng: random.Random, *transitions: str) -> tuple[Component, str | None]:
         """The component a transition no process step fires (a caller's command, a worker's
-        pick-up: ``model.steps.OTHER_TRANSITIONS``) touches, named by its fault kinds'
-        component, and the fault it draws there; its stream draws the component's own
-        fault even when that is off (``always``: the order of those streams is so)."""
-        o = OTHER_TRANSITIONS[transition]
-        comp = self.faults.component(o.cost)
-        return comp, comp.draw(rng, o.faults, None, self.sim.world, always=True)
+        pick-up, an approver's decision: ``model.steps.OTHER_TRANSITIONS``) touches, named by
+        its fault kinds' component, and the fault it draws there; its stream draws the
+        component's own fault even when that is off (``always``: the order of those streams
+        is so). Several ``transitions``: the one the model enables is one of them (an
+        approver's decision), their kinds together."""
+        others = [OTHER_TRANSITIONS[n] for n in transitions]
+        kinds = tuple(dict.fromkeys(k for o in others for k in o.faults))
+        cost = next((o.cost for o in others if o.cost != NONE), NONE)
+        comp = self.faults.component(cost)
+        return comp, comp.draw(rng, kinds, None, self.sim.world, always=True)
 
     # -- the reaper ----------------------------------------------------------------------------
     def reaper(self, name: str = REAPER):

@@ -22,7 +22,14 @@ import pytest
 from failclosed.model import runtime, steps
 from failclosed.model.config import ConfigError, read_toml
 from failclosed.model.runtime import enabled
-from failclosed.model.steps import FAULTS, REAPER, REAPER_ACTIONS, REAPER_DECISION, Fault
+from failclosed.model.steps import (
+    FAULTS,
+    OTHER_TRANSITIONS,
+    REAPER,
+    REAPER_ACTIONS,
+    REAPER_DECISION,
+    Fault,
+)
 from failclosed.sim import config as sconfig
 from failclosed.sim import engine
 from failclosed.sim.batch import simulate_one
@@ -35,10 +42,11 @@ from test_sim import OUTLIVES  # noqa: E402
 
 @pytest.fixture
 def restore_tables():
-    """The fault kinds and the reaper's steps, restored afterwards."""
-    saved = dict(FAULTS), dict(REAPER_ACTIONS)
+    """The fault kinds, the reaper's steps and the other transitions, restored afterwards."""
+    tables = (FAULTS, REAPER_ACTIONS, OTHER_TRANSITIONS)
+    saved = [dict(t) for t in tables]
     yield
-    for table, old in zip((FAULTS, REAPER_ACTIONS), saved, strict=True):
+    for table, old in zip(tables, saved, strict=True):
         table.clear()
         table.update(old)
 
@@ -127,6 +135,21 @@ def test_a_reaper_step_honours_faults_now_in_the_model_and_the_simulator(restore
     report = sim.fault_report()
     assert report["drawn"][REAPER_DIES] == 0 and REAPER_DIES in report["never_drawn"]
     assert REAPER_DIES in report["warning"]
+
+
+def test_a_fault_declared_on_a_callers_decision_is_offered_and_drawn(restore_tables):
+    """The same for an actor that is no process: a kind on the approver's ``approve`` (its
+    declaration in OTHER_TRANSITIONS) is a branch of the model's move and drawn by the
+    simulator from ``[faults]`` alone."""
+    FAULTS["decision_lost"] = Fault(steps.AUDIT, "the approval is taken but its record is lost")
+    OTHER_TRANSITIONS["approve"] = dataclasses.replace(OTHER_TRANSITIONS["approve"],
+                                                      faults=("decision_lost",))
+    raw = sconfig.with_overrides(read_toml(str(DATA / "every_fault.toml")),
+                                 {"runs.count": 40, "faults.decision_lost": 0.5})
+    sim = Simulation(sconfig.load(raw), seed=1, keep_going=True, keep_history=True).run()
+    approvals = [t for _, t in sim.history.records if t.name == "approve"]
+    lost = [t for t in approvals if t.fault == "decision_lost"]
+    assert 0 < len(lost) < len(approvals) and sim.drawn["decision_lost"] == len(lost)
 
 
 # -- the report -----------------------------------------------------------------------------------
