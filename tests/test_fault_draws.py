@@ -152,6 +152,22 @@ def test_a_fault_declared_on_a_callers_decision_is_offered_and_drawn(restore_tab
     assert 0 < len(lost) < len(approvals) and sim.drawn["decision_lost"] == len(lost)
 
 
+def test_a_fault_that_ends_the_reapers_tick_is_drawn_and_its_replay_limit_named(restore_tables):
+    """A kind whose effect ends the tick (the reaper dies and restarts at its next period)
+    couples the runs of one tick: the rows after it are not decided. The simulator draws it;
+    a violation's runs replayed alone cannot reproduce that, and it says so."""
+    declare_reaper_dies()
+    row = REAPER_ACTIONS[REAPER_DECISION]
+    REAPER_ACTIONS[REAPER_DECISION] = dataclasses.replace(
+        row, effect=lambda w, r, t: dataclasses.replace(w, reaper=None) if t.fault else row.effect(w, r, t))
+    from failclosed.sim.records import SimulationError
+
+    sim = Simulation(sconfig.load(_reaper_workload(0.5)), seed=1, keep_going=True)
+    with pytest.raises(SimulationError, match="a fault ended that tick"):
+        sim.run()
+    assert sim.drawn[REAPER_DIES] > 0
+
+
 # -- the report -----------------------------------------------------------------------------------
 def test_an_enabled_kind_never_drawn_is_reported_from_the_threshold_on(monkeypatch):
     """observer_error is enabled ([faults]) but no step of this workload may take it: no run
