@@ -223,6 +223,20 @@ def test_faults_table_refuses_what_it_cannot_set(faults, needle):
     assert str(e.value).startswith(needle) and "\n" not in str(e.value)
 
 
+def test_simulate_refuses_a_bad_faults_table_in_one_line_before_any_work(tmp_path, capsys):
+    from failclosed.cli import main
+
+    cfg = tmp_path / "w.toml"
+    cfg.write_text(OUTLIVES + "\n[faults]\ndispatch_fails = 0.1\n")
+    out_json = tmp_path / "r.json"
+    code = main(["simulate", str(cfg), "--json", str(out_json)])
+    err = capsys.readouterr().err
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err
+    assert "faults.dispatch_fails: bus.dispatch_failure_probability sets it" in lines[0]
+    assert not out_json.exists()
+
+
 def test_a_kind_declared_at_run_time_is_accepted_and_no_configuration_moves_no_history(restore_tables):
     before = simulate_one(_toml(OUTLIVES), keep_going=True, scenarios=0)[0]["history_sha256"]
     declare_reaper_dies()
