@@ -45,6 +45,7 @@ from failclosed.model.steps import (
     PROVIDER_ERROR,
     SETTLE,
     STORE,
+    STORE_FAULTS,
     TOOL,
 )
 
@@ -52,11 +53,23 @@ from .config import SimConfig
 from .records import RunRecord
 from .streams import stream
 
+# The kinds the components below draw from distributions of their own, each spelled once
+# here (model/steps.py FAULTS declares them)
+STORE_ERROR = STORE_FAULTS[0]
+AUDIT_INSERT_FAILS = "audit_insert_fails"
+AMBIGUOUS_COMMIT = "ambiguous_commit"
+TOOL_ERROR = "tool_error"
+DISPATCH_FAILS = "dispatch_fails"
+DUPLICATE_MESSAGE = "duplicate_message"
+CRASH = "crash"
+PAUSE = "pause"
+SLOW_OPERATION = "slow_operation"
+
 
 def _may_commit_ambiguously(proc: Proc) -> bool:
     """The step the process is at may take an ambiguous commit (the step table's faults)."""
     a = ACTIONS.get(proc.pc)
-    return a is not None and "ambiguous_commit" in a.faults
+    return a is not None and AMBIGUOUS_COMMIT in a.faults
 
 
 class Component:
@@ -111,7 +124,7 @@ NOTHING = Component()  # what a step that touches no component touches
 
 
 class RunStore(Component):
-    owns = {"store_error": "run_store.error_probability"}
+    owns = {STORE_ERROR: "run_store.error_probability"}
 
     def __init__(self, cfg: SimConfig):
         self.p = cfg.store_error_probability
@@ -120,7 +133,7 @@ class RunStore(Component):
         self.waits = cfg.store_latency.kind != "fixed" or cfg.store_latency.a > 0
 
     def kinds(self) -> set[str]:
-        return {"store_error"} if self.p > 0 else set()
+        return {STORE_ERROR} if self.p > 0 else set()
 
     def delay(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> float:
         return self.latency.sample(rng)
@@ -128,17 +141,17 @@ class RunStore(Component):
     def fault(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> str | None:
         """Draws only when store errors are configured."""
         p = self.p
-        return "store_error" if p and rng.random() < p else None
+        return STORE_ERROR if p and rng.random() < p else None
 
     def fault_drawn(self, rng: random.Random) -> str | None:
         """Draws even when store errors are off (a caller's and a worker's pick-up: their
         streams' order is fixed so)."""
-        return "store_error" if rng.random() < self.p else None
+        return STORE_ERROR if rng.random() < self.p else None
 
 
 class AuditStore(Component):
-    owns = {"audit_insert_fails": "audit_store.insert_failure_probability (or outages, flapping)",
-            "ambiguous_commit": "audit_store.ambiguous_commit_probability"}
+    owns = {AUDIT_INSERT_FAILS: "audit_store.insert_failure_probability (or outages, flapping)",
+            AMBIGUOUS_COMMIT: "audit_store.ambiguous_commit_probability"}
 
     def __init__(self, cfg: SimConfig, env: simpy.Environment, seed: int):
         self.env = env
@@ -154,9 +167,9 @@ class AuditStore(Component):
     def kinds(self) -> set[str]:
         out = set()
         if self.p_fail > 0 or self.outages or self.mean_up > 0:
-            out.add("audit_insert_fails")
+            out.add(AUDIT_INSERT_FAILS)
         if self.p_ambiguous > 0:
-            out.add("ambiguous_commit")
+            out.add(AMBIGUOUS_COMMIT)
         return out
 
     def delay(self, rng: random.Random, proc: Proc, world: World) -> float:
@@ -166,12 +179,12 @@ class AuditStore(Component):
         """No draw while the store is down; else one, which also decides an ambiguous commit
         of ``persist``."""
         if self.down or self.in_outage():
-            return "audit_insert_fails"
+            return AUDIT_INSERT_FAILS
         r = rng.random()
         if r < self.p_fail:
-            return "audit_insert_fails"
+            return AUDIT_INSERT_FAILS
         if proc is not None and r < self.p_fail + self.p_ambiguous and _may_commit_ambiguously(proc):
-            return "ambiguous_commit"
+            return AMBIGUOUS_COMMIT
         return None
 
     def in_outage(self) -> bool:
@@ -232,7 +245,7 @@ class Provider(Component):
 
 class Tools(Component):
     work = True
-    owns = {"tool_error": "tools[].error_probability"}
+    owns = {TOOL_ERROR: "tools[].error_probability"}
 
     def __init__(self, cfg: SimConfig, seed: int):
         self.seed = seed
@@ -241,7 +254,7 @@ class Tools(Component):
             self.conf.setdefault(t.name, t)
 
     def kinds(self) -> set[str]:
-        return {"tool_error"} if any(t.error_probability > 0 for t in self.conf.values()) else set()
+        return {TOOL_ERROR} if any(t.error_probability > 0 for t in self.conf.values()) else set()
 
     @staticmethod
     def called(proc: Proc, world: World) -> str:
@@ -258,7 +271,7 @@ class Tools(Component):
         if conf is None:
             return None
         pe = conf.error_probability
-        return "tool_error" if pe and rng.random() < pe else None
+        return TOOL_ERROR if pe and rng.random() < pe else None
 
     def note(self, rec: RunRecord, proc: Proc, world: World, fault: str) -> None:
         """The error the tool's ``error_mix`` names, drawn from a stream of its own so that
@@ -276,8 +289,8 @@ class Tools(Component):
 
 
 class Bus(Component):
-    owns = {"dispatch_fails": "bus.dispatch_failure_probability",
-            "duplicate_message": "bus.duplicate_probability"}
+    owns = {DISPATCH_FAILS: "bus.dispatch_failure_probability",
+            DUPLICATE_MESSAGE: "bus.duplicate_probability"}
 
     def __init__(self, cfg: SimConfig):
         self.p_dispatch = cfg.dispatch_failure_probability
@@ -288,9 +301,9 @@ class Bus(Component):
     def kinds(self) -> set[str]:
         out = set()
         if self.p_dispatch > 0:
-            out.add("dispatch_fails")
+            out.add(DISPATCH_FAILS)
         if self.p_duplicate > 0:
-            out.add("duplicate_message")
+            out.add(DUPLICATE_MESSAGE)
         return out
 
     def delay(self, rng: random.Random, proc: Proc, world: World) -> float:
@@ -299,7 +312,7 @@ class Bus(Component):
     def fault(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> str | None:
         """The dispatch; draws only when dispatch failures are configured."""
         d = self.p_dispatch
-        return "dispatch_fails" if d and rng.random() < d else None
+        return DISPATCH_FAILS if d and rng.random() < d else None
 
     def delivery(self, rng: random.Random) -> float:
         return self.delivery_delay.sample(rng)
@@ -311,7 +324,7 @@ class Bus(Component):
 
 
 class Crashes(Component):
-    owns = {"crash": "crashes.worker_rate_per_hour and crashes.web_rate_per_hour"}
+    owns = {CRASH: "crashes.worker_rate_per_hour and crashes.web_rate_per_hour"}
 
     def __init__(self, cfg: SimConfig):
         self.worker_rate = cfg.worker_crash_rate  # per hour
@@ -319,7 +332,7 @@ class Crashes(Component):
         self.restart_delay = cfg.restart_delay
 
     def kinds(self) -> set[str]:
-        return {"crash"} if self.worker_rate > 0 or self.web_rate > 0 else set()
+        return {CRASH} if self.worker_rate > 0 or self.web_rate > 0 else set()
 
     def web_crash_at(self, rng: random.Random, now: float) -> float:
         """When a web process started ``now`` crashes (inf: never); draws only when web
@@ -336,15 +349,15 @@ class Crashes(Component):
 
 
 class Pauses(Component):
-    owns = {"pause": "pauses.probability",
-            "slow_operation": "the provider's and the tools' latencies (a call past the lease)"}
+    owns = {PAUSE: "pauses.probability",
+            SLOW_OPERATION: "the provider's and the tools' latencies (a call past the lease)"}
 
     def __init__(self, cfg: SimConfig):
         self.p = cfg.pause_probability
         self.duration = cfg.pause_duration
 
     def kinds(self) -> set[str]:
-        return {"slow_operation", "pause"}  # simulated time is physical: lapses happen
+        return {SLOW_OPERATION, PAUSE}  # simulated time is physical: lapses happen
 
     def stall(self, rng: random.Random, proc: Proc) -> float:
         """Seconds a process stalls before its next step; draws only when pauses are
