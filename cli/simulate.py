@@ -22,7 +22,10 @@ simulate
     reach one proves nothing). ``--json FILE`` writes one object ``{"policy", "seed", "runs",
     "history_sha256", "outcomes", "violations", "metrics", ...}`` per simulation (a list
     for the side-by-side run, in ``SIDE_BY_SIDE`` order), with a baseline also
-    ``"baseline": {"file", "known", "new", "fixed"}`` (property names). Counterexample scenarios
+    ``"baseline": {"file", "known", "new", "fixed"}`` (property names), and ``"faults":
+    {"drawn", "never_drawn", "warning"}``: how often each enabled fault kind was drawn, and
+    from ``sim.records.NEVER_DRAWN_RUNS`` runs simulated a warning naming the kinds enabled
+    but never drawn (also printed). Counterexample scenarios
     (``failclosed replay FILE`` reproduces each) are written only under an explicit
     ``--violations-dir``: the first ``--max-scenarios N`` violations of each property per
     policy (default ``SCENARIOS_PER_PROPERTY``, ``all``: every one); the output and the JSON's
@@ -708,6 +711,7 @@ def report(results, path, total, verdict, *, stop, known, baseline_path, headlin
     con.print(title)
     for t in fit_tables("property", pols, _property_rows(results, verdict, known), width):
         con.print(t)
+    _report_faults(con, results)
     _report_files(con, results, violations_dir)
     if known is not None:
         _report_meaning(con, verdict, known, pols)
@@ -743,6 +747,24 @@ def rel_path(path: str | None) -> str:
     except ValueError:  # another drive
         return os.path.abspath(path)
     return rel if not rel.startswith("..") else os.path.abspath(path)
+
+
+def _report_faults(con, results) -> None:
+    """One line per simulation: how often each enabled fault kind was drawn; and the warning
+    of a kind enabled but never drawn (``Simulation.fault_report``)."""
+    import textwrap
+
+    def fill(text: str) -> str:
+        return textwrap.fill(text, con.width, subsequent_indent="    ", break_long_words=False,
+                             break_on_hyphens=False)
+
+    for r in results:
+        f = r["faults"]
+        drawn = ", ".join(f"{k} {n:,}" for k, n in f["drawn"].items()) or "none enabled"
+        con.print(fill(f"faults drawn ({r['policy']}): {drawn}"), markup=False)
+        if f["warning"]:
+            con.print(fill(f"warning: {r['policy']}: fault kinds {f['warning']}"), markup=False,
+                      style="yellow")
 
 
 def _report_files(con, results, violations_dir) -> None:

@@ -77,6 +77,7 @@ from .steps import (
     END,
     FAULTS,
     NONE,
+    OTHER_TRANSITIONS,
     PICK_UP,
     PROVIDER,
     REAPER,
@@ -88,6 +89,7 @@ from .steps import (
     STORE,
     STORE_FAULTS,
     TOOL,
+    Action,
     action,
     declare_actor,
 )
@@ -148,6 +150,29 @@ def _faulted(t: Transition, fault: str) -> Transition:
 _new_t = tuple.__new__  # Transition(...) without the NamedTuple's Python-level __new__
 
 
+def step_faults(w: World, a: Action, state: Proc | ReaperState | None) -> tuple[str, ...]:
+    """The fault kinds step ``a`` may take now: its ``faults``, narrowed by its ``faults_now``
+    for this state (``state``: the process at the step, the reaper's state, or None for the
+    tick of an idle reaper). The moves below and the simulator's draws read it."""
+    return a.faults if a.faults_now is None else a.faults_now(w, state)
+
+
+def next_step(w: World, name: str) -> tuple[Action, Proc | ReaperState | None] | None:
+    """The step the process ``name`` (a segment, an enqueue caller, or the reaper) takes
+    next, with its state; None when it has none (no such process, or a reaper blocked in a
+    sync dispatch, whose nested segment is a process of its own)."""
+    p = w.proc(name)
+    if p is not None:
+        return ACTIONS[p.pc], p
+    if name not in names.reaper_names(w.config):
+        return None
+    r = w.reaper(name)
+    if r is None:
+        return REAPER_ACTIONS[REAPER_TICK], None
+    a = REAPER_ACTIONS.get(r.pc)
+    return (a, r) if a is not None else None
+
+
 def _proc_moves(w: World, p: Proc) -> list[Transition]:
     """The process is at label ``p.pc``: the step declared there (``model.steps``), with
     the fault branches it may take now."""
@@ -203,6 +228,12 @@ def _moves(w: World, actor: str | None, one_order: bool, slots: list[int] | None
     return []
 
 
+def _other_faults(name: str) -> tuple[str, ...]:
+    """The fault kinds a transition no process step fires may take (``OTHER_TRANSITIONS``,
+    where they are declared: the simulator draws them from there too)."""
+    return OTHER_TRANSITIONS[name].faults
+
+
 def _caller_moves(w: World, only: list[int] | None = None) -> list[Transition]:
     spec = w.config
     pol = spec.policy
@@ -213,18 +244,18 @@ def _caller_moves(w: World, only: list[int] | None = None) -> list[Transition]:
         row = w.rows[i]
         if not w.started[i]:
             if r.entry == "interactive":
-                out.extend(_with_faults(w, T(store.START_RUN, "caller", run=rid), ("store_error",)))
+                out.extend(_with_faults(w, T(store.START_RUN, "caller", run=rid), _other_faults(store.START_RUN)))
             elif pol.queue:
-                out.extend(_with_faults(w, T(store.ENQUEUE_RUN, "caller", run=rid), ("store_error",)))
+                out.extend(_with_faults(w, T(store.ENQUEUE_RUN, "caller", run=rid), _other_faults(store.ENQUEUE_RUN)))
             continue
         if w.cancels[i] < r.cancels:
-            out.extend(_with_faults(w, T(store.CANCEL, "caller", run=rid), ("store_error",)))
+            out.extend(_with_faults(w, T(store.CANCEL, "caller", run=rid), _other_faults(store.CANCEL)))
         if w.decisions[i] < len(r.decisions) and row is not None and row.status in AWAITING:
             d = r.decisions[w.decisions[i]]
             want = WAITING_FOR_INPUT if d == "input" else WAITING_FOR_APPROVAL
             if row.status == want:
                 name = {"approve": "approve", "deny": "deny", "input": "submit_input"}[d]
-                out.append(T(name, "caller", run=rid))
+                out.extend(_with_faults(w, T(name, "caller", run=rid), _other_faults(name)))
                 # the requests that fail a check of their own: the configuration is gone (12.2
                 # step 2), the input fails its schema (12.3), the approver may not run the
                 # turn's writes (12.2 gate 2; a denial passes it)
@@ -257,7 +288,7 @@ def _pickup_moves(w: World, only: str | None = None, runs: list[int] | None = No
                         _with_faults(
                             w,
                             T(PICK_UP, wk, run=w.run_id(m.run), not_before=m.not_before),
-                            ("store_error",),
+                            _other_faults(PICK_UP),
                         )
                     )
     return out
@@ -332,7 +363,7 @@ def _reaper_moves(w: World, name: str, one_order: bool = False) -> list[Transiti
         a = REAPER_ACTIONS[r.pc]
         run = r.rows[r.idx][0]
         t = a.move(w, r) if a.move is not None else T(a.fires[0], name, run=w.run_id(run))
-        out = _with_faults(w, t, a.faults)
+        out = _with_faults(w, t, step_faults(w, a, r))
     if _can(w, "crash"):
         out.append(T("crash", name))
     return out
@@ -341,11 +372,12 @@ def _reaper_moves(w: World, name: str, one_order: bool = False) -> list[Transiti
 def _tick_moves(w: World, name: str, one_order: bool) -> list[Transition]:
     """T10, and the orders it may return rows of equal lease in (no defined order)."""
     tick = REAPER_ACTIONS[REAPER_TICK]
+    kinds = step_faults(w, tick, None)
     orders, tied = _stale_orders(w, one_order)
     if not tied:
-        return _with_faults(w, T(store.FIND_STALE_RUNNING, name), tick.faults)
+        return _with_faults(w, T(store.FIND_STALE_RUNNING, name), kinds)
     out = [T(store.FIND_STALE_RUNNING, name, order=",".join(o)) for o in orders]
-    for k in tick.faults:
+    for k in kinds:
         if _can(w, k, store.FIND_STALE_RUNNING):
             out.append(T(store.FIND_STALE_RUNNING, name, fault=k))
     # an idle reaper's crash changes nothing but the fault budget; it is listed only here

@@ -92,6 +92,20 @@ FAULTS: dict[str, Fault] = {
 }
 
 
+PROVIDER_ERROR = "provider_error"  # the kind whose branches are the provider's failure classes
+
+
+def injected(t: Any) -> str | None:
+    """The fault kind a fired transition ``t`` injects, None for none: its fault branch (a
+    provider failure class is :data:`PROVIDER_ERROR`), or the transition itself where a kind
+    is a transition of its own (``crash``, ``duplicate_message``). The simulator counts its
+    draws with it."""
+    f = t.fault
+    if f is None:
+        return t.name if t.name in FAULTS else None
+    return f if f in FAULTS else PROVIDER_ERROR
+
+
 def fault_kinds() -> tuple[str, ...]:
     """Every fault kind a configuration may enable (``Config.faults``), in declaration order:
     :data:`FAULTS`' keys, read now (a kind declared at run time is in at once)."""
@@ -126,6 +140,16 @@ class Other:
     faults: tuple[str, ...]
     place: str
     args: tuple[str, ...] = ()
+
+    @property
+    def cost(self) -> str:
+        """What the transition waits on in the simulator: the component its fault kinds break
+        (:data:`FAULTS`; the first that is a cost class), NONE when none is."""
+        for k in self.faults:
+            c = FAULTS[k].component
+            if c in COST_CLASSES:
+                return c
+        return NONE
 
 
 class _Table(dict):  # type: ignore[type-arg]

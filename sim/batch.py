@@ -86,6 +86,7 @@ def simulate_one(
         "properties": sim.properties_source,
         "simulated_seconds": round(sim.env.now, 6),
         "elapsed_seconds": round(elapsed, 3),
+        "faults": sim.fault_report(),
     }
     if sim.observer is not None:
         result["export"] = {"path": export, "privacy": export_privacy, **sim.observer.counts}

@@ -88,6 +88,10 @@ Schema (defaults in brackets)::
     calls_per_round = 1
     tool_mix = {search_pages = 5, create_ticket = 1}     # weights
     cap = 20                             # optional explicit round cap
+    observer_fraction = 0.0              # runs whose caller passes a step observer (7.2 step
+                                         # 1: the hook at every step boundary of the run's
+                                         # interactive and resume segments, not a worker's;
+                                         # [faults] observer_error makes it raise)
     [workload.approvals]
     delay = {dist = "exponential", mean = 300.0}
     deny_probability = 0.1
@@ -96,6 +100,13 @@ Schema (defaults in brackets)::
     [workload.cancels]
     probability = 0.0                    # a caller cancels the run ...
     delay = 60.0                         # ... this long after it arrived
+    [faults]                             # any other declared fault kind (model/steps.py FAULTS),
+    decode_error = 0.001                 # by name: its probability at each step that may take
+    observer_error = 0.0                 # it now (its faults / faults_now), drawn by the
+                                         # component the step touches after its own faults
+                                         # (sim/faults.py); a kind with a knob of its own above
+                                         # (store_error: run_store.error_probability, ...) is
+                                         # set there
 
 Transports (RUNTIME 6.3; the model's ``[model] transport``). ``async`` (the default
 here): every dispatch puts a message on the bus, delivered to a free worker after
@@ -244,6 +255,9 @@ class SimConfig:
     not_permitted_probability: float = 0.0
     cancel_probability: float = 0.0
     cancel_delay: Dist = ZERO
+    observer_fraction: float = 0.0
+    # [faults]: (kind, probability at each step that may take it), in the table's order
+    fault_probabilities: tuple[tuple[str, float], ...] = ()
 
     def lease_seconds(self) -> int:
         return int(self.constants.get("LEASE_SECONDS", Constants().LEASE_SECONDS))
@@ -409,7 +423,7 @@ def _error_mix(v: Any, f: str) -> tuple[tuple[tuple[str, float], ...], dict[str,
 TOP = {
     "policy", "seed", "description", "constants", "runs", "arrivals", "workers", "transport",
     "bus", "reaper", "audit_store", "run_store", "crashes", "pauses", "provider", "tools",
-    "workload",
+    "workload", "faults",
 }
 MODEL_TOOL_KEYS = {"name", "effect", "remote", "approval", "server_flag", "needs_input", "removable"}
 
@@ -426,6 +440,7 @@ def load(data: dict[str, Any]) -> SimConfig:
         kw.update(section(data))
     kw["tools"] = _tools(data)
     kw.update(_workload(data, tuple(sorted(t.name for t in kw["tools"]))))
+    kw.update(_faults(data))
     return SimConfig(**kw)
 
 
@@ -646,7 +661,8 @@ def _workload(data: dict[str, Any], tool_names: tuple[str, ...]) -> dict[str, An
     """``[workload]`` and its ``approvals`` and ``cancels`` tables; ``tool_mix`` weighs
     ``tool_names`` (the [[tools]])."""
     wl = _table(data, "workload")
-    _unknown(wl, {"queued_fraction", "rounds", "calls_per_round", "tool_mix", "cap", "approvals", "cancels"}, "workload.")
+    _unknown(wl, {"queued_fraction", "rounds", "calls_per_round", "tool_mix", "cap", "approvals", "cancels",
+                  "observer_fraction"}, "workload.")
     kw: dict[str, Any] = {}
     kw["queued_fraction"] = _prob(wl.get("queued_fraction", 1.0), "workload.queued_fraction")
     kw["rounds"] = parse_dist(wl.get("rounds", 1), "workload.rounds")
@@ -659,6 +675,7 @@ def _workload(data: dict[str, Any], tool_names: tuple[str, ...]) -> dict[str, An
     kw["tool_mix"] = tuple((k, x) for k, x in tmix if x > 0)
     if "cap" in wl:
         kw["cap"] = _int(wl["cap"], "workload.cap", 1)
+    kw["observer_fraction"] = _prob(wl.get("observer_fraction", 0.0), "workload.observer_fraction")
     ap = _table(wl, "approvals", "workload.")
     _unknown(ap, {"delay", "deny_probability", "not_permitted_probability"}, "workload.approvals.")
     kw["approval_delay"] = parse_dist(ap.get("delay", 60.0), "workload.approvals.delay")
@@ -670,6 +687,30 @@ def _workload(data: dict[str, Any], tool_names: tuple[str, ...]) -> dict[str, An
     kw["cancel_probability"] = _prob(ca.get("probability", 0.0), "workload.cancels.probability")
     kw["cancel_delay"] = parse_dist(ca.get("delay", 60.0), "workload.cancels.delay")
     return kw
+
+
+def _faults(data: dict[str, Any]) -> dict[str, Any]:
+    """``[faults]``: ``kind = probability`` for fault kinds declared in ``model/steps.py``
+    ``FAULTS`` (read now: a kind declared at run time is accepted at once).
+    A kind a component draws from a knob of its own (sim/faults.py ``owned``) is refused,
+    naming the knob."""
+    from failclosed.model.steps import fault_kinds
+
+    from .faults import owned
+
+    ft = _table(data, "faults")
+    kinds = fault_kinds()
+    own = owned()
+    out = []
+    for k, v in ft.items():
+        if k not in kinds:
+            near = difflib.get_close_matches(k, list(kinds), n=1)
+            hint = f"did you mean {near[0]!r}?" if near else f"use one of {', '.join(kinds)}"
+            raise ConfigError(f"faults.{k}: unknown fault kind; {hint} (declared in model/steps.py FAULTS)")
+        if k in own:
+            raise ConfigError(f"faults.{k}: {own[k]} sets it; set it there and remove faults.{k}")
+        out.append((k, _prob(v, f"faults.{k}")))
+    return {"fault_probabilities": tuple(out)}
 
 
 def load_file(path: str) -> SimConfig:

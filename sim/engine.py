@@ -37,7 +37,7 @@ from failclosed.model.policy import parse_policy
 from failclosed.model.rules import approval_bound
 from failclosed.model.runtime import GuardFailed, apply, clock_move, enabled, fire
 from failclosed.model.state import TERMINAL, WAITING_FOR_APPROVAL, World, replace
-from failclosed.model.steps import costs
+from failclosed.model.steps import costs, fault_kinds, injected
 from failclosed.model.transition import Transition
 
 from .checks import Checks
@@ -46,7 +46,14 @@ from .faults import Component, Faults
 from .history import History, note
 from .invariants import load_safety
 from .processes import Processes
-from .records import SCENARIOS_PER_PROPERTY, RunRecord, SimulationError, Stop, Violation
+from .records import (
+    NEVER_DRAWN_RUNS,
+    SCENARIOS_PER_PROPERTY,
+    RunRecord,
+    SimulationError,
+    Stop,
+    Violation,
+)
 from .replay import Replayer
 from .streams import stream
 from .window import Window
@@ -115,6 +122,8 @@ class Simulation:
         self.procs = Processes(self)
         self.mailbox = self.procs.mailbox
         self.fired = 0  # transitions fired (advance_time included)
+        # fault kind -> transitions fired on its fault branch (``model.steps.injected``)
+        self.drawn: Counter[str] = Counter()
         self.checked = 0  # transitions asserted enabled before firing
         self.violations: list[Violation] = []
         self.stopped = False
@@ -170,6 +179,8 @@ class Simulation:
             t = clock_move(self.world, now)  # fault=pause where a live segment stalls past its lease
             self.world = fire(self.world, t)
             self.fired += 1
+            if t.fault is not None:
+                self.drawn[t.fault] += 1
             self.history.add(self.env.now, t)
 
     def step(self, actor: str, fault: str | None = None, pred=None, run: str | None = None) -> Transition | None:
@@ -214,6 +225,9 @@ class Simulation:
         w2 = fire(w, t)
         self.world = w2
         self.fired += 1
+        kind = injected(t)
+        if kind is not None:
+            self.drawn[kind] += 1
         now = self.env.now
         self.history.add(now, t, note(w, t, w2) if self.history.annotate else None)
         rid = t.arg("run")
@@ -305,6 +319,23 @@ class Simulation:
     # -- results ---------------------------------------------------------------------------
     def all_records(self) -> list[RunRecord]:
         return list(self.window.records.values())
+
+    def fault_report(self) -> dict[str, Any]:
+        """For each fault kind the simulation enables (``[model] faults`` of its world, in
+        declaration order): how often it was drawn, as transitions fired on its fault branch
+        (``drawn``); the kinds drawn never (``never_drawn``); and, from ``NEVER_DRAWN_RUNS``
+        runs simulated, a ``warning`` naming those (None otherwise, or when every kind was
+        drawn)."""
+        enabled = self.world.config.faults
+        drawn = {k: self.drawn[k] for k in fault_kinds() if k in enabled}
+        never = [k for k, n in drawn.items() if n == 0]
+        runs = len(self.window.records)
+        warning = None
+        if never and runs >= NEVER_DRAWN_RUNS:
+            warning = (f"enabled but never drawn in {runs:,} runs: {', '.join(never)} (a "
+                       "component that does not draw a kind its steps declare, or a probability "
+                       "too small for this many runs)")
+        return {"drawn": drawn, "never_drawn": never, "warning": warning}
 
 
 def _crash(en: list[Transition], pred) -> Transition | None:

@@ -4,9 +4,11 @@
 Before each step of a model process, the driver (sim/processes.py) asks the component that
 step touches (the engine's table from the process's next step, ``pc``, to its component)
 for the seconds the step takes there (``delay``), waits them out, and then asks it which
-fault branch the step takes (``fault``; None is the normal branch). A component draws from
-the stream of the process that steps, so the order of its draws is part of the history:
-each method says when it draws.
+fault branch the step takes (``draw``; None is the normal branch): the component's own kinds
+(``fault``), where the step may take one, then each ``[faults]`` kind the step may take
+(``extra``). Every actor's steps draw so (sim/processes.py ``fault_of``, ``other_fault``). A
+component draws from the stream of the process that steps, so the order of its draws is part
+of the history: each method says when it draws.
 
 * :class:`RunStore`: every run-store statement (the steps of cost ``STORE``; a caller's insert, a worker's
   pick-up, the reaper's scan): latency, ``store_error``.
@@ -34,28 +36,79 @@ from typing import Any
 
 import simpy
 from failclosed.model.state import ENQUEUE, Proc, World
-from failclosed.model.steps import ACTIONS, AUDIT, DISPATCH, PROVIDER, SETTLE, STORE, TOOL
+from failclosed.model.steps import (
+    ACTIONS,
+    AUDIT,
+    DISPATCH,
+    NONE,
+    PROVIDER,
+    PROVIDER_ERROR,
+    SETTLE,
+    STORE,
+    STORE_FAULTS,
+    TOOL,
+)
 
 from .config import SimConfig
 from .records import RunRecord
 from .streams import stream
 
+# The kinds the components below draw from distributions of their own, each spelled once
+# here (model/steps.py FAULTS declares them)
+STORE_ERROR = STORE_FAULTS[0]
+AUDIT_INSERT_FAILS = "audit_insert_fails"
+AMBIGUOUS_COMMIT = "ambiguous_commit"
+TOOL_ERROR = "tool_error"
+DISPATCH_FAILS = "dispatch_fails"
+DUPLICATE_MESSAGE = "duplicate_message"
+CRASH = "crash"
+PAUSE = "pause"
+SLOW_OPERATION = "slow_operation"
+
 
 def _may_commit_ambiguously(proc: Proc) -> bool:
     """The step the process is at may take an ambiguous commit (the step table's faults)."""
     a = ACTIONS.get(proc.pc)
-    return a is not None and "ambiguous_commit" in a.faults
+    return a is not None and AMBIGUOUS_COMMIT in a.faults
 
 
 class Component:
     """A part of the environment a step can touch. The default touches nothing: no delay, no
-    fault, no draw."""
+    fault of its own, no draw; it still draws the ``[faults]`` kinds a step may take
+    (``extra``), as every component does."""
 
     work = False  # the delay is provider or tool work (a segment's busy time), not a wait
+    waits = False  # a caller's or a worker's pick-up waits out ``delay`` (a latency not fixed at 0)
+    # the kinds this component draws from distributions of its own -> the knob that sets them
+    owns: dict[str, str] = {}
+    # the [faults] kinds (sim/config.py): (kind, probability at a step that may take it)
+    extra: tuple[tuple[str, float], ...] = ()
 
     def kinds(self) -> set[str]:
         """The model's fault kinds this component may inject as configured."""
         return set()
+
+    def draw(self, rng: random.Random, may: tuple[str, ...], proc: Any = None, world: World | None = None,
+             always: bool = False) -> str | None:
+        """The fault branch a step takes here (None: the normal branch), ``may``: the kinds the
+        step may take now (the step table's ``faults`` / ``faults_now``). First the
+        component's own kinds (``fault``; ``always``: ``fault_drawn``), drawn only when the
+        step may take one of them; then, when that drew none, each ``[faults]`` kind the step
+        may take, one draw each, in the table's order. A step that may take none of them
+        draws nothing, so a kind no configuration sets changes no stream."""
+        f = None
+        if not self.owns.keys().isdisjoint(may):
+            f = self.fault_drawn(rng) if always else self.fault(rng, proc, world)
+        if f is None:
+            for kind, p in self.extra:
+                if kind in may and rng.random() < p:
+                    return kind
+        return f
+
+    def fault_drawn(self, rng: random.Random) -> str | None:
+        """The component's own fault for a step whose stream draws it even when it is off
+        (``RunStore``); elsewhere ``fault``."""
+        return self.fault(rng)
 
     def delay(self, rng: random.Random, proc: Proc, world: World) -> float:
         return 0.0
@@ -71,6 +124,8 @@ NOTHING = Component()  # what a step that touches no component touches
 
 
 class RunStore(Component):
+    owns = {STORE_ERROR: "run_store.error_probability"}
+
     def __init__(self, cfg: SimConfig):
         self.p = cfg.store_error_probability
         self.latency = cfg.store_latency
@@ -78,7 +133,7 @@ class RunStore(Component):
         self.waits = cfg.store_latency.kind != "fixed" or cfg.store_latency.a > 0
 
     def kinds(self) -> set[str]:
-        return {"store_error"} if self.p > 0 else set()
+        return {STORE_ERROR} if self.p > 0 else set()
 
     def delay(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> float:
         return self.latency.sample(rng)
@@ -86,15 +141,18 @@ class RunStore(Component):
     def fault(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> str | None:
         """Draws only when store errors are configured."""
         p = self.p
-        return "store_error" if p and rng.random() < p else None
+        return STORE_ERROR if p and rng.random() < p else None
 
     def fault_drawn(self, rng: random.Random) -> str | None:
         """Draws even when store errors are off (a caller's and a worker's pick-up: their
         streams' order is fixed so)."""
-        return "store_error" if rng.random() < self.p else None
+        return STORE_ERROR if rng.random() < self.p else None
 
 
 class AuditStore(Component):
+    owns = {AUDIT_INSERT_FAILS: "audit_store.insert_failure_probability (or outages, flapping)",
+            AMBIGUOUS_COMMIT: "audit_store.ambiguous_commit_probability"}
+
     def __init__(self, cfg: SimConfig, env: simpy.Environment, seed: int):
         self.env = env
         self.seed = seed
@@ -109,9 +167,9 @@ class AuditStore(Component):
     def kinds(self) -> set[str]:
         out = set()
         if self.p_fail > 0 or self.outages or self.mean_up > 0:
-            out.add("audit_insert_fails")
+            out.add(AUDIT_INSERT_FAILS)
         if self.p_ambiguous > 0:
-            out.add("ambiguous_commit")
+            out.add(AMBIGUOUS_COMMIT)
         return out
 
     def delay(self, rng: random.Random, proc: Proc, world: World) -> float:
@@ -121,12 +179,12 @@ class AuditStore(Component):
         """No draw while the store is down; else one, which also decides an ambiguous commit
         of ``persist``."""
         if self.down or self.in_outage():
-            return "audit_insert_fails"
+            return AUDIT_INSERT_FAILS
         r = rng.random()
         if r < self.p_fail:
-            return "audit_insert_fails"
+            return AUDIT_INSERT_FAILS
         if proc is not None and r < self.p_fail + self.p_ambiguous and _may_commit_ambiguously(proc):
-            return "ambiguous_commit"
+            return AMBIGUOUS_COMMIT
         return None
 
     def in_outage(self) -> bool:
@@ -154,6 +212,7 @@ class AuditStore(Component):
 
 class Provider(Component):
     work = True
+    owns = {PROVIDER_ERROR: "provider.failure_probability"}
 
     def __init__(self, cfg: SimConfig):
         self.p = cfg.provider_failure_probability
@@ -186,6 +245,7 @@ class Provider(Component):
 
 class Tools(Component):
     work = True
+    owns = {TOOL_ERROR: "tools[].error_probability"}
 
     def __init__(self, cfg: SimConfig, seed: int):
         self.seed = seed
@@ -194,7 +254,7 @@ class Tools(Component):
             self.conf.setdefault(t.name, t)
 
     def kinds(self) -> set[str]:
-        return {"tool_error"} if any(t.error_probability > 0 for t in self.conf.values()) else set()
+        return {TOOL_ERROR} if any(t.error_probability > 0 for t in self.conf.values()) else set()
 
     @staticmethod
     def called(proc: Proc, world: World) -> str:
@@ -211,7 +271,7 @@ class Tools(Component):
         if conf is None:
             return None
         pe = conf.error_probability
-        return "tool_error" if pe and rng.random() < pe else None
+        return TOOL_ERROR if pe and rng.random() < pe else None
 
     def note(self, rec: RunRecord, proc: Proc, world: World, fault: str) -> None:
         """The error the tool's ``error_mix`` names, drawn from a stream of its own so that
@@ -229,6 +289,9 @@ class Tools(Component):
 
 
 class Bus(Component):
+    owns = {DISPATCH_FAILS: "bus.dispatch_failure_probability",
+            DUPLICATE_MESSAGE: "bus.duplicate_probability"}
+
     def __init__(self, cfg: SimConfig):
         self.p_dispatch = cfg.dispatch_failure_probability
         self.dispatch_latency = cfg.dispatch_latency
@@ -238,9 +301,9 @@ class Bus(Component):
     def kinds(self) -> set[str]:
         out = set()
         if self.p_dispatch > 0:
-            out.add("dispatch_fails")
+            out.add(DISPATCH_FAILS)
         if self.p_duplicate > 0:
-            out.add("duplicate_message")
+            out.add(DUPLICATE_MESSAGE)
         return out
 
     def delay(self, rng: random.Random, proc: Proc, world: World) -> float:
@@ -249,7 +312,7 @@ class Bus(Component):
     def fault(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> str | None:
         """The dispatch; draws only when dispatch failures are configured."""
         d = self.p_dispatch
-        return "dispatch_fails" if d and rng.random() < d else None
+        return DISPATCH_FAILS if d and rng.random() < d else None
 
     def delivery(self, rng: random.Random) -> float:
         return self.delivery_delay.sample(rng)
@@ -261,13 +324,15 @@ class Bus(Component):
 
 
 class Crashes(Component):
+    owns = {CRASH: "crashes.worker_rate_per_hour and crashes.web_rate_per_hour"}
+
     def __init__(self, cfg: SimConfig):
         self.worker_rate = cfg.worker_crash_rate  # per hour
         self.web_rate = cfg.web_crash_rate
         self.restart_delay = cfg.restart_delay
 
     def kinds(self) -> set[str]:
-        return {"crash"} if self.worker_rate > 0 or self.web_rate > 0 else set()
+        return {CRASH} if self.worker_rate > 0 or self.web_rate > 0 else set()
 
     def web_crash_at(self, rng: random.Random, now: float) -> float:
         """When a web process started ``now`` crashes (inf: never); draws only when web
@@ -284,12 +349,15 @@ class Crashes(Component):
 
 
 class Pauses(Component):
+    owns = {PAUSE: "pauses.probability",
+            SLOW_OPERATION: "the provider's and the tools' latencies (a call past the lease)"}
+
     def __init__(self, cfg: SimConfig):
         self.p = cfg.pause_probability
         self.duration = cfg.pause_duration
 
     def kinds(self) -> set[str]:
-        return {"slow_operation", "pause"}  # simulated time is physical: lapses happen
+        return {SLOW_OPERATION, PAUSE}  # simulated time is physical: lapses happen
 
     def stall(self, rng: random.Random, proc: Proc) -> float:
         """Seconds a process stalls before its next step; draws only when pauses are
@@ -311,19 +379,37 @@ class Faults:
         self.bus = Bus(cfg)
         self.crashes = Crashes(cfg)
         self.pauses = Pauses(cfg)
+        self.local = Component()  # local work (cost NONE: the observer hook)
+        # the component each cost class names (model/steps.py COST_CLASSES)
+        self.by_cost: dict[str, Component] = {
+            STORE: self.store, AUDIT: self.audit, PROVIDER: self.provider, TOOL: self.tools,
+            DISPATCH: self.bus, NONE: self.local}
+        extra = tuple((k, p) for k, p in cfg.fault_probabilities if p > 0)
+        for c in self.by_cost.values():
+            c.extra = extra
+        self.extra = extra
 
     def kinds(self) -> set[str]:
-        """The model's fault kinds (``[model] faults``) of the configured components; the
-        provider's classes are the model's ``provider_faults`` (:meth:`Provider.classes`)."""
-        out: set[str] = set()
+        """The model's fault kinds (``[model] faults``) of the configured components, and the
+        ``[faults]`` kinds; the provider's classes are the model's ``provider_faults``
+        (:meth:`Provider.classes`)."""
+        out: set[str] = {k for k, _ in self.extra}
         for c in (self.store, self.audit, self.provider, self.tools, self.bus, self.crashes, self.pauses):
             out |= c.kinds()
         return out
 
+    def component(self, cost: str) -> Component:
+        """The component a step of cost class ``cost`` touches (its latency and its faults)."""
+        return self.by_cost.get(cost, NOTHING)
+
     def by_step(self, costs: Mapping[str, str]) -> dict[str, Component]:
         """The component each step of a process touches, by the step's ``pc``, from its cost
-        class (``model.steps``); a step that waits on nothing touches none (``NOTHING``: no
-        delay, no fault, no draw)."""
-        by_cost = {STORE: self.store, AUDIT: self.audit, PROVIDER: self.provider,
-                   TOOL: self.tools, DISPATCH: self.bus}
-        return {pc: by_cost[c] for pc, c in costs.items() if c in by_cost}
+        class (``model.steps``); local work touches ``local`` (no delay, no fault of its own)."""
+        return {pc: self.component(c) for pc, c in costs.items()}
+
+
+def owned() -> dict[str, str]:
+    """Each fault kind a component draws from a distribution of its own -> the configuration
+    knob that sets it (``[faults]`` refuses these kinds, naming the knob)."""
+    return {k: knob for c in (RunStore, AuditStore, Provider, Tools, Bus, Crashes, Pauses)
+            for k, knob in c.owns.items()}

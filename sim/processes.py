@@ -10,7 +10,10 @@ fault branch it takes; the engine's :meth:`Simulation.step` fires it.
 * the reaper;
 * :meth:`Processes.drive`: one model process (a segment, or an enqueue caller) step by
   step, each step's stall, latency and fault drawn from the component it touches
-  (sim/faults.py).
+  (sim/faults.py);
+* :meth:`Processes.fault_of` / :meth:`Processes.other_fault`: the one way every step of every
+  actor draws its fault: the component the step's declaration names, the kinds the step may
+  take in the state (docs/SIMULATOR.md "Which faults a step draws").
 
 A process draws from its own stream (sim/streams.py), named after it; what it draws, and
 in which order, is part of the history.
@@ -23,15 +26,19 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import simpy
 from failclosed.model import names
+from failclosed.model.runtime import next_step, step_faults
 from failclosed.model.state import FINAL_ANSWER, Answer, RunSpec
-from failclosed.model.steps import DISPATCH, PICK_UP, REAPER_ACTIONS
+from failclosed.model.steps import NONE, OTHER_TRANSITIONS, PICK_UP
 from failclosed.model.store import CANCEL, ENQUEUE_RUN, START_RUN
 
 from .config import SimConfig
-from .faults import NOTHING
+from .faults import NOTHING, Component
 from .records import SimulationError, Stop
 from .streams import stream
 from .window import reaper_slot
+
+# an approver's decisions (12.2, 12.3): the transitions one of which the model enables
+DECISIONS = ("approve", "deny", "submit_input")
 
 if TYPE_CHECKING:
     from .engine import Simulation
@@ -118,17 +125,17 @@ class Processes:
 
     def admit(self, k: int):
         """Arrival ``k``: wait for a free slot, then the caller starts or enqueues the run."""
-        sim, env, store = self.sim, self.env, self.faults.store
+        sim, env = self.sim, self.env
         arrival = env.now
         rs = plan(self.cfg, self.seed, k)
         i = yield self.window.free.get()
         sim.world = self.window.admit(sim.world, i, rs, arrival, env.now)
         caller = stream(self.seed, names.caller_process(rs.id))
-        fault = store.fault_drawn(caller)
+        name = ENQUEUE_RUN if rs.entry == "queued" else START_RUN
+        comp, fault = self.other_fault(caller, name)
         try:
-            if store.waits:
-                yield env.timeout(store.latency.sample(caller))
-            name = ENQUEUE_RUN if rs.entry == "queued" else START_RUN
+            if comp.waits:
+                yield env.timeout(comp.delay(caller))
             sim.step("caller", fault, lambda t: t.name == name, run=rs.id)
             if rs.cancels:
                 env.process(self.canceller(i, rs.id, caller))
@@ -147,7 +154,7 @@ class Processes:
         yield self.env.timeout(self.cfg.cancel_delay.sample(rng))
         if self.window.slot_of.get(rid) != i or sim.stopped:
             return
-        fault = self.faults.store.fault_drawn(rng)
+        _comp, fault = self.other_fault(rng, CANCEL)
         try:
             sim.step("caller", fault, lambda t: t.name == CANCEL, run=rid)
         except Stop:
@@ -163,12 +170,12 @@ class Processes:
         # gate 2: this approver may not run the turn's writes (drawn only when configured)
         np_ = self.cfg.not_permitted_probability
         refused = np_ > 0 and rng.random() < np_
+        _comp, fault = self.other_fault(rng, *DECISIONS)  # none is declared: no draw
         before = {p.name for p in sim.world.procs}
         try:
             t = sim.step(
-                "caller", None,
-                lambda t: t.name in ("approve", "deny", "submit_input")
-                and (t.arg("permitted") is False) == refused,
+                "caller", fault,
+                lambda t: t.name in DECISIONS and (t.arg("permitted") is False) == refused,
                 run=rid,
             )
             if t is None:
@@ -221,15 +228,16 @@ class Processes:
 
     def serve(self, wk: str, rng: random.Random, held: _Held):
         """Take a delivered message, pick its run up and drive the segment that starts."""
-        sim, store = self.sim, self.faults.store
+        sim = self.sim
         held.request = self.mailbox.get()
         message = yield held.request
         held.message = message
         held.request = None
         _slot, rid, not_before = message
-        if store.waits:
-            yield self.env.timeout(store.latency.sample(rng))
-        fault = store.fault_drawn(rng)
+        comp = self.faults.component(OTHER_TRANSITIONS[PICK_UP].cost)
+        if comp.waits:
+            yield self.env.timeout(comp.delay(rng))
+        _comp, fault = self.other_fault(rng, PICK_UP)
         t = sim.step(
             wk, fault,
             lambda t: t.name == PICK_UP and t.arg("not_before") == not_before, run=rid,
@@ -287,7 +295,7 @@ class Processes:
                 yield timeout(lat)
             if d and comp.work:
                 window.add_work(p, d)
-            fault = comp.fault(rng, p, sim.world)
+            fault = self.fault_of(rng, name)
             t = step(name, fault)
             if t is None:
                 raise SimulationError(f"{name} at {p.pc!r}: nothing enabled")
@@ -296,23 +304,56 @@ class Processes:
                 if rec is not None:
                     comp.note(rec, p, sim.world, fault)
 
+    # -- the faults of a step ---------------------------------------------------------------------
+    def fault_of(self, rng: random.Random, name: str) -> str | None:
+        """The fault branch the next step of process ``name`` (a segment, an enqueue caller,
+        a reaper) draws: from the component its declaration's cost class names, among the
+        kinds it may take in this state (``model.runtime.step_faults``). Every step of every
+        process draws here, so a kind declared on a step is drawn wherever that step is."""
+        w = self.sim.world
+        nxt = next_step(w, name)
+        if nxt is None:
+            return None
+        a, state = nxt
+        return self.faults.component(a.cost).draw(rng, step_faults(w, a, state), state, w)
+
+    def other_fault(self, rng: random.Random, *transitions: str) -> tuple[Component, str | None]:
+        """The component a transition no process step fires (a caller's command, a worker's
+        pick-up, an approver's decision: ``model.steps.OTHER_TRANSITIONS``) touches, named by
+        its fault kinds' component, and the fault it draws there; its stream draws the
+        component's own fault even when that is off (``always``: the order of those streams
+        is so). Several ``transitions``: the one the model enables is one of them (an
+        approver's decision), their kinds together."""
+        others = [OTHER_TRANSITIONS[n] for n in transitions]
+        kinds = tuple(dict.fromkeys(k for o in others for k in o.faults))
+        cost = next((o.cost for o in others if o.cost != NONE), NONE)
+        comp = self.faults.component(cost)
+        return comp, comp.draw(rng, kinds, None, self.sim.world, always=True)
+
     # -- the reaper ----------------------------------------------------------------------------
     def reaper(self, name: str):
-        """Reaper ``name``: a tick every period, then its rows (each reaper its own stream)."""
+        """Reaper ``name``: a tick every period, then its statements on each row the tick
+        returned; each statement's fault from the step its declaration names (``fault_of``).
+        Each reaper draws from a stream of its own (named as it is)."""
         sim, env = self.sim, self.env
-        store = self.faults.store
         rng = stream(self.seed, name)
         try:
             while not sim.stopped:
                 yield env.timeout(self.cfg.reaper_period)
-                yield env.timeout(store.delay(rng))
-                sim.step(name, store.fault(rng))
+                yield env.timeout(self._reaper_wait(rng, name))
+                sim.step(name, self.fault_of(rng, name))
                 while sim.world.reaper(name) is not None:
-                    yield from self.reap_row(name, rng)
+                    yield from self.reap_row(rng, name)
         except Stop:
             return
 
-    def reap_row(self, name: str, rng: random.Random):
+    def _reaper_wait(self, rng: random.Random, name: str) -> float:
+        """The seconds the reaper's next statement waits: the run store's latency, for each of
+        its statements, its dispatch too (as it always has: the recorded histories draw
+        so, though a process's dispatch waits the bus's latency)."""
+        return self.faults.store.delay(rng)
+
+    def reap_row(self, rng: random.Random, name: str):
         """Reaper ``name``'s next statement on the current row of its tick (sync: the run the
         reaper reclaimed, executed in the reaper's process)."""
         sim = self.sim
@@ -321,13 +362,10 @@ class Processes:
             yield from self.drive(name, rng, web=False)
             sim.maybe_archive(nested.run)
             return
-        yield self.env.timeout(self.faults.store.delay(rng))
+        yield self.env.timeout(self._reaper_wait(rng, name))
         r = sim.world.reaper(name)
         slot = reaper_slot(r) if r is not None else None
-        # the dispatch of a requeued run goes through the bus; every other step is a store statement
-        step = REAPER_ACTIONS.get(r.pc) if r is not None else None
-        comp = self.faults.bus if step is not None and step.cost == DISPATCH else self.faults.store
-        sim.step(name, comp.fault(rng))
+        sim.step(name, self.fault_of(rng, name))
         if slot is not None:
             sim.maybe_archive(slot)
 
@@ -352,5 +390,7 @@ def plan(cfg: SimConfig, seed: int, k: int) -> RunSpec:
     if cfg.not_permitted_probability > 0:  # a refused approval spends a decision: more
         decisions += tuple("deny" if rng.random() < cfg.deny_probability else "approve"
                            for _ in range(4))
+    # drawn last, and only when configured: the plans of workloads without observers stay
+    observer = cfg.observer_fraction > 0 and rng.random() < cfg.observer_fraction
     return RunSpec(id=f"r{k}", entry=entry, plan=tuple(answers), cap=cfg.cap, cancels=cancels,
-                   decisions=decisions)
+                   decisions=decisions, observer=observer)

@@ -51,6 +51,13 @@ class RunRecord:
 # how many violations of each property a simulation gives their scenario (replayed at its end)
 SCENARIOS_PER_PROPERTY = 3
 
+# From this many runs simulated, a fault kind the simulation enables but never draws is
+# reported as a warning (``Simulation.fault_report``). Below it a rare kind (a store error at
+# 5 in 10,000 statements) is often not drawn by chance, and the warning would be noise on every
+# short run; above it a kind never drawn is most likely one no step the simulator takes draws
+# (the reaper's steps before they drew their declared faults: 0 of every reaper decision).
+NEVER_DRAWN_RUNS = 1000
+
 
 @dataclass
 class Violation:

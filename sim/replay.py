@@ -15,7 +15,7 @@ from failclosed.model.runtime import clock_move, enabled, fire
 from failclosed.model.state import Answer, World
 from failclosed.model.transition import Transition
 
-from .records import Culprit, RunRecord, Step
+from .records import Culprit, RunRecord, SimulationError, Step
 
 
 class Replayed(NamedTuple):
@@ -112,6 +112,11 @@ def _reaper_tick_for(w: World, reaper: str, want: list[str]) -> Transition:
     runs in the order the full simulation's tick did (ties in lease_expires are ordered
     freely)."""
     ticks = [t for t in enabled(w, reaper) if t.name == store.FIND_STALE_RUNNING and t.fault is None]
+    if not ticks:
+        raise SimulationError(
+            f"the replay of runs {', '.join(want)} alone has {reaper} still inside its last tick "
+            "where the simulation's reaper ticks again: a fault ended that tick before the rows of "
+            "these runs, which a replay of these runs alone cannot reproduce")
     for t in ticks:
         order = t.arg("order")
         if order is not None and [x for x in order.split(",") if x in want] == want:
@@ -135,6 +140,8 @@ def _run_table(rec: RunRecord) -> dict[str, Any]:
         d["cap"] = rec.spec.cap
     if rec.spec.cancels:
         d["cancels"] = rec.spec.cancels
+    if rec.spec.observer:
+        d["observer"] = True
     if rec.spec.decisions:
         d["decisions"] = list(rec.spec.decisions)
     return d

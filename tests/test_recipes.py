@@ -6,7 +6,8 @@
 * a switch on a shared predicate (a grace second on the stale predicate).
 
 For each: the checker, scope generation, the scenario format and the simulator pick the change
-up from its declaration alone; a variant that changes no behaviour moves no verdict, trace or
+up from its declaration alone (the simulator draws a new fault from its ``[faults]``
+probability); a variant that changes no behaviour moves no verdict, trace or
 history hash; and a deliberately incomplete change fails a test whose message says what to add.
 """
 
@@ -237,6 +238,20 @@ def test_recipe_fault_is_picked_up(restore_tables):
     })
     res = replay(sc)
     assert res.ok, (res.failures, res.stopped)
+
+
+def test_recipe_fault_is_drawn_by_the_simulator_from_its_probability_alone(restore_tables):
+    """Nothing in sim/: ``[faults] stale_read`` and the probe's component (the run store)
+    draws it at the probe, and the report counts it."""
+    declare_stale_read()
+    from failclosed.sim import config as sconfig
+    from failclosed.sim.engine import Simulation
+
+    raw = sconfig.with_overrides(bd.sim_workloads()["small"], {"faults.stale_read": 0.3})
+    sim = Simulation(sconfig.load(raw), "current", seed=1, keep_going=True, keep_history=True).run()
+    taken = [t for _, t in sim.history.records if t.fault == "stale_read"]
+    assert taken and {t.name for t in taken} == {"find_run"}
+    assert sim.fault_report()["drawn"]["stale_read"] == len(taken)
 
 
 def test_recipe_fault_the_simulator_draws_but_does_not_enable_is_named(restore_tables):

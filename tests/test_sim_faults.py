@@ -300,6 +300,48 @@ def test_pauses_stall_any_step_but_an_enqueue_or_settle():
     assert ps.kinds() == {"slow_operation", "pause"} == Pauses(cfg()).kinds()
 
 
+# -- draw: what a step may take decides what is drawn ------------------------------------------
+def test_draw_takes_the_components_own_kind_only_where_the_step_may_take_it():
+    s = RunStore(cfg(store_error_probability=0.5))
+    rng = Script(0.1)
+    assert s.draw(rng, ("store_error", "decode_error")) == "store_error" and len(rng.calls) == 1
+    rng = Script()
+    assert s.draw(rng, ("decode_error",)) is None and rng.calls == []  # no own kind: no draw
+    rng = Script(0.9)
+    assert s.draw(rng, ("store_error",), always=True) is None and len(rng.calls) == 1
+
+
+def test_draw_then_each_faults_kind_the_step_may_take_in_the_tables_order():
+    import simpy
+
+    f = Faults(cfg(store_error_probability=0.5, fault_probabilities=(
+        ("decode_error", 0.2), ("observer_error", 0.0), ("stale", 0.3))), simpy.Environment(), 1)
+    assert f.store.extra == (("decode_error", 0.2), ("stale", 0.3)) == f.local.extra  # zeros dropped
+    assert {"decode_error", "stale"} <= f.kinds() and "observer_error" not in f.kinds()
+    # the own kind first; when it drew none, one draw per [faults] kind the step may take
+    rng = Script(0.9, 0.5, 0.1)
+    assert f.store.draw(rng, ("store_error", "decode_error", "stale")) == "stale"
+    assert len(rng.calls) == 3
+    rng = Script(0.1)
+    assert f.store.draw(rng, ("store_error", "decode_error")) == "store_error" and len(rng.calls) == 1
+    rng = Script(0.9)
+    assert f.store.draw(rng, ("store_error",)) is None and len(rng.calls) == 1  # nothing else to take
+    rng = Script(0.1)
+    assert f.local.draw(rng, ("decode_error",)) == "decode_error"  # local work draws them too
+    rng = Script()
+    assert NOTHING.draw(rng, ("decode_error",)) is None and rng.calls == []
+
+
+def test_a_workload_without_faults_table_draws_as_before():
+    import simpy
+
+    f = Faults(cfg(store_error_probability=0.5), simpy.Environment(), 1)
+    for c in f.by_cost.values():
+        assert c.extra == ()
+    rng = Script(0.9)
+    assert f.store.draw(rng, ("store_error", "decode_error")) is None and len(rng.calls) == 1
+
+
 # -- the whole environment -------------------------------------------------------------------
 def test_faults_kinds_is_the_union_of_the_components():
     import simpy
@@ -316,11 +358,14 @@ def test_by_step_maps_each_cost_class_to_its_component():
 
     f = Faults(cfg(), simpy.Environment(), 1)
     got = f.by_step({"a": STORE, "b": AUDIT, "c": PROVIDER, "d": TOOL, "e": DISPATCH, "f": NONE})
-    assert got == {"a": f.store, "b": f.audit, "c": f.provider, "d": f.tools, "e": f.bus}
-    # a step that touches nothing: no delay, no fault, no draw
-    rng = Script()
-    assert NOTHING.delay(rng, proc(), None) == 0.0 and NOTHING.fault(rng) is None
-    assert NOTHING.kinds() == set() and rng.calls == [] and not NOTHING.work
+    assert got == {"a": f.store, "b": f.audit, "c": f.provider, "d": f.tools, "e": f.bus,
+                   "f": f.local}
+    # local work, and a step that touches nothing: no delay, no fault, no draw
+    for c in (f.local, NOTHING):
+        rng = Script()
+        assert c.delay(rng, proc(), None) == 0.0 and c.fault(rng) is None
+        assert c.draw(rng, ("observer_error",)) is None
+        assert c.kinds() == set() and rng.calls == [] and not c.work
 
 
 def test_sampled_latencies_draw_from_the_steps_stream():

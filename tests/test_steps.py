@@ -100,7 +100,7 @@ def test_the_simulator_picks_each_steps_component_by_its_cost_class():
     sim = Simulation(sconfig.load_file(sconfig.default_path()), "current", seed=1)
     by_cost = {steps.STORE: sim.faults.store, steps.AUDIT: sim.faults.audit,
                steps.PROVIDER: sim.faults.provider, steps.TOOL: sim.faults.tools,
-               steps.DISPATCH: sim.faults.bus}
+               steps.DISPATCH: sim.faults.bus, steps.NONE: sim.faults.local}
     for pc, cost in steps.costs().items():
         assert sim.components.get(pc) is by_cost.get(cost), pc
     assert sim.components["clear"] is sim.faults.store  # the proposal's T5 clear is a store statement too
