@@ -4,13 +4,16 @@ Each group of subcommands lives in a module of this package (``COMMAND_MODULES``
 order ``failclosed --help`` lists them) and exposes ``register(subparsers)``, which adds its
 parsers and sets ``func`` (a callable taking the parsed args and returning the exit code).
 
-Exit codes, the same rule for every command: 0 everything checked holds (or matches the
-baseline given with ``--baseline``), 1 something new is violated (a property, an
+Exit codes (cli/exits.py), the same rule for every command: 0 everything checked holds (or
+matches the baseline given with ``--baseline``), 1 something new is violated (a property, an
 expectation), 2 bad input: one line ``failclosed: error: ...`` naming the field or the path
-and the fix, never a traceback. 130: interrupted (Ctrl-C). 141: stdout was closed by the
-reader (``failclosed replay --all | head -2``). 143: terminated by SIGTERM, which interrupts
-like Ctrl-C (worker processes stopped, partial files removed): the command stops quietly, as a program
-killed by SIGPIPE would.
+and the fix, never a traceback. 3: nothing new violated, but a search was truncated by
+``--max-states``. 70: an internal error (a bug): one line naming the exception and the file
+the full traceback was written to (in the temporary directory), never 1, which a CI gate
+reads as a finding. 130: interrupted (Ctrl-C). 141: stdout was closed by the reader
+(``failclosed replay --all | head -2``): the command stops quietly, as a program killed by
+SIGPIPE would. 143: terminated by SIGTERM, which interrupts like Ctrl-C (worker processes
+stopped, partial files removed).
 """
 
 from __future__ import annotations
@@ -23,6 +26,14 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+from failclosed.cli.exits import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_STDOUT_CLOSED,
+    EXIT_TERMINATED,
+    exit_codes_text,
+)
 from failclosed.model.config import ConfigError, UsageError, io_error_message
 from failclosed.model.policy import PRESET_ORDER, PRESETS, SWITCHES, UnknownPolicy
 
@@ -34,8 +45,6 @@ COMMAND_MODULES = ("failclosed.cli.replay", "failclosed.cli.check", "failclosed.
                    "failclosed.cli.sweep", "failclosed.cli.summarize", "failclosed.cli.plot",
                    "failclosed.cli.inspect", "failclosed.cli.regenerate")
 
-EXIT_INTERRUPTED = 130
-EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for a program killed by it
 
 
 def version() -> str:
@@ -125,10 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="failclosed",
         description="The reference model, exhaustive checker and deterministic fault-injection "
                     "simulator of an at-least-once agent-run queue.",
-        epilog="exit codes, the same for every command: 0 everything checked holds (or "
-               "matches --baseline); 1 something new is violated; 2 bad input (one line); "
-               f"{EXIT_INTERRUPTED} interrupted; {EXIT_TERMINATED} terminated (SIGTERM); {EXIT_STDOUT_CLOSED} stdout closed by its "
-               "reader (| head).",
+        epilog=exit_codes_text(),
     )
     from failclosed import build_info  # compiled by mypyc or pure Python (setup.py)
 
@@ -159,10 +165,28 @@ def _stdout_closed() -> int:
 
 def _error(message: str) -> int:
     print(f"failclosed: error: {message}", file=sys.stderr)
-    return 2
+    return EXIT_BAD_INPUT
 
 
-EXIT_TERMINATED = 143  # 128 + SIGTERM
+def _internal_error(e: BaseException) -> int:
+    """A bug: one line naming the exception and where its full traceback was written (a
+    file in the temporary directory), exit 70: never 1 (a finding) nor 2 (bad input)."""
+    import tempfile
+    import traceback
+
+    text = "".join(traceback.format_exception(e))
+    where = ""
+    try:
+        fd, path = tempfile.mkstemp(prefix="failclosed-traceback-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(f"failclosed {version()}: {' '.join(sys.argv)}\n{text}")
+        where = f"; the full traceback is in {path}"
+    except OSError as err:  # no temporary directory: the traceback goes to stderr instead
+        where = f"; the traceback could not be written ({err.strerror}), here it is:\n{text}"
+    first = (str(e).splitlines() or [""])[0]
+    print(f"failclosed: internal error: {type(e).__name__}: {first}{where} "
+          "(a bug of failclosed: please report it with that file)", file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 class Terminated(KeyboardInterrupt):
@@ -205,6 +229,14 @@ def _main(argv: Sequence[str] | None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    try:
+        return _run(args)
+    except Exception as e:  # noqa: BLE001 - the one boundary: anything else is a bug
+        return _internal_error(e)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, its expected failures mapped to their exit codes (app.py's docstring)."""
     try:
         rc = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit

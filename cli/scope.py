@@ -26,6 +26,7 @@ from failclosed.cli.checking import (
     verdict,
     write_counterexample,
 )
+from failclosed.cli.exits import EXIT_TRUNCATED, exit_codes_text, with_truncation
 from failclosed.cli.junit import add_junit, cell_cases, check_junit, write_junit
 from failclosed.spec.baseline import Baseline, Comparison, Known, write_baseline
 from failclosed.spec.progress import Progress
@@ -61,7 +62,9 @@ def register_scope(subparsers: Any) -> None:
                     "under each policy as an independent task. A property holds only if it "
                     "holds in every configuration.\n"
                     "Exit 0: every property holds (or its violation is in --baseline); 1: a new "
-                    "violation (printed with the configuration that produced it); 2: bad input.",
+                    "violation (printed with the configuration that produced it); 2: bad input; "
+                    f"{EXIT_TRUNCATED}: nothing new violated, but --max-states cut a search short.",
+        epilog=exit_codes_text(),
     )
     s.add_argument("scope", nargs="?", default="standard",
                    help="standard | quick | full | a scope TOML FILE (default: standard)")
@@ -185,7 +188,7 @@ def _cmd_scope(args: argparse.Namespace) -> int:
     scope_junit(res, args, cmp, f"scope {args.scope}")
     judged = bool(args.baseline or args.write_baseline)
     summary = _scope_summary(res, cmp, judged)
-    rc = verdict(cmp)
+    rc = with_truncation(verdict(cmp), bool(res.truncated))
     new = set(cmp.new)
     written = _write_counterexamples(res, sorted(new), Path(args.out)) if args.out else []
     if args.json:

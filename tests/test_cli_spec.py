@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from failclosed.cli import main
+from failclosed.cli.exits import EXIT_INTERNAL, EXIT_TRUNCATED
 from failclosed.model.policy import PRESET_ORDER, SWITCHES
 from failclosed.spec.baseline import load_baseline
 from failclosed.spec.properties import LIVENESS, SAFETY
@@ -300,13 +301,67 @@ def test_a_truncated_search_never_says_a_bare_holds(capsys):
     rc = main(["check", "--policy", "current", "--config", ZOMBIE, "--max-states", "50",
                "--quiet"])
     out = capsys.readouterr().out
-    assert rc == (1 if "VIOLATED" in out else 0)  # unreached witnesses are not judged
+    # unreached witnesses are not judged; a truncated search is never a plain 0
+    assert rc == (1 if "VIOLATED" in out else EXIT_TRUNCATED)
     verdicts = [ln for ln in out.splitlines() if ln.startswith("  ") and ln.split()[0] in PROPS]
     assert len(verdicts) == N_PROPS
     for ln in verdicts:
         assert "holds up to 50 states per part (truncated)" in ln or "VIOLATED" in ln, ln
     last = out.strip().splitlines()[-1]
     assert "hold up to 50 states per part (truncated)" in last, last
+
+
+@pytest.mark.parametrize("argv", [
+    ["check", "--policy", "proposed", "--config", "tiny", "--property", "exclusive_claim"],
+    ["matrix", "--policy", "proposed", "--config", "tiny"],
+    ["scope", "quick", "--policy", "proposed", "--no-cache", "--jobs", "1"],
+], ids=["check", "matrix", "scope"])
+def test_a_truncated_search_has_an_exit_code_of_its_own(argv, tmp_path, capsys):
+    """Nothing new violated but --max-states cut the search short: 3, which a CI gate does
+    not read as "holds" (0), and the JSON says the same; without the bound, 0."""
+    whole = main([*argv, "--baseline", "current", "--quiet"])
+    capsys.readouterr()
+    assert whole == 0
+    rc = main([*argv, "--baseline", "current", "--quiet", "--max-states", "20",
+               "--json", str(tmp_path / "r.json")])
+    out = capsys.readouterr().out
+    assert rc == EXIT_TRUNCATED, out
+    assert json.loads((tmp_path / "r.json").read_text())["exit_code"] == EXIT_TRUNCATED
+    assert "truncated" in out.strip().splitlines()[-1] or "up to the bound" in out
+
+
+def test_truncated_exit_code_is_documented_beside_the_others(capsys):
+    readme = (ROOT / "README.md").read_text()
+    for command in (["check"], ["matrix"], ["scope"], []):
+        assert main([*command, "--help"]) == 0
+        text = " ".join(capsys.readouterr().out.split())
+        assert f"{EXIT_TRUNCATED} nothing new violated but the search was truncated" in text
+        assert f"{EXIT_INTERNAL} internal error" in text
+    assert f"| {EXIT_TRUNCATED} |" in readme and f"| {EXIT_INTERNAL} |" in readme
+
+
+def test_an_internal_error_is_one_line_its_own_code_and_a_traceback_file(
+        monkeypatch, tmp_path, capsys):
+    """A bug is neither a finding (1) nor bad input (2): exit 70, one line naming the
+    exception and the file holding the whole traceback."""
+    import tempfile
+
+    import failclosed.spec.checker as checker
+
+    def broken(*a, **k):
+        raise RuntimeError("a bug in the checker")
+
+    monkeypatch.setattr(checker, "check", broken)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert main(["check", "--policy", "current", "--config", "tiny", "--quiet"]) == EXIT_INTERNAL
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("failclosed: internal error: RuntimeError: a bug in the checker")
+    [tb] = tmp_path.glob("failclosed-traceback-*.txt")
+    assert str(tb) in lines[0]
+    text = tb.read_text()
+    assert "Traceback (most recent call last)" in text and "a bug in the checker" in text
 
 
 # the measured figures of the statistics line: wall time, speed and memory
