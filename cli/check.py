@@ -29,7 +29,7 @@ from failclosed.cli.checking import (
     text_table,
     validate_policy,
     verdict,
-    write_counterexample,
+    write_counterexamples,
 )
 from failclosed.cli.exits import EXIT_TRUNCATED, exit_codes_text, with_truncation
 from failclosed.cli.junit import add_junit, cell_cases, check_junit, write_junit
@@ -205,10 +205,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     # counterexamples are written for the violations a reader must look at: the new ones
     new = [r for r in failed if r.name in {prop for _, prop in cmp.new}]
-    written: list[str] = []
-    if args.out:
-        for r in new:
-            written += [str(x) for x in write_counterexample(r, Path(args.out), args.policy)]
+    written = write_counterexamples([(r, args.policy) for r in new], args.out) if args.out else []
     _junit_results(args, f"check --config {args.config}", res.config, [(args.policy, res)], cmp)
 
     if args.json:

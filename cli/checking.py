@@ -36,7 +36,7 @@ __all__ = [
     "load_config_arg", "plural",
     "positive_int", "progress", "require_writable_dir", "require_writable_file", "say",
     "notes_and_baseline", "table_width", "text_table", "validate_policy", "verdict",
-    "write_counterexample",
+    "write_counterexample", "write_counterexamples",
 ]
 
 
@@ -286,7 +286,8 @@ def plural(n: int, one: str, many: str | None = None) -> str:
 def write_counterexample(r: Any, out: Path, policy: str | None) -> list[Path]:
     """Write a violated property's (spec.checker.PropertyResult) ``<name>.txt`` (the trace
     table), ``<name>.toml`` (the scenario ``failclosed replay`` reproduces it with) and
-    ``test_<name>.py`` (a regression test) under ``out``."""
+    ``test_<name>.py`` (a regression test) under ``out`` (a command writes them into the
+    staging directory of its cli.outputs.output_set, which moves the set into place)."""
     from failclosed.cli.scenario_writer import write_scenario
     from failclosed.spec.checker import counterexample_scenario, pytest_text, trace_text
 
@@ -297,3 +298,17 @@ def write_counterexample(r: Any, out: Path, policy: str | None) -> list[Path]:
     write_scenario(paths[1], counterexample_scenario(r, policy))
     paths[2].write_text(pytest_text(r, str(paths[1]), policy))
     return paths
+
+
+def write_counterexamples(found: list[tuple[Any, str | None]], out: str) -> list[str]:
+    """Each (PropertyResult, policy) of ``found`` written by :func:`write_counterexample`
+    into ``out`` as one set (cli/outputs.py: all of them, or on an interrupt none); the
+    paths written, as they are in ``out``."""
+    from failclosed.cli.outputs import output_set
+
+    written: list[str] = []
+    with output_set(out) as s:
+        assert s is not None
+        for r, policy in found:
+            written += [str(s.final_path(p)) for p in write_counterexample(r, s.staging, policy)]
+    return written

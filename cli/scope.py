@@ -24,7 +24,7 @@ from failclosed.cli.checking import (
     text_table,
     validate_policy,
     verdict,
-    write_counterexample,
+    write_counterexamples,
 )
 from failclosed.cli.exits import EXIT_TRUNCATED, exit_codes_text, with_truncation
 from failclosed.cli.junit import add_junit, cell_cases, check_junit, write_junit
@@ -190,7 +190,8 @@ def _cmd_scope(args: argparse.Namespace) -> int:
     summary = _scope_summary(res, cmp, judged)
     rc = with_truncation(verdict(cmp), bool(res.truncated))
     new = set(cmp.new)
-    written = _write_counterexamples(res, sorted(new), Path(args.out)) if args.out else []
+    written = write_counterexamples([(_shortest(res, pol, n), pol) for pol, n in sorted(new)],
+                                    args.out) if args.out else []
     if args.json:
         d = res.to_json() | {"baseline": cmp.to_json(), "summary": summary, "exit_code": rc}
         if written:
@@ -240,14 +241,6 @@ def _shortest(res: Any, pol: str, n: str) -> Any:
     m = member(res.scope, res.verdicts[pol][n].member)
     one = check(pol, ConfigPart(m.name, "", m.data), [n], witnesses=False, coverage=False)
     return one.properties[n]
-
-
-def _write_counterexamples(res: Any, cells: list[tuple[str, str]], out: Path) -> list[str]:
-    """The shortest trace of each (policy, property), written under ``out``."""
-    written: list[str] = []
-    for pol, n in cells:
-        written += [str(x) for x in write_counterexample(_shortest(res, pol, n), out, pol)]
-    return written
 
 
 def scope_junit(res: Any, args: argparse.Namespace, cmp: Comparison, suite: str) -> None:

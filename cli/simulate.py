@@ -48,6 +48,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from failclosed.cli.outputs import OutputSet, output_set
 from failclosed.cli.scenario_writer import write_scenario
 from failclosed.model.config import ConfigError, UsageError, read_toml
 from failclosed.sim.batch import simulate_one, violation_scenario
@@ -146,7 +147,7 @@ def terminal_width() -> int:
 
 
 # -- one simulation, its counterexamples written ---------------------------------------------
-def simulate_and_write(raw: dict[str, Any], violations_dir: str | None = None,
+def simulate_and_write(raw: dict[str, Any], violations_dir: str | OutputSet | None = None,
                        **kw: Any) -> tuple[dict[str, Any], Any]:
     """``sim.batch.simulate_one(raw, **kw)``, and each violation's counterexample written as a
     scenario file under ``violations_dir`` (its path in the violation's ``"scenario"``). An
@@ -166,12 +167,15 @@ def simulate_and_write(raw: dict[str, Any], violations_dir: str | None = None,
     return res, sim
 
 
-def write_violation(policy: str, seed: int, v: Any, k: int, directory: str) -> str:
-    """Write the ``k``-th violation's trace as a scenario file; returns its path."""
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, f"sim-{_safe(policy)}-seed{seed}-{v.property}-{k}.toml")
+def write_violation(policy: str, seed: int, v: Any, k: int, directory: str | OutputSet) -> str:
+    """Write the ``k``-th violation's trace as a scenario file; returns its path (in an
+    OutputSet, cli/outputs.py: written into its staging directory, the path it will have)."""
+    staged = isinstance(directory, OutputSet)
+    where = str(directory.staging) if staged else directory
+    os.makedirs(where, exist_ok=True)
+    path = os.path.join(where, f"sim-{_safe(policy)}-seed{seed}-{v.property}-{k}.toml")
     write_scenario(path, violation_scenario(v, policy, seed))
-    return path
+    return str(directory.final_path(path)) if staged else path
 
 
 def _safe(s: str) -> str:
@@ -239,15 +243,17 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
     hdir = headline_dir(seed) if side and not args.violations_dir else None
     try:
-        return _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_path, hdir,
-                         export_policy)
+        # --violations-dir: the scenarios are one set, all in place at the end or none
+        with output_set(args.violations_dir) as vset:
+            return _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_path,
+                             hdir, export_policy, vset)
     finally:
         if hdir is not None and not os.listdir(hdir):
             os.rmdir(hdir)  # nothing to replay (or interrupted): nothing left behind
 
 
 def _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_path, hdir,
-              export_policy: str | None) -> int:
+              export_policy: str | None, vset: OutputSet | None = None) -> int:
     from failclosed.spec.progress import Progress
 
     results: list[dict[str, Any]] = []
@@ -263,7 +269,7 @@ def _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_
                 counted[0] = n
                 pg.advance()
 
-            res, sim = simulate_and_write(raw, args.violations_dir, policy=pol, seed=seed, runs=n_runs,
+            res, sim = simulate_and_write(raw, vset, policy=pol, seed=seed, runs=n_runs,
                                           keep_going=not args.fail_fast, history=args.history,
                                           on_archive=tick, export=args.export if pol == export_policy else None,
                                           export_privacy=args.export_privacy)

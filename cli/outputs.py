@@ -1,0 +1,101 @@
+"""A set of output files written atomically as a set: :func:`output_set`.
+
+A command that writes several files into one directory (``check --out DIR``, ``scope --out
+DIR``, ``simulate --violations-dir DIR``) writes them into a temporary directory beside DIR
+and moves them in at the end, with SIGINT and SIGTERM held back while it does: an
+interrupted or failed command leaves DIR as it was (no file of the set, no temporary
+directory), a finished one leaves every file. A signal that arrives during the move is
+delivered right after it (the command then exits 130 or 143 with its set complete).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = ["OutputSet", "output_set"]
+
+_HELD = (signal.SIGINT, signal.SIGTERM)
+
+
+class OutputSet:
+    """Where the files of a set are written (``staging``) and where they end up
+    (``final``): :meth:`path` a file to write, :meth:`final_path` the name to print."""
+
+    def __init__(self, final: Path, staging: Path) -> None:
+        self.final = final
+        self.staging = staging
+
+    def path(self, name: str) -> Path:
+        return self.staging / name
+
+    def final_path(self, staged: str | os.PathLike[str]) -> Path:
+        """The path a file written under ``staging`` has once the set is in place."""
+        return self.final / Path(staged).relative_to(self.staging)
+
+
+def _nearest_existing(p: Path) -> Path:
+    anc = p.parent
+    while not anc.exists():
+        anc = anc.parent
+    return anc
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the block is done (only the main thread can hold them;
+    elsewhere, or where the platform has no signal masks, the block just runs)."""
+    if not hasattr(signal, "pthread_sigmask") \
+            or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _commit(staging: Path, final: Path) -> None:
+    """Move the staged files into ``final``: one rename when it does not exist yet, else a
+    rename per entry (a file of the same name is replaced, the others stay)."""
+    entries = sorted(staging.iterdir())
+    if not entries:
+        staging.rmdir()
+        return
+    with _signals_held():
+        if not final.exists():
+            final.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(staging, final)
+            return
+        for e in entries:
+            target = final / e.name
+            if target.is_dir() and not e.is_dir():
+                raise IsADirectoryError(21, "Is a directory", str(target))
+            os.replace(e, target)
+        staging.rmdir()
+
+
+@contextmanager
+def output_set(directory: str | os.PathLike[str] | None) -> Iterator[OutputSet | None]:
+    """``with output_set(DIR) as out:`` write each file at ``out.path(name)``; at the end of
+    the block they are all in DIR, or (on any exception, an interrupt included) none is and
+    DIR is untouched. ``None`` (no directory asked for) yields None."""
+    if directory is None:
+        yield None
+        return
+    final = Path(directory)  # as given: the paths printed keep the user's form
+    where = _nearest_existing(final.absolute())
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.absolute().name}.partial-", dir=where))
+    try:
+        yield OutputSet(final, staging)
+        _commit(staging, final)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
