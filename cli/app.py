@@ -229,6 +229,9 @@ def _main(argv: Sequence[str] | None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from failclosed.cli.junit import start_clock
+
+    start_clock()  # --junit's times are measured from here
     try:
         return _run(args)
     except Exception as e:  # noqa: BLE001 - the one boundary: anything else is a bug

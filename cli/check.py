@@ -17,6 +17,7 @@ from failclosed.cli.checking import (
     add_common,
     check_outputs,
     column_chunks,
+    config_help,
     emit_json,
     load_baseline_arg,
     load_config_arg,
@@ -99,7 +100,7 @@ def register(subparsers: Any) -> None:
     for a in m._actions:  # --config and --scope exclude each other: no default to hide that
         if a.dest == "config":
             a.default = None
-            a.help = "tiny | small | medium | a TOML FILE (spec/configs; default: small, unless --scope)"
+            a.help = config_help("small, unless --scope")
     m.set_defaults(func=_cmd_matrix)
 
     k = subparsers.add_parser(

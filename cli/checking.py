@@ -166,8 +166,7 @@ def validate_policy(policy: str) -> Policy:
 
 def add_common(p: argparse.ArgumentParser, *, baseline: bool = True, config: bool = True) -> None:
     if config:
-        p.add_argument("--config", default="small",
-                       help="tiny | small | medium | a TOML FILE (spec/configs)")
+        p.add_argument("--config", default="small", help=config_help())
     p.add_argument("--json", nargs="?", const="-", metavar="FILE",
                    help="machine-readable result: on stdout (instead of the tables), or "
                         "into FILE (beside them)")
@@ -179,6 +178,14 @@ def add_common(p: argparse.ArgumentParser, *, baseline: bool = True, config: boo
                        help="record the violations found as a baseline FILE to start from "
                             "(entries of --baseline keep their reasons); they count as known in this run")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def config_help(default: str = "") -> str:
+    """``--config``'s help: every name that resolves (spec/configs), or a FILE."""
+    from failclosed.spec.checker import config_names
+
+    return (f"a shipped configuration by name ({', '.join(config_names())}) or a TOML FILE"
+            + (f" (default: {default})" if default else ""))
 
 
 def check_outputs(args: argparse.Namespace) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -125,10 +126,11 @@ def _policy_arg(name: str | None) -> str | None:
     return name
 
 
-def _result_case(name: str, res: ReplayResult | None, problem: str) -> Case:
+def _result_case(name: str, res: ReplayResult | None, problem: str, seconds: float = 0.0) -> Case:
     """A scenario as a JUnit case: its failure is the first problem, its text the whole
-    account (every failed expectation, or the stop and what was enabled there)."""
-    c = Case("failclosed.replay", name)
+    account (every failed expectation, or the stop and what was enabled there); ``seconds``:
+    how long its replay took."""
+    c = Case("failclosed.replay", name, seconds=seconds)
     if problem:
         c.failure = problem
         if res is not None:
@@ -149,10 +151,12 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         return _replay_changes(args, policy) if policy else _replay_all(args)
     if not args.file:
         raise ConfigError("replay: give a scenario FILE, or --all for the shipped scenarios")
+    t0 = time.perf_counter()
     sc = load_scenario(resolve_scenario(args.file), policy)
     _require_content(sc, args.file)
     res = replay(sc)
-    write_junit(args, f"replay {args.file}", [_result_case(res.scenario.name, res, _first_problem(res))])
+    write_junit(args, f"replay {args.file}", [_result_case(res.scenario.name, res, _first_problem(res),
+                                                           time.perf_counter() - t0)])
     if args.json:
         print(json.dumps(res.to_dict(), indent=2))
     else:
@@ -213,13 +217,16 @@ def _violation_removed(res: ReplayResult) -> bool:
 
 def _replay_all(args: argparse.Namespace) -> int:
     rows = []
+    took = []
     bad = 0
     for path in shipped():
+        t0 = time.perf_counter()
         pol, ok, note, s, c = _verdict(path, None)
+        took.append(time.perf_counter() - t0)
         rows.append((path.stem, pol, s, c, ok, note))
         bad += not ok
-    write_junit(args, "replay --all", [_result_case(f"{n} [{p}]", None, d if not ok else "")
-                                       for n, p, _s, _c, ok, d in rows])
+    write_junit(args, "replay --all", [_result_case(f"{n} [{p}]", None, d if not ok else "", t)
+                                       for (n, p, _s, _c, ok, d), t in zip(rows, took, strict=True)])
     if args.json:
         print(json.dumps([
             {"scenario": n, "policy": p, "transitions": s, "checked": c, "ok": ok, "detail": d}
@@ -276,8 +283,13 @@ def _replay_changes(args: argparse.Namespace, policy: str) -> int:
     """Every shipped scenario and findings trace under its own policy and under ``policy``:
     what changed, judged (``_change_row``). Exit 1 on a regression or a file broken under
     its own policy; a findings trace the policy fixes is the fix working (exit 0)."""
-    rows = [_change_row(path, "red" if kind == "scenario" and is_red(path) else kind, policy)
-            for kind, paths in (("scenario", shipped()), ("finding", findings())) for path in paths]
+    rows, took = [], []
+    for kind, paths in (("scenario", shipped()), ("finding", findings())):
+        for path in paths:
+            t0 = time.perf_counter()
+            rows.append(_change_row(path, "red" if kind == "scenario" and is_red(path) else kind,
+                                    policy))
+            took.append(time.perf_counter() - t0)
     count = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
     n_sc = sum(r["kind"] != "finding" for r in rows)
     summary = (f"{len(rows)} under {policy} ({n_sc} scenarios, {len(rows) - n_sc} findings): "
@@ -287,7 +299,7 @@ def _replay_changes(args: argparse.Namespace, policy: str) -> int:
     write_junit(args, f"replay --all --policy {policy}", [
         _result_case(f"{r['file']} [{r['kind']}, own policy {r['own_policy']}]", None,
                      f"{r['verdict']}: {r['detail']}" if r["verdict"] in ("regression", "broken")
-                     else "") for r in rows])
+                     else "", t) for r, t in zip(rows, took, strict=True)])
     if args.json:
         print(json.dumps({"policy": policy, "changed": sum(r["changed"] for r in rows),
                           "counts": count, "rows": rows, "summary": summary, "exit_code": rc},

@@ -55,7 +55,7 @@ from failclosed.sim.batch import simulate_one, violation_scenario
 
 __all__ = ["SIDE_BY_SIDE", "check_input_file", "check_output_dir", "check_output_file",
            "default_baseline_path", "int_arg", "load_known", "plural", "read_config", "register",
-           "rel_path", "simulate_and_write"]
+           "rel_path", "resolve_sim_config", "shipped_sim_configs", "simulate_and_write"]
 
 SIDE_BY_SIDE = ("proposed", "current", "adr-134", "adr-122", "adr-111", "owner-guard")
 LIST_FILES = 10
@@ -89,6 +89,26 @@ def check_input_file(path: str, flag: str) -> None:
         raise ConfigError(f"{flag} {path}: is a directory; give a file")
     if not os.access(path, os.R_OK):
         raise ConfigError(f"{flag} {path}: not readable; check its permissions")
+
+
+def shipped_sim_configs() -> dict[str, Path]:
+    """The simulator configs shipped with the package (sim/configs), by name."""
+    from failclosed.sim import config as sconfig
+
+    return {p.stem: p for p in sorted(Path(sconfig.default_path()).parent.glob("*.toml"))}
+
+
+def resolve_sim_config(name: str, flag: str = "CONFIG") -> str:
+    """A simulator config FILE, or a shipped one by name (``default``: sim/configs/default.toml,
+    wherever the package is installed), as ``--config small`` and ``--baseline current`` are.
+    A name that is neither is one ConfigError line listing every shipped name."""
+    if os.path.exists(name) or Path(name).suffix:
+        return name
+    shipped = shipped_sim_configs()
+    if name in shipped:
+        return str(shipped[name])
+    raise ConfigError(f"{flag} {name}: no such file, and no shipped simulator config of that name; "
+                      f"give a file or one of {', '.join(shipped)}")
 
 
 def read_config(path: str, flag: str = "CONFIG") -> dict[str, Any]:
@@ -214,7 +234,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     if args.fail_fast and args.keep_going:
         raise UsageError("--fail-fast and --keep-going contradict each other; give one of them")
     side = args.config is None and args.policy is None
-    path = args.config or sconfig.default_path()
+    path = resolve_sim_config(args.config) if args.config else sconfig.default_path()
     raw = read_config(path)
     cfg = sconfig.load(raw)  # validate before anything runs
     if args.policy:
@@ -618,7 +638,7 @@ def report(results, path, total, verdict, *, stop, known, baseline_path, headlin
     con = Console(width=width, highlight=False, soft_wrap=False)
     where = os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path
     if side:
-        where = "the shipped default (sim/configs/default.toml)"
+        where = "the shipped default (failclosed simulate default)"
     con.print(f"[bold]failclosed simulate[/]: {where}, seed {seed}, {n_runs} runs per policy, "
               f"{sum(r['transitions'] for r in results):,} transitions in {total:.1f} s")
     if stop is not None:
@@ -752,7 +772,9 @@ def register(subparsers: Any) -> None:
                     "there is no baseline); 2: bad input.",
     )
     p.add_argument("config", nargs="?",
-                   help="a simulator TOML config (default: sim/configs/default.toml under several policies, side by side)")
+                   help="a simulator TOML config FILE, or a shipped one by name: "
+                        f"{', '.join(shipped_sim_configs())} (without CONFIG: default, under several "
+                        "policies side by side)")
     p.add_argument("--policy", help="policy to simulate (default: the config's policy)")
     p.add_argument("--seed", type=int_arg(0, "a seed >= 0"), help="random seed (default: the config's seed)")
     p.add_argument("--runs", type=int_arg(1, "the number of runs, >= 1"),

@@ -30,6 +30,8 @@ from failclosed.cli.simulate import (
     plural,
     read_config,
     rel_path,
+    resolve_sim_config,
+    shipped_sim_configs,
 )
 from failclosed.model.config import ConfigError, UsageError
 from failclosed.sim.batch import run_in_processes, sweep_columns, sweep_task
@@ -141,6 +143,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from failclosed.model.policy import parse_policy
     from failclosed.sim import config as sconfig
 
+    args.config = resolve_sim_config(args.config)
     raw = read_config(args.config)
     sconfig.load(raw)
     grid = parse_params(args.param)
@@ -378,7 +381,8 @@ def register(subparsers: Any) -> None:
                               description="Simulate a grid of config parameters times seeds; one CSV row per simulation. "
                                           "Exit 0: no violation (or only --baseline's known ones); 1: a violation "
                                           "not in the baseline; 2: bad input.")
-    s.add_argument("config", help="a simulator TOML config")
+    s.add_argument("config", help="a simulator TOML config FILE, or a shipped one by name: "
+                   f"{', '.join(shipped_sim_configs())}")
     s.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2",
                    help="a dotted config key and its values, e.g. constants.LEASE_SECONDS=300,900 "
                         "(repeatable; 'policy' too; default: none, one grid point)")
