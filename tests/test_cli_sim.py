@@ -562,3 +562,49 @@ def test_the_main_job_names_the_findings_and_how_to_replay_one(tmp_path, capsys,
     proc = subprocess.run([sys.executable, "-m", "failclosed", "replay", replay[0]], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# -- every hint the main commands print runs from outside the checkout (issue 27) ------------
+HINT = re.compile(r"failclosed ((?:replay|plot|inspect|scope|check|simulate|sweep|matrix)(?=\s)"
+                  r"[^,;()\n]*)")
+
+
+def _hints(text: str) -> list[str]:
+    """The commands a text tells its reader to run, placeholders (FILE, DIR, NAME) left out."""
+    out = []
+    for m in HINT.finditer(text):
+        words = m.group(1).split()
+        if not any(w.isupper() and len(w) > 1 for w in words):
+            out.append(m.group(1).strip())
+    return out
+
+
+def test_every_hint_runs_from_a_directory_outside_the_checkout(tmp_path, monkeypatch, capsys):
+    """From a fresh directory (nothing of the checkout beside it): what simulate, inspect and
+    scope tell the reader to run next opens and runs, as printed."""
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "400")  # a hint on one line
+    printed = []
+    for argv in (["simulate", "--runs", "40", "--quiet"],
+                 ["simulate", "default", "--policy", "current", "--runs", "300", "--quiet",
+                  "--export", "x.sqlite"],
+                 ["inspect", "x.sqlite", "--quiet"],
+                 ["scope", "quick", "--no-cache", "--jobs", "1", "--quiet"]):
+        code, out, err = run(argv, capsys)
+        assert code in (0, 1), (argv, err)
+        printed.append(out + err)
+    hints = [h for text in printed for h in _hints(text)]
+    kinds = {h.split()[0] for h in hints}
+    assert {"replay", "plot", "inspect"} <= kinds, hints
+    assert any(h.startswith("replay") and "/" not in h for h in hints), hints  # by name
+    scope_out = printed[3]
+    member = re.search(r"VIOLATED: \d+ steps in (\S+)", scope_out).group(1)
+    hints += [h.replace("NAME", member) for h in HINT.findall(scope_out) if "--show NAME" in h]
+    assert any("--show" in h for h in hints), scope_out
+    for h in dict.fromkeys(hints):
+        code, out, err = run(shlex.split(h), capsys)
+        assert code in (0, 1) and "error" not in err, (h, err)
+        if h.startswith(("replay", "plot")):
+            assert code == 0, (h, out)
