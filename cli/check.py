@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +152,8 @@ def _baseline_entries(found: list[tuple[str, Any]], baseline: Baseline, command:
     out = []
     for pol, r in found:
         k = baseline.find(pol, r.name, config)
+        if k is not None and k.policy != pol:  # a variant's: recorded under the policy checked
+            k = replace(k, policy=pol, variants=False)
         out.append(k if k is not None else
                    Known(pol, r.name, _recorded_reason(command, config_arg, r), config=config))
     return out

@@ -8,6 +8,7 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +156,8 @@ def scope_verdict(res: Any, args: argparse.Namespace, command: str,
                 continue
             v = res.verdicts[p][n]
             k = baseline.find(p, n, res.scope.name)
+            if k is not None and k.policy != p:  # a variant's: recorded under the policy checked
+                k = replace(k, policy=p, variants=False)
             entries.append(k if k is not None else Known(
                 p, n, f"recorded by `failclosed {command}` over scope {res.scope.name}: "
                       f"shortest counterexample {v.length} steps in {v.member}; replace this "
