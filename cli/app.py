@@ -118,6 +118,33 @@ class _HelpFormatter(argparse.HelpFormatter):
         return "\n".join(out)
 
 
+_GIVEN = "_failclosed_given_once"  # the options seen while parsing (removed after it)
+
+
+class _StoreOnce(argparse._StoreAction):
+    """An option that takes one value: given twice, it is a usage error naming it (argparse
+    would keep the last one silently: ``--policy a --policy b`` checked b)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        seen = namespace.__dict__.setdefault(_GIVEN, {})
+        if self.dest in seen:
+            parser.error(f"{option_string} given twice ({seen[self.dest]!s}, then {values!s}); it "
+                         "takes one value: give it once")
+        seen[self.dest] = values
+        super().__call__(parser, namespace, values, option_string)
+
+
+def _once(parser: argparse.ArgumentParser) -> None:
+    """Every single-valued option of ``parser`` and its subcommands refuses a repetition."""
+    for a in parser._actions:
+        if type(a) is argparse._StoreAction and a.option_strings:
+            a.__class__ = _StoreOnce
+        if isinstance(a, argparse._SubParsersAction):
+            for sub in a.choices.values():
+                _once(sub)
+
+
 class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _HelpFormatter)
@@ -143,6 +170,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for mod in COMMAND_MODULES:
         importlib.import_module(mod).register(sub)
+    for p in sub.choices.values():  # --quiet on every command, so a script can pass it to all
+        if not any("--quiet" in a.option_strings for a in p._actions):
+            p.add_argument("--quiet", action="store_true",
+                           help="no progress on stderr (this command prints none; accepted by "
+                                "every command)")
+    _once(parser)
     ph = policy_help()
     for p in sub.choices.values():  # every command that takes a policy (--policy, --param)
         if any("--policy" in a.option_strings or "policy" in (a.help or "")
@@ -226,6 +259,7 @@ def _main(argv: Sequence[str] | None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help, --version (0) and usage errors (2), already printed
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    args.__dict__.pop(_GIVEN, None)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

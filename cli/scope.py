@@ -50,7 +50,7 @@ def add_scope_run(p: argparse.ArgumentParser) -> None:
                         "say which were truncated; default: no bound)")
     p.add_argument("--cache-dir", metavar="DIR", help="where the results of finished "
                    "configurations are kept, so an interrupted or repeated run redoes only "
-                   "what is missing (default: $FAILCLOSED_CACHE_DIR or ~/.cache/failclosed)")
+                   "what is missing (default: $FAILCLOSED_CACHE or ~/.cache/failclosed)")
     p.add_argument("--no-cache", action="store_true", help="recheck every configuration")
 
 

@@ -64,6 +64,9 @@ def parse_params(items: list[str]) -> list[tuple[str, list[Any]]]:
         values = [_parse_value(v) for v in vals.split(",") if v.strip() != ""]
         if not name or not values:
             raise ConfigError(f"--param {it}: expected NAME=V1,V2,...; give a name and at least one value")
+        if name.strip() in {n for n, _ in out}:
+            raise UsageError(f"--param {name.strip()}: given twice; a grid dimension is named once, "
+                             f"with all its values: --param {name.strip()}=V1,V2")
         out.append((name.strip(), values))
     return out
 

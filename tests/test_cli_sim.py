@@ -122,7 +122,8 @@ def test_simulate_rejects_bad_numbers(tmp_path, capsys, no_work, argv, needle):
 ])
 def test_sweep_rejects_bad_numbers_and_paths(tmp_path, capsys, no_work, argv, needle):
     cfg = write(tmp_path, "c.toml", CLEAN)
-    code, _, err = run(["sweep", cfg, "--out", str(tmp_path / "r.csv"), *argv], capsys)
+    out = [] if "--out" in argv else ["--out", str(tmp_path / "r.csv")]  # an option given once
+    code, _, err = run(["sweep", cfg, *out, *argv], capsys)
     assert code == 2
     assert needle in one_error_line(err)
     assert not (tmp_path / "r.csv").exists()
@@ -608,3 +609,80 @@ def test_every_hint_runs_from_a_directory_outside_the_checkout(tmp_path, monkeyp
         assert code in (0, 1) and "error" not in err, (h, err)
         if h.startswith(("replay", "plot")):
             assert code == 0, (h, out)
+
+
+# -- a repeated option that takes one value is an error (issue 27) ---------------------------
+@pytest.mark.parametrize("argv, flag", [
+    (["check", "--policy", "current", "--policy", "proposed", "--config", "tiny"], "--policy"),
+    (["simulate", "--runs", "3", "--runs", "5"], "--runs"),
+    (["scope", "quick", "--max-states", "5", "--max-states", "9", "--list"], "--max-states"),
+    (["sweep", "default", "--out", "a.csv", "--out", "b.csv"], "--out"),
+    (["sweep", "default", "--param", "policy=current", "--param", "policy=proposed"],
+     "--param policy"),
+])
+def test_a_repeated_single_option_is_one_error_line(argv, flag, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == ""
+    line = one_error_line(err)
+    assert line.startswith(f"failclosed: error: {flag}") and "twice" in line, line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_repeatable_option_still_repeats(capsys):
+    code, out, _ = run(["check", "--policy", "current", "--config", "tiny", "--quiet",
+                        "--property", "exclusive_claim", "--property", "stream_order"], capsys)
+    assert code in (0, 1) and "exclusive_claim" in out and "stream_order" in out
+
+
+# -- cheap validation runs before the expensive work (issue 27) -----------------------------
+def _expensive_must_not_run(monkeypatch, *targets):
+    def boom(*a, **k):
+        raise AssertionError("the expensive work ran before the arguments were checked")
+
+    for mod, name in targets:
+        monkeypatch.setattr(mod, name, boom)
+
+
+def _sweep_csv(tmp_path) -> Path:
+    f = tmp_path / "s.csv"
+    code = main(["sweep", OUTLIVES_PATH, "--param", "runs.count=2,3", "--seeds", "1", "--out",
+                 str(f), "--quiet"])
+    assert code in (0, 1) and f.exists()
+    return f
+
+
+OUTLIVES_PATH = str(Path(__file__).resolve().parent / "data" / "outlives.toml")
+
+
+def test_plot_curves_refuses_an_unknown_parameter_before_reading_the_rows(tmp_path, monkeypatch,
+                                                                          capsys):
+    from failclosed.sim import plots
+
+    f = _sweep_csv(tmp_path)
+    capsys.readouterr()
+    _expensive_must_not_run(monkeypatch, (plots, "read_sweep_csv"), (plots, "curves"))
+    code, _, err = run(["plot", "curves", str(f), "--x", "nope", "--out",
+                        str(tmp_path / "c.png")], capsys)
+    assert code == 2 and "--x nope: not a parameter" in one_error_line(err)
+    code, _, err = run(["plot", "curves", str(f), "--x", "runs.count", "--metric", "nope",
+                        "--out", str(tmp_path / "c.png")], capsys)
+    assert code == 2 and "--metric nope: not a metric" in one_error_line(err)
+    assert not (tmp_path / "c.png").exists()
+
+
+def test_summarize_and_sweep_refuse_a_metric_before_any_work(tmp_path, monkeypatch, capsys):
+    from failclosed.cli import summarize
+    from failclosed.cli import sweep as sweep_mod
+
+    f = _sweep_csv(tmp_path)
+    capsys.readouterr()
+    _expensive_must_not_run(monkeypatch, (summarize, "read_sweep"), (summarize, "summary_of"),
+                            (sweep_mod, "run_grid"), (sweep_mod, "_sequential"),
+                            (sweep_mod, "_execute"))
+    code, _, err = run(["summarize", str(f), "--metric", "nope"], capsys)
+    assert code == 2 and "--metric nope: not a metric" in one_error_line(err)
+    code, _, err = run(["sweep", OUTLIVES_PATH, "--precision", "p_nope=0.1", "--out",
+                        str(tmp_path / "t.csv")], capsys)
+    assert code == 2 and "--precision p_nope: not a metric" in one_error_line(err)
+    assert not (tmp_path / "t.csv").exists()

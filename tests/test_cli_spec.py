@@ -639,3 +639,36 @@ def test_an_unreached_witness_fails_check_and_the_summary_says_so(capsys):
     n = sum(ln.startswith("  witness unreached:") for ln in out.splitlines())
     last = out.strip().splitlines()[-1]
     assert n > 0 and f"(6 known, 0 new), 15 hold, {n} witnesses unreached (tiny" in last, last
+
+
+def test_one_variable_names_the_cache(tmp_path, monkeypatch, capsys):
+    """FAILCLOSED_CACHE (the docs' name) is the cache of scope as of the notebooks; the
+    former FAILCLOSED_CACHE_DIR is refused with one line saying what to set, before any work."""
+    monkeypatch.delenv("FAILCLOSED_CACHE", raising=False)
+    monkeypatch.setenv("FAILCLOSED_CACHE_DIR", str(tmp_path / "old"))
+    assert main(["scope", "quick", "--policy", "current", "--jobs", "1", "--quiet"]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "FAILCLOSED_CACHE_DIR is no longer read; set FAILCLOSED_CACHE" in line
+    assert not (tmp_path / "old").exists()
+    monkeypatch.delenv("FAILCLOSED_CACHE_DIR")
+    monkeypatch.setenv("FAILCLOSED_CACHE", str(tmp_path / "cache"))
+    assert main(["scope", "quick", "--policy", "current", "--jobs", "1", "--quiet",
+                 "--baseline", "current"]) == 0
+    capsys.readouterr()
+    assert list((tmp_path / "cache").rglob("*.json"))
+
+
+def test_every_command_takes_quiet(tmp_path, monkeypatch, capsys):
+    """--quiet is accepted by every command (a script passes it to all), and where a command
+    reports progress it turns it off."""
+    import argparse
+
+    from failclosed.cli.app import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, p in sub.choices.items():
+        assert any("--quiet" in a.option_strings for a in p._actions), name
+    monkeypatch.chdir(tmp_path)
+    assert main(["replay", "t02-enqueue", "--quiet"]) == 0
+    assert main(["regenerate", "--help", "--quiet"]) == 0
+    capsys.readouterr()
