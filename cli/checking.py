@@ -172,8 +172,8 @@ def add_common(p: argparse.ArgumentParser, *, baseline: bool = True, config: boo
                         "into FILE (beside them)")
     if baseline:
         p.add_argument("--baseline", metavar="FILE",
-                       help="known violations (TOML, e.g. spec/baselines/current.toml): exit 1 "
-                            "only on a violation it does not list")
+                       help="known violations: a baseline TOML FILE, or the shipped one by name "
+                            "(current: the findings): exit 1 only on a violation it does not list")
         p.add_argument("--write-baseline", metavar="FILE",
                        help="record the violations found as a baseline FILE to start from "
                             "(entries of --baseline keep their reasons); they count as known in this run")

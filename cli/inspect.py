@@ -252,7 +252,7 @@ def register(subparsers: Any) -> None:
                         "default: the runtime's resolver (builtin writers, mcp_* non-idempotent, unknown names too)")
     p.add_argument("--baseline", metavar="FILE",
                    help="a baseline TOML: an anomaly whose property it lists for --policy exits 0 (default: none; "
-                        "spec/baselines/current.toml lists the findings)")
+                        "current, the shipped baseline by name, lists the findings)")
     p.add_argument("--policy", help="the policy the baseline's entries are read for (default: current)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr (default: progress shown)")
     p.set_defaults(func=_cmd_inspect)

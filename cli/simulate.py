@@ -790,8 +790,8 @@ def register(subparsers: Any) -> None:
                    help="write every violation's counterexample scenario here (default: none written; the "
                         "side-by-side run writes the one it suggests replaying to a temporary directory)")
     p.add_argument("--baseline", metavar="FILE",
-                   help="a baseline TOML of known violations: those exit 0, anything new exits 1 (default: "
-                        "spec/baselines/current.toml without CONFIG and --policy, else none)")
+                   help="a baseline TOML of known violations: those exit 0, anything new exits 1 (or the shipped one "
+                        "by name: current; default: current without CONFIG and --policy, else none)")
     p.add_argument("--no-baseline", action="store_true",
                    help="judge without a baseline: every violation exits 1 (default: off)")
     p.add_argument("--export", metavar="DB.sqlite|DIR",

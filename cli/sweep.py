@@ -398,8 +398,9 @@ def register(subparsers: Any) -> None:
     s.add_argument("--out", default="results.csv",
                    help="CSV file rows are appended to; a bare name is in the current directory (default: results.csv)")
     s.add_argument("--baseline", metavar="FILE",
-                   help="known violations (TOML, e.g. spec/baselines/current.toml): exit 1 only on a "
-                        "violation it does not list (default: none, every violation exits 1)")
+                   help="known violations: a baseline TOML FILE, or the shipped one by name (current): "
+                        "exit 1 only on a violation it does not list (default: none, every violation "
+                        "exits 1)")
     s.add_argument("--summary", metavar="FILE",
                    help="the summary CSV, one row per grid point with 95%% intervals over seeds "
                         "(default: beside --out, NAME.summary.csv)")

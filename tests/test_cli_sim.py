@@ -686,3 +686,30 @@ def test_summarize_and_sweep_refuse_a_metric_before_any_work(tmp_path, monkeypat
                         str(tmp_path / "t.csv")], capsys)
     assert code == 2 and "--precision p_nope: not a metric" in one_error_line(err)
     assert not (tmp_path / "t.csv").exists()
+
+
+def test_help_names_what_a_user_can_type(capsys):
+    """No path of the checkout in the simulator's help: the shipped config and baseline by
+    the names that resolve from anywhere; every name the config error lists resolves."""
+    for command in ("simulate", "sweep", "inspect"):
+        assert main([command, "--help"]) == 0
+        text = " ".join(capsys.readouterr().out.split())
+        assert "sim/configs/" not in text and "spec/baselines/" not in text, command
+        assert "by name" in text, command
+    code, _, err = run(["simulate", "nope"], capsys)
+    assert code == 2
+    names = one_error_line(err).split("one of ")[-1].split(", ")
+    assert names and all(simulate.resolve_sim_config(n) for n in names)
+    code, out, _ = run(["simulate", "default", "--runs", "5", "--quiet"], capsys)
+    assert code in (0, 1) and "1 policy x 5 runs" in out
+
+
+def test_the_config_error_lists_every_name_that_resolves(capsys):
+    from failclosed.spec.checker import CONFIG_DIR, load_config
+
+    code, _, err = run(["check", "--policy", "current", "--config", "nope"], capsys)
+    assert code == 2
+    listed = one_error_line(err).split("use one of ")[1].removesuffix(" or a FILE").split(", ")
+    assert sorted(listed) == sorted(p.stem for p in CONFIG_DIR.glob("*.toml"))
+    for name in listed:
+        load_config(name)  # each resolves
