@@ -174,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
         if not any("--quiet" in a.option_strings for a in p._actions):
             p.add_argument("--quiet", action="store_true",
                            help="no progress on stderr (this command prints none; accepted by "
-                                "every command)")
+                                "every command; default: off)")
     _once(parser)
     ph = policy_help()
     for p in sub.choices.values():  # every command that takes a policy (--policy, --param)

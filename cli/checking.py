@@ -202,7 +202,9 @@ def emit_json(args: argparse.Namespace, d: dict[str, Any]) -> None:
     if args.json == "-":
         print(text)
     else:
-        Path(args.json).write_text(text + "\n", encoding="utf-8")
+        from failclosed.cli.outputs import write_text_atomic
+
+        write_text_atomic(args.json, text + "\n")
 
 
 def progress(args: argparse.Namespace, what: str, total: int, unit: str) -> Progress:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["OutputSet", "output_set"]
+__all__ = ["OutputSet", "output_set", "write_text_atomic"]
 
 _HELD = (signal.SIGINT, signal.SIGTERM)
 
@@ -99,3 +99,17 @@ def output_set(directory: str | os.PathLike[str] | None) -> Iterator[OutputSet |
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """One output file, complete or not at all: written under a temporary name beside it and
+    renamed (an earlier file of that name stays as it was until then)."""
+    p = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".partial", dir=p.absolute().parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, p)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)

@@ -322,8 +322,10 @@ def _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_
                              "new": sorted(q for p, q in verdict["new"] if p == pol),
                              "fixed": sorted(k.property for k in verdict["fixed"] if k.policy == pol)}
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(results if side else results[0], f, indent=1, sort_keys=True)
+        from failclosed.cli.outputs import write_text_atomic
+
+        write_text_atomic(args.json, json.dumps(results if side else results[0], indent=1,
+                                                sort_keys=True))
     _junit(args, results, viol_objs, verdict, seed, Path(path).stem, total)
     report(results, path, total, verdict, stop=stop, known=known, baseline_path=baseline_path,
            headline=headline, side=side, violations_dir=args.violations_dir, n_runs=n_runs, seed=seed)
