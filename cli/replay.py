@@ -58,7 +58,8 @@ def resolve_scenario(name: str) -> Path:
     """A scenario FILE, or a shipped one by name: a findings trace (spec/findings) or a
     shipped scenario (model/scenarios) by its name (``stream_order--current``) or file name,
     or by its path inside the package (``spec/findings/stream_order--current.toml``, which
-    opens from any directory). Else one ConfigError line naming the nearest names."""
+    opens from any directory), or a finding's id when it has one trace (``F2``). Else one
+    ConfigError line naming the nearest names."""
     p = Path(name)
     if p.exists():
         return p
@@ -69,6 +70,12 @@ def resolve_scenario(name: str) -> Path:
     inside = _package_root() / p
     if not p.is_absolute() and inside.is_file():
         return inside
+    traces = _finding_traces(name)
+    if len(traces) == 1:
+        return traces[0]
+    if traces:
+        raise ConfigError(f"replay {name}: the finding has {len(traces)} traces: "
+                          f"{', '.join(t.stem for t in traces)}; give one of them")
     import difflib
 
     near = difflib.get_close_matches(p.name.removesuffix(".toml"), [f.stem for f in shipped_files],
@@ -77,6 +84,19 @@ def resolve_scenario(name: str) -> Path:
     raise ConfigError(f"replay {name}: no such file, and no shipped scenario or findings trace of "
                       f"that name; {hint}give a path, or the name of a shipped scenario (`failclosed replay "
                       "--all` lists them) or of a findings trace (spec/findings)")
+
+
+def _finding_traces(finding: str) -> list[Path]:
+    """The findings traces of a finding's id (``F2``): the files (named PROPERTY--POLICY...,
+    as ``check --out`` names them) of the properties the shipped baseline lists under it."""
+    import re
+
+    if not re.fullmatch(r"F\d+", finding):
+        return []
+    from failclosed.spec.baseline import load_baseline
+
+    props = {k.property for k in load_baseline("current").entries if k.finding == finding}
+    return [f for f in findings() if f.stem.split("--")[0] in props]
 
 
 def _require_content(sc: Any, name: str) -> None:

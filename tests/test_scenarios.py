@@ -691,7 +691,7 @@ def test_a_file_with_no_steps_and_no_expectations_is_refused_not_passed(tmp_path
     assert "has no [[steps]] and no expectations" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", ["stream_order--current", "stream_order--current.toml",
+@pytest.mark.parametrize("name", ["F2", "stream_order--current", "stream_order--current.toml",
                                   "spec/findings/stream_order--current.toml", "t02-enqueue",
                                   "model/scenarios/t02-enqueue.toml"])
 def test_a_shipped_file_replays_by_name_from_any_directory(name, tmp_path, monkeypatch,
@@ -706,3 +706,13 @@ def test_an_unknown_name_is_one_line_with_the_nearest(tmp_path, monkeypatch, cap
     assert main(["replay", "stream_order"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "did you mean stream_order--current?" in err, err
+
+
+def test_a_finding_with_several_traces_names_them(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["replay", "F1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no_write_applied_twice_without_audit--current" in err, err
+    for name in err.split("traces: ")[1].split("; ")[0].split(", "):
+        assert main(["replay", name]) == 0  # each name it gives replays
+    capsys.readouterr()
