@@ -119,7 +119,10 @@ def _cmd_inspect(args: argparse.Namespace) -> int:  # noqa: C901 - input checks,
 
     check_output_file(args.json, "--json")
     check_output_file(args.junit, "--junit", (".xml",))
-    if args.tools:
+    if args.tools:  # a FILE, or a shipped simulator config by name (default)
+        from failclosed.cli.simulate import resolve_sim_config
+
+        args.tools = resolve_sim_config(args.tools, "--tools")
         check_input_file(args.tools, "--tools")
     catalogue = load_catalogue(args.tools)
     baseline = load_known(args.baseline) if args.baseline else None
@@ -248,7 +251,8 @@ def register(subparsers: Any) -> None:
                    help="the privacy level the payloads were written at; none / metadata never match arguments "
                         "(default: auto, read from each payload)")
     p.add_argument("--tools", metavar="CONFIG.toml",
-                   help="the tool catalogue ([[tools]] of any failclosed config: name, effect, remote, server_flag); "
+                   help="the tool catalogue ([[tools]] of any failclosed config FILE, or of a shipped simulator "
+                        "config by name, e.g. default: name, effect, remote, server_flag); "
                         "default: the runtime's resolver (builtin writers, mcp_* non-idempotent, unknown names too)")
     p.add_argument("--baseline", metavar="FILE",
                    help="a baseline TOML: an anomaly whose property it lists for --policy exits 0 (default: none; "
