@@ -609,6 +609,9 @@ def test_every_hint_runs_from_a_directory_outside_the_checkout(tmp_path, monkeyp
         assert code in (0, 1) and "error" not in err, (h, err)
         if h.startswith(("replay", "plot")):
             assert code == 0, (h, out)
+    # the README's inspect recipe names the shipped config by name too
+    code, _, err = run(["inspect", "x.sqlite", "--tools", "default", "--quiet"], capsys)
+    assert code in (0, 1) and "error" not in err, err
 
 
 # -- a repeated option that takes one value is an error (issue 27) ---------------------------
