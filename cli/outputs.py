@@ -49,17 +49,28 @@ def _nearest_existing(p: Path) -> Path:
 
 @contextmanager
 def _signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM wait until the block is done (only the main thread can hold them;
-    elsewhere, or where the platform has no signal masks, the block just runs)."""
-    if not hasattr(signal, "pthread_sigmask") \
-            or threading.current_thread() is not threading.main_thread():
+    """SIGINT and SIGTERM wait until the block is done: their handlers are replaced by one
+    that only notes the signal, and the first one noted is handed to the handler it was meant
+    for once the block is over (a signal mask would not do: the kernel gives a process's
+    signal to any thread that does not block it, and Python runs its handler in the main
+    thread all the same). Outside the main thread, where handlers cannot be set, the block
+    just runs."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    noted: list[int] = []
+    old = {s: signal.signal(s, lambda signum, frame: noted.append(signum)) for s in _HELD}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for s, h in old.items():  # None: a handler not set from Python, left to the default
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
+    if noted:  # the block is done: now the signal does what it would have done
+        h = old[noted[0]]
+        if callable(h):
+            h(noted[0], None)
+        elif h == signal.SIG_DFL:
+            signal.raise_signal(noted[0])
 
 
 def _commit(staging: Path, final: Path) -> None:

@@ -156,3 +156,35 @@ def test_a_new_output_directory_appears_whole_or_not(tmp_path, monkeypatch, caps
     _interrupt_at_file(monkeypatch, 2)
     assert main([*argv, flag, "a/b/D"]) == 143
     assert list(tmp_path.iterdir()) == []  # neither D nor its parents nor a partial directory
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new D", "D exists"])
+def test_a_real_sigterm_while_the_set_moves_in_waits_for_it(existing, tmp_path, monkeypatch,
+                                                            capsys):
+    """A SIGTERM that arrives while the files move into D (a real signal, to this process) is
+    delivered once they are all there: exit 143 with the whole set, never a part of it."""
+    from failclosed.cli import main, outputs
+
+    argv, flag = OUTPUT_SETS["check --out"]
+    d = tmp_path / "D"
+    if existing:
+        d.mkdir()
+    monkeypatch.chdir(tmp_path)
+    name = "replace" if existing else "rename"
+    real = getattr(os, name)
+    sent = []
+
+    def move(*a, **k):
+        if not sent:
+            sent.append(os.kill(os.getpid(), signal.SIGTERM))
+        return real(*a, **k)
+
+    monkeypatch.setattr(outputs.os, name, move)
+    assert main([*argv, flag, str(d)]) == 143
+    assert sent and "terminated" in capsys.readouterr().err
+    monkeypatch.undo()
+    files = sorted(p.name for p in d.iterdir())
+    assert main([*argv, flag, str(tmp_path / "E")]) == 1  # the same set, uninterrupted
+    capsys.readouterr()
+    assert files == sorted(p.name for p in (tmp_path / "E").iterdir()) and files
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
