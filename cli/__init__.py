@@ -9,7 +9,9 @@ depends on it. The entry point is :func:`main` (``failclosed``, ``python -m fail
   (and ``matrix --scope``); checking.py: what the checking commands share;
 - simulate.py: ``simulate`` (and the input checks of the simulator's commands); sweep.py:
   ``sweep``; plot.py: ``plot``;
-- scenario_writer.py: the TOML writer of scenario files (counterexamples).
+- scenario_writer.py: the TOML writer of scenario files (counterexamples);
+- outputs.py: a set of output files written as a set (``--out DIR``, ``--violations-dir``);
+- exits.py: the exit codes of every command.
 """
 
 from failclosed.cli.app import build_parser, main

@@ -4,13 +4,16 @@ Each group of subcommands lives in a module of this package (``COMMAND_MODULES``
 order ``failclosed --help`` lists them) and exposes ``register(subparsers)``, which adds its
 parsers and sets ``func`` (a callable taking the parsed args and returning the exit code).
 
-Exit codes, the same rule for every command: 0 everything checked holds (or matches the
-baseline given with ``--baseline``), 1 something new is violated (a property, an
+Exit codes (cli/exits.py), the same rule for every command: 0 everything checked holds (or
+matches the baseline given with ``--baseline``), 1 something new is violated (a property, an
 expectation), 2 bad input: one line ``failclosed: error: ...`` naming the field or the path
-and the fix, never a traceback. 130: interrupted (Ctrl-C). 141: stdout was closed by the
-reader (``failclosed replay --all | head -2``). 143: terminated by SIGTERM, which interrupts
-like Ctrl-C (worker processes stopped, partial files removed): the command stops quietly, as a program
-killed by SIGPIPE would.
+and the fix, never a traceback. 3: nothing new violated, but a search was truncated by
+``--max-states``. 70: an internal error (a bug): one line naming the exception and the file
+the full traceback was written to (in the temporary directory), never 1, which a CI gate
+reads as a finding. 130: interrupted (Ctrl-C). 141: stdout was closed by the reader
+(``failclosed replay --all | head -2``): the command stops quietly, as a program killed by
+SIGPIPE would. 143: terminated by SIGTERM, which interrupts like Ctrl-C (worker processes
+stopped, partial files removed).
 """
 
 from __future__ import annotations
@@ -23,6 +26,14 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+from failclosed.cli.exits import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_STDOUT_CLOSED,
+    EXIT_TERMINATED,
+    exit_codes_text,
+)
 from failclosed.model.config import ConfigError, UsageError, io_error_message
 from failclosed.model.policy import PRESET_ORDER, PRESETS, SWITCHES, UnknownPolicy
 
@@ -34,8 +45,6 @@ COMMAND_MODULES = ("failclosed.cli.replay", "failclosed.cli.check", "failclosed.
                    "failclosed.cli.sweep", "failclosed.cli.summarize", "failclosed.cli.plot",
                    "failclosed.cli.inspect", "failclosed.cli.regenerate")
 
-EXIT_INTERRUPTED = 130
-EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for a program killed by it
 
 
 def version() -> str:
@@ -109,6 +118,33 @@ class _HelpFormatter(argparse.HelpFormatter):
         return "\n".join(out)
 
 
+_GIVEN = "_failclosed_given_once"  # the options seen while parsing (removed after it)
+
+
+class _StoreOnce(argparse._StoreAction):
+    """An option that takes one value: given twice, it is a usage error naming it (argparse
+    would keep the last one silently: ``--policy a --policy b`` checked b)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        seen = namespace.__dict__.setdefault(_GIVEN, {})
+        if self.dest in seen:
+            parser.error(f"{option_string} given twice ({seen[self.dest]!s}, then {values!s}); it "
+                         "takes one value: give it once")
+        seen[self.dest] = values
+        super().__call__(parser, namespace, values, option_string)
+
+
+def _once(parser: argparse.ArgumentParser) -> None:
+    """Every single-valued option of ``parser`` and its subcommands refuses a repetition."""
+    for a in parser._actions:
+        if type(a) is argparse._StoreAction and a.option_strings:
+            a.__class__ = _StoreOnce
+        if isinstance(a, argparse._SubParsersAction):
+            for sub in a.choices.values():
+                _once(sub)
+
+
 class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _HelpFormatter)
@@ -125,10 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="failclosed",
         description="The reference model, exhaustive checker and deterministic fault-injection "
                     "simulator of an at-least-once agent-run queue.",
-        epilog="exit codes, the same for every command: 0 everything checked holds (or "
-               "matches --baseline); 1 something new is violated; 2 bad input (one line); "
-               f"{EXIT_INTERRUPTED} interrupted; {EXIT_TERMINATED} terminated (SIGTERM); {EXIT_STDOUT_CLOSED} stdout closed by its "
-               "reader (| head).",
+        epilog=exit_codes_text(),
     )
     from failclosed import build_info  # compiled by mypyc or pure Python (setup.py)
 
@@ -137,6 +170,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for mod in COMMAND_MODULES:
         importlib.import_module(mod).register(sub)
+    for p in sub.choices.values():  # --quiet on every command, so a script can pass it to all
+        if not any("--quiet" in a.option_strings for a in p._actions):
+            p.add_argument("--quiet", action="store_true",
+                           help="no progress on stderr (this command prints none; accepted by "
+                                "every command; default: off)")
+    _once(parser)
     ph = policy_help()
     for p in sub.choices.values():  # every command that takes a policy (--policy, --param)
         if any("--policy" in a.option_strings or "policy" in (a.help or "")
@@ -159,10 +198,28 @@ def _stdout_closed() -> int:
 
 def _error(message: str) -> int:
     print(f"failclosed: error: {message}", file=sys.stderr)
-    return 2
+    return EXIT_BAD_INPUT
 
 
-EXIT_TERMINATED = 143  # 128 + SIGTERM
+def _internal_error(e: BaseException) -> int:
+    """A bug: one line naming the exception and where its full traceback was written (a
+    file in the temporary directory), exit 70: never 1 (a finding) nor 2 (bad input)."""
+    import tempfile
+    import traceback
+
+    text = "".join(traceback.format_exception(e))
+    where = ""
+    try:
+        fd, path = tempfile.mkstemp(prefix="failclosed-traceback-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(f"failclosed {version()}: {' '.join(sys.argv)}\n{text}")
+        where = f"; the full traceback is in {path}"
+    except OSError as err:  # no temporary directory: the traceback goes to stderr instead
+        where = f"; the traceback could not be written ({err.strerror}), here it is:\n{text}"
+    first = (str(e).splitlines() or [""])[0]
+    print(f"failclosed: internal error: {type(e).__name__}: {first}{where} "
+          "(a bug of failclosed: please report it with that file)", file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 class Terminated(KeyboardInterrupt):
@@ -202,9 +259,21 @@ def _main(argv: Sequence[str] | None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help, --version (0) and usage errors (2), already printed
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    args.__dict__.pop(_GIVEN, None)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from failclosed.cli.junit import start_clock
+
+    start_clock()  # --junit's times are measured from here
+    try:
+        return _run(args)
+    except Exception as e:  # noqa: BLE001 - the one boundary: anything else is a bug
+        return _internal_error(e)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, its expected failures mapped to their exit codes (app.py's docstring)."""
     try:
         rc = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from failclosed.cli.checking import (
     add_common,
     check_outputs,
     column_chunks,
+    config_help,
     emit_json,
     load_baseline_arg,
     load_config_arg,
@@ -29,8 +31,9 @@ from failclosed.cli.checking import (
     text_table,
     validate_policy,
     verdict,
-    write_counterexample,
+    write_counterexamples,
 )
+from failclosed.cli.exits import EXIT_TRUNCATED, exit_codes_text, with_truncation
 from failclosed.cli.junit import add_junit, cell_cases, check_junit, write_junit
 from failclosed.cli.scope import (
     add_scope_run,
@@ -56,7 +59,9 @@ def register(subparsers: Any) -> None:
                     "check the named properties.\n"
                     "Exit 0: every property holds (or its violation is in --baseline); "
                     "1: a new violation (its counterexample is printed) or a required witness "
-                    "unreached; 2: bad input.",
+                    f"unreached; 2: bad input; {EXIT_TRUNCATED}: nothing new violated, but "
+                    "--max-states cut the search short.",
+        epilog=exit_codes_text(),
     )
     p.add_argument("--policy", required=True, help="the policy (see policies below)")
     p.add_argument("--property", action="append", dest="properties", metavar="NAME",
@@ -80,7 +85,9 @@ def register(subparsers: Any) -> None:
         description="Check every property under every preset (historical presets in order, "
                     "then proposed), or the --policy ones.\n"
                     "Exit 0: every violation is in --baseline (or none); 1: a new violation; "
-                    "2: bad input.",
+                    f"2: bad input; {EXIT_TRUNCATED}: nothing new violated, but --max-states cut "
+                    "a search short.",
+        epilog=exit_codes_text(),
     )
     m.add_argument("--policy", action="append", dest="policies", metavar="P",
                    help="restrict to these policies (repeatable; default: "
@@ -94,7 +101,7 @@ def register(subparsers: Any) -> None:
     for a in m._actions:  # --config and --scope exclude each other: no default to hide that
         if a.dest == "config":
             a.default = None
-            a.help = "tiny | small | medium | a TOML FILE (spec/configs; default: small, unless --scope)"
+            a.help = config_help("small, unless --scope")
     m.set_defaults(func=_cmd_matrix)
 
     k = subparsers.add_parser(
@@ -145,6 +152,8 @@ def _baseline_entries(found: list[tuple[str, Any]], baseline: Baseline, command:
     out = []
     for pol, r in found:
         k = baseline.find(pol, r.name, config)
+        if k is not None and k.policy != pol:  # a variant's: recorded under the policy checked
+            k = replace(k, policy=pol, variants=False)
         out.append(k if k is not None else
                    Known(pol, r.name, _recorded_reason(command, config_arg, r), config=config))
     return out
@@ -196,14 +205,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
     unreached = res.unreached_witnesses if res.complete else []
     summary = _check_summary(res, cmp, bool(args.baseline or args.write_baseline), args.max_states,
                              len(unreached))
-    rc = max(verdict(cmp), 1 if unreached else 0)
+    rc = with_truncation(max(verdict(cmp), 1 if unreached else 0), not res.complete)
 
     # counterexamples are written for the violations a reader must look at: the new ones
     new = [r for r in failed if r.name in {prop for _, prop in cmp.new}]
-    written: list[str] = []
-    if args.out:
-        for r in new:
-            written += [str(x) for x in write_counterexample(r, Path(args.out), args.policy)]
+    written = write_counterexamples([(r, args.policy) for r in new], args.out) if args.out else []
     _junit_results(args, f"check --config {args.config}", res.config, [(args.policy, res)], cmp)
 
     if args.json:
@@ -274,16 +280,18 @@ def _cell(r: Any) -> dict[str, Any]:
 
 def run_matrix(config: str, policies: list[str],
                on_policy: Callable[[str, Any], None] | None = None,
+               max_states: int | None = None,
                ) -> tuple[list[str], dict[str, dict[str, Any]], list[Any]]:
     """Check every property under each policy: (properties, {policy: {property: cell}},
-    the CheckResults). ``on_policy(policy, result)`` is called as each is done."""
+    the CheckResults). ``on_policy(policy, result)`` is called as each is done;
+    ``max_states`` bounds each part's search (``--max-states``)."""
     from failclosed.spec.checker import check
 
     table: dict[str, dict[str, Any]] = {}
     results = []
     props: list[str] = []
     for pol in policies:
-        res = check(pol, config, None, witnesses=False, coverage=False)
+        res = check(pol, config, None, witnesses=False, coverage=False, max_states=max_states)
         results.append(res)
         props = list(res.properties)
         table[pol] = {n: _cell(r) for n, r in res.properties.items()}
@@ -314,7 +322,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
 
     with progress(args, "matrix", len(pols), "policies") as pg:
         props, table, results = run_matrix(
-            args.config, pols, lambda pol, res: pg.advance(states=res.states))
+            args.config, pols, lambda pol, res: pg.advance(states=res.states), args.max_states)
     cells = {(pol, n): not table[pol][n]["holds"] for pol in pols for n in props}
     notes: list[str] = []
     if args.write_baseline:
@@ -328,8 +336,11 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
                    list(zip(pols, results, strict=True)), cmp)
     judged = bool(args.baseline or args.write_baseline)
     stats = [f"{pol}: {res.stats_line()}" for pol, res in zip(pols, results, strict=True)]
+    truncated = [pol for pol, res in zip(pols, results, strict=True) if not res.complete]
+    if truncated:
+        notes.append(f"truncated by --max-states {args.max_states:,}: {', '.join(truncated)}")
     return _print_matrix(args, pols, props, table, cmp, judged, cname,
-                         sum(r.states for r in results), stats, notes)
+                         sum(r.states for r in results), stats, notes, truncated=bool(truncated))
 
 
 def _cmd_matrix_scope(args: argparse.Namespace, pols: list[str]) -> int:
@@ -346,13 +357,15 @@ def _cmd_matrix_scope(args: argparse.Namespace, pols: list[str]) -> int:
         notes.append(f"truncated by --max-states: {', '.join(res.truncated[:10])}")
     return _print_matrix(args, pols, res.properties, table, cmp,
                          bool(args.baseline or args.write_baseline), f"scope {res.scope.name}",
-                         res.states, stats, notes, reach=res)
+                         res.states, stats, notes, reach=res, truncated=bool(res.truncated))
 
 
 def _print_matrix(args: argparse.Namespace, pols: list[str], props: list[str],
                   table: dict[str, dict[str, Any]], cmp: Comparison, judged: bool, cname: str,
-                  states: int, stats: list[str], notes: list[str], reach: Any = None) -> int:
-    """The matrix's tables, notes and closing line (``reach``: a ScopeResult)."""
+                  states: int, stats: list[str], notes: list[str], reach: Any = None,
+                  truncated: bool = False) -> int:
+    """The matrix's tables, notes and closing line (``reach``: a ScopeResult; ``truncated``:
+    a search was cut short by --max-states, exit 3 unless something new is violated)."""
     cells = {(pol, n): not table[pol][n]["holds"] for pol in pols for n in props}
     bad = sum(cells.values())
     viol = plural(bad, "cell") + " violated"
@@ -360,10 +373,11 @@ def _print_matrix(args: argparse.Namespace, pols: list[str], props: list[str],
         viol += f" ({len(cmp.known)} known, {len(cmp.new)} new)"
     fixed = f", {len(cmp.fixed)} fixed" if cmp.fixed else ""
     where = reach.reach() if reach is not None else f"{cname}, {plural(states, 'state')}"
+    hold = " hold up to the bound (truncated)" if truncated else " hold"
     summary = (f"{plural(len(pols), 'policy', 'policies')} x "
                f"{plural(len(props), 'property', 'properties')}: {viol}, "
-               f"{len(cells) - bad} hold{fixed} ({where})")
-    rc = verdict(cmp)
+               f"{len(cells) - bad}{hold}{fixed} ({where})")
+    rc = with_truncation(verdict(cmp), truncated)
 
     if args.json:
         d = {"properties": props, "policies": table, "baseline": cmp.to_json(),

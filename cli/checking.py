@@ -36,7 +36,7 @@ __all__ = [
     "load_config_arg", "plural",
     "positive_int", "progress", "require_writable_dir", "require_writable_file", "say",
     "notes_and_baseline", "table_width", "text_table", "validate_policy", "verdict",
-    "write_counterexample",
+    "write_counterexample", "write_counterexamples",
 ]
 
 
@@ -166,19 +166,26 @@ def validate_policy(policy: str) -> Policy:
 
 def add_common(p: argparse.ArgumentParser, *, baseline: bool = True, config: bool = True) -> None:
     if config:
-        p.add_argument("--config", default="small",
-                       help="tiny | small | medium | a TOML FILE (spec/configs)")
+        p.add_argument("--config", default="small", help=config_help())
     p.add_argument("--json", nargs="?", const="-", metavar="FILE",
                    help="machine-readable result: on stdout (instead of the tables), or "
                         "into FILE (beside them)")
     if baseline:
         p.add_argument("--baseline", metavar="FILE",
-                       help="known violations (TOML, e.g. spec/baselines/current.toml): exit 1 "
-                            "only on a violation it does not list")
+                       help="known violations: a baseline TOML FILE, or the shipped one by name "
+                            "(current: the findings): exit 1 only on a violation it does not list")
         p.add_argument("--write-baseline", metavar="FILE",
                        help="record the violations found as a baseline FILE to start from "
                             "(entries of --baseline keep their reasons); they count as known in this run")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def config_help(default: str = "") -> str:
+    """``--config``'s help: every name that resolves (spec/configs), or a FILE."""
+    from failclosed.spec.checker import config_names
+
+    return (f"a shipped configuration by name ({', '.join(config_names())}) or a TOML FILE"
+            + (f" (default: {default})" if default else ""))
 
 
 def check_outputs(args: argparse.Namespace) -> None:
@@ -195,7 +202,9 @@ def emit_json(args: argparse.Namespace, d: dict[str, Any]) -> None:
     if args.json == "-":
         print(text)
     else:
-        Path(args.json).write_text(text + "\n", encoding="utf-8")
+        from failclosed.cli.outputs import write_text_atomic
+
+        write_text_atomic(args.json, text + "\n")
 
 
 def progress(args: argparse.Namespace, what: str, total: int, unit: str) -> Progress:
@@ -286,7 +295,8 @@ def plural(n: int, one: str, many: str | None = None) -> str:
 def write_counterexample(r: Any, out: Path, policy: str | None) -> list[Path]:
     """Write a violated property's (spec.checker.PropertyResult) ``<name>.txt`` (the trace
     table), ``<name>.toml`` (the scenario ``failclosed replay`` reproduces it with) and
-    ``test_<name>.py`` (a regression test) under ``out``."""
+    ``test_<name>.py`` (a regression test) under ``out`` (a command writes them into the
+    staging directory of its cli.outputs.output_set, which moves the set into place)."""
     from failclosed.cli.scenario_writer import write_scenario
     from failclosed.spec.checker import counterexample_scenario, pytest_text, trace_text
 
@@ -297,3 +307,17 @@ def write_counterexample(r: Any, out: Path, policy: str | None) -> list[Path]:
     write_scenario(paths[1], counterexample_scenario(r, policy))
     paths[2].write_text(pytest_text(r, str(paths[1]), policy))
     return paths
+
+
+def write_counterexamples(found: list[tuple[Any, str | None]], out: str) -> list[str]:
+    """Each (PropertyResult, policy) of ``found`` written by :func:`write_counterexample`
+    into ``out`` as one set (cli/outputs.py: all of them, or on an interrupt none); the
+    paths written, as they are in ``out``."""
+    from failclosed.cli.outputs import output_set
+
+    written: list[str] = []
+    with output_set(out) as s:
+        assert s is not None
+        for r, policy in found:
+            written += [str(s.final_path(p)) for p in write_counterexample(r, s.staging, policy)]
+    return written

@@ -21,8 +21,8 @@ import json
 import os
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
-from xml.etree import ElementTree as ET
 
 from failclosed.cli.simulate import (
     check_input_file,
@@ -86,30 +86,29 @@ def _atomic_write(path: str, text: str) -> None:
 
 
 def _junit(rep: Any, verdicts: dict[int, Any], elapsed: float) -> str:
+    """One case per check (cli/junit.py, the root element of every command): a failure lists
+    the new anomalies, a note the known ones and what the data could not support."""
+    from failclosed.cli.junit import Case, junit_text
     from failclosed.sim.inspect import CHECKS
 
     by = rep.by_check()
-    suite = ET.Element("testsuite", name="failclosed.inspect", tests=str(len(CHECKS)),
-                       failures=str(sum(1 for c in CHECKS if any(verdicts[id(a)] is None for a in by[c[0]]))),
-                       time=f"{elapsed:.3f}")
+    cases = []
     for cid, section, what, certainty, _props in CHECKS:
-        tc = ET.SubElement(suite, "testcase", classname=f"failclosed.inspect.{certainty}", name=cid)
+        c = Case(f"failclosed.inspect.{certainty}", cid, kind=certainty)
         new = [a for a in by[cid] if verdicts[id(a)] is None]
         known = [a for a in by[cid] if verdicts[id(a)] is not None]
         if new:
-            f = ET.SubElement(tc, "failure", message=f"{plural(len(new), 'anomaly', 'anomalies')}: {what} (EXPORT.md {section})",
-                              type=certainty)
-            f.text = "\n".join(f"run {a.uuid or a.run}: {a.text}" for a in new)
+            c.failure = f"{plural(len(new), 'anomaly', 'anomalies')}: {what} (EXPORT.md {section})"
+            c.text = "\n".join(f"run {a.uuid or a.run}: {a.text}" for a in new)
         out = []
         if known:
             out.append(f"{plural(len(known), 'known anomaly', 'known anomalies')} (baseline):")
             out += [f"run {a.uuid or a.run}: {a.text}" for a in known]
         if cid in rep.unsupported:
             out.append(rep.unsupported[cid])
-        if out:
-            ET.SubElement(tc, "system-out").text = "\n".join(out)
-    ET.indent(suite)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+        c.out = "\n".join(out)
+        cases.append(c)
+    return junit_text("failclosed.inspect", cases, elapsed)
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:  # noqa: C901 - input checks, then one pass
@@ -120,7 +119,10 @@ def _cmd_inspect(args: argparse.Namespace) -> int:  # noqa: C901 - input checks,
 
     check_output_file(args.json, "--json")
     check_output_file(args.junit, "--junit", (".xml",))
-    if args.tools:
+    if args.tools:  # a FILE, or a shipped simulator config by name (default)
+        from failclosed.cli.simulate import resolve_sim_config
+
+        args.tools = resolve_sim_config(args.tools, "--tools")
         check_input_file(args.tools, "--tools")
     catalogue = load_catalogue(args.tools)
     baseline = load_known(args.baseline) if args.baseline else None
@@ -209,7 +211,9 @@ def _print(rep: Any, verdicts: dict[int, Any], labeller: Any, elapsed: float, ar
             con.print(f"  run {a.uuid or f'uid {a.run}'} [{a.certainty}]{' known' if known else ''}: {a.text}"
                       + (f"; events {evs}" if evs else ""), markup=False)
             for m in _labels(a.properties, labeller)[:2]:
-                replay = "; replay: " + ", ".join(f"failclosed replay {t}" for t in m["traces"]) if m["traces"] else ""
+                # by name: a shipped findings trace replays so from any directory (cli/replay.py)
+                replay = "; replay: " + ", ".join(f"failclosed replay {Path(t).stem}" for t in m["traces"]) \
+                    if m["traces"] else ""
                 con.print(f"      matches {m['label']} {m['property']}{replay}", markup=False)
     if rep.unknown_tools:
         con.print(f"tools of unknown effect, not checked as writes: {', '.join(rep.unknown_tools)} "
@@ -247,11 +251,12 @@ def register(subparsers: Any) -> None:
                    help="the privacy level the payloads were written at; none / metadata never match arguments "
                         "(default: auto, read from each payload)")
     p.add_argument("--tools", metavar="CONFIG.toml",
-                   help="the tool catalogue ([[tools]] of any failclosed config: name, effect, remote, server_flag); "
+                   help="the tool catalogue ([[tools]] of any failclosed config FILE, or of a shipped simulator "
+                        "config by name, e.g. default: name, effect, remote, server_flag); "
                         "default: the runtime's resolver (builtin writers, mcp_* non-idempotent, unknown names too)")
     p.add_argument("--baseline", metavar="FILE",
                    help="a baseline TOML: an anomaly whose property it lists for --policy exits 0 (default: none; "
-                        "spec/baselines/current.toml lists the findings)")
+                        "current, the shipped baseline by name, lists the findings)")
     p.add_argument("--policy", help="the policy the baseline's entries are read for (default: current)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr (default: progress shown)")
     p.set_defaults(func=_cmd_inspect)

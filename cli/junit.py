@@ -1,22 +1,43 @@
 """``--junit F.xml``: a command's verdicts as JUnit XML, the format CI systems read (GitLab,
 Jenkins, GitHub test reporters).
 
-One ``<testsuite>`` per command run, one ``<testcase>`` per verdict: per (policy, property)
+One root element for every command, ``<testsuites>`` holding one ``<testsuite>`` per command
+run (``inspect`` too), one ``<testcase>`` per verdict: per (policy, property)
 for ``check``, ``matrix``, ``scope`` and ``simulate``, per scenario for ``replay``. A
 violation that is new (not in ``--baseline``) is a ``<failure>`` carrying the shortest trace
 as text; a violation the baseline lists is a passing case whose ``<system-out>`` says so
 (``known: F1 ...``). Written with xml.etree; any command can add it with :func:`add_junit`,
 :func:`check_junit` (before the work) and :func:`write_junit` (after it).
+
+Times are measured (a monotonic clock, read here in cli/, never in model/, spec/ or sim/):
+the suite's ``time`` is the command's wall time from :func:`start_clock` (app.main calls it
+before the command runs) to the writing of the file, or the duration the command passes; a
+case's ``time`` is its own work where a case is one (a scenario replayed), else 0: the
+verdicts of one search share its time, which the suite carries.
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Case", "add_junit", "check_junit", "write_junit"]
+__all__ = ["Case", "add_junit", "check_junit", "command_seconds", "junit_text", "junit_tree",
+           "start_clock", "write_junit"]
+
+_started: list[float] = []
+
+
+def start_clock() -> None:
+    """The command starts now: the suite's time is measured from here."""
+    _started[:] = [time.perf_counter()]
+
+
+def command_seconds() -> float:
+    """The wall time since :func:`start_clock` (0 when it was not called)."""
+    return time.perf_counter() - _started[0] if _started else 0.0
 
 
 @dataclass
@@ -30,6 +51,7 @@ class Case:
     text: str = ""
     out: str = ""
     seconds: float = 0.0
+    kind: str = "violation"  # the failure's type (inspect: the check's certainty)
 
 
 def add_junit(p: argparse.ArgumentParser) -> None:
@@ -61,7 +83,7 @@ def junit_tree(suite: str, cases: list[Case], seconds: float = 0.0) -> ET.Elemen
         e = ET.SubElement(s, "testcase", classname=c.classname, name=c.name,
                           time=f"{c.seconds:.3f}")
         if c.failure is not None:
-            f = ET.SubElement(e, "failure", message=_clean(c.failure), type="violation")
+            f = ET.SubElement(e, "failure", message=_clean(c.failure), type=c.kind)
             f.text = _clean(c.text)
         if c.out:
             ET.SubElement(e, "system-out").text = _clean(c.out)
@@ -69,17 +91,25 @@ def junit_tree(suite: str, cases: list[Case], seconds: float = 0.0) -> ET.Elemen
     return ET.ElementTree(root)
 
 
+def junit_text(suite: str, cases: list[Case], seconds: float | None = None) -> str:
+    """The XML document of :func:`junit_tree` as text (``seconds``: None, the command's)."""
+    tree = junit_tree(suite, cases, command_seconds() if seconds is None else seconds)
+    return ('<?xml version="1.0" encoding="utf-8"?>\n'
+            + ET.tostring(tree.getroot(), encoding="unicode") + "\n")
+
+
 def write_junit(args: argparse.Namespace, suite: str, cases: list[Case],
-                seconds: float = 0.0) -> None:
+                seconds: float | None = None) -> None:
     """Write ``cases`` to ``args.junit`` (nothing without ``--junit``): to a temporary name
-    beside it, then renamed, so the file is complete or absent."""
+    beside it, then renamed, so the file is complete or absent. ``seconds``: the suite's
+    time (None: the command's wall time so far, :func:`command_seconds`)."""
     path = getattr(args, "junit", None)
     if not path:
         return
     p = Path(path)
     tmp = p.with_name(f".{p.name}.partial")
     try:
-        junit_tree(suite, cases, seconds).write(tmp, encoding="utf-8", xml_declaration=True)
+        tmp.write_text(junit_text(suite, cases, seconds), encoding="utf-8")
         tmp.replace(p)
     finally:
         tmp.unlink(missing_ok=True)

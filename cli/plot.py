@@ -46,13 +46,21 @@ def parse_window(text: str) -> tuple[float, float]:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from failclosed.sim import plots
-
     check_output_file(args.out, "--out", PLOT_FORMATS)
     what = "HISTORY" if args.kind == "swimlane" else "CSV"
     check_input_file(args.input, what)
+    window = parse_window(args.window) if args.window else None
+    if args.kind == "curves":  # the arguments first: cheap, before matplotlib and the CSV's rows
+        from failclosed.cli.summarize import check_metrics
+
+        check_metrics(args.metric)
+        if not args.x:
+            raise UsageError("plot curves: --x PARAM is required; e.g. --x constants.LEASE_SECONDS")
+    elif args.kind == "lease-curves":
+        _refuse_curve_flags(args, "lease-curves")
+    from failclosed.sim import plots
+
     if args.kind == "swimlane":
-        window = parse_window(args.window) if args.window else None
         runs = [r.strip() for r in (args.runs or "").split(",") if r.strip()]
         recs = plots.load_records(args.input)
         plots.check_runs(recs, runs, args.input)
@@ -73,7 +81,6 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     elif args.kind == "curves":
         _curves(args, plots)
     else:
-        _refuse_curve_flags(args, "lease-curves")
         header, rows = plots.read_sweep_csv(args.input, plots.LEASE_CURVE_COLUMNS, with_header=True)
         plots.lease_curves(args.input, args.out, rows=rows, header=header)
     print(f"wrote {args.out}")
@@ -89,9 +96,12 @@ def _refuse_curve_flags(args: argparse.Namespace, kind: str) -> None:
 def _curves(args: argparse.Namespace, plots: Any) -> None:
     from failclosed.cli.summarize import check_metrics
 
-    if not args.x:
-        raise UsageError("plot curves: --x PARAM is required; e.g. --x constants.LEASE_SECONDS")
     metrics = check_metrics(args.metric) or list(plots.CURVE_METRICS)
+    header = _csv_header(args.input)
+    if header:  # the names of --x, --color, --facet against the header, before the rows (one
+        # empty row of its columns: no parameter varies in it, only the names are checked)
+        plots.check_mapping(header, [dict.fromkeys(header, "")], args.x, args.color, args.facet,
+                            args.input)
     header, rows = plots.read_sweep_csv(args.input, with_header=True)
     plots.check_mapping(header, rows, args.x, args.color, args.facet, args.input)
     drawn = plots.curves(rows, header, args.out, args.x, args.color, args.facet, metrics,
@@ -99,6 +109,17 @@ def _curves(args: argparse.Namespace, plots: Any) -> None:
     missing = [m for m in metrics if m not in drawn["metrics"]]
     if missing:
         print(f"plot curves: {args.input} has no columns for {', '.join(missing)} (not drawn)")
+
+
+def _csv_header(path: str) -> list[str]:
+    """The first line of a CSV (empty when it cannot be read: read_sweep_csv then says why)."""
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            return next(csv.reader(f), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []
 
 
 def register(subparsers: Any) -> None:

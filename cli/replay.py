@@ -1,11 +1,13 @@
 """``failclosed replay``: replay scenario files through the model and check their expectations.
 
-``failclosed replay FILE [--policy P]`` replays one file (under P: its own ``policy`` and
+``failclosed replay FILE [--policy P]`` replays one file (or a shipped one by name:
+``resolve_scenario``; a file with neither steps nor expectations is refused) (under P: its own ``policy`` and
 ``[switches]`` set aside); ``replay --all`` every shipped scenario (model/scenarios), as a
 table; ``replay --all --policy P`` every shipped scenario and every spec/findings trace under
 its own policy and under P, each judged (``_change_row``): a regression (a shipped scenario
 whose expectations fail under P), fixed (a findings trace whose violation P removes: it stops
-at a step P disables, or its ``violates`` fails), broken (it does not pass under its own
+at a step P disables, or its ``violates`` fails; a red historical scenario, ``*.red.toml``,
+that fails under P), broken (it does not pass under its own
 policy, e.g. "no longer replays at step N: GUARD") or unchanged: exit 1 on a regression or a
 broken file, else 0. ``--json`` prints a machine-readable result (on a failure it adds ``world``, a snapshot of
 the world where the replay ended, and each failed step expectation its own). The scenario
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +42,78 @@ def findings() -> list[Path]:
     return sorted(FINDINGS_DIR.glob("*.toml"))
 
 
+def is_red(path: Path) -> bool:
+    """A red historical scenario (model/scenarios/*.red.toml, beside the .green.toml of the
+    fix): it replays a violation of its era, so a policy under which it no longer does has
+    removed that violation, as for a findings trace."""
+    return path.name.endswith(".red.toml")
+
+
+def _package_root() -> Path:
+    """The folder holding model/, spec/ and sim/: the checkout, or the installed package."""
+    return SCENARIO_DIR.parents[1]
+
+
+def resolve_scenario(name: str) -> Path:
+    """A scenario FILE, or a shipped one by name: a findings trace (spec/findings) or a
+    shipped scenario (model/scenarios) by its name (``stream_order--current``) or file name,
+    or by its path inside the package (``spec/findings/stream_order--current.toml``, which
+    opens from any directory), or a finding's id when it has one trace (``F2``). Else one
+    ConfigError line naming the nearest names."""
+    p = Path(name)
+    if p.exists():
+        return p
+    shipped_files = [*findings(), *shipped()]
+    by_name = {f.stem: f for f in shipped_files} | {f.name: f for f in shipped_files}
+    if name in by_name:
+        return by_name[name]
+    inside = _package_root() / p
+    if not p.is_absolute() and inside.is_file():
+        return inside
+    traces = _finding_traces(name)
+    if len(traces) == 1:
+        return traces[0]
+    if traces:
+        raise ConfigError(f"replay {name}: the finding has {len(traces)} traces: "
+                          f"{', '.join(t.stem for t in traces)}; give one of them")
+    import difflib
+
+    near = difflib.get_close_matches(p.name.removesuffix(".toml"), [f.stem for f in shipped_files],
+                                     n=3)
+    hint = f"did you mean {', '.join(near)}? " if near else ""
+    raise ConfigError(f"replay {name}: no such file, and no shipped scenario or findings trace of "
+                      f"that name; {hint}give a path, or the name of a shipped scenario (`failclosed replay "
+                      "--all` lists them) or of a findings trace (spec/findings)")
+
+
+def _finding_traces(finding: str) -> list[Path]:
+    """The findings traces of a finding's id (``F2``): the files (named PROPERTY--POLICY...,
+    as ``check --out`` names them) of the properties the shipped baseline lists under it."""
+    import re
+
+    if not re.fullmatch(r"F\d+", finding):
+        return []
+    from failclosed.spec.baseline import load_baseline
+
+    props = {k.property for k in load_baseline("current").entries if k.finding == finding}
+    return [f for f in findings() if f.stem.split("--")[0] in props]
+
+
+def _require_content(sc: Any, name: str) -> None:
+    """A file with neither steps nor expectations checks nothing: one line, exit 2 (never a
+    PASS), saying what the file is when it is a file of another kind."""
+    if sc.steps or sc.expect:
+        return
+    from failclosed.cli.kinds import KINDS, identify
+    from failclosed.model.config import read_toml
+
+    kind = identify(read_toml(sc.path)) if sc.path else None
+    what = (f"it is {KINDS[kind][0]} (read by `{KINDS[kind][1]}`); "
+            if kind not in (None, "scenario") else "")
+    raise ConfigError(f"replay {name}: has no [[steps]] and no expectations ([[expect]], or expect "
+                      f"on a step): nothing to replay or check; {what}give a scenario file")
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "replay", help="replay a scenario file through the model and check its expectations",
@@ -49,7 +124,8 @@ def register(subparsers: Any) -> None:
                     "exit 1 on a regression (a scenario that fails under P) or a file that no "
                     "longer replays under its own policy; a findings trace P fixes is not one.",
     )
-    p.add_argument("file", nargs="?", help="a scenario .toml file")
+    p.add_argument("file", nargs="?", help="a scenario .toml FILE, or a shipped scenario or "
+                   "findings trace by name (e.g. stream_order--current, t02-enqueue)")
     p.add_argument("--all", action="store_true", help="replay every shipped scenario (a table)")
     p.add_argument("--policy", metavar="P",
                    help="replay under policy P instead of the file's own (its policy and "
@@ -70,10 +146,11 @@ def _policy_arg(name: str | None) -> str | None:
     return name
 
 
-def _result_case(name: str, res: ReplayResult | None, problem: str) -> Case:
+def _result_case(name: str, res: ReplayResult | None, problem: str, seconds: float = 0.0) -> Case:
     """A scenario as a JUnit case: its failure is the first problem, its text the whole
-    account (every failed expectation, or the stop and what was enabled there)."""
-    c = Case("failclosed.replay", name)
+    account (every failed expectation, or the stop and what was enabled there); ``seconds``:
+    how long its replay took."""
+    c = Case("failclosed.replay", name, seconds=seconds)
     if problem:
         c.failure = problem
         if res is not None:
@@ -94,8 +171,12 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         return _replay_changes(args, policy) if policy else _replay_all(args)
     if not args.file:
         raise ConfigError("replay: give a scenario FILE, or --all for the shipped scenarios")
-    res = replay(load_scenario(args.file, policy))
-    write_junit(args, f"replay {args.file}", [_result_case(res.scenario.name, res, _first_problem(res))])
+    t0 = time.perf_counter()
+    sc = load_scenario(resolve_scenario(args.file), policy)
+    _require_content(sc, args.file)
+    res = replay(sc)
+    write_junit(args, f"replay {args.file}", [_result_case(res.scenario.name, res, _first_problem(res),
+                                                           time.perf_counter() - t0)])
     if args.json:
         print(json.dumps(res.to_dict(), indent=2))
     else:
@@ -156,13 +237,16 @@ def _violation_removed(res: ReplayResult) -> bool:
 
 def _replay_all(args: argparse.Namespace) -> int:
     rows = []
+    took = []
     bad = 0
     for path in shipped():
+        t0 = time.perf_counter()
         pol, ok, note, s, c = _verdict(path, None)
+        took.append(time.perf_counter() - t0)
         rows.append((path.stem, pol, s, c, ok, note))
         bad += not ok
-    write_junit(args, "replay --all", [_result_case(f"{n} [{p}]", None, d if not ok else "")
-                                       for n, p, _s, _c, ok, d in rows])
+    write_junit(args, "replay --all", [_result_case(f"{n} [{p}]", None, d if not ok else "", t)
+                                       for (n, p, _s, _c, ok, d), t in zip(rows, took, strict=True)])
     if args.json:
         print(json.dumps([
             {"scenario": n, "policy": p, "transitions": s, "checked": c, "ok": ok, "detail": d}
@@ -183,8 +267,9 @@ def _change_row(path: Path, kind: str, policy: str) -> dict[str, Any]:
     - ``broken``: it does not pass under its own policy (it no longer replays, or an
       expectation fails): the file is stale, whatever ``policy`` does;
     - ``fixed``: a findings trace whose violation ``policy`` removes (it stops at a step the
-      policy disables, or the violation is gone), or a file that passes only under
-      ``policy``;
+      policy disables, or the violation is gone), a red historical scenario (``is_red``)
+      that no longer replays its violation under ``policy``, or a file that passes only
+      under ``policy``;
     - ``regression``: a shipped scenario whose expectations fail under ``policy``, or that
       no longer replays under it;
     - ``unchanged``: the same verdict both ways (a findings trace still violated, say).
@@ -200,7 +285,7 @@ def _change_row(path: Path, kind: str, policy: str) -> dict[str, Any]:
         detail = f"under its own policy: {_first_problem(own)}"
     elif under.ok:
         verdict, detail = "unchanged", ""
-    elif kind == "finding" and _violation_removed(under):
+    elif (kind == "finding" and _violation_removed(under)) or kind == "red":
         verdict = "fixed"
         detail = (_first_problem(under) + " (the policy disables that step)" if under.stopped
                   else f"the violation is gone ({_first_problem(under)})")
@@ -218,10 +303,15 @@ def _replay_changes(args: argparse.Namespace, policy: str) -> int:
     """Every shipped scenario and findings trace under its own policy and under ``policy``:
     what changed, judged (``_change_row``). Exit 1 on a regression or a file broken under
     its own policy; a findings trace the policy fixes is the fix working (exit 0)."""
-    rows = [_change_row(path, kind, policy)
-            for kind, paths in (("scenario", shipped()), ("finding", findings())) for path in paths]
+    rows, took = [], []
+    for kind, paths in (("scenario", shipped()), ("finding", findings())):
+        for path in paths:
+            t0 = time.perf_counter()
+            rows.append(_change_row(path, "red" if kind == "scenario" and is_red(path) else kind,
+                                    policy))
+            took.append(time.perf_counter() - t0)
     count = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
-    n_sc = sum(r["kind"] == "scenario" for r in rows)
+    n_sc = sum(r["kind"] != "finding" for r in rows)
     summary = (f"{len(rows)} under {policy} ({n_sc} scenarios, {len(rows) - n_sc} findings): "
                f"{plural(count['regression'], 'regression')}, {count['fixed']} fixed, "
                f"{count['broken']} broken, {count['unchanged']} unchanged")
@@ -229,7 +319,7 @@ def _replay_changes(args: argparse.Namespace, policy: str) -> int:
     write_junit(args, f"replay --all --policy {policy}", [
         _result_case(f"{r['file']} [{r['kind']}, own policy {r['own_policy']}]", None,
                      f"{r['verdict']}: {r['detail']}" if r["verdict"] in ("regression", "broken")
-                     else "") for r in rows])
+                     else "", t) for r, t in zip(rows, took, strict=True)])
     if args.json:
         print(json.dumps({"policy": policy, "changed": sum(r["changed"] for r in rows),
                           "counts": count, "rows": rows, "summary": summary, "exit_code": rc},

@@ -8,6 +8,7 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,9 @@ from failclosed.cli.checking import (
     text_table,
     validate_policy,
     verdict,
-    write_counterexample,
+    write_counterexamples,
 )
+from failclosed.cli.exits import EXIT_TRUNCATED, exit_codes_text, with_truncation
 from failclosed.cli.junit import add_junit, cell_cases, check_junit, write_junit
 from failclosed.spec.baseline import Baseline, Comparison, Known, write_baseline
 from failclosed.spec.progress import Progress
@@ -48,7 +50,7 @@ def add_scope_run(p: argparse.ArgumentParser) -> None:
                         "say which were truncated; default: no bound)")
     p.add_argument("--cache-dir", metavar="DIR", help="where the results of finished "
                    "configurations are kept, so an interrupted or repeated run redoes only "
-                   "what is missing (default: $FAILCLOSED_CACHE_DIR or ~/.cache/failclosed)")
+                   "what is missing (default: $FAILCLOSED_CACHE or ~/.cache/failclosed)")
     p.add_argument("--no-cache", action="store_true", help="recheck every configuration")
 
 
@@ -61,7 +63,9 @@ def register_scope(subparsers: Any) -> None:
                     "under each policy as an independent task. A property holds only if it "
                     "holds in every configuration.\n"
                     "Exit 0: every property holds (or its violation is in --baseline); 1: a new "
-                    "violation (printed with the configuration that produced it); 2: bad input.",
+                    "violation (printed with the configuration that produced it); 2: bad input; "
+                    f"{EXIT_TRUNCATED}: nothing new violated, but --max-states cut a search short.",
+        epilog=exit_codes_text(),
     )
     s.add_argument("scope", nargs="?", default="standard",
                    help="standard | quick | full | a scope TOML FILE (default: standard)")
@@ -152,6 +156,8 @@ def scope_verdict(res: Any, args: argparse.Namespace, command: str,
                 continue
             v = res.verdicts[p][n]
             k = baseline.find(p, n, res.scope.name)
+            if k is not None and k.policy != p:  # a variant's: recorded under the policy checked
+                k = replace(k, policy=p, variants=False)
             entries.append(k if k is not None else Known(
                 p, n, f"recorded by `failclosed {command}` over scope {res.scope.name}: "
                       f"shortest counterexample {v.length} steps in {v.member}; replace this "
@@ -185,9 +191,10 @@ def _cmd_scope(args: argparse.Namespace) -> int:
     scope_junit(res, args, cmp, f"scope {args.scope}")
     judged = bool(args.baseline or args.write_baseline)
     summary = _scope_summary(res, cmp, judged)
-    rc = verdict(cmp)
+    rc = with_truncation(verdict(cmp), bool(res.truncated))
     new = set(cmp.new)
-    written = _write_counterexamples(res, sorted(new), Path(args.out)) if args.out else []
+    written = write_counterexamples([(_shortest(res, pol, n), pol) for pol, n in sorted(new)],
+                                    args.out) if args.out else []
     if args.json:
         d = res.to_json() | {"baseline": cmp.to_json(), "summary": summary, "exit_code": rc}
         if written:
@@ -237,14 +244,6 @@ def _shortest(res: Any, pol: str, n: str) -> Any:
     m = member(res.scope, res.verdicts[pol][n].member)
     one = check(pol, ConfigPart(m.name, "", m.data), [n], witnesses=False, coverage=False)
     return one.properties[n]
-
-
-def _write_counterexamples(res: Any, cells: list[tuple[str, str]], out: Path) -> list[str]:
-    """The shortest trace of each (policy, property), written under ``out``."""
-    written: list[str] = []
-    for pol, n in cells:
-        written += [str(x) for x in write_counterexample(_shortest(res, pol, n), out, pol)]
-    return written
 
 
 def scope_junit(res: Any, args: argparse.Namespace, cmp: Comparison, suite: str) -> None:

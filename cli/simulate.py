@@ -55,6 +55,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from failclosed.cli.outputs import OutputSet, output_set
 from failclosed.cli.scenario_writer import write_scenario
 from failclosed.model.config import ConfigError, UsageError, read_toml
 from failclosed.sim.batch import run_in_processes, simulate_one, simulate_policy, violation_scenario
@@ -62,7 +63,7 @@ from failclosed.sim.records import SCENARIOS_PER_PROPERTY
 
 __all__ = ["SIDE_BY_SIDE", "check_input_file", "check_output_dir", "check_output_file",
            "default_baseline_path", "int_arg", "load_known", "plural", "read_config", "register",
-           "rel_path", "simulate_and_write"]
+           "rel_path", "resolve_sim_config", "shipped_sim_configs", "simulate_and_write"]
 
 SIDE_BY_SIDE = ("proposed", "current", "adr-134", "adr-122", "adr-111", "owner-guard")
 LIST_FILES = 10
@@ -104,6 +105,26 @@ def check_input_file(path: str, flag: str) -> None:
         raise ConfigError(f"{flag} {path}: is a directory; give a file")
     if not os.access(path, os.R_OK):
         raise ConfigError(f"{flag} {path}: not readable; check its permissions")
+
+
+def shipped_sim_configs() -> dict[str, Path]:
+    """The simulator configs shipped with the package (sim/configs), by name."""
+    from failclosed.sim import config as sconfig
+
+    return {p.stem: p for p in sorted(Path(sconfig.default_path()).parent.glob("*.toml"))}
+
+
+def resolve_sim_config(name: str, flag: str = "CONFIG") -> str:
+    """A simulator config FILE, or a shipped one by name (``default``: sim/configs/default.toml,
+    wherever the package is installed), as ``--config small`` and ``--baseline current`` are.
+    A name that is neither is one ConfigError line listing every shipped name."""
+    if os.path.exists(name) or Path(name).suffix:
+        return name
+    shipped = shipped_sim_configs()
+    if name in shipped:
+        return str(shipped[name])
+    raise ConfigError(f"{flag} {name}: no such file, and no shipped simulator config of that name; "
+                      f"give a file or one of {', '.join(shipped)}")
 
 
 def read_config(path: str, flag: str = "CONFIG") -> dict[str, Any]:
@@ -162,7 +183,7 @@ def terminal_width() -> int:
 
 
 # -- one simulation, its counterexamples written ---------------------------------------------
-def simulate_and_write(raw: dict[str, Any], violations_dir: str | None = None,
+def simulate_and_write(raw: dict[str, Any], violations_dir: str | OutputSet | None = None,
                        **kw: Any) -> tuple[dict[str, Any], Any]:
     """``sim.batch.simulate_one(raw, **kw)``, and each violation's counterexample written as a
     scenario file under ``violations_dir`` (its path in the violation's ``"scenario"``). An
@@ -180,7 +201,8 @@ def simulate_and_write(raw: dict[str, Any], violations_dir: str | None = None,
     return res, sim
 
 
-def write_scenarios(res: dict[str, Any], violations: list[Any], directory: str, cap: int | None) -> None:
+def write_scenarios(res: dict[str, Any], violations: list[Any], directory: str | OutputSet,
+                    cap: int | None) -> None:
     """Each violation's counterexample that has a scenario (the first ``cap`` of each property;
     None: every one) written under ``directory``, its path in the violation's ``"scenario"``;
     ``res["scenarios"]`` says how many were written, how many were not, and how to lift the cap."""
@@ -189,17 +211,22 @@ def write_scenarios(res: dict[str, Any], violations: list[Any], directory: str, 
         if v.scenario is not None:
             d["scenario"] = write_violation(res["policy"], res["seed"], v, k, directory)
             written += 1
-    res["scenarios"] = {"directory": directory, "written": written, "not_written": len(violations) - written,
+    final = directory.final if isinstance(directory, OutputSet) else directory
+    res["scenarios"] = {"directory": str(final), "written": written,
+                        "not_written": len(violations) - written,
                         "max_per_property": "all" if cap is None else cap,
                         "lift_the_cap": f"{MAX_SCENARIOS_FLAG} all"}
 
 
-def write_violation(policy: str, seed: int, v: Any, k: int, directory: str) -> str:
-    """Write the ``k``-th violation's trace as a scenario file; returns its path."""
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, f"sim-{_safe(policy)}-seed{seed}-{v.property}-{k}.toml")
+def write_violation(policy: str, seed: int, v: Any, k: int, directory: str | OutputSet) -> str:
+    """Write the ``k``-th violation's trace as a scenario file; returns its path (in an
+    OutputSet, cli/outputs.py: written into its staging directory, the path it will have)."""
+    staged = isinstance(directory, OutputSet)
+    where = str(directory.staging) if staged else directory
+    os.makedirs(where, exist_ok=True)
+    path = os.path.join(where, f"sim-{_safe(policy)}-seed{seed}-{v.property}-{k}.toml")
     write_scenario(path, violation_scenario(v, policy, seed))
-    return path
+    return str(directory.final_path(path)) if staged else path
 
 
 def _safe(s: str) -> str:
@@ -238,7 +265,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     if args.fail_fast and args.keep_going:
         raise UsageError("--fail-fast and --keep-going contradict each other; give one of them")
     side = args.config is None and args.policy is None
-    path = args.config or sconfig.default_path()
+    path = resolve_sim_config(args.config) if args.config else sconfig.default_path()
     raw = read_config(path)
     cfg = sconfig.load(raw)  # validate before anything runs
     if args.policy:
@@ -267,15 +294,17 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
     hdir = headline_dir(seed) if side and not args.violations_dir else None
     try:
-        return _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_path, hdir,
-                         export_policy)
+        # --violations-dir: the scenarios are one set, all in place at the end or none
+        with output_set(args.violations_dir) as vset:
+            return _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_path,
+                             hdir, export_policy, vset)
     finally:
         if hdir is not None and not os.listdir(hdir):
             os.rmdir(hdir)  # nothing to replay (or interrupted): nothing left behind
 
 
 def _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_path, hdir,
-              export_policy: str | None) -> int:
+              export_policy: str | None, vset: OutputSet | None = None) -> int:
     from failclosed.sim import config as sconfig
     from failclosed.spec.progress import Progress
 
@@ -293,8 +322,8 @@ def _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_
         done = _simulations(raw, kws, args.jobs, pg, n_runs)
         try:
             for pol, (res, violations) in zip(policies, done, strict=False):
-                if args.violations_dir:
-                    write_scenarios(res, violations, args.violations_dir, args.max_scenarios)
+                if vset is not None:
+                    write_scenarios(res, violations, vset, args.max_scenarios)
                 results.append(res)
                 viol_objs[pol] = violations
                 props = len({v["property"] for v in res["violations"]})
@@ -324,8 +353,10 @@ def _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_
                              "new": sorted(q for p, q in verdict["new"] if p == pol),
                              "fixed": sorted(k.property for k in verdict["fixed"] if k.policy == pol)}
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(results if side else results[0], f, indent=1, sort_keys=True)
+        from failclosed.cli.outputs import write_text_atomic
+
+        write_text_atomic(args.json, json.dumps(results if side else results[0], indent=1,
+                                                sort_keys=True))
     _junit(args, results, viol_objs, verdict, seed, Path(path).stem, total)
     report(results, path, total, verdict, stop=stop, known=known, baseline_path=baseline_path,
            headline=headline, side=side, violations_dir=args.violations_dir, n_runs=n_runs, seed=seed,
@@ -693,7 +724,7 @@ def report(results, path, total, verdict, *, stop, known, baseline_path, headlin
     con = Console(width=width, highlight=False, soft_wrap=False)
     where = os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path
     if side:
-        where = "the shipped default (sim/configs/default.toml)"
+        where = "the shipped default (failclosed simulate default)"
     con.print(f"[bold]failclosed simulate[/]: {where}, seed {seed}, {n_runs} runs per policy, "
               f"{sum(r['transitions'] for r in results):,} transitions in {total:.1f} s")
     if stop is not None:
@@ -854,7 +885,9 @@ def register(subparsers: Any) -> None:
                     "there is no baseline); 2: bad input.",
     )
     p.add_argument("config", nargs="?",
-                   help="a simulator TOML config (default: sim/configs/default.toml under several policies, side by side)")
+                   help="a simulator TOML config FILE, or a shipped one by name: "
+                        f"{', '.join(shipped_sim_configs())} (without CONFIG: default, under several "
+                        "policies side by side)")
     p.add_argument("--policy", help="policy to simulate (default: the config's policy)")
     p.add_argument("--seed", type=int_arg(0, "a seed >= 0"), help="random seed (default: the config's seed)")
     p.add_argument("--runs", type=int_arg(1, "the number of runs, >= 1"),
@@ -877,8 +910,8 @@ def register(subparsers: Any) -> None:
                    help="simulate the policies of the side-by-side run on this many processes, the results "
                         "identical to one (default: 1)")
     p.add_argument("--baseline", metavar="FILE",
-                   help="a baseline TOML of known violations: those exit 0, anything new exits 1 (default: "
-                        "spec/baselines/current.toml without CONFIG and --policy, else none)")
+                   help="a baseline TOML of known violations: those exit 0, anything new exits 1 (or the shipped one "
+                        "by name: current; default: current without CONFIG and --policy, else none)")
     p.add_argument("--no-baseline", action="store_true",
                    help="judge without a baseline: every violation exits 1 (default: off)")
     p.add_argument("--export", metavar="DB.sqlite|DIR",

@@ -30,6 +30,8 @@ from failclosed.cli.simulate import (
     plural,
     read_config,
     rel_path,
+    resolve_sim_config,
+    shipped_sim_configs,
 )
 from failclosed.model.config import ConfigError, UsageError
 from failclosed.sim.batch import run_in_processes, sweep_columns, sweep_task
@@ -62,6 +64,9 @@ def parse_params(items: list[str]) -> list[tuple[str, list[Any]]]:
         values = [_parse_value(v) for v in vals.split(",") if v.strip() != ""]
         if not name or not values:
             raise ConfigError(f"--param {it}: expected NAME=V1,V2,...; give a name and at least one value")
+        if name.strip() in {n for n, _ in out}:
+            raise UsageError(f"--param {name.strip()}: given twice; a grid dimension is named once, "
+                             f"with all its values: --param {name.strip()}=V1,V2")
         out.append((name.strip(), values))
     return out
 
@@ -141,6 +146,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from failclosed.model.policy import parse_policy
     from failclosed.sim import config as sconfig
 
+    args.config = resolve_sim_config(args.config)
     raw = read_config(args.config)
     sconfig.load(raw)
     grid = parse_params(args.param)
@@ -403,7 +409,8 @@ def register(subparsers: Any) -> None:
                               description="Simulate a grid of config parameters times seeds; one CSV row per simulation. "
                                           "Exit 0: no violation (or only --baseline's known ones); 1: a violation "
                                           "not in the baseline; 2: bad input.")
-    s.add_argument("config", help="a simulator TOML config")
+    s.add_argument("config", help="a simulator TOML config FILE, or a shipped one by name: "
+                   f"{', '.join(shipped_sim_configs())}")
     s.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2",
                    help="a dotted config key and its values, e.g. constants.LEASE_SECONDS=300,900 "
                         "(repeatable; 'policy' too; default: none, one grid point)")
@@ -416,8 +423,9 @@ def register(subparsers: Any) -> None:
     s.add_argument("--out", default="results.csv",
                    help="CSV file rows are appended to; a bare name is in the current directory (default: results.csv)")
     s.add_argument("--baseline", metavar="FILE",
-                   help="known violations (TOML, e.g. spec/baselines/current.toml): exit 1 only on a "
-                        "violation it does not list (default: none, every violation exits 1)")
+                   help="known violations: a baseline TOML FILE, or the shipped one by name (current): "
+                        "exit 1 only on a violation it does not list (default: none, every violation "
+                        "exits 1)")
     s.add_argument("--summary", metavar="FILE",
                    help="the summary CSV, one row per grid point with 95%% intervals over seeds "
                         "(default: beside --out, NAME.summary.csv)")

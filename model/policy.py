@@ -196,19 +196,21 @@ def preset(name: str) -> Policy:
         ) from None
 
 
+def split_policy(spec: str) -> tuple[str, str]:
+    """(the preset a policy name starts from, the switch changes after it):
+    ``"adr-141-write_fence"`` -> ``("adr-141", "-write_fence")``; UnknownPolicy if no preset."""
+    # preset names contain '-', so find the longest preset prefix
+    for name in sorted(PRESETS, key=len, reverse=True):
+        if spec == name or spec.startswith(name + "+") or spec.startswith(name + "-"):
+            return name, spec[len(name):]
+    raise UnknownPolicy(f"unknown policy {spec!r}: use one of {', '.join(PRESETS)}")
+
+
 def parse_policy(spec: str) -> Policy:
     """``"adr-141"``, ``"adr-141-write_fence"`` (without), ``"adr-111+write_fence"`` (with)."""
     import re
 
-    parts = re.split(r"([+-](?=[a-z_]+(?:[+-]|$)))", spec)
-    base = parts[0]
-    # preset names contain '-', so find the longest preset prefix instead.
-    for name in sorted(PRESETS, key=len, reverse=True):
-        if spec == name or spec.startswith(name + "+") or spec.startswith(name + "-"):
-            base, rest = name, spec[len(name):]
-            break
-    else:
-        raise UnknownPolicy(f"unknown policy {spec!r}: use one of {', '.join(PRESETS)}")
+    base, rest = split_policy(spec)
     p = PRESETS[base]
     for sign, sw in re.findall(r"([+-])([a-z_]+)", rest):
         if sw not in SWITCHES:

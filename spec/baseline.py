@@ -9,10 +9,16 @@ shipped one)::
     property = "no_write_applied_twice_without_audit"   # or properties = [...]
     finding = "F1"                                      # optional
     config = "small"                                    # optional: where it was observed
+    variants = true                                     # optional: see below
     reason = "FINDINGS.md F1: a crash between a write's fence clear and its audit insert ..."
 
 Policies are compared as written on the command line (``current`` and ``adr-141`` are two
-names of one policy: list both, as current.toml does). ``load_baseline(path)`` validates it
+names of one policy: list both, as current.toml does). An entry with ``variants = true``
+accepts its violation under every variant of its policies too (``PRESET+switch`` /
+``PRESET-switch``: ``current-write_fence`` is judged against the entries of ``current``
+that say so): a finding no switch touches (F2, F3 in current.toml) stays known when a
+variant is checked, and a violation the variant brings is new. Such an entry is reported as
+fixed only under its own policies, never because a variant holds. ``load_baseline(path)`` validates it
 like a configuration (one ``ConfigError`` line naming
 the entry, the field and the fix). ``Baseline.compare(cells)`` takes what a command observed,
 ``{(policy, property): violated}``, and sorts it into
@@ -47,7 +53,8 @@ __all__ = ["BASELINE_DIR", "Baseline", "Comparison", "Known", "baseline_text", "
 Cell = tuple[str, str]  # (policy, property)
 
 BASELINE_KEYS = frozenset({"known", "description"})
-ENTRY_KEYS = {"policy", "policies", "property", "properties", "finding", "config", "reason"}
+ENTRY_KEYS = {"policy", "policies", "property", "properties", "finding", "config", "reason",
+              "variants"}
 
 
 @dataclass(frozen=True)
@@ -60,10 +67,26 @@ class Known:
     reason: str
     finding: str | None = None
     config: str | None = None
+    variants: bool = False  # accepts the violation under PRESET+switch / PRESET-switch too
 
     @property
     def cell(self) -> Cell:
         return (self.policy, self.property)
+
+    def accepts(self, policy: str, prop: str) -> bool:
+        """Is (policy, prop) this entry's cell, or (``variants``) a variant of its policy?"""
+        if prop != self.property:
+            return False
+        if policy == self.policy:
+            return True
+        if not self.variants:
+            return False
+        from failclosed.model.policy import split_policy
+
+        try:
+            return split_policy(policy)[0] == self.policy
+        except UnknownPolicy:
+            return False
 
     def judged_on(self, config: str | None) -> bool:
         """May a holding cell on ``config`` report this entry as fixed?"""
@@ -108,9 +131,11 @@ class Baseline:
     path: str | None = None
 
     def find(self, policy: str, prop: str, config: str | None = None) -> Known | None:
-        """The entry accepting (policy, property): the one observed on ``config`` if there is
-        one, else any."""
+        """The entry accepting (policy, property): its own entry (the one observed on
+        ``config`` if there is one, else any), else one accepting the policy's ``variants``."""
         hits = [k for k in self.entries if k.policy == policy and k.property == prop]
+        if not hits:
+            hits = [k for k in self.entries if k.accepts(policy, prop)]
         return next((k for k in hits if k.config == config), hits[0] if hits else None)
 
     def compare(self, cells: Mapping[Cell, bool], config: str | None = None) -> Comparison:
@@ -186,6 +211,10 @@ def baseline_from_dict(data: dict[str, Any], source: str = "baseline") -> Baseli
         if config is not None and (not isinstance(config, str) or not config):
             raise ConfigError(f"{where}config: expected a configuration's name such as "
                               f"\"small\", got {config!r}")
+        variants = e.get("variants", False)
+        if not isinstance(variants, bool):
+            raise ConfigError(f"{where}variants: expected true or false (accept the violation "
+                              f"under PRESET+switch / PRESET-switch too), got {variants!r}")
         for p in pols:
             for n in names:
                 key = (p, n, config)
@@ -193,7 +222,7 @@ def baseline_from_dict(data: dict[str, Any], source: str = "baseline") -> Baseli
                     raise ConfigError(f"{where.rstrip('.')}: {p} / {n} is already listed in "
                                       f"known[{seen[key]}]; remove one of them")
                 seen[key] = i
-                entries.append(Known(p, n, reason.strip(), finding, config))
+                entries.append(Known(p, n, reason.strip(), finding, config, variants))
     return Baseline(tuple(entries), source)
 
 
@@ -235,6 +264,8 @@ def baseline_text(entries: Iterable[Known], header: str = "") -> str:
             out.append(f"finding = {_q(k.finding)}")
         if k.config:
             out.append(f"config = {_q(k.config)}")
+        if k.variants:
+            out.append("variants = true")
         out.append(f"reason = {_q(k.reason)}")
     return "\n".join(out).lstrip("\n") + "\n"
 

@@ -46,6 +46,7 @@ __all__ = [
     "WITNESSES",
     "Witness",
     "check",
+    "config_names",
     "counterexample_scenario",
     "diff_worlds",
     "load_config",
@@ -66,14 +67,20 @@ class ConfigPart:
     data: dict[str, Any]  # the TOML table (model/config.py format)
 
 
+def config_names() -> list[str]:
+    """Every configuration that resolves by name: the files of spec/configs."""
+    return sorted(x.stem for x in CONFIG_DIR.glob("*.toml"))
+
+
 def load_config(config: str | Path) -> tuple[str, list[ConfigPart]]:
-    """``small`` / ``tiny`` / ``medium`` (spec/configs), or a path. Returns (name, parts)."""
+    """A configuration of spec/configs by name (``small``, ``tiny``, ``medium``,
+    ``cancel-probe``, ...: :func:`config_names`), or a path. Returns (name, parts)."""
     s = str(config)
     p = Path(s)
     if not p.suffix and not p.exists():
         p = CONFIG_DIR / f"{s}.toml"
         if not p.exists():
-            known = ", ".join(sorted(x.stem for x in CONFIG_DIR.glob("*.toml") if "-" not in x.stem))
+            known = ", ".join(config_names())
             raise ConfigError(f"config: unknown configuration {s!r}; use one of {known} or a FILE")
     name = p.stem
     return name, _parts(p, seen=())

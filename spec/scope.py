@@ -513,6 +513,10 @@ def _task(args: tuple[str, dict[str, Any], str, tuple[str, ...] | None, int | No
     return check_member(name, data, policy, props, max_states, report).to_json()
 
 
+CACHE_VARIABLE = "FAILCLOSED_CACHE"  # the cache's root (README, the notebooks, docs/SCOPES.md)
+OLD_CACHE_VARIABLE = "FAILCLOSED_CACHE_DIR"  # its former second name: refused, with the hint
+
+
 class Cache:
     """One JSON file per (member, policy, properties, bound, model version) under ``root``."""
 
@@ -522,7 +526,16 @@ class Cache:
 
     @staticmethod
     def default_root() -> Path:
-        env = os.environ.get("FAILCLOSED_CACHE_DIR")
+        """``$FAILCLOSED_CACHE`` (the one variable naming the cache: the notebooks' sweeps
+        use it too), else ``$XDG_CACHE_HOME/failclosed`` or ``~/.cache/failclosed``. The old
+        ``FAILCLOSED_CACHE_DIR`` is refused with one line saying which to set."""
+        if os.environ.get(OLD_CACHE_VARIABLE) is not None:
+            from failclosed.model.config import UsageError
+
+            raise UsageError(f"{OLD_CACHE_VARIABLE} is no longer read; set {CACHE_VARIABLE} "
+                             f"instead (one variable names the cache): export "
+                             f"{CACHE_VARIABLE}={os.environ[OLD_CACHE_VARIABLE]}")
+        env = os.environ.get(CACHE_VARIABLE)
         if env:
             return Path(env)
         base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")

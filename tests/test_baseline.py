@@ -176,3 +176,50 @@ def test_text_keeps_non_ascii_readable_and_trims_header_lines(tmp_path):
     assert p.read_text(encoding="utf-8").startswith("# head\n\n[[known]]\n")
     q = write_baseline(tmp_path / "c.toml", [Known("current", P1, "r")])
     assert q.read_text(encoding="utf-8").startswith("[[known]]\n")
+
+
+def test_an_entry_with_variants_accepts_a_variant_of_its_policy():
+    """``variants = true``: current's entry judges current-write_fence too (never adr-141's
+    variants, never another property), own entries first, fixed only under its own policy."""
+    b = parse({"known": [
+        {"policy": "current", "property": P1, "variants": True, "reason": "F3", "finding": "F3"},
+        {"policy": "current", "property": P2, "reason": "F2, no variants"}]})
+    assert b.find("current-write_fence", P1).finding == "F3"
+    assert b.find("current+fence_cleared_after_audit", P1) is not None
+    assert b.find("current-write_fence", P2) is None  # that entry says nothing of variants
+    assert b.find("adr-141-write_fence", P1) is None  # another preset's variant
+    assert b.find("currentx", P1) is None
+    cmp = b.compare({("current-write_fence", P1): True, ("current-write_fence", P2): True,
+                     ("current-write_fence", "exclusive_claim"): False})
+    assert [k.cell for k in cmp.known] == [("current", P1)]
+    assert cmp.new == [("current-write_fence", P2)] and cmp.fixed == []
+    assert b.compare({("current-write_fence", P1): False}).fixed == []
+    text = baseline_text(b.entries)
+    assert "variants = true" in text and parse(__import__("tomllib").loads(text)) == Baseline(
+        b.entries, "baseline")
+    with pytest.raises(ConfigError, match=r"known\[0\]\.variants: expected true or false"):
+        parse({"known": [{"policy": "current", "property": P1, "variants": "yes", "reason": "r"}]})
+
+
+def test_the_shipped_baseline_judges_a_variant_of_current_by_its_findings(tmp_path, capsys):
+    """`check --policy current-write_fence --baseline current`: F3 (no switch touches it) is
+    known, what the variant breaks is new; --write-baseline records the variant's own cells."""
+    import json
+
+    from failclosed.cli import main
+
+    j, w = tmp_path / "r.json", tmp_path / "b.toml"
+    rc = main(["check", "--policy", "current-write_fence", "--config", "tiny", "--quiet",
+               "--baseline", "current", "--json", str(j)])
+    capsys.readouterr()
+    cmp = json.loads(j.read_text())["baseline"]
+    known = {tuple(c) for c in cmp["known"]}
+    assert {("current", "no_orphan_queued_run"), ("current", "every_run_terminates")} <= known
+    assert rc == 1 and cmp["new"] and all(p == "current-write_fence" for p, _ in cmp["new"])
+    assert not {prop for _, prop in cmp["new"]} & {prop for _, prop in known}
+    main(["check", "--policy", "current-write_fence", "--config", "tiny", "--quiet",
+          "--baseline", "current", "--write-baseline", str(w)])
+    capsys.readouterr()
+    written = load_baseline(w)
+    f3 = written.find("current-write_fence", "no_orphan_queued_run")
+    assert f3.policy == "current-write_fence" and f3.finding == "F3" and not f3.variants

@@ -122,7 +122,8 @@ def test_simulate_rejects_bad_numbers(tmp_path, capsys, no_work, argv, needle):
 ])
 def test_sweep_rejects_bad_numbers_and_paths(tmp_path, capsys, no_work, argv, needle):
     cfg = write(tmp_path, "c.toml", CLEAN)
-    code, _, err = run(["sweep", cfg, "--out", str(tmp_path / "r.csv"), *argv], capsys)
+    out = [] if "--out" in argv else ["--out", str(tmp_path / "r.csv")]  # an option given once
+    code, _, err = run(["sweep", cfg, *out, *argv], capsys)
     assert code == 2
     assert needle in one_error_line(err)
     assert not (tmp_path / "r.csv").exists()
@@ -675,3 +676,156 @@ def test_simulate_jobs_gives_the_results_of_one_process_byte_for_byte(tmp_path, 
         return [x for x in out.splitlines() if "wall time" not in x and " in " not in x and "/j" not in x]
 
     assert table(o1) == table(o2)
+
+
+# -- every hint the main commands print runs from outside the checkout (issue 27) ------------
+HINT = re.compile(r"failclosed ((?:replay|plot|inspect|scope|check|simulate|sweep|matrix)(?=\s)"
+                  r"[^,;()\n]*)")
+
+
+def _hints(text: str) -> list[str]:
+    """The commands a text tells its reader to run, placeholders (FILE, DIR, NAME) left out."""
+    out = []
+    for m in HINT.finditer(text):
+        words = m.group(1).split()
+        if not any(w.isupper() and len(w) > 1 for w in words):
+            out.append(m.group(1).strip())
+    return out
+
+
+def test_every_hint_runs_from_a_directory_outside_the_checkout(tmp_path, monkeypatch, capsys):
+    """From a fresh directory (nothing of the checkout beside it): what simulate, inspect and
+    scope tell the reader to run next opens and runs, as printed."""
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "400")  # a hint on one line
+    printed = []
+    for argv in (["simulate", "--runs", "40", "--quiet"],
+                 ["simulate", "default", "--policy", "current", "--runs", "300", "--quiet",
+                  "--export", "x.sqlite"],
+                 ["inspect", "x.sqlite", "--quiet"],
+                 ["scope", "quick", "--no-cache", "--jobs", "1", "--quiet"]):
+        code, out, err = run(argv, capsys)
+        assert code in (0, 1), (argv, err)
+        printed.append(out + err)
+    hints = [h for text in printed for h in _hints(text)]
+    kinds = {h.split()[0] for h in hints}
+    assert {"replay", "plot", "inspect"} <= kinds, hints
+    assert any(h.startswith("replay") and "/" not in h for h in hints), hints  # by name
+    scope_out = printed[3]
+    member = re.search(r"VIOLATED: \d+ steps in (\S+)", scope_out).group(1)
+    hints += [h.replace("NAME", member) for h in HINT.findall(scope_out) if "--show NAME" in h]
+    assert any("--show" in h for h in hints), scope_out
+    for h in dict.fromkeys(hints):
+        code, out, err = run(shlex.split(h), capsys)
+        assert code in (0, 1) and "error" not in err, (h, err)
+        if h.startswith(("replay", "plot")):
+            assert code == 0, (h, out)
+    # the README's inspect recipe names the shipped config by name too
+    code, _, err = run(["inspect", "x.sqlite", "--tools", "default", "--quiet"], capsys)
+    assert code in (0, 1) and "error" not in err, err
+
+
+# -- a repeated option that takes one value is an error (issue 27) ---------------------------
+@pytest.mark.parametrize("argv, flag", [
+    (["check", "--policy", "current", "--policy", "proposed", "--config", "tiny"], "--policy"),
+    (["simulate", "--runs", "3", "--runs", "5"], "--runs"),
+    (["scope", "quick", "--max-states", "5", "--max-states", "9", "--list"], "--max-states"),
+    (["sweep", "default", "--out", "a.csv", "--out", "b.csv"], "--out"),
+    (["sweep", "default", "--param", "policy=current", "--param", "policy=proposed"],
+     "--param policy"),
+])
+def test_a_repeated_single_option_is_one_error_line(argv, flag, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == ""
+    line = one_error_line(err)
+    assert line.startswith(f"failclosed: error: {flag}") and "twice" in line, line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_repeatable_option_still_repeats(capsys):
+    code, out, _ = run(["check", "--policy", "current", "--config", "tiny", "--quiet",
+                        "--property", "exclusive_claim", "--property", "stream_order"], capsys)
+    assert code in (0, 1) and "exclusive_claim" in out and "stream_order" in out
+
+
+# -- cheap validation runs before the expensive work (issue 27) -----------------------------
+def _expensive_must_not_run(monkeypatch, *targets):
+    def boom(*a, **k):
+        raise AssertionError("the expensive work ran before the arguments were checked")
+
+    for mod, name in targets:
+        monkeypatch.setattr(mod, name, boom)
+
+
+def _sweep_csv(tmp_path) -> Path:
+    f = tmp_path / "s.csv"
+    code = main(["sweep", OUTLIVES_PATH, "--param", "runs.count=2,3", "--seeds", "1", "--out",
+                 str(f), "--quiet"])
+    assert code in (0, 1) and f.exists()
+    return f
+
+
+OUTLIVES_PATH = str(Path(__file__).resolve().parent / "data" / "outlives.toml")
+
+
+def test_plot_curves_refuses_an_unknown_parameter_before_reading_the_rows(tmp_path, monkeypatch,
+                                                                          capsys):
+    from failclosed.sim import plots
+
+    f = _sweep_csv(tmp_path)
+    capsys.readouterr()
+    _expensive_must_not_run(monkeypatch, (plots, "read_sweep_csv"), (plots, "curves"))
+    code, _, err = run(["plot", "curves", str(f), "--x", "nope", "--out",
+                        str(tmp_path / "c.png")], capsys)
+    assert code == 2 and "--x nope: not a parameter" in one_error_line(err)
+    code, _, err = run(["plot", "curves", str(f), "--x", "runs.count", "--metric", "nope",
+                        "--out", str(tmp_path / "c.png")], capsys)
+    assert code == 2 and "--metric nope: not a metric" in one_error_line(err)
+    assert not (tmp_path / "c.png").exists()
+
+
+def test_summarize_and_sweep_refuse_a_metric_before_any_work(tmp_path, monkeypatch, capsys):
+    from failclosed.cli import summarize
+    from failclosed.cli import sweep as sweep_mod
+
+    f = _sweep_csv(tmp_path)
+    capsys.readouterr()
+    _expensive_must_not_run(monkeypatch, (summarize, "read_sweep"), (summarize, "summary_of"),
+                            (sweep_mod, "run_grid"), (sweep_mod, "_sequential"),
+                            (sweep_mod, "_execute"))
+    code, _, err = run(["summarize", str(f), "--metric", "nope"], capsys)
+    assert code == 2 and "--metric nope: not a metric" in one_error_line(err)
+    code, _, err = run(["sweep", OUTLIVES_PATH, "--precision", "p_nope=0.1", "--out",
+                        str(tmp_path / "t.csv")], capsys)
+    assert code == 2 and "--precision p_nope: not a metric" in one_error_line(err)
+    assert not (tmp_path / "t.csv").exists()
+
+
+def test_help_names_what_a_user_can_type(capsys):
+    """No path of the checkout in the simulator's help: the shipped config and baseline by
+    the names that resolve from anywhere; every name the config error lists resolves."""
+    for command in ("simulate", "sweep", "inspect"):
+        assert main([command, "--help"]) == 0
+        text = " ".join(capsys.readouterr().out.split())
+        assert "sim/configs/" not in text and "spec/baselines/" not in text, command
+        assert "by name" in text, command
+    code, _, err = run(["simulate", "nope"], capsys)
+    assert code == 2
+    names = one_error_line(err).split("one of ")[-1].split(", ")
+    assert names and all(simulate.resolve_sim_config(n) for n in names)
+    code, out, _ = run(["simulate", "default", "--runs", "5", "--quiet"], capsys)
+    assert code in (0, 1) and "1 policy x 5 runs" in out
+
+
+def test_the_config_error_lists_every_name_that_resolves(capsys):
+    from failclosed.spec.checker import CONFIG_DIR, load_config
+
+    code, _, err = run(["check", "--policy", "current", "--config", "nope"], capsys)
+    assert code == 2
+    listed = one_error_line(err).split("use one of ")[1].removesuffix(" or a FILE").split(", ")
+    assert sorted(listed) == sorted(p.stem for p in CONFIG_DIR.glob("*.toml"))
+    for name in listed:
+        load_config(name)  # each resolves

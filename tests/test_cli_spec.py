@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from failclosed.cli import main
+from failclosed.cli.exits import EXIT_INTERNAL, EXIT_TRUNCATED
 from failclosed.model.policy import PRESET_ORDER, SWITCHES
 from failclosed.spec.baseline import load_baseline
 from failclosed.spec.properties import LIVENESS, SAFETY
@@ -300,13 +301,67 @@ def test_a_truncated_search_never_says_a_bare_holds(capsys):
     rc = main(["check", "--policy", "current", "--config", ZOMBIE, "--max-states", "50",
                "--quiet"])
     out = capsys.readouterr().out
-    assert rc == (1 if "VIOLATED" in out else 0)  # unreached witnesses are not judged
+    # unreached witnesses are not judged; a truncated search is never a plain 0
+    assert rc == (1 if "VIOLATED" in out else EXIT_TRUNCATED)
     verdicts = [ln for ln in out.splitlines() if ln.startswith("  ") and ln.split()[0] in PROPS]
     assert len(verdicts) == N_PROPS
     for ln in verdicts:
         assert "holds up to 50 states per part (truncated)" in ln or "VIOLATED" in ln, ln
     last = out.strip().splitlines()[-1]
     assert "hold up to 50 states per part (truncated)" in last, last
+
+
+@pytest.mark.parametrize("argv", [
+    ["check", "--policy", "proposed", "--config", "tiny", "--property", "exclusive_claim"],
+    ["matrix", "--policy", "proposed", "--config", "tiny"],
+    ["scope", "quick", "--policy", "proposed", "--no-cache", "--jobs", "1"],
+], ids=["check", "matrix", "scope"])
+def test_a_truncated_search_has_an_exit_code_of_its_own(argv, tmp_path, capsys):
+    """Nothing new violated but --max-states cut the search short: 3, which a CI gate does
+    not read as "holds" (0), and the JSON says the same; without the bound, 0."""
+    whole = main([*argv, "--baseline", "current", "--quiet"])
+    capsys.readouterr()
+    assert whole == 0
+    rc = main([*argv, "--baseline", "current", "--quiet", "--max-states", "20",
+               "--json", str(tmp_path / "r.json")])
+    out = capsys.readouterr().out
+    assert rc == EXIT_TRUNCATED, out
+    assert json.loads((tmp_path / "r.json").read_text())["exit_code"] == EXIT_TRUNCATED
+    assert "truncated" in out.strip().splitlines()[-1] or "up to the bound" in out
+
+
+def test_truncated_exit_code_is_documented_beside_the_others(capsys):
+    readme = (ROOT / "README.md").read_text()
+    for command in (["check"], ["matrix"], ["scope"], []):
+        assert main([*command, "--help"]) == 0
+        text = " ".join(capsys.readouterr().out.split())
+        assert f"{EXIT_TRUNCATED} nothing new violated but the search was truncated" in text
+        assert f"{EXIT_INTERNAL} internal error" in text
+    assert f"| {EXIT_TRUNCATED} |" in readme and f"| {EXIT_INTERNAL} |" in readme
+
+
+def test_an_internal_error_is_one_line_its_own_code_and_a_traceback_file(
+        monkeypatch, tmp_path, capsys):
+    """A bug is neither a finding (1) nor bad input (2): exit 70, one line naming the
+    exception and the file holding the whole traceback."""
+    import tempfile
+
+    import failclosed.spec.checker as checker
+
+    def broken(*a, **k):
+        raise RuntimeError("a bug in the checker")
+
+    monkeypatch.setattr(checker, "check", broken)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert main(["check", "--policy", "current", "--config", "tiny", "--quiet"]) == EXIT_INTERNAL
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("failclosed: internal error: RuntimeError: a bug in the checker")
+    [tb] = tmp_path.glob("failclosed-traceback-*.txt")
+    assert str(tb) in lines[0]
+    text = tb.read_text()
+    assert "Traceback (most recent call last)" in text and "a bug in the checker" in text
 
 
 # the measured figures of the statistics line: wall time, speed and memory
@@ -584,3 +639,36 @@ def test_an_unreached_witness_fails_check_and_the_summary_says_so(capsys):
     n = sum(ln.startswith("  witness unreached:") for ln in out.splitlines())
     last = out.strip().splitlines()[-1]
     assert n > 0 and f"(6 known, 0 new), 15 hold, {n} witnesses unreached (tiny" in last, last
+
+
+def test_one_variable_names_the_cache(tmp_path, monkeypatch, capsys):
+    """FAILCLOSED_CACHE (the docs' name) is the cache of scope as of the notebooks; the
+    former FAILCLOSED_CACHE_DIR is refused with one line saying what to set, before any work."""
+    monkeypatch.delenv("FAILCLOSED_CACHE", raising=False)
+    monkeypatch.setenv("FAILCLOSED_CACHE_DIR", str(tmp_path / "old"))
+    assert main(["scope", "quick", "--policy", "current", "--jobs", "1", "--quiet"]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "FAILCLOSED_CACHE_DIR is no longer read; set FAILCLOSED_CACHE" in line
+    assert not (tmp_path / "old").exists()
+    monkeypatch.delenv("FAILCLOSED_CACHE_DIR")
+    monkeypatch.setenv("FAILCLOSED_CACHE", str(tmp_path / "cache"))
+    assert main(["scope", "quick", "--policy", "current", "--jobs", "1", "--quiet",
+                 "--baseline", "current"]) == 0
+    capsys.readouterr()
+    assert list((tmp_path / "cache").rglob("*.json"))
+
+
+def test_every_command_takes_quiet(tmp_path, monkeypatch, capsys):
+    """--quiet is accepted by every command (a script passes it to all), and where a command
+    reports progress it turns it off."""
+    import argparse
+
+    from failclosed.cli.app import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, p in sub.choices.items():
+        assert any("--quiet" in a.option_strings for a in p._actions), name
+    monkeypatch.chdir(tmp_path)
+    assert main(["replay", "t02-enqueue", "--quiet"]) == 0
+    assert main(["regenerate", "--help", "--quiet"]) == 0
+    capsys.readouterr()

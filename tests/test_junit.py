@@ -75,3 +75,35 @@ def test_an_unwritable_junit_path_is_refused_before_the_work(capsys) -> None:
     assert main(["check", "--policy", "current", "--config", "tiny", "--junit",
                  "/nonexistent/x.xml"]) == 2
     assert "--junit /nonexistent/x.xml" in capsys.readouterr().err
+
+
+def test_every_command_writes_one_root_element_and_measured_times(tmp_path, capsys) -> None:
+    """One root element everywhere (<testsuites>, inspect too) and the times measured: the
+    suite's is the command's wall time, a replayed scenario's its own."""
+    import xml.etree.ElementTree as ET
+
+    db = tmp_path / "x.sqlite"
+    assert main(["simulate", str(ROOT / "sim/configs/default.toml"), "--runs", "20", "--quiet",
+                 "--no-baseline", "--export", str(db)]) in (0, 1)
+    runs = {
+        "check": ["check", "--policy", "current", "--config", "tiny", "--quiet"],
+        "matrix": ["matrix", "--policy", "current", "--config", "tiny", "--quiet"],
+        "scope": ["scope", "quick", "--policy", "current", "--no-cache", "--jobs", "1",
+                  "--quiet"],
+        "replay": ["replay", "t02-enqueue"],
+        "replay --all": ["replay", "--all"],
+        "inspect": ["inspect", str(db), "--quiet"],
+    }
+    for name, argv in runs.items():
+        f = tmp_path / f"{name.replace(' ', '_')}.xml"
+        main([*argv, "--junit", str(f)])
+        capsys.readouterr()
+        root = ET.parse(f).getroot()
+        assert root.tag == "testsuites", name
+        suites = root.findall("testsuite")
+        assert len(suites) == 1 and float(suites[0].get("time")) > 0, name
+        assert float(root.get("time")) > 0, name
+        if name.startswith("replay"):
+            times = [float(c.get("time")) for c in suites[0].iter("testcase")]
+            assert times and sum(times) > 0, (name, times)  # 3 decimals: a fast one reads 0
+        assert _cases(f), name  # and a JUnit parser reads it

@@ -67,7 +67,7 @@ def test_run_scope_reports_states_of_running_members_from_worker_processes(tmp_p
 
 def test_scope_command_prints_running_states_off_a_terminal(tmp_path):
     env = {**os.environ, "FAILCLOSED_PROGRESS_INTERVAL": "0",
-           "FAILCLOSED_CACHE_DIR": str(tmp_path / "cache")}
+           "FAILCLOSED_CACHE": str(tmp_path / "cache")}
     p = subprocess.run([sys.executable, "-m", "failclosed", "scope", str(_scope_file(tmp_path)),
                         "--policy", "current", "--jobs", "1"],
                        capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)

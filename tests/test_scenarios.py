@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 from failclosed.cli import main  # noqa: E402
 from failclosed.cli.replay import shipped  # noqa: E402
@@ -542,7 +543,8 @@ def test_replay_all_under_another_policy_reports_what_changed(capsys, monkeypatc
     data = json.loads(capsys.readouterr().out)
     rows = {r["file"]: r for r in data["rows"]}
     files = SHIPPED + findings()
-    assert len(rows) == len(files) and {r["kind"] for r in data["rows"]} == {"scenario", "finding"}
+    assert len(rows) == len(files)
+    assert {r["kind"] for r in data["rows"]} == {"scenario", "red", "finding"}
     # every row agrees with replaying that file by itself, both ways
     for path in files:
         r = rows[path.stem]
@@ -552,8 +554,15 @@ def test_replay_all_under_another_policy_reports_what_changed(capsys, monkeypatc
         assert r["changed"] == (own.ok != under.ok)
         if own.ok and not under.ok and r["kind"] == "scenario":
             assert r["verdict"] == "regression"  # a shipped scenario's expectations now fail
+        if own.ok and not under.ok and r["kind"] == "red":
+            # a red historical scenario's violation the proposal removes: fixed, as for a
+            # findings trace, never a regression
+            assert r["verdict"] == "fixed", r
         if own.ok and under.ok:
             assert r["verdict"] == "unchanged"
+    red = [r for r in data["rows"] if r["kind"] == "red"]
+    assert red and all(r["file"].endswith(".red") for r in red)
+    assert not [r for r in red if r["verdict"] == "regression"]
     # the central finding is closed by the proposal: its trace stops at a step the policy
     # disables, which is the fix working, not a failure
     central = rows["no_write_applied_twice_without_audit--current"]
@@ -667,3 +676,43 @@ def test_every_transition_argument_round_trips(tmp_path) -> None:
     assert any(t.arg("status") is not None for t in trace)
     again = replay(scenario_from_dict(tomllib.loads(dump_scenario(sc.data, trace))))
     assert again.ok and again.world == first.world, again.stopped
+
+
+def test_a_file_with_no_steps_and_no_expectations_is_refused_not_passed(tmp_path, capsys) -> None:
+    """A model configuration given to replay checks nothing: exit 2 naming what it lacks and
+    what it is, never PASS."""
+    assert main(["replay", str(ROOT / "spec" / "configs" / "tiny.toml")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert "has no [[steps]] and no expectations" in err and "a model configuration" in err
+    bare = tmp_path / "bare.toml"
+    bare.write_text('policy = "current"\n[[runs]]\nid = "r1"\n')
+    assert main(["replay", str(bare)]) == 2
+    assert "has no [[steps]] and no expectations" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["F2", "stream_order--current", "stream_order--current.toml",
+                                  "spec/findings/stream_order--current.toml", "t02-enqueue",
+                                  "model/scenarios/t02-enqueue.toml"])
+def test_a_shipped_file_replays_by_name_from_any_directory(name, tmp_path, monkeypatch,
+                                                           capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["replay", name]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("PASS")
+
+
+def test_an_unknown_name_is_one_line_with_the_nearest(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["replay", "stream_order"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "did you mean stream_order--current?" in err, err
+
+
+def test_a_finding_with_several_traces_names_them(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["replay", "F1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no_write_applied_twice_without_audit--current" in err, err
+    for name in err.split("traces: ")[1].split("; ")[0].split(", "):
+        assert main(["replay", name]) == 0  # each name it gives replays
+    capsys.readouterr()

@@ -238,7 +238,7 @@ def test_truncated_members_are_named(tmp_path):
 
 # -- the command ----------------------------------------------------------------------------
 def test_scope_command_json(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("FAILCLOSED_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("FAILCLOSED_CACHE", str(tmp_path / "cache"))
     rc = main(["scope", "quick", "--jobs", "1", "--json", "-", "--quiet", "--policy", "proposed",
                "--property", "no_unaudited_write_settles_successfully",
                "--property", "no_orphan_queued_run", "--out", str(tmp_path / "out")])
@@ -255,7 +255,7 @@ def test_scope_command_json(tmp_path, capsys, monkeypatch):
 
 
 def test_scope_command_text_states_its_reach(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("FAILCLOSED_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FAILCLOSED_CACHE", str(tmp_path))
     rc = main(["scope", "quick", "--jobs", "1", "--quiet",
                "--property", "no_unaudited_write_settles_successfully"])
     out = capsys.readouterr().out
@@ -398,7 +398,7 @@ def test_hypothesis_agrees_with_the_checker_on_random_members_of_quick():
 
 
 def test_matrix_over_a_scope_names_the_configuration_of_each_failing_cell(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("FAILCLOSED_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FAILCLOSED_CACHE", str(tmp_path))
     rc = main(["matrix", "--scope", "quick", "--policy", "current", "--policy", "proposed",
                "--jobs", "1", "--quiet", "--json", "-"])
     d = json.loads(capsys.readouterr().out)
@@ -416,7 +416,7 @@ def test_matrix_over_a_scope_names_the_configuration_of_each_failing_cell(tmp_pa
 def test_scope_baseline_gate(tmp_path, capsys, monkeypatch):
     """--write-baseline records the violations; with it the run exits 0; an entry taken out
     is a NEW violation (exit 1); an entry for a property that holds is reported fixed."""
-    monkeypatch.setenv("FAILCLOSED_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("FAILCLOSED_CACHE", str(tmp_path / "cache"))
     base = tmp_path / "base.toml"
     args = ["scope", "quick", "--jobs", "1", "--quiet", "--property", "no_orphan_queued_run",
             "--property", "stream_order", "--property", "bounded_attempts"]
@@ -457,7 +457,7 @@ def test_a_terminated_scope_run_leaves_no_worker_behind(tmp_path):
     finished stays in the cache)."""
     import signal
 
-    env = {**os.environ, "FAILCLOSED_CACHE_DIR": str(tmp_path)}
+    env = {**os.environ, "FAILCLOSED_CACHE": str(tmp_path)}
     p = subprocess.Popen([sys.executable, "-m", "failclosed", "scope", "standard", "--jobs", "2",
                           "--quiet"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True)

@@ -101,3 +101,104 @@ def test_simulate_jobs_workers_stop_with_the_command(tmp_path, sig) -> None:
     assert rc == (143 if sig == signal.SIGTERM else 130), err
     assert "Traceback" not in err, err
     assert list(tmp_path.iterdir()) == []  # nothing written in the working directory
+
+
+# -- a set of output files is written as a set (cli/outputs.py) ------------------------------
+OUTLIVES = str(ROOT / "tests" / "data" / "outlives.toml")
+OUTPUT_SETS = {  # command -> its argv without the directory, and the flag that names it
+    "check --out": (["check", "--policy", "current", "--config", "tiny", "--quiet"], "--out"),
+    "scope --out": (["scope", "quick", "--policy", "current", "--no-cache", "--jobs", "1",
+                     "--quiet"], "--out"),
+    "simulate --violations-dir": (["simulate", OUTLIVES, "--no-baseline", "--quiet"],
+                                  "--violations-dir"),
+}
+
+
+def _interrupt_at_file(monkeypatch, n: int) -> list[str]:
+    """SIGTERM's exception (app.Terminated, what the handler raises) while the n-th file of
+    the set is written; the files written before it are listed."""
+    from failclosed.cli import app, scenario_writer, simulate
+
+    real = scenario_writer.write_scenario
+    seen: list[str] = []
+
+    def write(path, doc):
+        if len(seen) + 1 == n:
+            raise app.Terminated
+        real(path, doc)
+        seen.append(str(path))
+
+    monkeypatch.setattr(scenario_writer, "write_scenario", write)
+    monkeypatch.setattr(simulate, "write_scenario", write)
+    return seen
+
+
+@pytest.mark.parametrize("command", OUTPUT_SETS)
+def test_an_output_set_is_all_there_or_not_at_all(command, tmp_path, monkeypatch, capsys):
+    from failclosed.cli import main
+
+    argv, flag = OUTPUT_SETS[command]
+    d = tmp_path / "D"
+    d.mkdir()
+    (d / "earlier.txt").write_text("an earlier file\n")
+    monkeypatch.chdir(tmp_path)
+    seen = _interrupt_at_file(monkeypatch, 2)
+    assert main([*argv, flag, str(d)]) == 143
+    assert "terminated" in capsys.readouterr().err
+    assert seen, "the set was interrupted before its first file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["D"]  # no temporary directory left
+    assert [p.name for p in d.iterdir()] == ["earlier.txt"]  # not one file of the set
+    monkeypatch.undo()
+
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv, flag, str(d)]) == 1
+    out = capsys.readouterr().out
+    names = sorted(p.name for p in d.iterdir())
+    assert "earlier.txt" in names and len(names) > 2, names
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["D"]
+    import re
+
+    printed = re.findall(r"/D/([\w.-]+)", out)  # the files named in the output: where they are now
+    assert printed and set(printed) <= set(names), (printed, names)
+
+
+def test_a_new_output_directory_appears_whole_or_not(tmp_path, monkeypatch, capsys):
+    from failclosed.cli import main
+
+    argv, flag = OUTPUT_SETS["check --out"]
+    monkeypatch.chdir(tmp_path)
+    _interrupt_at_file(monkeypatch, 2)
+    assert main([*argv, flag, "a/b/D"]) == 143
+    assert list(tmp_path.iterdir()) == []  # neither D nor its parents nor a partial directory
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new D", "D exists"])
+def test_a_real_sigterm_while_the_set_moves_in_waits_for_it(existing, tmp_path, monkeypatch,
+                                                            capsys):
+    """A SIGTERM that arrives while the files move into D (a real signal, to this process) is
+    delivered once they are all there: exit 143 with the whole set, never a part of it."""
+    from failclosed.cli import main, outputs
+
+    argv, flag = OUTPUT_SETS["check --out"]
+    d = tmp_path / "D"
+    if existing:
+        d.mkdir()
+    monkeypatch.chdir(tmp_path)
+    name = "replace" if existing else "rename"
+    real = getattr(os, name)
+    sent = []
+
+    def move(*a, **k):
+        if not sent:
+            sent.append(os.kill(os.getpid(), signal.SIGTERM))
+        return real(*a, **k)
+
+    monkeypatch.setattr(outputs.os, name, move)
+    assert main([*argv, flag, str(d)]) == 143
+    assert sent and "terminated" in capsys.readouterr().err
+    monkeypatch.undo()
+    files = sorted(p.name for p in d.iterdir())
+    assert main([*argv, flag, str(tmp_path / "E")]) == 1  # the same set, uninterrupted
+    capsys.readouterr()
+    assert files == sorted(p.name for p in (tmp_path / "E").iterdir()) and files
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
