@@ -1038,15 +1038,73 @@ def _distances(
 
 @dataclass
 class _FairSCCs:
-    """The non-trivial SCCs of the in-scope subgraph and which of them are fair."""
+    """The non-trivial SCCs of the in-scope subgraph (refined under strong fairness) and
+    which of them are fair."""
 
     sccs: list[list[int]]
     comp: np.ndarray  # state -> index in sccs, -1 outside every kept SCC
     edge_comp: np.ndarray  # in-scope edge -> comp of its source
     internal: np.ndarray  # in-scope edge -> both ends in the same SCC
-    classes: list[np.ndarray]  # per fairness class: tr id -> in the class
+    classes: list[np.ndarray]  # per fairness class (weak, then strong): tr id -> in the class
     enabled: list[np.ndarray]  # per fairness class: state -> one of its transitions enabled
+    strong: list[bool]  # per fairness class: strongly fair
     fair: list[int]  # indices of the fair SCCs
+
+
+def _class_arrays(
+    g: _Edges, transitions: list[Transition], fairness: Sequence[Callable[[Transition], bool]]
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per class: which transition ids are in it, and at which states one of them is enabled
+    (an edge of the whole graph, goal or not, leaves the state by it)."""
+    classes = [
+        np.fromiter((bool(f(t)) for t in transitions), dtype=bool, count=len(transitions))
+        for f in fairness
+    ]
+    enabled = []
+    for fc in classes:
+        en = np.zeros(g.n, dtype=bool)
+        if len(g.tr):
+            en[g.src[fc[g.tr]]] = True
+        enabled.append(en)
+    return classes, enabled
+
+
+def _label_sccs(n: int, node_ok: np.ndarray, s_in: np.ndarray, d_in: np.ndarray
+                ) -> tuple[list[list[int]], np.ndarray]:
+    """The non-trivial SCCs over the edges ``s_in -> d_in`` whose states are ``node_ok``, and
+    state -> index among them (-1: in none). An SCC is wholly in scope or not at all: the
+    reached set of scope "initial" is closed under in-scope edges."""
+    comp = np.full(n, -1, dtype=np.int64)
+    sccs: list[list[int]] = []
+    for c in strongly_connected(n, s_in, d_in):
+        if node_ok[c[0]]:
+            comp[c] = len(sccs)
+            sccs.append(c)
+    return sccs, comp
+
+
+def _streett(
+    n: int, sccs: list[list[int]], comp: np.ndarray, s_in: np.ndarray, d_in: np.ndarray,
+    t_in: np.ndarray, strong: list[tuple[np.ndarray, np.ndarray]],
+) -> tuple[list[list[int]], np.ndarray]:
+    """Refine the SCCs under strong fairness (the Streett-style refinement): a path that stays
+    in an SCC where a strongly fair class F is enabled somewhere but no internal edge is in F
+    must eventually avoid the states enabling F, so those states are pruned and the SCCs of
+    what is left computed again, until every SCC takes each strong class it enables."""
+    while sccs:
+        cs, cd = comp[s_in], comp[d_in]
+        internal = (cs >= 0) & (cs == cd)
+        prune = np.zeros(n, dtype=bool)
+        for fc, en in strong:
+            taken = np.zeros(len(sccs), dtype=bool)
+            taken[cs[internal & fc[t_in]]] = True
+            prune |= (comp >= 0) & en & ~taken[comp]
+        if not prune.any():
+            break
+        alive = (comp >= 0) & ~prune
+        keep = alive[s_in] & alive[d_in]
+        sccs, comp = _label_sccs(n, alive, s_in[keep], d_in[keep])
+    return sccs, comp
 
 
 def _fair_sccs(
@@ -1057,39 +1115,92 @@ def _fair_sccs(
     t_in: np.ndarray,
     transitions: list[Transition],
     fairness: Sequence[Callable[[Transition], bool]],
+    strong: Sequence[Callable[[Transition], bool]] = (),
 ) -> _FairSCCs:
     """Label the non-trivial SCCs of the in-scope subgraph (``s_in -> d_in`` by ``t_in``)
-    whose states are in scope, and find the fair ones: for every class F, F is disabled at
-    some state of the SCC or some internal edge is in F. (An SCC is wholly in scope or not
-    at all: the reached set of scope "initial" is closed under in-scope edges.)"""
+    whose states are in scope, refine them under the ``strong`` classes (:func:`_streett`),
+    and find the fair ones: for every weak class F, F is disabled at some state of the SCC or
+    some internal edge is in F (every strong class holds in each refined SCC)."""
     n = g.n
-    comp = np.full(n, -1, dtype=np.int64)
-    sccs: list[list[int]] = []
-    for c in strongly_connected(n, s_in, d_in):
-        if node_ok[c[0]]:
-            comp[c] = len(sccs)
-            sccs.append(c)
-    ns = len(sccs)
+    sccs, comp = _label_sccs(n, node_ok, s_in, d_in)
+    classes, enabled = _class_arrays(g, transitions, [*fairness, *strong])
+    is_strong = [False] * len(fairness) + [True] * len(strong)
+    if strong:
+        sccs, comp = _streett(n, sccs, comp, s_in, d_in, t_in,
+                              list(zip(classes, enabled, strict=True))[len(fairness):])
     cs, cd = comp[s_in], comp[d_in]
     internal = (cs >= 0) & (cs == cd)
-    classes = [
-        np.fromiter((bool(f(t)) for t in transitions), dtype=bool, count=len(transitions))
-        for f in fairness
-    ]
-    enabled = []
-    for fc in classes:
-        en = np.zeros(n, dtype=bool)
-        if len(g.tr):
-            en[g.src[fc[g.tr]]] = True
-        enabled.append(en)
-    fair = np.ones(ns, dtype=bool)
+    fair = np.ones(len(sccs), dtype=bool)
     in_scc = np.nonzero(comp >= 0)[0]
-    for fc, en in zip(classes, enabled, strict=True):
-        ok = np.zeros(ns, dtype=bool)
+    for fc, en in list(zip(classes, enabled, strict=True))[:len(fairness)]:
+        ok = np.zeros(len(sccs), dtype=bool)
         ok[comp[in_scc[~en[in_scc]]]] = True  # F is disabled somewhere in the SCC
         ok[cs[internal & fc[t_in]]] = True  # or F is taken inside the SCC
         fair &= ok
-    return _FairSCCs(sccs, comp, cs, internal, classes, enabled, np.nonzero(fair)[0].tolist())
+    return _FairSCCs(sccs, comp, cs, internal, classes, enabled, is_strong,
+                     np.nonzero(fair)[0].tolist())
+
+
+@dataclass
+class _Scope:
+    """What a liveness check analyses: the non-goal expanded states in scope (``node_ok``),
+    the edges between non-goal expanded states (``s_in -> d_in`` by ``t_in``), the non-goal
+    deadlocks in scope not ignored, and the distance that ranks counterexamples (with the
+    BFS predecessors over non-goal states for scope "initial"; None: the exploration's own
+    shortest paths)."""
+
+    g: _Edges
+    node_ok: np.ndarray
+    s_in: np.ndarray
+    d_in: np.ndarray
+    t_in: np.ndarray
+    dead: list[int]
+    dist: np.ndarray
+    pred: dict[int, int] | None
+
+
+def _scope(ex: Exploration, goal: Callable[[Any], bool] | str,
+           ignore_deadlock: Callable[[Any], bool] | str | None, scope: str) -> _Scope:
+    """The analysed part of the graph (see :class:`_Scope`)."""
+    g = _Edges(ex)
+    node_ok = ~_label(ex, goal, "goal")
+    node_ok[ex.expanded :] = False
+    emask = node_ok[g.src] & node_ok[g.dst]
+    s_in, d_in, t_in = g.src[emask], g.dst[emask], g.tr[emask]
+    dead = [s for s in ex.deadlocks if node_ok[s]]
+    if isinstance(ignore_deadlock, str):
+        ign = ex.deadlock_labels[ignore_deadlock]
+        at = {s: k for k, s in enumerate(ex.deadlocks)}
+        dead = [s for s in dead if not ign[at[s]]]
+    elif ignore_deadlock is not None:
+        _need_worlds(ex, "ignore_deadlock")
+        dead = [s for s in dead if not ignore_deadlock(ex.worlds[s])]
+    if scope == "always":
+        dist = np.frombuffer(ex.depth, dtype=np.int32).astype(np.int64)
+        return _Scope(g, node_ok, s_in, d_in, t_in, dead, dist, None)
+    dist, pred = _distances(g.n, [s for s in ex.initial_ids if node_ok[s]], s_in, d_in)
+    reach = dist >= 0
+    node_ok &= reach
+    dead = [s for s in dead if reach[s]]
+    return _Scope(g, node_ok, s_in, d_in, t_in, dead, dist, pred)
+
+
+def _closest(sc: _Scope, fs: _FairSCCs) -> tuple[int | None, int | None, int]:
+    """The counterexample with the shortest prefix: ``(deadlock, None, -1)``, ``(None, cycle
+    entry, its fair SCC)`` or, if there is none, ``(None, None, -1)``; a deadlock wins a tie
+    (then the smaller state id)."""
+    dist = sc.dist
+    best_dead = min(sc.dead, key=lambda s: (int(dist[s]), s)) if sc.dead else None
+    best_entry = None
+    best_scc = -1
+    for k in fs.fair:
+        e = min(fs.sccs[k], key=lambda s: (int(dist[s]), s))
+        if best_entry is None or (int(dist[e]), e) < (int(dist[best_entry]), best_entry):
+            best_entry, best_scc = e, k
+    if best_dead is not None and (best_entry is None
+                                  or int(dist[best_dead]) <= int(dist[best_entry])):
+        return best_dead, None, -1
+    return None, best_entry, best_scc
 
 
 def check_liveness(
@@ -1100,8 +1211,9 @@ def check_liveness(
     name: str,
     ignore_deadlock: Callable[[W], bool] | str | None = None,
     scope: Literal["always", "initial"] = "always",
+    strong: Sequence[Callable[[Transition], bool]] = (),
 ) -> LivenessResult:
-    """Check that every weakly fair infinite path reaches ``goal`` and no non-goal state deadlocks.
+    """Check that every fair infinite path reaches ``goal`` and no non-goal state deadlocks.
 
     ``scope="always"`` (default) checks this from every reachable state, i.e. all reachable
     non-goal states are analysed (a fair non-goal cycle reachable only after a goal state is a
@@ -1109,11 +1221,13 @@ def check_liveness(
     the initial states that have not yet met a goal state (plain "eventually goal").
 
     ``fairness`` is a list of classes of transitions (predicates), each weakly fair: a class
-    continuously enabled must eventually be taken. A non-trivial SCC (one with an internal
-    edge) of the non-goal subgraph is a violation iff, for every class F, some state of the SCC
-    has no enabled F transition or some internal edge is in F. Under symmetry reduction the
-    classes (and ``goal``) should be invariant under the symmetry, else the result is an
-    approximation.
+    continuously enabled must eventually be taken; ``strong`` classes are strongly fair: a
+    class enabled infinitely often must eventually be taken. A non-trivial SCC (one with an
+    internal edge) of the non-goal subgraph, refined under the strong classes (states
+    enabling a strong class the SCC never takes are pruned and the SCCs recomputed), is a
+    violation iff, for every weak class F, some state of the SCC has no enabled F transition
+    or some internal edge is in F. Under symmetry reduction the classes (and ``goal``)
+    should be invariant under the symmetry, else the result is an approximation.
 
     States that were never (fully) expanded because of ``max_states`` are left out, so a
     reported counterexample is genuine, but ``holds`` is only a proof if ``complete``.
@@ -1127,73 +1241,41 @@ def check_liveness(
         raise ValueError("check_liveness needs explore(..., keep_graph=True)")
     if scope not in ("always", "initial"):
         raise ValueError(f"unknown scope {scope!r}")
-    g = _Edges(ex)
-    n = g.n
-    is_goal = _label(ex, goal, "goal")
-    node_ok = ~is_goal
-    node_ok[ex.expanded :] = False
-    emask = node_ok[g.src] & node_ok[g.dst]
-    s_in, d_in, t_in = g.src[emask], g.dst[emask], g.tr[emask]
-
-    dead = [s for s in ex.deadlocks if node_ok[s]]
-    if isinstance(ignore_deadlock, str):
-        ign = ex.deadlock_labels[ignore_deadlock]
-        at = {s: k for k, s in enumerate(ex.deadlocks)}
-        dead = [s for s in dead if not ign[at[s]]]
-    elif ignore_deadlock is not None:
-        _need_worlds(ex, "ignore_deadlock")
-        dead = [s for s in dead if not ignore_deadlock(ex.worlds[s])]
-
-    # Distance used to pick the counterexample with the shortest prefix.
-    dist: np.ndarray
-    pred: dict[int, int] = {}
-    if scope == "always":
-        dist = np.frombuffer(ex.depth, dtype=np.int32).astype(np.int64)
-    else:
-        dist, pred = _distances(n, [s for s in ex.initial_ids if node_ok[s]], s_in, d_in)
-        reach = dist >= 0
-        node_ok &= reach
-        dead = [s for s in dead if reach[s]]
-
-    fs = _fair_sccs(g, node_ok, s_in, d_in, t_in, ex.transitions, fairness)
-    base: dict[str, Any] = dict(
-        name=name,
-        deadlocks=len(dead),
-        fair_sccs=len(fs.fair),
-        checked_states=int(node_ok.sum()),
-        complete=ex.complete,
-        scope=scope,
-    )
-    best_dead = min(dead, key=lambda s: (int(dist[s]), s)) if dead else None
-    best_entry = None
-    best_scc = -1
-    for k in fs.fair:
-        e = min(fs.sccs[k], key=lambda s: (int(dist[s]), s))
-        if best_entry is None or (int(dist[e]), e) < (int(dist[best_entry]), best_entry):
-            best_entry, best_scc = e, k
-    if best_dead is None and best_entry is None:
+    sc = _scope(ex, goal, ignore_deadlock, scope)  # the non-goal part, its deadlocks, distances
+    fs = _fair_sccs(sc.g, sc.node_ok, sc.s_in, sc.d_in, sc.t_in, ex.transitions, fairness,
+                    strong)  # its fair SCCs
+    base: dict[str, Any] = dict(name=name, deadlocks=len(sc.dead), fair_sccs=len(fs.fair),
+                                checked_states=int(sc.node_ok.sum()), complete=ex.complete,
+                                scope=scope)
+    dead, entry, k = _closest(sc, fs)  # the counterexample with the shortest prefix
+    if dead is None and entry is None:
         return LivenessResult(holds=True, kind=None, initial=None, prefix=[], cycle=[],
                               entry=None, scc_size=0, **base)
-
-    if best_dead is not None and (best_entry is None
-                                  or int(dist[best_dead]) <= int(dist[best_entry])):
-        root, steps = _prefix(ex, g, pred if scope == "initial" else None, best_dead)
+    if dead is not None:
+        root, steps = _prefix(ex, sc.g, sc.pred, dead)
         initial, prefix = ex.replay(root, steps)
         return LivenessResult(holds=False, kind="deadlock", initial=initial, prefix=prefix,
-                              cycle=[], entry=best_dead, scc_size=1, **base)
+                              cycle=[], entry=dead, scc_size=1, **base)
+    assert entry is not None
+    initial, prefix, cycle = _lasso(ex, sc, fs, k, entry)  # the prefix, then a fair cycle
+    return LivenessResult(holds=False, kind="fair_cycle", initial=initial, prefix=prefix,
+                          cycle=cycle, entry=entry, scc_size=len(fs.sccs[k]), **base)
 
-    assert best_entry is not None
-    in_this = fs.internal & (fs.edge_comp == best_scc)
-    cyc = _fair_cycle(g, fs, best_scc, best_entry, s_in[in_this], d_in[in_this], t_in[in_this])
-    root, steps = _prefix(ex, g, pred if scope == "initial" else None, best_entry)
+
+def _lasso(ex: Exploration, sc: _Scope, fs: _FairSCCs, k: int, entry: int
+           ) -> tuple[Any, list[tuple[Transition, Any]], list[tuple[Transition, Any]]]:
+    """The concrete lasso into the fair SCC ``k`` at ``entry``: its initial world, the prefix
+    to the entry and a cycle from it back that meets every fairness class."""
+    in_this = fs.internal & (fs.edge_comp == k)
+    cyc = _fair_cycle(sc.g, fs, k, entry, sc.s_in[in_this], sc.d_in[in_this], sc.t_in[in_this])
+    root, steps = _prefix(ex, sc.g, sc.pred, entry)
     initial, prefix = ex.replay(root, steps)
     start = prefix[-1][1] if prefix else initial
     _, cycle = ex.replay(
-        best_entry, cyc, start=start, last_actor=prefix[-1][0].actor if prefix else None,
+        entry, cyc, start=start, last_actor=prefix[-1][0].actor if prefix else None,
         exact=True,
     )
-    return LivenessResult(holds=False, kind="fair_cycle", initial=initial, prefix=prefix,
-                          cycle=cycle, entry=best_entry, scc_size=len(fs.sccs[best_scc]), **base)
+    return initial, prefix, cycle
 
 
 def _need_worlds(ex: Exploration, what: str) -> None:
@@ -1237,15 +1319,19 @@ def _fair_cycle(
 ) -> list[tuple[int, int]]:
     """A cycle ``[(transition id, state id), ...]`` from ``entry`` back to it inside the fair
     SCC ``k`` (internal edges ``is_ -> id_`` by ``it_``) that meets every fairness class:
-    visits a state where the class is disabled or takes one of its transitions. Greedy: the
-    nearest unmet requirement next."""
+    visits a state where a weak class is disabled or takes one of its transitions, and takes
+    one of each strong class enabled in the SCC. Greedy: the nearest unmet requirement next."""
     # networkx only for the lasso a person reads: the offending SCC's own edges, in edge order
     h = nx.DiGraph()
     h.add_edges_from(zip(is_.tolist(), id_.tolist(), strict=True))
     # Requirements: for each class, visit a state where it is disabled or take one of its edges.
+    # A strong class enabled nowhere in the SCC needs nothing; enabled somewhere, one of its
+    # edges (the refined SCC has one).
     reqs: list[tuple[set[int], list[tuple[int, int, int]], np.ndarray]] = []
-    for fc, en in zip(fs.classes, fs.enabled, strict=True):
-        disabled = {s for s in fs.sccs[k] if not en[s]}
+    for fc, en, strong in zip(fs.classes, fs.enabled, fs.strong, strict=True):
+        if strong and not any(en[s] for s in fs.sccs[k]):
+            continue
+        disabled = set() if strong else {s for s in fs.sccs[k] if not en[s]}
         sel = fc[it_]
         fedges = list(zip(is_[sel].tolist(), id_[sel].tolist(), it_[sel].tolist(), strict=True))
         reqs.append((disabled, fedges, fc))
