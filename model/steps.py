@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from . import store
@@ -155,6 +156,17 @@ class _Table(dict):  # type: ignore[type-arg]
 
 generation = 0  # bumped by every change of a step declaration (``_Table``)
 
+class Fair(StrEnum):
+    """How an actor kind is scheduled, as TLA+ writes fairness beside ``Next``: ``NONE`` (it
+    may stop acting for ever), ``WEAK`` (WF: a step of it enabled without a break is
+    eventually taken) or ``STRONG`` (SF: a step of it enabled again and again is eventually
+    taken). The value is how a verdict line prints it."""
+
+    NONE = "none"
+    WEAK = "WF"
+    STRONG = "SF"
+
+
 @dataclass(frozen=True, slots=True)
 class Actor:
     """One kind of actor (RUNTIME 1.2): the processes, the callers, the free workers, the bus,
@@ -162,13 +174,30 @@ class Actor:
     ``name`` now; ``moves(world, name, one_order, slots)``: its enabled transitions (``name``
     None: every actor of the kind; ``slots``: only those run slots', where it can narrow
     them); ``fire(world, transition)``: the effect. ``runtime.enabled`` lists the actors'
-    moves in declaration order and ``runtime.fire`` dispatches on the first that answers."""
+    moves in declaration order and ``runtime.fire`` dispatches on the first that answers.
+
+    Fairness (the liveness properties' assumption, spec/properties.py ``fairness``):
+    ``fairness`` is the kind's; a fair kind has one class per instance, ``instances(config)``
+    naming them (None: the kind is one instance, named ``kind``), and ``takes(transition,
+    instance)`` says whether a transition is a step of that instance the fairness covers (a
+    fault is never one: the fault budget makes faults finite); ``says`` is what such a step
+    is, for the class's statement."""
 
     kind: str
     place: str
     answers: Callable[..., bool]
     moves: Callable[..., list[Any]]
     fire: Callable[..., Any]
+    fairness: Fair = Fair.NONE
+    instances: Callable[[Any], tuple[str, ...]] | None = None
+    takes: Callable[[Any, str], bool] | None = None
+    says: str = ""
+
+    def fair_instances(self, config: Any) -> tuple[str, ...]:
+        """The instances a fairness class is formed for (none if the kind has no fairness)."""
+        if self.fairness is Fair.NONE:
+            return ()
+        return (self.kind,) if self.instances is None else self.instances(config)
 
 
 # kind -> actor, in the order ``enabled`` lists their moves; filled by model/runtime.py
@@ -176,11 +205,17 @@ ACTORS: dict[str, Actor] = {}
 
 
 def declare_actor(kind: str, *, place: str, answers: Callable[..., bool],
-                  moves: Callable[..., list[Any]], fire: Callable[..., Any]) -> None:
-    """Declare an actor kind (model/runtime.py does, once per kind, in listing order)."""
+                  moves: Callable[..., list[Any]], fire: Callable[..., Any],
+                  fairness: Fair = Fair.NONE,
+                  instances: Callable[[Any], tuple[str, ...]] | None = None,
+                  takes: Callable[[Any, str], bool] | None = None, says: str = "") -> None:
+    """Declare an actor kind (model/runtime.py does, once per kind, in listing order), with
+    its fairness (see :class:`Actor`)."""
     if kind in ACTORS:
         raise ValueError(f"actor {kind!r} is declared twice")
-    ACTORS[kind] = Actor(kind, place, answers, moves, fire)
+    if fairness is not Fair.NONE and takes is None:
+        raise ValueError(f"actor {kind!r}: fairness {fairness} needs takes=, the steps it covers")
+    ACTORS[kind] = Actor(kind, place, answers, moves, fire, fairness, instances, takes, says)
 
 
 # label -> step, per kind of process; filled by @action as model/runtime.py is imported
