@@ -240,6 +240,8 @@ def _print_check(args: argparse.Namespace, res: Any, new: list[Any], cmp: Compar
             mark = f"VIOLATED ({r.trace_length} steps, {r.part})"
             if n in known:
                 mark += f", known: {known[n].finding or 'in the baseline'}"
+        if r.under:  # a liveness property: the fairness it was checked under
+            mark += f" under {r.under}"
         print(f"  {n:{nw}s}  {mark}".rstrip())
     for w in res.unreached_witnesses:
         tail = "" if res.complete else " (the search was truncated: not judged)"

@@ -238,6 +238,8 @@ class PropertyResult:
     liveness_kind: str | None = None  # deadlock | fair_cycle
     explanation: str = ""
     complete: bool = True
+    # liveness: the fairness it was checked under, tersely (spec.properties LivenessProperty)
+    under: str = ""
 
     @property
     def trace_length(self) -> int | None:
@@ -398,7 +400,7 @@ def check(
     safety, live = resolve_properties(properties)
     results: dict[str, PropertyResult] = {
         n: PropertyResult(n, "safety", True) for n in safety
-    } | {n: PropertyResult(n, "liveness", True) for n in live}
+    } | {n: PropertyResult(n, "liveness", True, under=P.LIVENESS[n].under) for n in live}
     reached: dict[str, str | None] = {k: None for k in WITNESSES} if witnesses else {}
     search = _Search(pname, tuple(safety), tuple(live), coverage, symmetry, measure_reduction,
                      max_states)
@@ -532,6 +534,7 @@ def _liveness(part: ConfigPart, spec: Config, ex: Any, n: str) -> tuple[str, boo
         name=n,
         ignore_deadlock=f"ignore {n}" if lp.ignore_deadlock is not None else None,
         scope="always",
+        strong=lp.strong_predicates(spec),
     )
     if res.holds:
         return n, res.complete, None
@@ -542,6 +545,7 @@ def _liveness(part: ConfigPart, spec: Config, ex: Any, n: str) -> tuple[str, boo
         cycle_start=len(res.prefix) if res.kind == "fair_cycle" else None,
         liveness_kind=res.kind,
         explanation=P.explain(n, res.prefix[-1][1] if res.prefix else last),
+        under=lp.under,
     )
 
 
