@@ -350,10 +350,12 @@ class FieldReads:
 
 # The search is four parts, in the manner of TLC and stateright: the transition table
 # (``_Transitions``), the parent/switch bookkeeping (``_Paths``), the property step
-# (``_PropertyStep``, run once per BFS layer) and the BFS core (``_bfs``), whose inner loop
-# stays flat: per edge it interns, looks the key up, stores a new state or updates the
-# parent/switch entries of a next-layer one, and records the edge, all inline; only what
-# runs rarely (a new transition, a layer boundary) is a call out of it.
+# (``_PropertyStep``, run once per BFS layer) and the BFS core (``_bfs``, the layer cursor,
+# and ``_expander``, one state's successors), whose inner loop stays flat: per edge it
+# interns, looks the key up, stores a new state or updates the parent/switch entries of a
+# next-layer one, and records the edge, all inline; only what runs rarely (a new transition,
+# a layer boundary) is a call out of it. ``explore`` runs the phases in order: seed the
+# initial states, the layers, the part of a layer a cut left unchecked, the result.
 
 
 class _Transitions:
@@ -394,7 +396,26 @@ class _Paths:
     found it; a further parent in the previous layer replaces it if it has fewer switches
     (the replaced one is kept in ``displaced`` until the property step has checked the
     layer), and one with as many switches but a last actor not yet in the mask is added to
-    the mask and to ``alts``."""
+    the mask and to ``alts``.
+
+    **Fewest-switch tie-break (exact).** A switch is a pair of consecutive transitions with
+    different ``actor``. During BFS each state keeps its minimum switch count ``k`` over all
+    shortest paths and the *set* of last actors achieving ``k`` (an int bit mask, unbounded
+    number of actors). An edge ``p -(actor a)-> s`` into the next layer costs ``k_p`` if ``a``
+    is in ``p``'s set, else ``k_p + 1``; ``s`` keeps the minimum, and for every extra last actor
+    that ties, one parent per (state, actor) in ``alt_parents`` (a dict, filled only on such
+    ties). Since the best path to ``s`` ending with actor ``a`` either extends a best path to
+    ``p`` that already ends with ``a`` or pays one switch, keeping the optimum per
+    (state, last actor) among the optimal last actors is exact, and all parents at depth d are
+    processed before any state at depth d+1 is expanded. The guarantee does not hold for
+    traces to states whose layer was cut by ``max_states`` (they are still shortest).
+
+    With a ``canonical`` that permutes actors (symmetry), the recorded transitions are those of
+    the stored representatives, whose actor names a permutation may change along a concrete
+    path; the BFS tie-break is then only a heuristic for choosing the sequence of abstract
+    states, and :meth:`Exploration.replay` minimises switches exactly over the concrete paths
+    along that sequence. Traces are shortest in every case; ``Finding.switches`` is counted on
+    the concrete trace."""
 
     def __init__(self) -> None:
         self.parent = array("i")  # -1 for initial states
@@ -529,165 +550,222 @@ def _hashing(canonical: Callable[[W], Hashable] | None, seen: set[int]) -> Calla
     return key
 
 
-def _seed(
-    initial: Sequence[W],
-    canon: Callable[[W], Hashable] | None,
-    index: dict[int, int],
-    worlds: list[W | None],
-    fps: array,
-    paths: _Paths,
-    max_n: int,
-) -> bool:
+@dataclass
+class _Store:
+    """What the search stores: the seen set (fingerprint -> id), the worlds and fingerprints
+    per id, the parent/switch bookkeeping, the interned transitions, the edges (``keep_graph``)
+    and the deadlocks with their labels."""
+
+    index: dict[int, int]
+    worlds: list[Any | None]
+    fps: array  # 'q'
+    paths: _Paths
+    trs: _Transitions
+    edges: tuple[array, array, array] | None
+    deadlocks: array  # 'i'
+    at_deadlock: list[tuple[Callable[[Any], bool], bytearray]]
+
+    @staticmethod
+    def empty(keep_graph: bool, deadlock_labels: Mapping[str, Callable[[Any], bool]]) -> _Store:
+        edges = (array("i"), array("i"), array("i")) if keep_graph else None
+        return _Store({}, [], array("q"), _Paths(), _Transitions(), edges, array("i"),
+                      [(p, bytearray()) for p in deadlock_labels.values()])
+
+    def deadlock(self, i: int, w: Any) -> None:
+        """Record state ``i`` (world ``w``) as a deadlock, with its deadlock labels."""
+        self.deadlocks.append(i)
+        for pred, out in self.at_deadlock:
+            out.append(bool(pred(w)))
+
+
+def _seed(initial: Sequence[W], canon: Callable[[W], Hashable] | None, st: _Store,
+          max_n: int) -> bool:
     """Store the initial worlds of distinct keys as ids 0, 1, ... True: ``max_n`` cut them."""
     for w in initial:
         fp = hash(w if canon is None else canon(w))
-        if fp in index:
+        if fp in st.index:
             continue
-        if len(worlds) >= max_n:
+        if len(st.worlds) >= max_n:
             return True
-        index[fp] = len(worlds)
-        worlds.append(w)
-        fps.append(fp)
-        paths.add_root()
+        st.index[fp] = len(st.worlds)
+        st.worlds.append(w)
+        st.fps.append(fp)
+        st.paths.add_root()
     return False
 
 
-def _deadlock(deadlocks: array, i: int, w: Any,
-              at_deadlock: list[tuple[Callable[[Any], bool], bytearray]]) -> None:
-    """Record state ``i`` (world ``w``) as a deadlock, with its deadlock labels."""
-    deadlocks.append(i)
-    for pred, out in at_deadlock:
-        out.append(bool(pred(w)))
-
-
 def _bfs(
+    st: _Store,
     successors: Callable[[W], Iterable[tuple[Transition, W]]],
     canon: Callable[[W], Hashable] | None,
-    index: dict[int, int],
-    worlds: list[W | None],
-    fps: array,
-    paths: _Paths,
-    trs: _Transitions,
     props: _PropertyStep,
     max_n: int,
-    edges: tuple[array, array, array] | None,
-    at_deadlock: list[tuple[Callable[[W], bool], bytearray]],
     on_progress: Callable[[int, int], None] | None,
     progress_every: int,
-) -> tuple[int, array, bool, bool]:
-    """The BFS core: expand the stored states in id order (ids are assigned in BFS order, so
-    the frontier is a cursor over the id range), storing every successor of a new key and
-    keeping the fewest-switch parents, and run the property step on each layer once it is
-    complete (before it is expanded). Returns ``(expanded, deadlocks, truncated, stopped)``;
-    ids below ``expanded`` were expanded. If ``max_states`` cut the search short, the states
-    stored of the last layer are left for the caller to check. ``at_deadlock`` predicates are
-    evaluated on each deadlock (in the order of ``deadlocks``); ``on_progress(stored,
-    expanded)`` is called every ``progress_every`` expanded states."""
-    parent, depth, sw, in_tr = paths.parent, paths.depth, paths.switches, paths.in_tr
-    amask, alts, displaced = paths.actor_mask, paths.alts, paths.displaced
-    tr_get, intern = trs.index.get, trs.intern
-    tr_bit, tr_actor, enabled, taken = trs.bit, trs.actor, trs.enabled, trs.taken
-    idx_get = index.get
-    worlds_append = worlds.append
-    fps_append = fps.append
-    parent_append, depth_append = parent.append, depth.append
-    sw_append, in_tr_append, amask_append = sw.append, in_tr.append, amask.append
-    keep = edges is not None
-    esrc, edst, etr = edges if edges is not None else (array("i"), array("i"), array("i"))
-    esrc_append, edst_append, etr_append = esrc.append, edst.append, etr.append
-    check_layer = props.check
-    deadlocks = array("i")
-    n = len(worlds)
-    i = 0
-    cur_d = -1
-    d1 = 0
-    next_start = n
-    truncated = stopped = False
-    next_report = progress_every if on_progress is not None else sys.maxsize
-    while i < n:
-        d = depth[i]
-        if d != cur_d:
-            # New layer: all its states are known (ids i..n-1), none of the next one yet.
-            if check_layer(i, n, worlds, paths):
-                stopped = True
-                break
-            cur_d = d
-            d1 = d + 1
-            next_start = n
-        w = worlds[i]
-        assert w is not None
-        k = sw[i]
-        m = amask[i]
-        any_succ = False
-        for t, w2 in successors(w):
-            any_succ = True
-            tid = tr_get(t)
-            if tid is None:
-                tid = intern(t)
-            enabled[tid] += 1
-            fp = hash(w2 if canon is None else canon(w2))
-            j = idx_get(fp)
-            if j is None:
-                if n >= max_n:
-                    truncated = True
-                    break
-                j = n
-                n += 1
-                index[fp] = j
-                worlds_append(w2)
-                fps_append(fp)
-                parent_append(i)
-                depth_append(d1)
-                b = tr_bit[tid]
-                sw_append(k if m & b else k + 1)
-                in_tr_append(tid)
-                amask_append(b)
-                taken[tid] += 1
-            elif j >= next_start:
-                # Another shortest-path parent of a next-layer state (see _Paths): keep the
-                # fewest switches, and one parent per further tying last actor.
-                b = tr_bit[tid]
-                c = k if m & b else k + 1
-                cj = sw[j]
-                if c < cj:
-                    displaced.setdefault(j, parent[j])
-                    sw[j] = c
-                    parent[j] = i
-                    in_tr[j] = tid
-                    amask[j] = b
-                elif c == cj and not amask[j] & b:
-                    amask[j] |= b
-                    alts[(j, tr_actor[tid])] = (i, tid)
-            if keep:
-                esrc_append(i)
-                edst_append(j)
-                etr_append(tid)
-        if truncated:
-            break
-        if not any_succ:
-            _deadlock(deadlocks, i, w, at_deadlock)
-        i += 1
-        if i >= next_report:
-            next_report += progress_every
-            on_progress(n, i)  # type: ignore[misc]
-    return i, deadlocks, truncated, stopped
+) -> tuple[int, bool, bool]:
+    """The BFS core, one layer at a time: ids are assigned in BFS order, so when the search
+    reaches the first state of a layer every state of that layer is stored (ids lo..hi-1) and
+    none of the next; the property step checks the layer, then :func:`_expander` expands it.
+    Returns ``(expanded, truncated, stopped)``; ids below ``expanded`` were expanded. If
+    ``max_states`` cut the search short, the states stored of the last layer are left for the
+    caller to check. ``on_progress(stored, expanded)`` is called every ``progress_every``
+    expanded states."""
+    worlds, depth = st.worlds, st.paths.depth
+    expand = _expander(st, successors, canon, max_n, on_progress, progress_every)
+    lo = 0
+    while lo < len(worlds):
+        hi = len(worlds)
+        if props.check(lo, hi, worlds, st.paths):
+            return lo, False, True  # stop_at_first_violation
+        i = expand(lo, hi, depth[lo] + 1)
+        if i < hi:
+            return i, True, False  # max_states: state i was not fully expanded
+        lo = hi
+    return lo, False, False
 
 
-def _stats(t0: float, rss0: float, n: int, trs: _Transitions, expanded: int, max_depth: int,
-           truncated: bool, stopped: bool) -> Stats:
+def _expander(
+    st: _Store,
+    successors: Callable[[W], Iterable[tuple[Transition, W]]],
+    canon: Callable[[W], Hashable] | None,
+    max_n: int,
+    on_progress: Callable[[int, int], None] | None,
+    progress_every: int,
+) -> Callable[[int, int, int], int]:
+    """``expand(lo, hi, d1)``: store the successors of the layer ``lo..hi-1`` (each new key
+    at depth ``d1``), keep the next layer's fewest-switch parents (:class:`_Paths`), record
+    the edges and deadlocks; returns the first id not fully expanded (``hi`` unless
+    ``max_states`` was hit). The per-edge loop stays flat, on locals bound once per layer."""
+    report = [progress_every if on_progress is not None else sys.maxsize]
+
+    def expand(lo: int, hi: int, d1: int) -> int:
+        index, worlds, paths, trs = st.index, st.worlds, st.paths, st.trs
+        parent, sw, in_tr, amask = paths.parent, paths.switches, paths.in_tr, paths.actor_mask
+        alts, displaced, tr_get, intern = paths.alts, paths.displaced, trs.index.get, trs.intern
+        tr_bit, tr_actor, enabled, taken = trs.bit, trs.actor, trs.enabled, trs.taken
+        idx_get, worlds_append, fps_append = index.get, worlds.append, st.fps.append
+        parent_append, depth_append = parent.append, paths.depth.append
+        sw_append, in_tr_append, amask_append = sw.append, in_tr.append, amask.append
+        keep = st.edges is not None
+        esrc, edst, etr = st.edges if st.edges is not None else (array("i"),) * 3
+        esrc_append, edst_append, etr_append = esrc.append, edst.append, etr.append
+        n = len(worlds)
+        next_report = report[0]
+        for i in range(lo, hi):
+            w = worlds[i]
+            assert w is not None
+            k = sw[i]
+            m = amask[i]
+            any_succ = False
+            for t, w2 in successors(w):
+                any_succ = True
+                tid = tr_get(t)
+                if tid is None:
+                    tid = intern(t)
+                enabled[tid] += 1
+                fp = hash(w2 if canon is None else canon(w2))
+                j = idx_get(fp)
+                if j is None:
+                    if n >= max_n:
+                        return i
+                    j = n
+                    n += 1
+                    index[fp] = j
+                    worlds_append(w2)
+                    fps_append(fp)
+                    parent_append(i)
+                    depth_append(d1)
+                    b = tr_bit[tid]
+                    sw_append(k if m & b else k + 1)
+                    in_tr_append(tid)
+                    amask_append(b)
+                    taken[tid] += 1
+                elif j >= hi:
+                    # Another shortest-path parent of a next-layer state (see _Paths): keep
+                    # the fewest switches, and one parent per further tying last actor.
+                    b = tr_bit[tid]
+                    c = k if m & b else k + 1
+                    cj = sw[j]
+                    if c < cj:
+                        displaced.setdefault(j, parent[j])
+                        sw[j] = c
+                        parent[j] = i
+                        in_tr[j] = tid
+                        amask[j] = b
+                    elif c == cj and not amask[j] & b:
+                        amask[j] |= b
+                        alts[(j, tr_actor[tid])] = (i, tid)
+                if keep:
+                    esrc_append(i)
+                    edst_append(j)
+                    etr_append(tid)
+            if not any_succ:
+                st.deadlock(i, w)
+            if i + 1 >= next_report:
+                next_report += progress_every
+                on_progress(n, i + 1)  # type: ignore[misc]
+        report[0] = next_report
+        return hi
+
+    return expand
+
+
+def _stats(t0: float, rss0: float, st: _Store, expanded: int, truncated: bool,
+           stopped: bool) -> Stats:
+    n = len(st.worlds)
     seconds = time.perf_counter() - t0
     rss1 = _maxrss_mib()
     return Stats(
         states=n,
-        transitions=sum(trs.enabled),
+        transitions=sum(st.trs.enabled),
         expanded=expanded,
-        max_depth=max_depth,
+        max_depth=st.paths.depth[n - 1] if n else 0,
         seconds=seconds,
         states_per_second=n / seconds if seconds > 0 else float("inf"),
         peak_rss_mib=rss1,
         rss_delta_mib=max(0.0, rss1 - rss0),
         truncated=truncated,
         stopped_early=stopped,
+    )
+
+
+def _exploration(st: _Store, successors: Callable[[Any], Iterable[tuple[Transition, Any]]],
+                 canonical: Callable[[Any], Hashable] | None, props: _PropertyStep,
+                 deadlock_labels: Mapping[str, Callable[[Any], bool]], n_initial: int,
+                 expanded: int, seen: set[int] | None, stats: Stats) -> Exploration:
+    """The result of a search, from what it stored (violations and witnesses still empty)."""
+    paths, trs, edges = st.paths, st.trs, st.edges
+    return Exploration(
+        successors=successors,
+        canonical=canonical,
+        index=st.index,
+        worlds=st.worlds,
+        fingerprints=st.fps,
+        labels=props.labels,
+        deadlock_labels={nm: b for nm, (_, b) in zip(deadlock_labels, st.at_deadlock,
+                                                     strict=True)},
+        initial_ids=list(range(n_initial)),
+        parent=paths.parent,
+        depth=paths.depth,
+        switches=paths.switches,
+        in_tr=paths.in_tr,
+        actor_mask=paths.actor_mask,
+        alt_parents=paths.alts,
+        transitions=trs.items,
+        tr_actor=trs.actor,
+        actors=trs.actors,
+        enabled_count=trs.enabled,
+        taken_count=trs.taken,
+        edges_src=edges[0] if edges else None,
+        edges_dst=edges[1] if edges else None,
+        edges_tr=edges[2] if edges else None,
+        expanded=expanded,
+        deadlocks=st.deadlocks,
+        violations={},
+        witnesses={},
+        invariants_checked=[nm for nm, _ in props.inv_items],
+        concrete_seen=len(seen) if seen is not None else None,
+        stats=stats,
     )
 
 
@@ -709,11 +787,12 @@ def explore(
     on_progress: Callable[[int, int], None] | None = None,
     progress_every: int = 16384,
 ) -> Exploration:
-    """Breadth-first exploration of every state reachable from ``initial``.
+    """Breadth-first exploration of every state reachable from ``initial`` (the search is
+    described above :class:`_Transitions`; fingerprints in the module docstring).
 
     * ``invariants``: name -> predicate, True = holds. Checked on every stored state (the
       first concrete world of its key). For each violated invariant the reported state has a
-      shortest trace and, among the shortest, the fewest actor switches.
+      shortest trace and, among the shortest, the fewest actor switches (:class:`_Paths`).
     * ``witnesses``: name -> predicate that some reachable state must satisfy; same choice.
     * ``canonical``: key under which worlds are deduplicated (None = the world itself).
     * ``stop_at_first_violation``: stop after finishing the BFS layer in which the first
@@ -725,14 +804,9 @@ def explore(
     * ``measure_reduction``: hash every concrete world seen into a set to report
       ``reduction_factor`` (costs memory and time; off by default).
     * ``reads``: invariant or witness name -> the attributes of a world its predicate reads
-      (it must be a function of those and of nothing that differs between worlds). A new
-      state whose attributes are the very objects (``is``) of those of the parent that
-      produced it is not checked again: when its layer is checked, every predicate still
-      active held at that parent (an invariant) or failed there (a witness), since a state of
-      depth d that violates or reaches one drops it from every layer after d. Successors
-      share the unchanged parts of their parent, so this skips most checks of a property the
-      transition cannot affect.
-
+      (it must be a function of those and of nothing that differs between worlds): a state
+      sharing them (``is``) with the parent that produced it is not checked again
+      (:class:`_PropertyStep`).
     * ``labels``: name -> predicate evaluated on every stored state, kept as one byte per
       state in ``Exploration.labels`` (what :func:`check_liveness` reads instead of the
       worlds); ``deadlock_labels``: the same, evaluated on each deadlock only
@@ -745,87 +819,22 @@ def explore(
 
     Properties are checked one layer at a time, once the layer is complete (the property
     step); the verdicts and traces are those of checking each state as it is stored.
-
-    **Fingerprints.** States are identified by ``hash(key)``, a 64-bit fingerprint (see the
-    module docstring); ``stats.collision_probability`` is the chance that two of them
-    collide, under which one state would be taken for another.
-
-    **Fewest-switch tie-break (exact).** A switch is a pair of consecutive transitions with
-    different ``actor``. During BFS each state keeps its minimum switch count ``k`` over all
-    shortest paths and the *set* of last actors achieving ``k`` (an int bit mask, unbounded
-    number of actors). An edge ``p -(actor a)-> s`` into the next layer costs ``k_p`` if ``a``
-    is in ``p``'s set, else ``k_p + 1``; ``s`` keeps the minimum, and for every extra last actor
-    that ties, one parent per (state, actor) in ``alt_parents`` (a dict, filled only on such
-    ties). Since the best path to ``s`` ending with actor ``a`` either extends a best path to
-    ``p`` that already ends with ``a`` or pays one switch, keeping the optimum per
-    (state, last actor) among the optimal last actors is exact, and all parents at depth d are
-    processed before any state at depth d+1 is expanded. The guarantee does not hold for
-    traces to states whose layer was cut by ``max_states`` (they are still shortest).
-
-    With a ``canonical`` that permutes actors (symmetry), the recorded transitions are those of
-    the stored representatives, whose actor names a permutation may change along a concrete
-    path; the BFS tie-break is then only a heuristic for choosing the sequence of abstract
-    states, and :meth:`Exploration.replay` minimises switches exactly over the concrete paths
-    along that sequence. Traces are shortest in every case; ``Finding.switches`` is counted on
-    the concrete trace.
     """
-    t0 = time.perf_counter()
-    rss0 = _maxrss_mib()
+    t0, rss0 = time.perf_counter(), _maxrss_mib()
     max_n = sys.maxsize if max_states is None else max_states
     seen: set[int] | None = set() if measure_reduction else None
     canon = canonical if seen is None else _hashing(canonical, seen)
-    index: dict[int, int] = {}
-    worlds: list[W | None] = []
-    fps = array("q")
-    trs = _Transitions()
-    paths = _Paths()
+    st = _Store.empty(keep_graph, deadlock_labels)
     props = _PropertyStep(invariants, witnesses, reads, stop_at_first_violation, labels,
                           keep_worlds)
-    edges = (array("i"), array("i"), array("i")) if keep_graph else None
-    at_deadlock = [(p, bytearray()) for p in deadlock_labels.values()]
-
-    seed_cut = _seed(initial, canon, index, worlds, fps, paths, max_n)
-    initial_ids = list(range(len(worlds)))
-    props.n_initial = len(worlds)
-    expanded, deadlocks, cut, stopped = _bfs(
-        successors, canon, index, worlds, fps, paths, trs, props, max_n, edges, at_deadlock,
-        on_progress, max(1, progress_every),
-    )
-    n = len(worlds)
-    props.check(props.checked, n, worlds, paths)  # what max_states cut short (else nothing)
-    stats = _stats(t0, rss0, n, trs, expanded, paths.depth[n - 1] if n else 0, seed_cut or cut,
-                   stopped)
-    ex: Exploration = Exploration(
-        successors=successors,
-        canonical=canonical,
-        index=index,
-        worlds=worlds,
-        fingerprints=fps,
-        labels=props.labels,
-        deadlock_labels={nm: b for nm, (_, b) in zip(deadlock_labels, at_deadlock, strict=True)},
-        initial_ids=initial_ids,
-        parent=paths.parent,
-        depth=paths.depth,
-        switches=paths.switches,
-        in_tr=paths.in_tr,
-        actor_mask=paths.actor_mask,
-        alt_parents=paths.alts,
-        transitions=trs.items,
-        tr_actor=trs.actor,
-        actors=trs.actors,
-        enabled_count=trs.enabled,
-        taken_count=trs.taken,
-        edges_src=edges[0] if edges else None,
-        edges_dst=edges[1] if edges else None,
-        edges_tr=edges[2] if edges else None,
-        expanded=expanded,
-        deadlocks=deadlocks,
-        violations={},
-        witnesses={},
-        invariants_checked=[nm for nm, _ in props.inv_items],
-        concrete_seen=len(seen) if seen is not None else None,
-        stats=stats,
-    )
+    seed_cut = _seed(initial, canon, st, max_n)  # 1. the initial states
+    props.n_initial = n_initial = len(st.worlds)
+    expanded, cut, stopped = _bfs(st, successors, canon, props, max_n, on_progress,
+                                  max(1, progress_every))  # 2. the layers, each checked
+    props.check(props.checked, len(st.worlds), st.worlds, st.paths)  # 3. what a cut left
+    stats = _stats(t0, rss0, st, expanded, seed_cut or cut, stopped)
+    ex = _exploration(st, successors, canonical, props, deadlock_labels, n_initial, expanded,
+                      seen, stats)  # 4. the result, and in it 5. each property's trace
     props.report(ex)
     return ex
 
