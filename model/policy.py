@@ -196,19 +196,31 @@ def preset(name: str) -> Policy:
         ) from None
 
 
+def _preset_prefix(spec: str) -> str:
+    """The preset a policy spec starts with: preset names contain '-', so the longest preset
+    prefix followed by nothing, '+' or '-'."""
+    for name in sorted(PRESETS, key=len, reverse=True):
+        if spec == name or spec.startswith(name + "+") or spec.startswith(name + "-"):
+            return name
+    raise UnknownPolicy(f"unknown policy {spec!r}: use one of {', '.join(PRESETS)}")
+
+
+def varied_preset(spec: str) -> str | None:
+    """The preset a policy spelled ``preset+switch`` / ``preset-switch`` varies; None for a
+    preset itself (or a name that is no policy spec)."""
+    try:
+        base = _preset_prefix(spec)
+    except UnknownPolicy:
+        return None
+    return None if base == spec else base
+
+
 def parse_policy(spec: str) -> Policy:
     """``"adr-141"``, ``"adr-141-write_fence"`` (without), ``"adr-111+write_fence"`` (with)."""
     import re
 
-    parts = re.split(r"([+-](?=[a-z_]+(?:[+-]|$)))", spec)
-    base = parts[0]
-    # preset names contain '-', so find the longest preset prefix instead.
-    for name in sorted(PRESETS, key=len, reverse=True):
-        if spec == name or spec.startswith(name + "+") or spec.startswith(name + "-"):
-            base, rest = name, spec[len(name):]
-            break
-    else:
-        raise UnknownPolicy(f"unknown policy {spec!r}: use one of {', '.join(PRESETS)}")
+    base = _preset_prefix(spec)
+    rest = spec[len(base):]
     p = PRESETS[base]
     for sign, sw in re.findall(r"([+-])([a-z_]+)", rest):
         if sw not in SWITCHES:
