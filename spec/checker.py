@@ -322,6 +322,7 @@ class CheckResult:
             "config": self.config,
             "properties": {
                 n: {"holds": r.holds, "trace_length": r.trace_length}
+                | ({"under": r.under} if r.under else {})  # liveness: the fairness
                 for n, r in self.properties.items()
             },
             "states": self.states,

@@ -87,6 +87,9 @@ def test_the_assumption_leaves_every_other_verdict_alone(restore_liveness):
     declare_approval_liveness("approval_decided", (CALLER_DECIDES,))
     after = check("current", tiny, None, witnesses=False, coverage=False)
     assert after.properties["approval_decided"].holds  # tiny never waits for approval
+    cells = after.to_json()["properties"]
+    assert cells["approval_decided"]["under"].endswith(" + assumed SF(caller decides)")
+    assert "under" not in cells[next(iter(properties.SAFETY))]  # safety has no fairness
     assert {n: (r.holds, r.trace_length, r.under) for n, r in after.properties.items()
             if n in before.properties} == {
         n: (r.holds, r.trace_length, r.under) for n, r in before.properties.items()}
