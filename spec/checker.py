@@ -496,7 +496,8 @@ class _GrowthWatch:
     has passed ``GROWTH`` times its preset and the growth line is given to ``say``, once;
     if not, the next checkpoint is at twice ``stored``. Sound: the line names a measured
     ratio, never a guess; cheap: the probes add up to at most 2/GROWTH of the part's own
-    search, and a preset policy has none."""
+    search (3/GROWTH with the probe after a ``max_states`` cut), and a preset policy has
+    none."""
 
     def __init__(self, part: ConfigPart, policy: str, preset: str, symmetry: bool,
                  say: Callable[[str], None]) -> None:
