@@ -32,7 +32,6 @@ Ghost state read here (written by the model, read by no guard; docs/MODEL_GUIDE.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import types
 from collections.abc import Callable
@@ -736,10 +735,20 @@ def fairness(spec: Config) -> tuple[Fairness, ...]:
         takes = actor.takes
         for inst in actor.fair_instances(spec):
             assert takes is not None  # declare_actor refuses a fair kind without it
-            applies = functools.partial(takes, name=inst)
-            out.append(Fairness(inst, applies, f"{actor.fairness}({inst}): {actor.says}",
-                                actor.fairness, actor.kind))
+            out.append(Fairness(inst, _step_of(takes, inst),
+                                f"{actor.fairness}({inst}): {actor.says}", actor.fairness,
+                                actor.kind))
     return tuple(out)
+
+
+def _step_of(takes: Callable[[Transition, str], bool], inst: str) -> Callable[[Transition], bool]:
+    """The class predicate of instance ``inst``: ``takes(t, inst)``."""
+
+    def applies(t: Transition) -> bool:
+        return takes(t, inst)
+
+    applies.__name__ = f"step[{inst}]"
+    return applies
 
 
 def declared_fairness() -> str:
