@@ -191,7 +191,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     with progress(args, "check", len(parts), "parts") as pg:
         res = check(args.policy, args.config, args.properties, max_states=args.max_states,
                     witnesses=not args.properties, coverage=not args.properties,
-                    on_part=lambda name, states: pg.advance(states=states), jobs=args.jobs)
+                    on_part=lambda name, states: pg.advance(states=states), jobs=args.jobs,
+                    on_note=pg.note)
     cells = {(args.policy, n): not r.holds for n, r in res.properties.items()}
     failed = [r for r in res.properties.values() if not r.holds]
     notes: list[str] = []
@@ -246,7 +247,11 @@ def _print_check(args: argparse.Namespace, res: Any, new: list[Any], cmp: Compar
             mark = f"VIOLATED ({r.trace_length} steps, {r.part})"
             if n in known:
                 mark += f", known: {known[n].finding or 'in the baseline'}"
+        if r.under:  # a liveness property: the fairness it was checked under
+            mark += f" under {r.under}"
         print(f"  {n:{nw}s}  {mark}".rstrip())
+    for line in res.growth:  # said as it was measured too, on stderr
+        say(line, width)
     for w in res.unreached_witnesses:
         tail = "" if res.complete else " (the search was truncated: not judged)"
         say(f"witness unreached: {w}{tail}", width)

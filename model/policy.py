@@ -206,6 +206,16 @@ def split_policy(spec: str) -> tuple[str, str]:
     raise UnknownPolicy(f"unknown policy {spec!r}: use one of {', '.join(PRESETS)}")
 
 
+def varied_preset(spec: str) -> str | None:
+    """The preset a policy spelled ``preset+switch`` / ``preset-switch`` varies; None for a
+    preset itself (or a name that is no policy spec)."""
+    try:
+        base, rest = split_policy(spec)
+    except UnknownPolicy:
+        return None
+    return base if rest else None
+
+
 def parse_policy(spec: str) -> Policy:
     """``"adr-141"``, ``"adr-141-write_fence"`` (without), ``"adr-111+write_fence"`` (with)."""
     import re

@@ -90,6 +90,7 @@ from .steps import (
     STORE_FAULTS,
     TOOL,
     Action,
+    Fair,
     action,
     declare_actor,
 )
@@ -1498,25 +1499,58 @@ def _bus_fire(w: World, t: Transition) -> World:
     return _add_message(w, Message(w.config.run_index(t.arg("run")), t.arg("not_before")))
 
 
+# Fairness (spec/properties.py ``fairness``): what a fair step of each fair kind is. A fault
+# (a transition with a fault argument, or a crash) is never one: the fault budget makes
+# faults finite. Callers, the operator and the bus have no fairness: they may never act.
+def _process_takes(t: Transition, name: str) -> bool:
+    """A step of the process ``name`` without a fault; a free worker taking a message
+    (run_queued with not_before) is the worker's step, but a pick-up nested in a sync
+    dispatch (no not_before) is the dispatching process's own next step."""
+    return (t.actor == name and t.fault is None and t.name != "crash"
+            and not (t.name == PICK_UP and t.arg("not_before") is not None))
+
+
+def _pickup_takes(t: Transition, name: str) -> bool:
+    """Some free worker takes some deliverable message (the workers are one class)."""
+    return t.name == PICK_UP and t.fault is None
+
+
+def _reaper_takes(t: Transition, name: str) -> bool:
+    """A step of the reaper ``name`` without a fault (tick, per-row decision, dispatch)."""
+    return t.actor == name and t.fault is None and t.name != "crash"
+
+
+def _clock_takes(t: Transition, name: str) -> bool:
+    """Time moves on (while something waits on it: the clock is enabled only then)."""
+    return t.actor == name
+
+
 declare_actor("caller", place="6.1, 11, 12", answers=_is("caller"),
               moves=lambda w, name, one_order, slots: _caller_moves(w, slots), fire=_caller)
 declare_actor("process", place="5; 1.3 process death",
               answers=lambda w, name: w.proc(name) is not None,
-              moves=_process_moves, fire=_process_fire, instances=names.process_names)
+              moves=_process_moves, fire=_process_fire,
+              fairness=Fair.WEAK, instances=names.process_names, takes=_process_takes,
+              says="the process's next step without a fault")
 declare_actor("worker", place="6.2 step 1 (async: a delivery)", answers=_is_free_worker,
               moves=lambda w, name, one_order, slots: _pickup_moves(w, name, slots),
-              fire=_run_queued, instances=lambda config: tuple(config.workers))
+              fire=_run_queued, instances=lambda config: tuple(config.workers),
+              fairness=Fair.WEAK, takes=_pickup_takes, fair_each=False,
+              says="some free worker takes some deliverable message")
 declare_actor("bus", place="6.3; 1.3 a duplicate message", answers=_is("bus"),
               moves=lambda w, name, one_order, slots: _bus_moves(w), fire=_bus_fire)
 declare_actor(REAPER, place="10", answers=lambda w, name: name in names.reaper_names(w.config),
               moves=lambda w, name, one_order, slots: _reapers_moves(w, name, one_order),
-              fire=_reaper, instances=names.reaper_names)
+              fire=_reaper, instances=names.reaper_names, fairness=Fair.WEAK,
+              takes=_reaper_takes,
+              says="a reaper step without a fault (tick, per-row decision, dispatch)")
 declare_actor("operator", place="14.2 a tool removed between attempts", answers=_is("operator"),
               moves=lambda w, name, one_order, slots: _operator_moves(w),
               fire=lambda w, t: replace(w, removed=w.removed | {t.arg("tool")}))
 declare_actor("clock", place="conventions: one clock", answers=_is("clock"),
               moves=lambda w, name, one_order, slots: _clock_moves(w),
-              fire=lambda w, t: replace(w, clock=t.arg("to")))
+              fire=lambda w, t: replace(w, clock=t.arg("to")), fairness=Fair.WEAK,
+              takes=_clock_takes, says="time moves on while something waits on it")
 
 
 # Where a segment waits on a slow operation (1.3): time may pass its lease there unfaulted.

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from . import store
@@ -179,6 +180,17 @@ class _Table(dict):  # type: ignore[type-arg]
 
 generation = 0  # bumped by every change of a step declaration (``_Table``)
 
+class Fair(StrEnum):
+    """How an actor kind is scheduled, as TLA+ writes fairness beside ``Next``: ``NONE`` (it
+    may stop acting for ever), ``WEAK`` (WF: a step of it enabled without a break is
+    eventually taken) or ``STRONG`` (SF: a step of it enabled again and again is eventually
+    taken). The value is how a verdict line prints it."""
+
+    NONE = "none"
+    WEAK = "WF"
+    STRONG = "SF"
+
+
 @dataclass(frozen=True, slots=True)
 class Actor:
     """One kind of actor (RUNTIME 1.2): the processes, the callers, the free workers, the bus,
@@ -189,14 +201,32 @@ class Actor:
     kind's actors act under in a configuration (its workers, its reapers, every process it
     can start, or the kind's one name), which every layer that lists actors reads (fairness,
     the scenario format, the simulator, the swimlanes). ``runtime.enabled`` lists the actors'
-    moves in declaration order and ``runtime.fire`` dispatches on the first that answers."""
+    moves in declaration order and ``runtime.fire`` dispatches on the first that answers.
+
+    Fairness (the liveness properties' assumption, spec/properties.py ``fairness``):
+    ``fairness`` is the kind's; a fair kind has one class per instance (``fair_each``; or
+    one class for the whole kind: some free worker takes some message), and ``takes(transition,
+    instance)`` says whether a transition is a step of that instance the fairness covers (a
+    fault is never one: the fault budget makes faults finite); ``says`` is what such a step
+    is, for the class's statement."""
 
     kind: str
     place: str
     answers: Callable[..., bool]
     moves: Callable[..., list[Any]]
     fire: Callable[..., Any]
-    instances: Callable[..., tuple[str, ...]]
+    instances: Callable[[Any], tuple[str, ...]]
+    fairness: Fair = Fair.NONE
+    takes: Callable[[Any, str], bool] | None = None
+    says: str = ""
+    fair_each: bool = True
+
+    def fair_instances(self, config: Any) -> tuple[str, ...]:
+        """The instances a fairness class is formed for (none if the kind has no fairness;
+        the kind alone if its fairness is of the kind as a whole)."""
+        if self.fairness is Fair.NONE:
+            return ()
+        return self.instances(config) if self.fair_each else (self.kind,)
 
 
 # kind -> actor, in the order ``enabled`` lists their moves; filled by model/runtime.py
@@ -205,16 +235,22 @@ ACTORS: dict[str, Actor] = {}
 
 def declare_actor(kind: str, *, place: str, answers: Callable[..., bool],
                   moves: Callable[..., list[Any]], fire: Callable[..., Any],
-                  instances: Callable[..., tuple[str, ...]] | None = None) -> None:
-    """Declare an actor kind (model/runtime.py does, once per kind, in listing order).
-    ``instances``: the names its actors take in a configuration (default: one actor named
-    as the kind, as the clock, the bus, the operator and the callers are)."""
+                  instances: Callable[[Any], tuple[str, ...]] | None = None,
+                  fairness: Fair = Fair.NONE,
+                  takes: Callable[[Any, str], bool] | None = None, says: str = "",
+                  fair_each: bool = True) -> None:
+    """Declare an actor kind (model/runtime.py does, once per kind, in listing order), with
+    its instances (default: one actor named as the kind, as the clock, the bus, the operator
+    and the callers are) and its fairness (see :class:`Actor`)."""
     if kind in ACTORS:
         raise ValueError(f"actor {kind!r} is declared twice")
+    if fairness is not Fair.NONE and takes is None:
+        raise ValueError(f"actor {kind!r}: fairness {fairness} needs takes=, the steps it covers")
     if instances is None:
         def instances(config: Any) -> tuple[str, ...]:
             return (kind,)
-    ACTORS[kind] = Actor(kind, place, answers, moves, fire, instances)
+    ACTORS[kind] = Actor(kind, place, answers, moves, fire, instances, fairness, takes, says,
+                         fair_each)
 
 
 def actor_instances(config: Any) -> dict[str, tuple[str, ...]]:

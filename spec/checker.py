@@ -26,7 +26,7 @@ from typing import Any
 
 from failclosed.model import names, rules
 from failclosed.model.config import ConfigError, parse_config, read_toml
-from failclosed.model.policy import parse_policy
+from failclosed.model.policy import parse_policy, varied_preset
 from failclosed.model.runtime import successors
 from failclosed.model.state import Config, World
 from failclosed.model.transition import Transition
@@ -245,6 +245,8 @@ class PropertyResult:
     liveness_kind: str | None = None  # deadlock | fair_cycle
     explanation: str = ""
     complete: bool = True
+    # liveness: the fairness it was checked under, tersely (spec.properties LivenessProperty)
+    under: str = ""
 
     @property
     def trace_length(self) -> int | None:
@@ -257,6 +259,7 @@ class PartStats:
     stats: engine.Stats
     reduction: float | None
     group: int
+    growth: str | None = None  # the growth line of a varied policy (see _GrowthWatch)
 
 
 @dataclass
@@ -301,6 +304,11 @@ class CheckResult:
         return [w for w in self.required_witnesses if self.witnesses.get(w) is None]
 
     @property
+    def growth(self) -> list[str]:
+        """The growth lines of the parts (a varied policy far past its preset's states)."""
+        return [p.growth for p in self.parts if p.growth]
+
+    @property
     def ok(self) -> bool:
         return all(r.holds for r in self.properties.values()) and not self.unreached_witnesses
 
@@ -321,6 +329,7 @@ class CheckResult:
             "config": self.config,
             "properties": {
                 n: {"holds": r.holds, "trace_length": r.trace_length}
+                | ({"under": r.under} if r.under else {})  # liveness: the fairness
                 for n, r in self.properties.items()
             },
             "states": self.states,
@@ -337,6 +346,7 @@ class CheckResult:
                 (p.reduction for p in self.parts if p.reduction is not None), default=None
             ),
             "coverage_never_enabled": self.coverage.never_enabled if self.coverage else None,
+            "growth": self.growth,
         }
 
 
@@ -386,6 +396,7 @@ def check(
     on_part: Callable[[str, int], None] | None = None,
     jobs: int = 1,
     on_progress: Callable[[int, int], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> CheckResult:
     """Check ``properties`` (None: all) on every part of ``config`` under ``policy`` (None:
     each part's own policy). ``config`` is a name, a path, or one :class:`ConfigPart` (a
@@ -393,6 +404,9 @@ def check(
     ``on_part(name, states)`` is called as each part is done (for progress reports);
     ``on_progress(stored, expanded)`` inside a running part's search, every few thousand
     states (in this process only: not with ``jobs`` > 1).
+    ``on_note(line)``: a part's growth line (a varied policy's part far past its preset's
+    states: :class:`_GrowthWatch`) as soon as it is measured (in this process; a worker
+    process prints it on stderr); it is in the result's ``growth`` as well.
     ``jobs`` > 1: the parts (independent searches) run on that many spawned processes
     (spec/scope.py's pool) and are merged in their order, so the result is the one of
     ``jobs=1`` (but for the measured seconds and memory)."""
@@ -405,7 +419,7 @@ def check(
     safety, live = resolve_properties(properties)
     results: dict[str, PropertyResult] = {
         n: PropertyResult(n, "safety", True) for n in safety
-    } | {n: PropertyResult(n, "liveness", True) for n in live}
+    } | {n: PropertyResult(n, "liveness", True, under=P.LIVENESS[n].under) for n in live}
     reached: dict[str, str | None] = {k: None for k in WITNESSES} if witnesses else {}
     search = _Search(pname, tuple(safety), tuple(live), coverage, symmetry, measure_reduction,
                      max_states)
@@ -417,7 +431,7 @@ def check(
         outcomes = []
         for part in parts:  # a witness reached in an earlier part is not searched again
             out = _check_part(part, search, tuple(k for k, v in reached.items() if v is None),
-                              on_progress)
+                              on_progress, on_note)
             _merge_part(results, reached, part, out)
             outcomes.append(out)
             if on_part is not None:
@@ -476,11 +490,83 @@ def _goal(lp: Any) -> Callable[[World], bool]:
     return reached
 
 
+GROWTH = 10  # a varied policy's part past this many times its preset's states is reported
+
+
+class _GrowthWatch:
+    """Whether a part under a varied policy (``preset+switch``, ``preset-switch``) has grown
+    far past the same part under the preset it varies: a switch that removes a bound (a
+    counter no longer counted) can make a finite space huge or infinite, and the search
+    then runs on with no hint. Called as the search's progress hook (every few thousand
+    states); at a checkpoint of ``stored`` states it searches the preset's space with at
+    most ``stored // GROWTH`` states (no properties): if that search is complete, the part
+    has passed ``GROWTH`` times its preset and the growth line is given to ``say``, once;
+    if not, the next checkpoint is at twice ``stored``. Sound: the line names a measured
+    ratio, never a guess; cheap: the probes add up to at most 2/GROWTH of the part's own
+    search (3/GROWTH with the probe after a ``max_states`` cut), and a preset policy has
+    none."""
+
+    def __init__(self, part: ConfigPart, policy: str, preset: str, symmetry: bool,
+                 say: Callable[[str], None]) -> None:
+        self.part, self.policy, self.preset, self.symmetry = part, policy, preset, symmetry
+        self.say = say
+        self.checkpoint = 0
+        self.line: str | None = None
+
+    def __call__(self, stored: int, expanded: int) -> None:
+        if self.line is None and stored >= self.checkpoint:
+            self.check(stored, searching=True)
+
+    def check(self, stored: int, *, searching: bool) -> None:
+        """Probe the preset at ``stored`` states (``searching``: the part's search goes on;
+        else it was cut by ``max_states``)."""
+        from failclosed.model.config import initial_world
+
+        self.checkpoint = 2 * stored
+        cfg, budget = parse_config(self.part.data, self.preset)
+        probe = engine.explore([initial_world(cfg, budget)], successors, invariants={},
+                               canonical=make_canonical(cfg, self.symmetry),
+                               max_states=max(1, stored // GROWTH))
+        if probe.truncated:
+            return
+        how = "and is still growing" if searching else "when --max-states cut it"
+        self.line = (
+            f"growth: part {self.part.name} under {self.policy} has {stored:,} states, over "
+            f"{GROWTH}x the {probe.stats.states:,} of {self.preset}, {how}: a switch may "
+            "remove a bound that keeps the space finite; bound the search with --max-states "
+            "N, a horizon ([model] horizon) or a budget ([model] fault_budget, [constants] "
+            "MAX_REQUEUES), and see docs/CHANGING.md (switches)")
+        self.say(self.line)
+
+
+def _say(line: str) -> None:
+    """A line for the person watching a part searched in a worker process (stderr)."""
+    import sys
+
+    print(line, file=sys.stderr, flush=True)
+
+
+def _both(a: Callable[[int, int], None] | None,
+          b: Callable[[int, int], None] | None) -> Callable[[int, int], None] | None:
+    """One progress hook calling ``a`` then ``b`` (either may be None)."""
+    if a is None or b is None:
+        return a or b
+
+    def both(stored: int, expanded: int) -> None:
+        a(stored, expanded)
+        b(stored, expanded)
+
+    return both
+
+
 def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
-                on_progress: Callable[[int, int], None] | None = None) -> _PartOutcome:
+                on_progress: Callable[[int, int], None] | None = None,
+                say: Callable[[str], None] | None = None) -> _PartOutcome:
     """Explore one part: its safety violations and reached ``witnesses``, the liveness
     analysis of ``search.live`` on its graph, and its coverage counters.
-    ``on_progress(stored, expanded)``: spec.engine.explore's progress of the search."""
+    ``on_progress(stored, expanded)``: spec.engine.explore's progress of the search;
+    ``say(line)``: the growth line of a varied policy, as soon as it is measured (None:
+    stderr, as in a worker process)."""
     from failclosed.model.config import initial_world
 
     spec, budget = parse_config(part.data, search.policy)
@@ -491,6 +577,9 @@ def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
     goals = {f"goal {n}": _goal(P.LIVENESS[n]) for n in search.live}
     ignore = {f"ignore {n}": P.LIVENESS[n].ignore_deadlock for n in search.live
               if P.LIVENESS[n].ignore_deadlock is not None}
+    preset = varied_preset(spec.policy.name)
+    watch = None if preset is None else _GrowthWatch(part, spec.policy.name, preset,
+                                                     search.symmetry, say or _say)
     ex = engine.explore(
         [w0], successors,
         invariants={n: P.SAFETY[n].check for n in search.safety},
@@ -503,8 +592,10 @@ def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
         | {k: WITNESSES[k].reads for k in wit},
         labels=goals,
         deadlock_labels=ignore,
-        on_progress=on_progress,
+        on_progress=_both(on_progress, watch),
     )
+    if watch is not None and watch.line is None and ex.truncated:
+        watch.check(ex.stats.states, searching=False)
     enabled: dict[str, int] = {}
     taken: dict[str, int] = {}
     if search.coverage:
@@ -513,7 +604,8 @@ def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
             enabled[lab] = enabled.get(lab, 0) + e
             taken[lab] = taken.get(lab, 0) + k
     return _PartOutcome(
-        PartStats(part.name, ex.stats, ex.reduction_factor, getattr(canon, "group_size", 1)),
+        PartStats(part.name, ex.stats, ex.reduction_factor, getattr(canon, "group_size", 1),
+                  watch.line if watch is not None else None),
         spec,
         [k for k, f in ex.witnesses.items() if f is not None],
         [(n, f.initial, list(f.trace), f.world) for n, f in ex.violations.items()],
@@ -539,6 +631,7 @@ def _liveness(part: ConfigPart, spec: Config, ex: Any, n: str) -> tuple[str, boo
         name=n,
         ignore_deadlock=f"ignore {n}" if lp.ignore_deadlock is not None else None,
         scope="always",
+        strong=lp.strong_predicates(spec),
     )
     if res.holds:
         return n, res.complete, None
@@ -549,6 +642,7 @@ def _liveness(part: ConfigPart, spec: Config, ex: Any, n: str) -> tuple[str, boo
         cycle_start=len(res.prefix) if res.kind == "fair_cycle" else None,
         liveness_kind=res.kind,
         explanation=P.explain(n, res.prefix[-1][1] if res.prefix else last),
+        under=lp.under,
     )
 
 

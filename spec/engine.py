@@ -350,10 +350,12 @@ class FieldReads:
 
 # The search is four parts, in the manner of TLC and stateright: the transition table
 # (``_Transitions``), the parent/switch bookkeeping (``_Paths``), the property step
-# (``_PropertyStep``, run once per BFS layer) and the BFS core (``_bfs``), whose inner loop
-# stays flat: per edge it interns, looks the key up, stores a new state or updates the
-# parent/switch entries of a next-layer one, and records the edge, all inline; only what
-# runs rarely (a new transition, a layer boundary) is a call out of it.
+# (``_PropertyStep``, run once per BFS layer) and the BFS core (``_bfs``, the layer cursor,
+# and ``_expander``, one state's successors), whose inner loop stays flat: per edge it
+# interns, looks the key up, stores a new state or updates the parent/switch entries of a
+# next-layer one, and records the edge, all inline; only what runs rarely (a new transition,
+# a layer boundary) is a call out of it. ``explore`` runs the phases in order: seed the
+# initial states, the layers, the part of a layer a cut left unchecked, the result.
 
 
 class _Transitions:
@@ -394,7 +396,26 @@ class _Paths:
     found it; a further parent in the previous layer replaces it if it has fewer switches
     (the replaced one is kept in ``displaced`` until the property step has checked the
     layer), and one with as many switches but a last actor not yet in the mask is added to
-    the mask and to ``alts``."""
+    the mask and to ``alts``.
+
+    **Fewest-switch tie-break (exact).** A switch is a pair of consecutive transitions with
+    different ``actor``. During BFS each state keeps its minimum switch count ``k`` over all
+    shortest paths and the *set* of last actors achieving ``k`` (an int bit mask, unbounded
+    number of actors). An edge ``p -(actor a)-> s`` into the next layer costs ``k_p`` if ``a``
+    is in ``p``'s set, else ``k_p + 1``; ``s`` keeps the minimum, and for every extra last actor
+    that ties, one parent per (state, actor) in ``alt_parents`` (a dict, filled only on such
+    ties). Since the best path to ``s`` ending with actor ``a`` either extends a best path to
+    ``p`` that already ends with ``a`` or pays one switch, keeping the optimum per
+    (state, last actor) among the optimal last actors is exact, and all parents at depth d are
+    processed before any state at depth d+1 is expanded. The guarantee does not hold for
+    traces to states whose layer was cut by ``max_states`` (they are still shortest).
+
+    With a ``canonical`` that permutes actors (symmetry), the recorded transitions are those of
+    the stored representatives, whose actor names a permutation may change along a concrete
+    path; the BFS tie-break is then only a heuristic for choosing the sequence of abstract
+    states, and :meth:`Exploration.replay` minimises switches exactly over the concrete paths
+    along that sequence. Traces are shortest in every case; ``Finding.switches`` is counted on
+    the concrete trace."""
 
     def __init__(self) -> None:
         self.parent = array("i")  # -1 for initial states
@@ -529,165 +550,222 @@ def _hashing(canonical: Callable[[W], Hashable] | None, seen: set[int]) -> Calla
     return key
 
 
-def _seed(
-    initial: Sequence[W],
-    canon: Callable[[W], Hashable] | None,
-    index: dict[int, int],
-    worlds: list[W | None],
-    fps: array,
-    paths: _Paths,
-    max_n: int,
-) -> bool:
+@dataclass
+class _Store:
+    """What the search stores: the seen set (fingerprint -> id), the worlds and fingerprints
+    per id, the parent/switch bookkeeping, the interned transitions, the edges (``keep_graph``)
+    and the deadlocks with their labels."""
+
+    index: dict[int, int]
+    worlds: list[Any | None]
+    fps: array  # 'q'
+    paths: _Paths
+    trs: _Transitions
+    edges: tuple[array, array, array] | None
+    deadlocks: array  # 'i'
+    at_deadlock: list[tuple[Callable[[Any], bool], bytearray]]
+
+    @staticmethod
+    def empty(keep_graph: bool, deadlock_labels: Mapping[str, Callable[[Any], bool]]) -> _Store:
+        edges = (array("i"), array("i"), array("i")) if keep_graph else None
+        return _Store({}, [], array("q"), _Paths(), _Transitions(), edges, array("i"),
+                      [(p, bytearray()) for p in deadlock_labels.values()])
+
+    def deadlock(self, i: int, w: Any) -> None:
+        """Record state ``i`` (world ``w``) as a deadlock, with its deadlock labels."""
+        self.deadlocks.append(i)
+        for pred, out in self.at_deadlock:
+            out.append(bool(pred(w)))
+
+
+def _seed(initial: Sequence[W], canon: Callable[[W], Hashable] | None, st: _Store,
+          max_n: int) -> bool:
     """Store the initial worlds of distinct keys as ids 0, 1, ... True: ``max_n`` cut them."""
     for w in initial:
         fp = hash(w if canon is None else canon(w))
-        if fp in index:
+        if fp in st.index:
             continue
-        if len(worlds) >= max_n:
+        if len(st.worlds) >= max_n:
             return True
-        index[fp] = len(worlds)
-        worlds.append(w)
-        fps.append(fp)
-        paths.add_root()
+        st.index[fp] = len(st.worlds)
+        st.worlds.append(w)
+        st.fps.append(fp)
+        st.paths.add_root()
     return False
 
 
-def _deadlock(deadlocks: array, i: int, w: Any,
-              at_deadlock: list[tuple[Callable[[Any], bool], bytearray]]) -> None:
-    """Record state ``i`` (world ``w``) as a deadlock, with its deadlock labels."""
-    deadlocks.append(i)
-    for pred, out in at_deadlock:
-        out.append(bool(pred(w)))
-
-
 def _bfs(
+    st: _Store,
     successors: Callable[[W], Iterable[tuple[Transition, W]]],
     canon: Callable[[W], Hashable] | None,
-    index: dict[int, int],
-    worlds: list[W | None],
-    fps: array,
-    paths: _Paths,
-    trs: _Transitions,
     props: _PropertyStep,
     max_n: int,
-    edges: tuple[array, array, array] | None,
-    at_deadlock: list[tuple[Callable[[W], bool], bytearray]],
     on_progress: Callable[[int, int], None] | None,
     progress_every: int,
-) -> tuple[int, array, bool, bool]:
-    """The BFS core: expand the stored states in id order (ids are assigned in BFS order, so
-    the frontier is a cursor over the id range), storing every successor of a new key and
-    keeping the fewest-switch parents, and run the property step on each layer once it is
-    complete (before it is expanded). Returns ``(expanded, deadlocks, truncated, stopped)``;
-    ids below ``expanded`` were expanded. If ``max_states`` cut the search short, the states
-    stored of the last layer are left for the caller to check. ``at_deadlock`` predicates are
-    evaluated on each deadlock (in the order of ``deadlocks``); ``on_progress(stored,
-    expanded)`` is called every ``progress_every`` expanded states."""
-    parent, depth, sw, in_tr = paths.parent, paths.depth, paths.switches, paths.in_tr
-    amask, alts, displaced = paths.actor_mask, paths.alts, paths.displaced
-    tr_get, intern = trs.index.get, trs.intern
-    tr_bit, tr_actor, enabled, taken = trs.bit, trs.actor, trs.enabled, trs.taken
-    idx_get = index.get
-    worlds_append = worlds.append
-    fps_append = fps.append
-    parent_append, depth_append = parent.append, depth.append
-    sw_append, in_tr_append, amask_append = sw.append, in_tr.append, amask.append
-    keep = edges is not None
-    esrc, edst, etr = edges if edges is not None else (array("i"), array("i"), array("i"))
-    esrc_append, edst_append, etr_append = esrc.append, edst.append, etr.append
-    check_layer = props.check
-    deadlocks = array("i")
-    n = len(worlds)
-    i = 0
-    cur_d = -1
-    d1 = 0
-    next_start = n
-    truncated = stopped = False
-    next_report = progress_every if on_progress is not None else sys.maxsize
-    while i < n:
-        d = depth[i]
-        if d != cur_d:
-            # New layer: all its states are known (ids i..n-1), none of the next one yet.
-            if check_layer(i, n, worlds, paths):
-                stopped = True
-                break
-            cur_d = d
-            d1 = d + 1
-            next_start = n
-        w = worlds[i]
-        assert w is not None
-        k = sw[i]
-        m = amask[i]
-        any_succ = False
-        for t, w2 in successors(w):
-            any_succ = True
-            tid = tr_get(t)
-            if tid is None:
-                tid = intern(t)
-            enabled[tid] += 1
-            fp = hash(w2 if canon is None else canon(w2))
-            j = idx_get(fp)
-            if j is None:
-                if n >= max_n:
-                    truncated = True
-                    break
-                j = n
-                n += 1
-                index[fp] = j
-                worlds_append(w2)
-                fps_append(fp)
-                parent_append(i)
-                depth_append(d1)
-                b = tr_bit[tid]
-                sw_append(k if m & b else k + 1)
-                in_tr_append(tid)
-                amask_append(b)
-                taken[tid] += 1
-            elif j >= next_start:
-                # Another shortest-path parent of a next-layer state (see _Paths): keep the
-                # fewest switches, and one parent per further tying last actor.
-                b = tr_bit[tid]
-                c = k if m & b else k + 1
-                cj = sw[j]
-                if c < cj:
-                    displaced.setdefault(j, parent[j])
-                    sw[j] = c
-                    parent[j] = i
-                    in_tr[j] = tid
-                    amask[j] = b
-                elif c == cj and not amask[j] & b:
-                    amask[j] |= b
-                    alts[(j, tr_actor[tid])] = (i, tid)
-            if keep:
-                esrc_append(i)
-                edst_append(j)
-                etr_append(tid)
-        if truncated:
-            break
-        if not any_succ:
-            _deadlock(deadlocks, i, w, at_deadlock)
-        i += 1
-        if i >= next_report:
-            next_report += progress_every
-            on_progress(n, i)  # type: ignore[misc]
-    return i, deadlocks, truncated, stopped
+) -> tuple[int, bool, bool]:
+    """The BFS core, one layer at a time: ids are assigned in BFS order, so when the search
+    reaches the first state of a layer every state of that layer is stored (ids lo..hi-1) and
+    none of the next; the property step checks the layer, then :func:`_expander` expands it.
+    Returns ``(expanded, truncated, stopped)``; ids below ``expanded`` were expanded. If
+    ``max_states`` cut the search short, the states stored of the last layer are left for the
+    caller to check. ``on_progress(stored, expanded)`` is called every ``progress_every``
+    expanded states."""
+    worlds, depth = st.worlds, st.paths.depth
+    expand = _expander(st, successors, canon, max_n, on_progress, progress_every)
+    lo = 0
+    while lo < len(worlds):
+        hi = len(worlds)
+        if props.check(lo, hi, worlds, st.paths):
+            return lo, False, True  # stop_at_first_violation
+        i = expand(lo, hi, depth[lo] + 1)
+        if i < hi:
+            return i, True, False  # max_states: state i was not fully expanded
+        lo = hi
+    return lo, False, False
 
 
-def _stats(t0: float, rss0: float, n: int, trs: _Transitions, expanded: int, max_depth: int,
-           truncated: bool, stopped: bool) -> Stats:
+def _expander(
+    st: _Store,
+    successors: Callable[[W], Iterable[tuple[Transition, W]]],
+    canon: Callable[[W], Hashable] | None,
+    max_n: int,
+    on_progress: Callable[[int, int], None] | None,
+    progress_every: int,
+) -> Callable[[int, int, int], int]:
+    """``expand(lo, hi, d1)``: store the successors of the layer ``lo..hi-1`` (each new key
+    at depth ``d1``), keep the next layer's fewest-switch parents (:class:`_Paths`), record
+    the edges and deadlocks; returns the first id not fully expanded (``hi`` unless
+    ``max_states`` was hit). The per-edge loop stays flat, on locals bound once per layer."""
+    report = [progress_every if on_progress is not None else sys.maxsize]
+
+    def expand(lo: int, hi: int, d1: int) -> int:
+        index, worlds, paths, trs = st.index, st.worlds, st.paths, st.trs
+        parent, sw, in_tr, amask = paths.parent, paths.switches, paths.in_tr, paths.actor_mask
+        alts, displaced, tr_get, intern = paths.alts, paths.displaced, trs.index.get, trs.intern
+        tr_bit, tr_actor, enabled, taken = trs.bit, trs.actor, trs.enabled, trs.taken
+        idx_get, worlds_append, fps_append = index.get, worlds.append, st.fps.append
+        parent_append, depth_append = parent.append, paths.depth.append
+        sw_append, in_tr_append, amask_append = sw.append, in_tr.append, amask.append
+        keep = st.edges is not None
+        esrc, edst, etr = st.edges if st.edges is not None else (array("i"),) * 3
+        esrc_append, edst_append, etr_append = esrc.append, edst.append, etr.append
+        n = len(worlds)
+        next_report = report[0]
+        for i in range(lo, hi):
+            w = worlds[i]
+            assert w is not None
+            k = sw[i]
+            m = amask[i]
+            any_succ = False
+            for t, w2 in successors(w):
+                any_succ = True
+                tid = tr_get(t)
+                if tid is None:
+                    tid = intern(t)
+                enabled[tid] += 1
+                fp = hash(w2 if canon is None else canon(w2))
+                j = idx_get(fp)
+                if j is None:
+                    if n >= max_n:
+                        return i
+                    j = n
+                    n += 1
+                    index[fp] = j
+                    worlds_append(w2)
+                    fps_append(fp)
+                    parent_append(i)
+                    depth_append(d1)
+                    b = tr_bit[tid]
+                    sw_append(k if m & b else k + 1)
+                    in_tr_append(tid)
+                    amask_append(b)
+                    taken[tid] += 1
+                elif j >= hi:
+                    # Another shortest-path parent of a next-layer state (see _Paths): keep
+                    # the fewest switches, and one parent per further tying last actor.
+                    b = tr_bit[tid]
+                    c = k if m & b else k + 1
+                    cj = sw[j]
+                    if c < cj:
+                        displaced.setdefault(j, parent[j])
+                        sw[j] = c
+                        parent[j] = i
+                        in_tr[j] = tid
+                        amask[j] = b
+                    elif c == cj and not amask[j] & b:
+                        amask[j] |= b
+                        alts[(j, tr_actor[tid])] = (i, tid)
+                if keep:
+                    esrc_append(i)
+                    edst_append(j)
+                    etr_append(tid)
+            if not any_succ:
+                st.deadlock(i, w)
+            if i + 1 >= next_report:
+                next_report += progress_every
+                on_progress(n, i + 1)  # type: ignore[misc]
+        report[0] = next_report
+        return hi
+
+    return expand
+
+
+def _stats(t0: float, rss0: float, st: _Store, expanded: int, truncated: bool,
+           stopped: bool) -> Stats:
+    n = len(st.worlds)
     seconds = time.perf_counter() - t0
     rss1 = _maxrss_mib()
     return Stats(
         states=n,
-        transitions=sum(trs.enabled),
+        transitions=sum(st.trs.enabled),
         expanded=expanded,
-        max_depth=max_depth,
+        max_depth=st.paths.depth[n - 1] if n else 0,
         seconds=seconds,
         states_per_second=n / seconds if seconds > 0 else float("inf"),
         peak_rss_mib=rss1,
         rss_delta_mib=max(0.0, rss1 - rss0),
         truncated=truncated,
         stopped_early=stopped,
+    )
+
+
+def _exploration(st: _Store, successors: Callable[[Any], Iterable[tuple[Transition, Any]]],
+                 canonical: Callable[[Any], Hashable] | None, props: _PropertyStep,
+                 deadlock_labels: Mapping[str, Callable[[Any], bool]], n_initial: int,
+                 expanded: int, seen: set[int] | None, stats: Stats) -> Exploration:
+    """The result of a search, from what it stored (violations and witnesses still empty)."""
+    paths, trs, edges = st.paths, st.trs, st.edges
+    return Exploration(
+        successors=successors,
+        canonical=canonical,
+        index=st.index,
+        worlds=st.worlds,
+        fingerprints=st.fps,
+        labels=props.labels,
+        deadlock_labels={nm: b for nm, (_, b) in zip(deadlock_labels, st.at_deadlock,
+                                                     strict=True)},
+        initial_ids=list(range(n_initial)),
+        parent=paths.parent,
+        depth=paths.depth,
+        switches=paths.switches,
+        in_tr=paths.in_tr,
+        actor_mask=paths.actor_mask,
+        alt_parents=paths.alts,
+        transitions=trs.items,
+        tr_actor=trs.actor,
+        actors=trs.actors,
+        enabled_count=trs.enabled,
+        taken_count=trs.taken,
+        edges_src=edges[0] if edges else None,
+        edges_dst=edges[1] if edges else None,
+        edges_tr=edges[2] if edges else None,
+        expanded=expanded,
+        deadlocks=st.deadlocks,
+        violations={},
+        witnesses={},
+        invariants_checked=[nm for nm, _ in props.inv_items],
+        concrete_seen=len(seen) if seen is not None else None,
+        stats=stats,
     )
 
 
@@ -709,11 +787,12 @@ def explore(
     on_progress: Callable[[int, int], None] | None = None,
     progress_every: int = 16384,
 ) -> Exploration:
-    """Breadth-first exploration of every state reachable from ``initial``.
+    """Breadth-first exploration of every state reachable from ``initial`` (the search is
+    described above :class:`_Transitions`; fingerprints in the module docstring).
 
     * ``invariants``: name -> predicate, True = holds. Checked on every stored state (the
       first concrete world of its key). For each violated invariant the reported state has a
-      shortest trace and, among the shortest, the fewest actor switches.
+      shortest trace and, among the shortest, the fewest actor switches (:class:`_Paths`).
     * ``witnesses``: name -> predicate that some reachable state must satisfy; same choice.
     * ``canonical``: key under which worlds are deduplicated (None = the world itself).
     * ``stop_at_first_violation``: stop after finishing the BFS layer in which the first
@@ -725,14 +804,9 @@ def explore(
     * ``measure_reduction``: hash every concrete world seen into a set to report
       ``reduction_factor`` (costs memory and time; off by default).
     * ``reads``: invariant or witness name -> the attributes of a world its predicate reads
-      (it must be a function of those and of nothing that differs between worlds). A new
-      state whose attributes are the very objects (``is``) of those of the parent that
-      produced it is not checked again: when its layer is checked, every predicate still
-      active held at that parent (an invariant) or failed there (a witness), since a state of
-      depth d that violates or reaches one drops it from every layer after d. Successors
-      share the unchanged parts of their parent, so this skips most checks of a property the
-      transition cannot affect.
-
+      (it must be a function of those and of nothing that differs between worlds): a state
+      sharing them (``is``) with the parent that produced it is not checked again
+      (:class:`_PropertyStep`).
     * ``labels``: name -> predicate evaluated on every stored state, kept as one byte per
       state in ``Exploration.labels`` (what :func:`check_liveness` reads instead of the
       worlds); ``deadlock_labels``: the same, evaluated on each deadlock only
@@ -745,87 +819,22 @@ def explore(
 
     Properties are checked one layer at a time, once the layer is complete (the property
     step); the verdicts and traces are those of checking each state as it is stored.
-
-    **Fingerprints.** States are identified by ``hash(key)``, a 64-bit fingerprint (see the
-    module docstring); ``stats.collision_probability`` is the chance that two of them
-    collide, under which one state would be taken for another.
-
-    **Fewest-switch tie-break (exact).** A switch is a pair of consecutive transitions with
-    different ``actor``. During BFS each state keeps its minimum switch count ``k`` over all
-    shortest paths and the *set* of last actors achieving ``k`` (an int bit mask, unbounded
-    number of actors). An edge ``p -(actor a)-> s`` into the next layer costs ``k_p`` if ``a``
-    is in ``p``'s set, else ``k_p + 1``; ``s`` keeps the minimum, and for every extra last actor
-    that ties, one parent per (state, actor) in ``alt_parents`` (a dict, filled only on such
-    ties). Since the best path to ``s`` ending with actor ``a`` either extends a best path to
-    ``p`` that already ends with ``a`` or pays one switch, keeping the optimum per
-    (state, last actor) among the optimal last actors is exact, and all parents at depth d are
-    processed before any state at depth d+1 is expanded. The guarantee does not hold for
-    traces to states whose layer was cut by ``max_states`` (they are still shortest).
-
-    With a ``canonical`` that permutes actors (symmetry), the recorded transitions are those of
-    the stored representatives, whose actor names a permutation may change along a concrete
-    path; the BFS tie-break is then only a heuristic for choosing the sequence of abstract
-    states, and :meth:`Exploration.replay` minimises switches exactly over the concrete paths
-    along that sequence. Traces are shortest in every case; ``Finding.switches`` is counted on
-    the concrete trace.
     """
-    t0 = time.perf_counter()
-    rss0 = _maxrss_mib()
+    t0, rss0 = time.perf_counter(), _maxrss_mib()
     max_n = sys.maxsize if max_states is None else max_states
     seen: set[int] | None = set() if measure_reduction else None
     canon = canonical if seen is None else _hashing(canonical, seen)
-    index: dict[int, int] = {}
-    worlds: list[W | None] = []
-    fps = array("q")
-    trs = _Transitions()
-    paths = _Paths()
+    st = _Store.empty(keep_graph, deadlock_labels)
     props = _PropertyStep(invariants, witnesses, reads, stop_at_first_violation, labels,
                           keep_worlds)
-    edges = (array("i"), array("i"), array("i")) if keep_graph else None
-    at_deadlock = [(p, bytearray()) for p in deadlock_labels.values()]
-
-    seed_cut = _seed(initial, canon, index, worlds, fps, paths, max_n)
-    initial_ids = list(range(len(worlds)))
-    props.n_initial = len(worlds)
-    expanded, deadlocks, cut, stopped = _bfs(
-        successors, canon, index, worlds, fps, paths, trs, props, max_n, edges, at_deadlock,
-        on_progress, max(1, progress_every),
-    )
-    n = len(worlds)
-    props.check(props.checked, n, worlds, paths)  # what max_states cut short (else nothing)
-    stats = _stats(t0, rss0, n, trs, expanded, paths.depth[n - 1] if n else 0, seed_cut or cut,
-                   stopped)
-    ex: Exploration = Exploration(
-        successors=successors,
-        canonical=canonical,
-        index=index,
-        worlds=worlds,
-        fingerprints=fps,
-        labels=props.labels,
-        deadlock_labels={nm: b for nm, (_, b) in zip(deadlock_labels, at_deadlock, strict=True)},
-        initial_ids=initial_ids,
-        parent=paths.parent,
-        depth=paths.depth,
-        switches=paths.switches,
-        in_tr=paths.in_tr,
-        actor_mask=paths.actor_mask,
-        alt_parents=paths.alts,
-        transitions=trs.items,
-        tr_actor=trs.actor,
-        actors=trs.actors,
-        enabled_count=trs.enabled,
-        taken_count=trs.taken,
-        edges_src=edges[0] if edges else None,
-        edges_dst=edges[1] if edges else None,
-        edges_tr=edges[2] if edges else None,
-        expanded=expanded,
-        deadlocks=deadlocks,
-        violations={},
-        witnesses={},
-        invariants_checked=[nm for nm, _ in props.inv_items],
-        concrete_seen=len(seen) if seen is not None else None,
-        stats=stats,
-    )
+    seed_cut = _seed(initial, canon, st, max_n)  # 1. the initial states
+    props.n_initial = n_initial = len(st.worlds)
+    expanded, cut, stopped = _bfs(st, successors, canon, props, max_n, on_progress,
+                                  max(1, progress_every))  # 2. the layers, each checked
+    props.check(props.checked, len(st.worlds), st.worlds, st.paths)  # 3. what a cut left
+    stats = _stats(t0, rss0, st, expanded, seed_cut or cut, stopped)
+    ex = _exploration(st, successors, canonical, props, deadlock_labels, n_initial, expanded,
+                      seen, stats)  # 4. the result, and in it 5. each property's trace
     props.report(ex)
     return ex
 
@@ -1038,15 +1047,73 @@ def _distances(
 
 @dataclass
 class _FairSCCs:
-    """The non-trivial SCCs of the in-scope subgraph and which of them are fair."""
+    """The non-trivial SCCs of the in-scope subgraph (refined under strong fairness) and
+    which of them are fair."""
 
     sccs: list[list[int]]
     comp: np.ndarray  # state -> index in sccs, -1 outside every kept SCC
     edge_comp: np.ndarray  # in-scope edge -> comp of its source
     internal: np.ndarray  # in-scope edge -> both ends in the same SCC
-    classes: list[np.ndarray]  # per fairness class: tr id -> in the class
+    classes: list[np.ndarray]  # per fairness class (weak, then strong): tr id -> in the class
     enabled: list[np.ndarray]  # per fairness class: state -> one of its transitions enabled
+    strong: list[bool]  # per fairness class: strongly fair
     fair: list[int]  # indices of the fair SCCs
+
+
+def _class_arrays(
+    g: _Edges, transitions: list[Transition], fairness: Sequence[Callable[[Transition], bool]]
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per class: which transition ids are in it, and at which states one of them is enabled
+    (an edge of the whole graph, goal or not, leaves the state by it)."""
+    classes = [
+        np.fromiter((bool(f(t)) for t in transitions), dtype=bool, count=len(transitions))
+        for f in fairness
+    ]
+    enabled = []
+    for fc in classes:
+        en = np.zeros(g.n, dtype=bool)
+        if len(g.tr):
+            en[g.src[fc[g.tr]]] = True
+        enabled.append(en)
+    return classes, enabled
+
+
+def _label_sccs(n: int, node_ok: np.ndarray, s_in: np.ndarray, d_in: np.ndarray
+                ) -> tuple[list[list[int]], np.ndarray]:
+    """The non-trivial SCCs over the edges ``s_in -> d_in`` whose states are ``node_ok``, and
+    state -> index among them (-1: in none). An SCC is wholly in scope or not at all: the
+    reached set of scope "initial" is closed under in-scope edges."""
+    comp = np.full(n, -1, dtype=np.int64)
+    sccs: list[list[int]] = []
+    for c in strongly_connected(n, s_in, d_in):
+        if node_ok[c[0]]:
+            comp[c] = len(sccs)
+            sccs.append(c)
+    return sccs, comp
+
+
+def _streett(
+    n: int, sccs: list[list[int]], comp: np.ndarray, s_in: np.ndarray, d_in: np.ndarray,
+    t_in: np.ndarray, strong: list[tuple[np.ndarray, np.ndarray]],
+) -> tuple[list[list[int]], np.ndarray]:
+    """Refine the SCCs under strong fairness (the Streett-style refinement): a path that stays
+    in an SCC where a strongly fair class F is enabled somewhere but no internal edge is in F
+    must eventually avoid the states enabling F, so those states are pruned and the SCCs of
+    what is left computed again, until every SCC takes each strong class it enables."""
+    while sccs:
+        cs, cd = comp[s_in], comp[d_in]
+        internal = (cs >= 0) & (cs == cd)
+        prune = np.zeros(n, dtype=bool)
+        for fc, en in strong:
+            taken = np.zeros(len(sccs), dtype=bool)
+            taken[cs[internal & fc[t_in]]] = True
+            prune |= (comp >= 0) & en & ~taken[comp]
+        if not prune.any():
+            break
+        alive = (comp >= 0) & ~prune
+        keep = alive[s_in] & alive[d_in]
+        sccs, comp = _label_sccs(n, alive, s_in[keep], d_in[keep])
+    return sccs, comp
 
 
 def _fair_sccs(
@@ -1057,39 +1124,92 @@ def _fair_sccs(
     t_in: np.ndarray,
     transitions: list[Transition],
     fairness: Sequence[Callable[[Transition], bool]],
+    strong: Sequence[Callable[[Transition], bool]] = (),
 ) -> _FairSCCs:
     """Label the non-trivial SCCs of the in-scope subgraph (``s_in -> d_in`` by ``t_in``)
-    whose states are in scope, and find the fair ones: for every class F, F is disabled at
-    some state of the SCC or some internal edge is in F. (An SCC is wholly in scope or not
-    at all: the reached set of scope "initial" is closed under in-scope edges.)"""
+    whose states are in scope, refine them under the ``strong`` classes (:func:`_streett`),
+    and find the fair ones: for every weak class F, F is disabled at some state of the SCC or
+    some internal edge is in F (every strong class holds in each refined SCC)."""
     n = g.n
-    comp = np.full(n, -1, dtype=np.int64)
-    sccs: list[list[int]] = []
-    for c in strongly_connected(n, s_in, d_in):
-        if node_ok[c[0]]:
-            comp[c] = len(sccs)
-            sccs.append(c)
-    ns = len(sccs)
+    sccs, comp = _label_sccs(n, node_ok, s_in, d_in)
+    classes, enabled = _class_arrays(g, transitions, [*fairness, *strong])
+    is_strong = [False] * len(fairness) + [True] * len(strong)
+    if strong:
+        sccs, comp = _streett(n, sccs, comp, s_in, d_in, t_in,
+                              list(zip(classes, enabled, strict=True))[len(fairness):])
     cs, cd = comp[s_in], comp[d_in]
     internal = (cs >= 0) & (cs == cd)
-    classes = [
-        np.fromiter((bool(f(t)) for t in transitions), dtype=bool, count=len(transitions))
-        for f in fairness
-    ]
-    enabled = []
-    for fc in classes:
-        en = np.zeros(n, dtype=bool)
-        if len(g.tr):
-            en[g.src[fc[g.tr]]] = True
-        enabled.append(en)
-    fair = np.ones(ns, dtype=bool)
+    fair = np.ones(len(sccs), dtype=bool)
     in_scc = np.nonzero(comp >= 0)[0]
-    for fc, en in zip(classes, enabled, strict=True):
-        ok = np.zeros(ns, dtype=bool)
+    for fc, en in list(zip(classes, enabled, strict=True))[:len(fairness)]:
+        ok = np.zeros(len(sccs), dtype=bool)
         ok[comp[in_scc[~en[in_scc]]]] = True  # F is disabled somewhere in the SCC
         ok[cs[internal & fc[t_in]]] = True  # or F is taken inside the SCC
         fair &= ok
-    return _FairSCCs(sccs, comp, cs, internal, classes, enabled, np.nonzero(fair)[0].tolist())
+    return _FairSCCs(sccs, comp, cs, internal, classes, enabled, is_strong,
+                     np.nonzero(fair)[0].tolist())
+
+
+@dataclass
+class _Scope:
+    """What a liveness check analyses: the non-goal expanded states in scope (``node_ok``),
+    the edges between non-goal expanded states (``s_in -> d_in`` by ``t_in``), the non-goal
+    deadlocks in scope not ignored, and the distance that ranks counterexamples (with the
+    BFS predecessors over non-goal states for scope "initial"; None: the exploration's own
+    shortest paths)."""
+
+    g: _Edges
+    node_ok: np.ndarray
+    s_in: np.ndarray
+    d_in: np.ndarray
+    t_in: np.ndarray
+    dead: list[int]
+    dist: np.ndarray
+    pred: dict[int, int] | None
+
+
+def _scope(ex: Exploration, goal: Callable[[Any], bool] | str,
+           ignore_deadlock: Callable[[Any], bool] | str | None, scope: str) -> _Scope:
+    """The analysed part of the graph (see :class:`_Scope`)."""
+    g = _Edges(ex)
+    node_ok = ~_label(ex, goal, "goal")
+    node_ok[ex.expanded :] = False
+    emask = node_ok[g.src] & node_ok[g.dst]
+    s_in, d_in, t_in = g.src[emask], g.dst[emask], g.tr[emask]
+    dead = [s for s in ex.deadlocks if node_ok[s]]
+    if isinstance(ignore_deadlock, str):
+        ign = ex.deadlock_labels[ignore_deadlock]
+        at = {s: k for k, s in enumerate(ex.deadlocks)}
+        dead = [s for s in dead if not ign[at[s]]]
+    elif ignore_deadlock is not None:
+        _need_worlds(ex, "ignore_deadlock")
+        dead = [s for s in dead if not ignore_deadlock(ex.worlds[s])]
+    if scope == "always":
+        dist = np.frombuffer(ex.depth, dtype=np.int32).astype(np.int64)
+        return _Scope(g, node_ok, s_in, d_in, t_in, dead, dist, None)
+    dist, pred = _distances(g.n, [s for s in ex.initial_ids if node_ok[s]], s_in, d_in)
+    reach = dist >= 0
+    node_ok &= reach
+    dead = [s for s in dead if reach[s]]
+    return _Scope(g, node_ok, s_in, d_in, t_in, dead, dist, pred)
+
+
+def _closest(sc: _Scope, fs: _FairSCCs) -> tuple[int | None, int | None, int]:
+    """The counterexample with the shortest prefix: ``(deadlock, None, -1)``, ``(None, cycle
+    entry, its fair SCC)`` or, if there is none, ``(None, None, -1)``; a deadlock wins a tie
+    (then the smaller state id)."""
+    dist = sc.dist
+    best_dead = min(sc.dead, key=lambda s: (int(dist[s]), s)) if sc.dead else None
+    best_entry = None
+    best_scc = -1
+    for k in fs.fair:
+        e = min(fs.sccs[k], key=lambda s: (int(dist[s]), s))
+        if best_entry is None or (int(dist[e]), e) < (int(dist[best_entry]), best_entry):
+            best_entry, best_scc = e, k
+    if best_dead is not None and (best_entry is None
+                                  or int(dist[best_dead]) <= int(dist[best_entry])):
+        return best_dead, None, -1
+    return None, best_entry, best_scc
 
 
 def check_liveness(
@@ -1100,8 +1220,9 @@ def check_liveness(
     name: str,
     ignore_deadlock: Callable[[W], bool] | str | None = None,
     scope: Literal["always", "initial"] = "always",
+    strong: Sequence[Callable[[Transition], bool]] = (),
 ) -> LivenessResult:
-    """Check that every weakly fair infinite path reaches ``goal`` and no non-goal state deadlocks.
+    """Check that every fair infinite path reaches ``goal`` and no non-goal state deadlocks.
 
     ``scope="always"`` (default) checks this from every reachable state, i.e. all reachable
     non-goal states are analysed (a fair non-goal cycle reachable only after a goal state is a
@@ -1109,11 +1230,13 @@ def check_liveness(
     the initial states that have not yet met a goal state (plain "eventually goal").
 
     ``fairness`` is a list of classes of transitions (predicates), each weakly fair: a class
-    continuously enabled must eventually be taken. A non-trivial SCC (one with an internal
-    edge) of the non-goal subgraph is a violation iff, for every class F, some state of the SCC
-    has no enabled F transition or some internal edge is in F. Under symmetry reduction the
-    classes (and ``goal``) should be invariant under the symmetry, else the result is an
-    approximation.
+    continuously enabled must eventually be taken; ``strong`` classes are strongly fair: a
+    class enabled infinitely often must eventually be taken. A non-trivial SCC (one with an
+    internal edge) of the non-goal subgraph, refined under the strong classes (states
+    enabling a strong class the SCC never takes are pruned and the SCCs recomputed), is a
+    violation iff, for every weak class F, some state of the SCC has no enabled F transition
+    or some internal edge is in F. Under symmetry reduction the classes (and ``goal``)
+    should be invariant under the symmetry, else the result is an approximation.
 
     States that were never (fully) expanded because of ``max_states`` are left out, so a
     reported counterexample is genuine, but ``holds`` is only a proof if ``complete``.
@@ -1127,73 +1250,41 @@ def check_liveness(
         raise ValueError("check_liveness needs explore(..., keep_graph=True)")
     if scope not in ("always", "initial"):
         raise ValueError(f"unknown scope {scope!r}")
-    g = _Edges(ex)
-    n = g.n
-    is_goal = _label(ex, goal, "goal")
-    node_ok = ~is_goal
-    node_ok[ex.expanded :] = False
-    emask = node_ok[g.src] & node_ok[g.dst]
-    s_in, d_in, t_in = g.src[emask], g.dst[emask], g.tr[emask]
-
-    dead = [s for s in ex.deadlocks if node_ok[s]]
-    if isinstance(ignore_deadlock, str):
-        ign = ex.deadlock_labels[ignore_deadlock]
-        at = {s: k for k, s in enumerate(ex.deadlocks)}
-        dead = [s for s in dead if not ign[at[s]]]
-    elif ignore_deadlock is not None:
-        _need_worlds(ex, "ignore_deadlock")
-        dead = [s for s in dead if not ignore_deadlock(ex.worlds[s])]
-
-    # Distance used to pick the counterexample with the shortest prefix.
-    dist: np.ndarray
-    pred: dict[int, int] = {}
-    if scope == "always":
-        dist = np.frombuffer(ex.depth, dtype=np.int32).astype(np.int64)
-    else:
-        dist, pred = _distances(n, [s for s in ex.initial_ids if node_ok[s]], s_in, d_in)
-        reach = dist >= 0
-        node_ok &= reach
-        dead = [s for s in dead if reach[s]]
-
-    fs = _fair_sccs(g, node_ok, s_in, d_in, t_in, ex.transitions, fairness)
-    base: dict[str, Any] = dict(
-        name=name,
-        deadlocks=len(dead),
-        fair_sccs=len(fs.fair),
-        checked_states=int(node_ok.sum()),
-        complete=ex.complete,
-        scope=scope,
-    )
-    best_dead = min(dead, key=lambda s: (int(dist[s]), s)) if dead else None
-    best_entry = None
-    best_scc = -1
-    for k in fs.fair:
-        e = min(fs.sccs[k], key=lambda s: (int(dist[s]), s))
-        if best_entry is None or (int(dist[e]), e) < (int(dist[best_entry]), best_entry):
-            best_entry, best_scc = e, k
-    if best_dead is None and best_entry is None:
+    sc = _scope(ex, goal, ignore_deadlock, scope)  # the non-goal part, its deadlocks, distances
+    fs = _fair_sccs(sc.g, sc.node_ok, sc.s_in, sc.d_in, sc.t_in, ex.transitions, fairness,
+                    strong)  # its fair SCCs
+    base: dict[str, Any] = dict(name=name, deadlocks=len(sc.dead), fair_sccs=len(fs.fair),
+                                checked_states=int(sc.node_ok.sum()), complete=ex.complete,
+                                scope=scope)
+    dead, entry, k = _closest(sc, fs)  # the counterexample with the shortest prefix
+    if dead is None and entry is None:
         return LivenessResult(holds=True, kind=None, initial=None, prefix=[], cycle=[],
                               entry=None, scc_size=0, **base)
-
-    if best_dead is not None and (best_entry is None
-                                  or int(dist[best_dead]) <= int(dist[best_entry])):
-        root, steps = _prefix(ex, g, pred if scope == "initial" else None, best_dead)
+    if dead is not None:
+        root, steps = _prefix(ex, sc.g, sc.pred, dead)
         initial, prefix = ex.replay(root, steps)
         return LivenessResult(holds=False, kind="deadlock", initial=initial, prefix=prefix,
-                              cycle=[], entry=best_dead, scc_size=1, **base)
+                              cycle=[], entry=dead, scc_size=1, **base)
+    assert entry is not None
+    initial, prefix, cycle = _lasso(ex, sc, fs, k, entry)  # the prefix, then a fair cycle
+    return LivenessResult(holds=False, kind="fair_cycle", initial=initial, prefix=prefix,
+                          cycle=cycle, entry=entry, scc_size=len(fs.sccs[k]), **base)
 
-    assert best_entry is not None
-    in_this = fs.internal & (fs.edge_comp == best_scc)
-    cyc = _fair_cycle(g, fs, best_scc, best_entry, s_in[in_this], d_in[in_this], t_in[in_this])
-    root, steps = _prefix(ex, g, pred if scope == "initial" else None, best_entry)
+
+def _lasso(ex: Exploration, sc: _Scope, fs: _FairSCCs, k: int, entry: int
+           ) -> tuple[Any, list[tuple[Transition, Any]], list[tuple[Transition, Any]]]:
+    """The concrete lasso into the fair SCC ``k`` at ``entry``: its initial world, the prefix
+    to the entry and a cycle from it back that meets every fairness class."""
+    in_this = fs.internal & (fs.edge_comp == k)
+    cyc = _fair_cycle(sc.g, fs, k, entry, sc.s_in[in_this], sc.d_in[in_this], sc.t_in[in_this])
+    root, steps = _prefix(ex, sc.g, sc.pred, entry)
     initial, prefix = ex.replay(root, steps)
     start = prefix[-1][1] if prefix else initial
     _, cycle = ex.replay(
-        best_entry, cyc, start=start, last_actor=prefix[-1][0].actor if prefix else None,
+        entry, cyc, start=start, last_actor=prefix[-1][0].actor if prefix else None,
         exact=True,
     )
-    return LivenessResult(holds=False, kind="fair_cycle", initial=initial, prefix=prefix,
-                          cycle=cycle, entry=best_entry, scc_size=len(fs.sccs[best_scc]), **base)
+    return initial, prefix, cycle
 
 
 def _need_worlds(ex: Exploration, what: str) -> None:
@@ -1237,15 +1328,19 @@ def _fair_cycle(
 ) -> list[tuple[int, int]]:
     """A cycle ``[(transition id, state id), ...]`` from ``entry`` back to it inside the fair
     SCC ``k`` (internal edges ``is_ -> id_`` by ``it_``) that meets every fairness class:
-    visits a state where the class is disabled or takes one of its transitions. Greedy: the
-    nearest unmet requirement next."""
+    visits a state where a weak class is disabled or takes one of its transitions, and takes
+    one of each strong class enabled in the SCC. Greedy: the nearest unmet requirement next."""
     # networkx only for the lasso a person reads: the offending SCC's own edges, in edge order
     h = nx.DiGraph()
     h.add_edges_from(zip(is_.tolist(), id_.tolist(), strict=True))
     # Requirements: for each class, visit a state where it is disabled or take one of its edges.
+    # A strong class enabled nowhere in the SCC needs nothing; enabled somewhere, one of its
+    # edges (the refined SCC has one).
     reqs: list[tuple[set[int], list[tuple[int, int, int]], np.ndarray]] = []
-    for fc, en in zip(fs.classes, fs.enabled, strict=True):
-        disabled = {s for s in fs.sccs[k] if not en[s]}
+    for fc, en, strong in zip(fs.classes, fs.enabled, fs.strong, strict=True):
+        if strong and not any(en[s] for s in fs.sccs[k]):
+            continue
+        disabled = set() if strong else {s for s in fs.sccs[k] if not en[s]}
         sel = fc[it_]
         fedges = list(zip(is_[sel].tolist(), id_[sel].tolist(), it_[sel].tolist(), strict=True))
         reqs.append((disabled, fedges, fc))

@@ -13,8 +13,9 @@ the World fields the finder reads, and the finder. Everything else is derived fr
 bool form ``Property.check`` (``find(w) is None``, built to cost what a hand-written wrapper
 costs: see ``_holds``), the registry ``SAFETY`` (declaration order), ``explain`` and the
 scenario evaluator. A liveness property is declared the same way by ``@leads_to`` on its goal
-predicate (``LIVENESS``); it is checked by the engine's SCC analysis under the weak fairness
-of ``fairness(spec)``, the one place fairness is defined. spec/SPEC.md states every property
+predicate (``LIVENESS``); it is checked by the engine's SCC analysis under the fairness of
+``fairness(spec)``, derived from the actor table (each actor kind declares its fairness in
+model/runtime.py), plus the property's own ``assumes``. spec/SPEC.md states every property
 beside the transitions it constrains, the ghost state it reads, and the reading taken where
 the records are ambiguous.
 
@@ -55,10 +56,10 @@ from failclosed.model.state import (
     ReaperState,
     World,
 )
+from failclosed.model.steps import Fair
 from failclosed.model.transition import Transition
 
 __all__ = [
-    "FAIRNESS",
     "LIVENESS",
     "evaluate",
     "SAFETY",
@@ -69,6 +70,7 @@ __all__ = [
     "at_bound",
     "explain",
     "fairness",
+    "declared_fairness",
     "fairness_predicates",
     "leads_to",
 ]
@@ -99,23 +101,34 @@ class Property:
 
 @dataclass(frozen=True, slots=True)
 class Fairness:
-    """One weakly fair class of transitions: if some transition of the class stays enabled,
-    one of the class is eventually taken."""
+    """One fair class of transitions: weak (``Fair.WEAK``: if some transition of the class
+    stays enabled, one of the class is eventually taken) or strong (``Fair.STRONG``: if one is
+    enabled again and again, one is eventually taken). ``kind``: the actor kind it is the
+    fairness of (the terse form of a verdict line groups by it), or, for a property's own
+    assumption, what the assumption is about."""
 
     name: str
     applies: Callable[[Transition], bool]
     statement: str
+    strength: Fair = Fair.WEAK
+    kind: str = ""
+
+    @property
+    def text(self) -> str:
+        """``WF(name)`` / ``SF(name)``."""
+        return f"{self.strength}({self.name})"
 
 
 @dataclass(frozen=True, slots=True)
 class LivenessProperty:
-    """``true ~> goal``: from every reachable state every weakly fair path reaches ``goal``;
-    declared by :func:`leads_to`.
+    """``true ~> goal``: from every reachable state every fair path reaches ``goal``; declared
+    by :func:`leads_to`.
 
-    ``fairness(spec)`` gives the classes (the same for every liveness property: see
-    :func:`fairness`); ``ignore_deadlock`` marks states where the model's time bound, not the
-    system, stops progress (pass it to ``check_liveness``); ``describe(world)`` names the
-    rows that keep ``goal`` from holding."""
+    ``fairness(spec)`` gives the classes the spec declares (the same for every liveness
+    property: see :func:`fairness`), ``assumes`` the classes this property needs besides
+    (e.g. callers eventually decide); ``ignore_deadlock`` marks states where the model's time
+    bound, not the system, stops progress (pass it to ``check_liveness``);
+    ``describe(world)`` names the rows that keep ``goal`` from holding."""
 
     name: str
     goal: Callable[[World], bool]
@@ -124,9 +137,28 @@ class LivenessProperty:
     fairness: Callable[[Config], tuple[Fairness, ...]]
     ignore_deadlock: Callable[[World], bool]
     describe: Callable[[World], str]
+    assumes: tuple[Fairness, ...] = ()
+
+    def classes(self, spec: Config) -> tuple[Fairness, ...]:
+        """Every class the property is checked under: the declared ones, then its own."""
+        return self.fairness(spec) + self.assumes
 
     def predicates(self, spec: Config) -> list[Callable[[Transition], bool]]:
-        return [f.applies for f in self.fairness(spec)]
+        """The weakly fair classes as the predicates ``check_liveness`` takes."""
+        return [f.applies for f in self.classes(spec) if f.strength is Fair.WEAK]
+
+    def strong_predicates(self, spec: Config) -> list[Callable[[Transition], bool]]:
+        """The strongly fair classes (``check_liveness``'s ``strong``)."""
+        return [f.applies for f in self.classes(spec) if f.strength is Fair.STRONG]
+
+    @property
+    def under(self) -> str:
+        """The fairness it is checked under, tersely, for a verdict line: the declared
+        fairness per actor kind, the kinds with none, and the property's own assumption
+        (``WF(process, worker, reaper, clock), unfair: caller, bus, operator + assumed
+        SF(caller decides)``)."""
+        mine = f" + assumed {', '.join(a.text for a in self.assumes)}" if self.assumes else ""
+        return declared_fairness() + mine
 
 
 # =========================================================================================
@@ -194,15 +226,18 @@ def always(
 
 
 def leads_to(
-    name: str, formula: str, *, source: str, describe: Callable[[World], str]
+    name: str, formula: str, *, source: str, describe: Callable[[World], str],
+    assumes: tuple[Fairness, ...] = (),
 ) -> Callable[[Callable[[World], bool]], Callable[[World], bool]]:
     """Declare the liveness property ``name`` (``formula`` = ``true ~> goal``) whose goal is
-    the decorated predicate, under :func:`fairness`, with :func:`at_bound` as the states where
-    the model's bound stops time; the goal is returned unchanged."""
+    the decorated predicate, under :func:`fairness` and the property's own ``assumes`` (the
+    extra fair classes it needs, e.g. callers eventually decide), with :func:`at_bound` as
+    the states where the model's bound stops time; the goal is returned unchanged."""
 
     def declare(goal: Callable[[World], bool]) -> Callable[[World], bool]:
         _register(LIVENESS, name, LivenessProperty(
-            name, goal, _formula(formula), source, fairness, at_bound, describe))
+            name, goal, _formula(formula), source, fairness, at_bound, describe,
+            tuple(assumes)))
         return goal
 
     return declare
@@ -699,66 +734,50 @@ _never_marked(
 # =========================================================================================
 # liveness and fairness
 # =========================================================================================
-def _reaper_step(name: str) -> Callable[[Transition], bool]:
-    def step(t: Transition) -> bool:
-        return t.actor == name and t.fault is None and t.name != "crash"
-
-    step.__name__ = f"reaper_step[{name}]"
-    return step
-
-
-def _pick_up(t: Transition) -> bool:
-    return t.name == steps.PICK_UP and t.fault is None
-
-
-def _clock(t: Transition) -> bool:
-    return t.actor == "clock"
-
-
-def _process_step(actor: str) -> Callable[[Transition], bool]:
-    # A free worker taking a message (run_queued with not_before) is the pick_up class, not a
-    # process's next step; a pick-up nested in a sync dispatch (no not_before) is one.
-    def step(t: Transition) -> bool:
-        return (
-            t.actor == actor and t.fault is None and t.name != "crash"
-            and not (t.name == steps.PICK_UP and t.arg("not_before") is not None)
-        )
-
-    step.__name__ = f"process_step[{actor}]"
-    return step
-
-
-FAIRNESS: tuple[Fairness, ...] = (
-    Fairness("pick_up", _pick_up,
-             "WF(run_queued): some free worker takes some deliverable message"),
-    Fairness("clock", _clock, "WF(advance_time): time moves on while something waits on it"),
-)
-"""The fixed classes; ``fairness(spec)`` adds one class per reaper before them and one per
-process of the configuration after them."""
-
-
 def fairness(spec: Config) -> tuple[Fairness, ...]:
-    """THE fairness of every liveness property (spec/SPEC.md, "Fairness"): weak fairness for
-    reaper steps, for a free worker taking a pending message, for time, and for each
-    process's next non-fault step. Faults (every transition with a fault argument, and
-    ``crash``) get none: the fault budget makes them finite. Callers (start, enqueue, cancel,
-    approve, deny, submit input), the operator and the bus get none either."""
-    reapers = tuple(
-        Fairness(r, _reaper_step(r),
-                 f"WF({r}): a reaper step without a fault (tick, per-row decision, dispatch)")
-        for r in steps.actor_instances(spec)[steps.REAPER]
-    )
-    procs = tuple(
-        Fairness(f"process:{a}", _process_step(a),
-                 f"WF({a}): the process's next step without a fault")
-        for a in names.process_names(spec)
-    )
-    return reapers + FAIRNESS + procs
+    """THE fairness of every liveness property (spec/SPEC.md, "Fairness"), derived from the
+    actor table (model/steps.py ``declare_actor(..., fairness=...)``): one class per instance
+    of each fair actor kind (per process, per reaper, the workers' pick-up, the clock), weak
+    or strong as the kind declares, in the table's order. Faults get none (the kinds'
+    ``takes`` leave them out: the fault budget makes them finite); kinds declared without
+    fairness (callers, the operator, the bus) get none either: they may never act."""
+    out = []
+    for actor in steps.ACTORS.values():
+        takes = actor.takes
+        for inst in actor.fair_instances(spec):
+            assert takes is not None  # declare_actor refuses a fair kind without it
+            out.append(Fairness(inst, _step_of(takes, inst),
+                                f"{actor.fairness}({inst}): {actor.says}", actor.fairness,
+                                actor.kind))
+    return tuple(out)
+
+
+def _step_of(takes: Callable[[Transition, str], bool], inst: str) -> Callable[[Transition], bool]:
+    """The class predicate of instance ``inst``: ``takes(t, inst)``."""
+
+    def applies(t: Transition) -> bool:
+        return takes(t, inst)
+
+    applies.__name__ = f"step[{inst}]"
+    return applies
+
+
+def declared_fairness() -> str:
+    """The declared fairness by actor kind, tersely: ``WF(process, worker, reaper, clock),
+    unfair: caller, bus, operator``."""
+    by: dict[Fair, list[str]] = {}
+    for actor in steps.ACTORS.values():
+        by.setdefault(actor.fairness, []).append(actor.kind)
+    parts = [f"{f}({', '.join(by[f])})" for f in (Fair.WEAK, Fair.STRONG) if f in by]
+    if Fair.NONE in by:
+        parts.append(f"unfair: {', '.join(by[Fair.NONE])}")
+    return ", ".join(parts)
 
 
 def fairness_predicates(spec: Config) -> list[Callable[[Transition], bool]]:
-    """``fairness(spec)`` as the list of transition predicates ``check_liveness`` takes."""
-    return [f.applies for f in fairness(spec)]
+    """``fairness(spec)``'s weakly fair classes as the transition predicates
+    ``check_liveness`` takes (its strongly fair ones go to its ``strong``)."""
+    return [f.applies for f in fairness(spec) if f.strength is Fair.WEAK]
 
 
 at_bound = runtime.at_bound  # the model's time bound (model/runtime.py)

@@ -440,6 +440,42 @@ def test_liveness_holds_when_fairness_excludes_the_cycle():
     assert fair.holds and fair.kind is None and fair.fair_sccs == 0
 
 
+def test_liveness_strong_fairness_excludes_a_lasso_weak_fairness_admits():
+    # finish is enabled again and again (in "claimed") but not without a break (not in
+    # "pending"): weak fairness admits the claim/timeout lasso, strong fairness does not.
+    succ = graph_ts(LIVELOCK)
+    ex = explore(["pending"], succ, invariants={}, keep_graph=True, keep_worlds=True)
+    done = lambda s: s == "done"  # noqa: E731
+    finish = lambda t: t.name == "finish"  # noqa: E731
+    weak = check_liveness(ex, done, [finish], name="completes")
+    assert not weak.holds and [t.name for t, _ in weak.cycle] == ["claim", "timeout"]
+    strong = check_liveness(ex, done, [], strong=[finish], name="completes")
+    assert strong.holds and strong.fair_sccs == 0 and strong.complete
+
+
+def test_liveness_strong_fairness_prunes_the_states_enabling_it_and_recomputes():
+    # One SCC a, b, c; the strongly fair F is enabled only at c and leaves the SCC. A fair
+    # path must stop visiting c: what is left (a <-> b) is a fair cycle of its own.
+    succ = graph_ts({
+        "a": [("ab", "A", "b")],
+        "b": [("ba", "A", "a"), ("bc", "A", "c")],
+        "c": [("cb", "A", "b"), ("f", "F", "goal")],
+    })
+    ex = explore(["a"], succ, invariants={}, keep_graph=True, keep_worlds=True)
+    goal = lambda s: s == "goal"  # noqa: E731
+    weak = check_liveness(ex, goal, [lambda t: t.actor == "F"], name="g")
+    assert not weak.holds and weak.scc_size == 3  # F is disabled at a: weakly fair
+    res = check_liveness(ex, goal, [], strong=[lambda t: t.actor == "F"], name="g")
+    assert not res.holds and res.kind == "fair_cycle" and res.scc_size == 2
+    assert "c" not in {w for _, w in res.cycle} and res.cycle[-1][1] == "a"
+    assert_replays("a", res.cycle, succ)
+    # taken inside the SCC, a strong class is met: the cycle takes it
+    loop = graph_ts({"a": [("ab", "A", "b")], "b": [("f", "F", "a"), ("bg", "B", "goal")]})
+    ex = explore(["a"], loop, invariants={}, keep_graph=True, keep_worlds=True)
+    res = check_liveness(ex, goal, [], strong=[lambda t: t.actor == "F"], name="g")
+    assert not res.holds and [t.name for t, _ in res.cycle] == ["ab", "f"]
+
+
 def test_liveness_cycle_takes_edge_of_continuously_enabled_class():
     # F is enabled in 0, 1 and 2; the only F edge inside the SCC is 1 -> 2. The short cycle
     # 0 -> 1 -> 0 is unfair to F; the lasso must take f12.

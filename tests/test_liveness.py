@@ -147,3 +147,59 @@ def test_a_long_chain_into_a_cycle_is_trimmed_and_found():
     dst = np.array([v for _, v in pairs], dtype=np.int32)
     assert strongly_connected(n, src, dst) == [[300, 301]]
     assert strongly_connected(3, np.array([0, 1], np.int32), np.array([1, 2], np.int32)) == []
+
+
+def _fair_subset_exists(edges, ok, weak, strong) -> bool:
+    """Brute force, independent of the engine's SCC refinement: some non-empty set S of
+    in-scope states is strongly connected by internal edges (a cycle can visit exactly S
+    for ever) and meets every class on S: a weak class disabled at some state of S or taken
+    inside S; a strong class enabled at no state of S or taken inside S."""
+    from itertools import combinations
+
+    nodes = sorted(ok)
+    for k in range(1, len(nodes) + 1):
+        for sub in combinations(nodes, k):
+            s = set(sub)
+            g = nx.DiGraph()
+            g.add_nodes_from(s)
+            g.add_edges_from((u, v) for u in s for _a, v in edges[u] if v in s)
+            if g.number_of_edges() == 0 or not nx.is_strongly_connected(g):
+                continue
+
+            def taken(f, s=s):
+                return any(a == f and v in s for u in s for a, v in edges[u])
+
+            def enabled(u, f):
+                return any(a == f for a, _v in edges[u])
+
+            if all(taken(f) or any(not enabled(u, f) for u in s) for f in weak) and all(
+                    taken(f) or not any(enabled(u, f) for u in s) for f in strong):
+                return True
+    return False
+
+
+@settings(max_examples=300, deadline=None, database=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(graphs(), st.lists(st.sampled_from(ACTORS), max_size=2, unique=True))
+def test_strong_fairness_agrees_with_a_brute_force_over_state_sets(case, strong):
+    edges, goal, weak, scope = case
+    ex = explore([0], _succ(edges), invariants={}, keep_graph=True, keep_worlds=True)
+    res = check_liveness(ex, lambda s: s in goal, [lambda t, f=f: t.actor == f for f in weak],
+                         strong=[lambda t, f=f: t.actor == f for f in strong], name="p",
+                         scope=scope)
+    (_, dead, _, checked), _ = _reference(edges, goal, [], scope, set(ex.worlds))
+    assert (res.deadlocks, res.checked_states) == (dead, checked)
+    ok = {s for s in set(ex.worlds) if s not in goal}
+    if scope == "initial":
+        sub = nx.DiGraph()
+        sub.add_nodes_from(ok)
+        sub.add_edges_from((u, v) for u in ok for _a, v in edges[u] if v in ok)
+        ok = (nx.descendants(sub, 0) | {0}) if 0 in ok else set()
+    assert res.holds == (not dead and not _fair_subset_exists(edges, ok, weak, strong))
+    if res.holds or res.kind == "deadlock":
+        return
+    _assert_lasso(res, edges, goal, weak)
+    on_cycle = {w for _, w in res.cycle}
+    for f in strong:  # strongly fair: enabled nowhere on the cycle, or taken on it
+        assert any(t.actor == f for t, _ in res.cycle) or not any(
+            a == f for s in on_cycle for a, _ in edges[s])

@@ -12,12 +12,13 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from failclosed.model import apply, enabled, load_world, names
+from failclosed.model import apply, enabled, load_world, names, steps
 from failclosed.model import store as model_store
 from failclosed.model.runtime import clock_move
 from failclosed.model.state import Application, Event, World
+from failclosed.model.steps import Fair
 from failclosed.model.transition import Transition
-from failclosed.spec.properties import FAIRNESS, LIVENESS, SAFETY, at_bound, explain, fairness
+from failclosed.spec.properties import LIVENESS, SAFETY, at_bound, explain, fairness
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -614,27 +615,42 @@ def test_liveness_goals_on_driven_worlds():
     assert all(p.goal(w) for p in LIVENESS.values())
 
 
-def test_fairness_is_weak_per_process_and_gives_faults_none():
+def test_fairness_is_derived_per_actor_instance_from_the_table_and_gives_faults_none():
     w = world("current", runs=({"id": "r1", "decisions": ["approve"]},
                                {"id": "r2", "entry": "interactive"}), workers=2)
-    names = [f.name for f in fairness(w.config)]
-    assert names[:3] == ["reaper"] + [f.name for f in FAIRNESS] == ["reaper", "pick_up", "clock"]
-    assert names[3:] == ["process:w1", "process:w2", "process:enqueue:r1",
-                         "process:resume:r1#1", "process:caller:r2"]
     fair = fairness(w.config)
+    # one class per instance of each fair kind, in the table's order, as the kind declares
+    expected = [(a.kind, inst, a.fairness) for a in steps.ACTORS.values()
+                for inst in a.fair_instances(w.config)]
+    assert [(f.kind, f.name, f.strength) for f in fair] == expected
+    assert [f.name for f in fair if f.kind == "process"] == [
+        "w1", "w2", "enqueue:r1", "resume:r1#1", "caller:r2"]
+    assert {f.kind for f in fair} == {"process", "worker", "reaper", "clock"}
+    assert all(f.strength is Fair.WEAK for f in fair)  # no shipped kind is strongly fair
     t_crash = T("crash", "w1", run="r1")
     t_fault = T("record_step", "w1", run="r1", step="llm", fault="audit_insert_fails")
     t_step = T("record_step", "w1", run="r1", step="llm")
     assert not any(f.applies(t_crash) or f.applies(t_fault) for f in fair)
-    assert [f.name for f in fair if f.applies(t_step)] == ["process:w1"]
+    assert [f.name for f in fair if f.applies(t_step)] == ["w1"]
     delivery = T("run_queued", "w2", run="r1", not_before=0)  # a free worker takes a message
-    assert [f.name for f in fair if f.applies(delivery)] == ["pick_up"]
+    assert [f.kind for f in fair if f.applies(delivery)] == ["worker"]
     nested = T("run_queued", "w2", run="r1")  # sync: the pick-up nested in w2's own dispatch
-    assert [f.name for f in fair if f.applies(nested)] == ["pick_up", "process:w2"]
-    assert [f.name for f in fair if f.applies(T("find_stale_running", "reaper"))] == ["reaper"]
+    assert [(f.kind, f.name) for f in fair if f.applies(nested)] == [("process", "w2"),
+                                                                     ("worker", "worker")]
+    assert [f.kind for f in fair if f.applies(T("find_stale_running", "reaper"))] == ["reaper"]
     assert not any(f.applies(T("cancel", "caller", run="r1")) for f in fair)
-    assert LIVENESS["every_run_terminates"].predicates(w.config)[2](T("advance_time", "clock",
-                                                                      to=5))
+    assert any(f.applies(T("advance_time", "clock", to=5))
+               for f in LIVENESS["every_run_terminates"].classes(w.config))
+    assert LIVENESS["every_run_terminates"].under == (
+        "WF(process, worker, reaper, clock), unfair: caller, bus, operator")
+
+
+def test_a_kind_declared_fair_must_say_which_steps_its_fairness_covers():
+    with pytest.raises(ValueError, match="needs takes="):
+        steps.declare_actor("judge", place="-", answers=lambda w, n: False,
+                            moves=lambda w, n, o, s: [], fire=lambda w, t: w,
+                            fairness=Fair.STRONG)
+    assert "judge" not in steps.ACTORS
 
 
 def test_at_bound_only_when_the_horizon_stops_a_waiting_clock():

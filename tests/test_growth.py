@@ -1,0 +1,86 @@
+"""A switch that removes a bound says so (docs/CHANGING.md, "Add a switch").
+
+A user's switch stopped counting retryable requeues, removing the bound that keeps the state
+space finite, and one part of a configuration ran for many minutes with no hint. The checker
+now measures a varied policy (``preset+switch``) against the preset it varies: a part past
+``GROWTH`` times the preset's states gets one line naming the growth and how to bound it.
+
+The fixture makes a switch remove a bound for good: under it the operator may remove tools
+without end (each removal a new tool name, so a new state), and ``--max-states`` cuts the
+search so the test is quick.
+"""
+
+from __future__ import annotations
+
+import pytest
+from failclosed.cli.app import main
+from failclosed.model import runtime
+from failclosed.model.transition import Transition
+from failclosed.spec.checker import CONFIG_DIR, GROWTH, check
+
+from failclosed import build_info
+
+TINY = CONFIG_DIR / "tiny.toml"
+SWITCH = "mutant_requeue_keeps_count"  # the switch the fixture makes unbounded
+PROPERTY = "bounded_attempts"
+
+needs_pure = pytest.mark.skipif("mypyc" in build_info(), reason="patches a model function, "
+                                "which a compiled build calls natively")
+
+
+@pytest.fixture
+def unbounded(monkeypatch):
+    """Under ``SWITCH`` the operator removes a new tool at every step, without end."""
+    real = runtime._operator_moves
+
+    def moves(w):
+        if not getattr(w.config.policy, SWITCH):
+            return real(w)
+        return [Transition.make("remove_tool", "operator", tool=f"gone{len(w.removed)}")]
+
+    monkeypatch.setattr(runtime, "_operator_moves", moves)
+
+
+def _preset_states() -> int:
+    return check("current", TINY, [PROPERTY], witnesses=False, coverage=False).states
+
+
+@needs_pure
+def test_a_switch_that_removes_a_bound_gets_a_line_naming_the_growth(unbounded, capsys):
+    cut = 2 * GROWTH * _preset_states()
+    rc = main(["check", "--policy", f"current+{SWITCH}", "--config", str(TINY), "--property",
+               PROPERTY, "--max-states", str(cut), "--jobs", "1"])
+    assert rc in (0, 1)
+    out, err = capsys.readouterr()
+    text = " ".join(out.split())  # the line is wrapped to the terminal's width
+    assert text.count("growth: part tiny") == 1
+    line = text[text.index("growth: part tiny"):]
+    assert f"under current+{SWITCH} has {cut:,} states" in line
+    assert f"over {GROWTH}x the {_preset_states():,} of current" in line
+    for how in ("--max-states", "horizon", "fault_budget", "MAX_REQUEUES"):
+        assert how in line
+    assert "growth: part tiny" in err  # said as soon as it was measured, too
+
+
+@needs_pure
+def test_the_growth_is_said_while_the_search_still_runs(unbounded):
+    said: list[str] = []
+    cut = 4 * GROWTH * _preset_states()
+    res = check(f"current+{SWITCH}", TINY, [PROPERTY], witnesses=False, coverage=False,
+                max_states=cut, on_note=said.append)
+    assert len(said) == 1 and res.growth == said
+    assert "is still growing" in said[0]  # before --max-states cut it
+    assert int(said[0].split(" has ")[1].split(" states")[0].replace(",", "")) < cut
+
+
+@needs_pure
+def test_the_preset_itself_gets_no_growth_line(unbounded):
+    assert check("current", TINY, [PROPERTY], witnesses=False, coverage=False,
+                 on_note=pytest.fail).growth == []
+
+
+def test_a_switch_that_keeps_the_space_finite_gets_no_growth_line():
+    # without the fixture the switch keeps tiny finite (its fault budget bounds the requeues)
+    res = check(f"current+{SWITCH}", TINY, [PROPERTY], witnesses=False, coverage=False,
+                on_note=pytest.fail)
+    assert res.complete and res.growth == []
