@@ -416,16 +416,16 @@ def reduce_members(members: Sequence[Member]) -> tuple[list[Member], int, int]:
     for m in unique:  # only members equal but for their faults can subsume one another
         n = _normal(m.data)
         groups.setdefault(_fault_free_key(n), []).append((m, n["model"]))
-    dropped: set[str] = set()
+    dropped: set[int] = set()  # by identity: two members may share a name, never an object
     for group in groups.values():
         for m, mm in group:
             for o, om in group:
-                if o is m or o.name in dropped:
+                if o is m or id(o) in dropped:
                     continue
                 if _faults_cover(om, mm):
-                    dropped.add(m.name)
+                    dropped.add(id(m))
                     break
-    kept = [m for m in unique if m.name not in dropped]
+    kept = [m for m in unique if id(m) not in dropped]
     return kept, equivalent, len(unique) - len(kept)
 
 

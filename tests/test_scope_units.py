@@ -248,6 +248,17 @@ def test_reduce_keeps_the_first_of_equals_and_the_largest():
     assert [m.name for m in kept] == ["a", "other"] and (eq, sub) == (0, 0)
 
 
+def test_reduce_drops_a_member_not_its_namesake():
+    """Two members may share a name (a scope file's products, or members made by hand): the
+    one subsumed is dropped, the other, of another configuration, is kept (found by
+    tests/test_reduction_soundness.py's generator under a newer Hypothesis)."""
+    small = Member("same", _data(faults=["crash"], fault_budget=1), "")
+    big = Member("big", _data(faults=["crash", "pause"], fault_budget=2), "")
+    namesake = Member("same", _data(workers=2), "")
+    kept, eq, sub = reduce_members([small, big, namesake])
+    assert [m.data for m in kept] == [big.data, namesake.data] and (eq, sub) == (0, 1)
+
+
 # -- merging ---------------------------------------------------------------------------------
 def _scope(*names: str) -> Scope:
     return Scope("s", "", "", [Member(n, {}, "") for n in names], len(names), 0, 0, {})
