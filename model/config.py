@@ -70,6 +70,7 @@ from .state import (
     Tool,
     World,
 )
+from .vocab import Decision
 
 
 class ConfigError(ValueError):
@@ -394,14 +395,14 @@ def _run(r: Any, n: int, taken: set[str]) -> RunSpec:
     decisions = r.get("decisions", [])
     _expect(decisions, list, where + "decisions", "a list of approve | deny | input")
     for d in decisions:
-        if d not in ("approve", "deny", "input"):
+        if not Decision.known(d):
             raise ConfigError(f"{where}decisions: {d!r}; use approve, deny or input")
     row = _row(r["row"], where + "row.") if "row" in r else None
     return RunSpec(
         id=rid, entry=entry, plan=plan, cap=cap,
         observer=_expect(r.get("observer", False), bool, where + "observer", "true or false"),
         cancels=_nonneg(r.get("cancels", 0), where + "cancels"),
-        decisions=tuple(decisions), initial=row,
+        decisions=tuple(Decision(d) for d in decisions), initial=row,
     )
 
 

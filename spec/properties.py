@@ -55,6 +55,11 @@ from failclosed.model.state import (
     World,
 )
 from failclosed.model.transition import Transition
+from failclosed.model.vocab import ActorKind, Decision, Mark, Outcome, TransitionName
+
+from .vocab import PropertyName
+
+P = PropertyName
 
 __all__ = [
     "FAIRNESS",
@@ -64,6 +69,7 @@ __all__ = [
     "Fairness",
     "LivenessProperty",
     "Property",
+    "PropertyName",
     "always",
     "at_bound",
     "explain",
@@ -170,6 +176,9 @@ def _holds(find: Finder, name: str, doc: str) -> Callable[[World], bool]:
 
 
 def _register(table: dict, name: str, prop: object) -> None:
+    if not PropertyName.known(name):
+        raise ValueError(f"@always / @leads_to: unknown property {name!r}: add it to "
+                         "PropertyName in spec/vocab.py")
     if name in SAFETY or name in LIVENESS:
         raise ValueError(f"property {name!r} declared twice")
     table[name] = prop
@@ -185,8 +194,9 @@ def always(
 
     def declare(find: Finder) -> Finder:
         statement = _formula(formula)
+        member = PropertyName(name) if PropertyName.known(name) else name
         check = _holds(find, name, f"{statement}\n\n{source}")
-        _register(SAFETY, name, Property(name, statement, source, find, check, reads, stable))
+        _register(SAFETY, member, Property(member, statement, source, find, check, reads, stable))
         return find
 
     return declare
@@ -200,8 +210,9 @@ def leads_to(
     the model's bound stops time; the goal is returned unchanged."""
 
     def declare(goal: Callable[[World], bool]) -> Callable[[World], bool]:
-        _register(LIVENESS, name, LivenessProperty(
-            name, goal, _formula(formula), source, fairness, at_bound, describe))
+        member = PropertyName(name) if PropertyName.known(name) else name
+        _register(LIVENESS, member, LivenessProperty(
+            member, goal, _formula(formula), source, fairness, at_bound, describe))
         return goal
 
     return declare
@@ -286,7 +297,7 @@ _MARKS = ("marks",)
 # safety: the write ledger against the audit log
 # =========================================================================================
 @always(
-    "no_unaudited_write_settles_successfully",
+    P.NO_UNAUDITED_WRITE_SETTLES_SUCCESSFULLY,
     "□ ∀a∈L: row(a.run).status = completed ⇒ aud(a) ∨ (idem(a) ∧ ∃b>a: call(b)=call(a) ∧ aud(b))",
     source="ADR-111; RUNTIME 16.10",
     reads=_AUDIT + ("rows",),
@@ -323,7 +334,7 @@ def _ni_calls(w: World) -> dict[tuple[int, int, int], list[Application]]:
 
 
 @always(
-    "no_write_applied_twice_without_audit",
+    P.NO_WRITE_APPLIED_TWICE_WITHOUT_AUDIT,
     "□ ∀c: |N_c| ≥ 2 ⇒ ∀a∈N_c: aud(a)",
     source="ADR-111, ADR-112; RUNTIME 16.8, 16.10",
     reads=_AUDIT,
@@ -349,7 +360,7 @@ def _find_twice_without_audit(w: World) -> str | None:
 
 
 @always(
-    "non_idempotent_write_at_most_once",
+    P.NON_IDEMPOTENT_WRITE_AT_MOST_ONCE,
     "□ ∀c: |N_c| ≤ 1",
     source="not claimed (ADR-104, ADR-112, ADR-141: not exactly-once); RUNTIME 16.8 limits",
     reads=("ledger",),
@@ -370,13 +381,13 @@ def _find_ni_twice(w: World) -> str | None:
 
 # Outcomes by which a segment reports success or carries the run on (8, 9).
 _CONTINUING = frozenset({
-    "COMPLETED", "AWAITING_APPROVAL", "AWAITING_INPUT", "REQUEUED", "GUARDRAIL_BLOCKED",
-    "GUARDRAIL_APPROVAL_REQUIRED",
+    Outcome.COMPLETED, Outcome.AWAITING_APPROVAL, Outcome.AWAITING_INPUT, Outcome.REQUEUED,
+    Outcome.GUARDRAIL_BLOCKED, Outcome.GUARDRAIL_APPROVAL_REQUIRED,
 })
 
 
 @always(
-    "no_success_over_unrecorded_write",
+    P.NO_SUCCESS_OVER_UNRECORDED_WRITE,
     """
     □ ∀a∈L, s = a.seg: ¬aud(a) ⇒
         (∄p∈live: p.seg = s ∧ (p.turn,p.call) > (a.turn,a.call))
@@ -415,7 +426,7 @@ def _find_success_over_unrecorded(w: World) -> str | None:
 # safety: rows, claims and ownership (marks written by model/store.py)
 # =========================================================================================
 @always(
-    "terminal_is_absorbing",
+    P.TERMINAL_IS_ABSORBING,
     "□ ∀r: terminal_overwritten:r ∉ marks ∧ resurrection:r ∉ marks",
     source="ADR-092, ADR-101; RUNTIME 16.1",
     reads=_MARKS,
@@ -424,17 +435,17 @@ def _find_success_over_unrecorded(w: World) -> str | None:
 def _find_terminal_changed(w: World) -> str | None:
     if not w.marks:
         return None
-    m = _mark(w, "terminal_overwritten:") or _mark(w, "resurrection:")
+    m = _mark(w, Mark.TERMINAL_OVERWRITTEN.prefix) or _mark(w, Mark.RESURRECTION.prefix)
     if m is None:
         return None
     what, run = m.split(":", 1)
-    if what == "resurrection":
+    if what == Mark.RESURRECTION:
         return f"run {run}: a suspend (T6) moved its terminal row back to waiting"
     return f"run {run}: a settle or cancel (T8/T13) overwrote its terminal row"
 
 
 @always(
-    "exclusive_claim",
+    P.EXCLUSIVE_CLAIM,
     "□ ∀p≠q ∈ live segments: p.epoch > 0 ∧ q.epoch > 0 ⇒ (p.run,p.epoch) ≠ (q.run,q.epoch)",
     source="ADR-084, ADR-102; RUNTIME 16.2",
     reads=("procs",),
@@ -457,23 +468,23 @@ def _find_double_claim(w: World) -> str | None:
 
 
 _never_marked(
-    "owner_only_mutation", "foreign_owner_mutation:",
+    P.OWNER_ONLY_MUTATION, Mark.FOREIGN_OWNER_MUTATION.prefix,
     "a segment that lost its claim renewed or stamped (T4/T5)",
     source="ADR-102, ADR-104, commit 3c1f5699, ADR-141; RUNTIME 16.3",
 )
 _never_marked(
-    "no_zombie_append", "zombie_append:", "a segment that lost its claim persisted a step",
+    P.NO_ZOMBIE_APPEND, Mark.ZOMBIE_APPEND.prefix, "a segment that lost its claim persisted a step",
     source="ADR-104 (renew before persist); RUNTIME 16.4",
 )
 _never_marked(
-    "no_zombie_settle", "zombie_settle:",
+    P.NO_ZOMBIE_SETTLE, Mark.ZOMBIE_SETTLE.prefix,
     "a segment that lost its claim settled, requeued or suspended the row",
     source="commit 3c1f5699, ADR-141; RUNTIME 16.5",
 )
 
 
 @always(
-    "stream_order",
+    P.STREAM_ORDER,
     """
     □ ∀r, with r's events e₀ e₁ … in insert order:
         e_i.seq < e_{i+1}.seq
@@ -514,7 +525,7 @@ def _find_stream_disorder(w: World) -> str | None:
 
 
 @always(
-    "bounded_attempts",
+    P.BOUNDED_ATTEMPTS,
     "□ ∀r: row(r).attempts ≤ MAX_REQUEUES + 1",
     source="ADR-104; RUNTIME 16.6",
     reads=("rows",),
@@ -529,7 +540,7 @@ def _find_too_many_attempts(w: World) -> str | None:
 
 
 _never_marked(
-    "no_retry_of_non_retryable", "retry_of_non_retryable:",
+    P.NO_RETRY_OF_NON_RETRYABLE, Mark.RETRY_OF_NON_RETRYABLE.prefix,
     "recovery requeued a failure of a non-retryable class",
     source="ADR-095, ADR-104, ADR-111; RUNTIME 16.7",
 )
@@ -539,7 +550,7 @@ _never_marked(
 # safety: the write fence, approval and cancellation
 # =========================================================================================
 @always(
-    "interrupted_non_idempotent_write_not_repeated",
+    P.INTERRUPTED_NON_IDEMPOTENT_WRITE_NOT_REPEATED,
     """
     □ ∀a∈L: nonidem(a) ∧ ¬aud(a) ⇒
         (∄b>a: call(b) = call(a)) ∧ (row(a.run) = ⊥ ∨ row(a.run).attempts ≤ a.attempt)
@@ -573,7 +584,7 @@ def _find_interrupted_repeated(w: World) -> str | None:
 
 
 @always(
-    "writes_only_under_fence",
+    P.WRITES_ONLY_UNDER_FENCE,
     "□ ∀a∈L: a.fenced",
     source="ADR-112, ADR-141; RUNTIME 16.9",
     reads=("ledger", "rows"),
@@ -589,7 +600,7 @@ def _find_unfenced_write(w: World) -> str | None:
 
 
 @always(
-    "no_write_without_recorded_approval",
+    P.NO_WRITE_WITHOUT_RECORDED_APPROVAL,
     """
     □ ∀a∈L: a.seg = resume:<r>#k ∧ decisions(r)[k-1] = approve ∧ a.turn = first_turn(a.seg)
         ⇒ ∃e∈E: e.kind = approval ∧ e.seg = a.seg
@@ -603,7 +614,7 @@ def _find_unrecorded_approval(w: World) -> str | None:
         return None
     for a in ledger:
         seg = a.seg
-        if _resume_decision(w, a.run, seg) != "approve":
+        if _resume_decision(w, a.run, seg) != Decision.APPROVE:
             continue
         if any(e.kind == "approval" and e.seg == seg for e in w.events):
             continue
@@ -618,7 +629,7 @@ def _find_unrecorded_approval(w: World) -> str | None:
 
 
 @always(
-    "race_safe_staleness",
+    P.RACE_SAFE_STALENESS,
     """
     □ reaper.pc = row ∧ r = reaper.rows[idx].run ∧ row(r) ≠ ⊥ ∧ ¬stale(row(r), reaper.now)
         ⇒ fire(requeue_stale r).row(r) = row(r) ∧ fire(dead_letter_stale r).row(r) = row(r)
@@ -637,7 +648,7 @@ def _find_unsafe_staleness(w: World) -> str | None:
     rid = w.run_id(run)
     # each branch the decision may take (T11, T12), whichever the snapshot chose
     for name in steps.REAPER_ACTIONS[r.pc].fires:
-        t = Transition.make(name, "reaper", run=rid, reason="not_retryable")
+        t = Transition.make(name, ActorKind.REAPER, run=rid, reason="not_retryable")
         if runtime.fire(w, t).rows[run] != row:
             return (
                 f"run {rid}: the reaper's {t.name} (tick now={r.now}) would change a row "
@@ -648,7 +659,7 @@ def _find_unsafe_staleness(w: World) -> str | None:
 
 
 @always(
-    "cooperative_cancel",
+    P.COOPERATIVE_CANCEL,
     """
     □ ∀r: row(r).termination_reason = cancelled ⇒ row(r).status = cancelled
     □ ∀p∈live: p.pc = stamp ∧ row(p.run).status = cancelled ⇒ fire(p's stamp).row = row
@@ -662,7 +673,7 @@ def _find_cancel_broken(w: World) -> str | None:
         if row is not None and row.termination_reason == "cancelled" and row.status != CANCELLED:
             return f"run {w.run_id(i)} was cancelled but is now {row.status}"
     if w.marks:
-        m = _mark(w, "past_cancel:")
+        m = _mark(w, Mark.PAST_CANCEL.prefix)
         if m is not None:
             return f"run {m.split(':', 1)[1]}: a segment started work past a cancelled boundary"
     for p in w.procs:
@@ -679,7 +690,7 @@ def _find_cancel_broken(w: World) -> str | None:
 
 
 _never_marked(
-    "no_resurrection_by_suspend", "resurrection:",
+    P.NO_RESURRECTION_BY_SUSPEND, Mark.RESURRECTION.prefix,
     "a suspend (T6) moved a terminal row back to waiting",
     source="ADR-101; RUNTIME 16.16",
 )
@@ -689,7 +700,7 @@ _never_marked(
 # liveness and fairness
 # =========================================================================================
 def _reaper_step(t: Transition) -> bool:
-    return t.actor == "reaper" and t.fault is None and t.name != "crash"
+    return t.actor == ActorKind.REAPER and t.fault is None and t.name != TransitionName.CRASH
 
 
 def _pick_up(t: Transition) -> bool:
@@ -697,7 +708,7 @@ def _pick_up(t: Transition) -> bool:
 
 
 def _clock(t: Transition) -> bool:
-    return t.actor == "clock"
+    return t.actor == ActorKind.CLOCK
 
 
 def _process_step(actor: str) -> Callable[[Transition], bool]:
@@ -705,7 +716,7 @@ def _process_step(actor: str) -> Callable[[Transition], bool]:
     # process's next step; a pick-up nested in a sync dispatch (no not_before) is one.
     def step(t: Transition) -> bool:
         return (
-            t.actor == actor and t.fault is None and t.name != "crash"
+            t.actor == actor and t.fault is None and t.name != TransitionName.CRASH
             and not (t.name == steps.PICK_UP and t.arg("not_before") is not None)
         )
 
@@ -714,11 +725,11 @@ def _process_step(actor: str) -> Callable[[Transition], bool]:
 
 
 FAIRNESS: tuple[Fairness, ...] = (
-    Fairness("reaper", _reaper_step,
+    Fairness(ActorKind.REAPER, _reaper_step,
              "WF(reaper): a reaper step without a fault (tick, per-row decision, dispatch)"),
     Fairness("pick_up", _pick_up,
              "WF(run_queued): some free worker takes some deliverable message"),
-    Fairness("clock", _clock, "WF(advance_time): time moves on while something waits on it"),
+    Fairness(ActorKind.CLOCK, _clock, "WF(advance_time): time moves on while something waits on it"),
 )
 """The fixed classes; ``fairness(spec)`` adds one class per process of the configuration."""
 
@@ -783,7 +794,7 @@ def _unsettled_text(w: World, i: int, rid: str) -> str | None:
 
 
 @leads_to(
-    "leased_runs_leave_running",
+    P.LEASED_RUNS_LEAVE_RUNNING,
     """
     true ~> ∀r: ¬(row(r).status = running ∧ row(r).lease_expires > 0
                   ∧ ∄p∈live segments: p.run = r ∧ p.epoch = row(r).epoch)
@@ -806,7 +817,7 @@ def no_abandoned_leased_row(w: World) -> bool:
 
 
 @leads_to(
-    "no_orphan_queued_run",
+    P.NO_ORPHAN_QUEUED_RUN,
     "true ~> ∀r: row(r).status ≠ queued",
     source="ADR-102, commit a7e1a954; RUNTIME 9 step 8, 16.13",
     describe=lambda w: _describe_rows(w, _queued_text),
@@ -817,7 +828,7 @@ def no_queued_row(w: World) -> bool:
 
 
 @leads_to(
-    "every_run_terminates",
+    P.EVERY_RUN_TERMINATES,
     """
     true ~> ∀r started: (row(r) = ⊥ ∨ row(r).status ∈ TERMINAL ∪ AWAITING)
                         ∧ ∄p∈live: p.run = r
