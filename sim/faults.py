@@ -35,6 +35,7 @@ from typing import Any
 import simpy
 from failclosed.model.state import ENQUEUE, Proc, World
 from failclosed.model.steps import ACTIONS, AUDIT, DISPATCH, PROVIDER, SETTLE, STORE, TOOL
+from failclosed.model.vocab import FaultKind
 
 from .config import SimConfig
 from .records import RunRecord
@@ -44,7 +45,7 @@ from .streams import stream
 def _may_commit_ambiguously(proc: Proc) -> bool:
     """The step the process is at may take an ambiguous commit (the step table's faults)."""
     a = ACTIONS.get(proc.pc)
-    return a is not None and "ambiguous_commit" in a.faults
+    return a is not None and FaultKind.AMBIGUOUS_COMMIT in a.faults
 
 
 class Component:
@@ -78,7 +79,7 @@ class RunStore(Component):
         self.waits = cfg.store_latency.kind != "fixed" or cfg.store_latency.a > 0
 
     def kinds(self) -> set[str]:
-        return {"store_error"} if self.p > 0 else set()
+        return {FaultKind.STORE_ERROR} if self.p > 0 else set()
 
     def delay(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> float:
         return self.latency.sample(rng)
@@ -86,12 +87,12 @@ class RunStore(Component):
     def fault(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> str | None:
         """Draws only when store errors are configured."""
         p = self.p
-        return "store_error" if p and rng.random() < p else None
+        return FaultKind.STORE_ERROR if p and rng.random() < p else None
 
     def fault_drawn(self, rng: random.Random) -> str | None:
         """Draws even when store errors are off (a caller's and a worker's pick-up: their
         streams' order is fixed so)."""
-        return "store_error" if rng.random() < self.p else None
+        return FaultKind.STORE_ERROR if rng.random() < self.p else None
 
 
 class AuditStore(Component):
@@ -109,9 +110,9 @@ class AuditStore(Component):
     def kinds(self) -> set[str]:
         out = set()
         if self.p_fail > 0 or self.outages or self.mean_up > 0:
-            out.add("audit_insert_fails")
+            out.add(FaultKind.AUDIT_INSERT_FAILS)
         if self.p_ambiguous > 0:
-            out.add("ambiguous_commit")
+            out.add(FaultKind.AMBIGUOUS_COMMIT)
         return out
 
     def delay(self, rng: random.Random, proc: Proc, world: World) -> float:
@@ -121,12 +122,12 @@ class AuditStore(Component):
         """No draw while the store is down; else one, which also decides an ambiguous commit
         of ``persist``."""
         if self.down or self.in_outage():
-            return "audit_insert_fails"
+            return FaultKind.AUDIT_INSERT_FAILS
         r = rng.random()
         if r < self.p_fail:
-            return "audit_insert_fails"
+            return FaultKind.AUDIT_INSERT_FAILS
         if proc is not None and r < self.p_fail + self.p_ambiguous and _may_commit_ambiguously(proc):
-            return "ambiguous_commit"
+            return FaultKind.AMBIGUOUS_COMMIT
         return None
 
     def in_outage(self) -> bool:
@@ -194,7 +195,7 @@ class Tools(Component):
             self.conf.setdefault(t.name, t)
 
     def kinds(self) -> set[str]:
-        return {"tool_error"} if any(t.error_probability > 0 for t in self.conf.values()) else set()
+        return {FaultKind.TOOL_ERROR} if any(t.error_probability > 0 for t in self.conf.values()) else set()
 
     @staticmethod
     def called(proc: Proc, world: World) -> str:
@@ -211,7 +212,7 @@ class Tools(Component):
         if conf is None:
             return None
         pe = conf.error_probability
-        return "tool_error" if pe and rng.random() < pe else None
+        return FaultKind.TOOL_ERROR if pe and rng.random() < pe else None
 
     def note(self, rec: RunRecord, proc: Proc, world: World, fault: str) -> None:
         """The error the tool's ``error_mix`` names, drawn from a stream of its own so that
@@ -238,9 +239,9 @@ class Bus(Component):
     def kinds(self) -> set[str]:
         out = set()
         if self.p_dispatch > 0:
-            out.add("dispatch_fails")
+            out.add(FaultKind.DISPATCH_FAILS)
         if self.p_duplicate > 0:
-            out.add("duplicate_message")
+            out.add(FaultKind.DUPLICATE_MESSAGE)
         return out
 
     def delay(self, rng: random.Random, proc: Proc, world: World) -> float:
@@ -249,7 +250,7 @@ class Bus(Component):
     def fault(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> str | None:
         """The dispatch; draws only when dispatch failures are configured."""
         d = self.p_dispatch
-        return "dispatch_fails" if d and rng.random() < d else None
+        return FaultKind.DISPATCH_FAILS if d and rng.random() < d else None
 
     def delivery(self, rng: random.Random) -> float:
         return self.delivery_delay.sample(rng)
@@ -267,7 +268,7 @@ class Crashes(Component):
         self.restart_delay = cfg.restart_delay
 
     def kinds(self) -> set[str]:
-        return {"crash"} if self.worker_rate > 0 or self.web_rate > 0 else set()
+        return {FaultKind.CRASH} if self.worker_rate > 0 or self.web_rate > 0 else set()
 
     def web_crash_at(self, rng: random.Random, now: float) -> float:
         """When a web process started ``now`` crashes (inf: never); draws only when web
@@ -289,7 +290,7 @@ class Pauses(Component):
         self.duration = cfg.pause_duration
 
     def kinds(self) -> set[str]:
-        return {"slow_operation", "pause"}  # simulated time is physical: lapses happen
+        return {FaultKind.SLOW_OPERATION, FaultKind.PAUSE}  # simulated time is physical: lapses happen
 
     def stall(self, rng: random.Random, proc: Proc) -> float:
         """Seconds a process stalls before its next step; draws only when pauses are

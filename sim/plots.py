@@ -28,6 +28,7 @@ import math
 from typing import Any
 
 import matplotlib
+from failclosed.model.vocab import ActorKind, FaultKind, TransitionName
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -93,7 +94,7 @@ def mark_violations(recs: list[dict[str, Any]], violations: list[dict[str, Any]]
         for k, r in enumerate(recs):
             if r["t"] > float(v["time"]) + 1e-6:
                 break
-            if r.get("run") in runs and r["name"] != "advance_time":
+            if r.get("run") in runs and r["name"] != TransitionName.ADVANCE_TIME:
                 at = k
         if at is not None:
             recs[at].setdefault("violated", []).append(v["property"])
@@ -257,14 +258,14 @@ def _selected(recs: list[dict[str, Any]], path: str, runs: list[str] | None,
     the clock's moves; none is one UsageError line."""
     if runs:
         keep = set(runs)
-        own = [r["t"] for r in recs if r.get("run") in keep and r["name"] != "advance_time"]
+        own = [r["t"] for r in recs if r.get("run") in keep and r["name"] != TransitionName.ADVANCE_TIME]
         lo, hi = (min(own), max(own)) if own else (0.0, -1.0)
         recs = [r for r in recs if r.get("run") in keep
                 or (r["name"] == FIND_STALE_RUNNING and lo <= r["t"] <= hi)]
     recs0 = recs
     if window:
         recs = [r for r in recs if window[0] <= r["t"] <= window[1]]
-    recs = [r for r in recs if r["name"] != "advance_time"]
+    recs = [r for r in recs if r["name"] != TransitionName.ADVANCE_TIME]
     if not recs:
         span = f"{min(r['t'] for r in recs0):.0f} to {max(r['t'] for r in recs0):.0f} s" if recs0 else "empty"
         raise UsageError(f"{path}: no transitions to draw in --window/--runs (the history spans {span}); widen --window")
@@ -284,13 +285,13 @@ def _by_step(recs: list[dict[str, Any]], axis: str) -> bool:
 def _lanes(recs: list[dict[str, Any]]) -> list[str]:
     """The lanes, in a stable order: the outside world, the stores, the bus, the reaper, then
     every other process (callers, enqueue callers, segments), the workers last."""
-    actors = {r["actor"] for r in recs} - set(FIXED_LANES) - {"clock"}
+    actors = {r["actor"] for r in recs} - set(FIXED_LANES) - {ActorKind.CLOCK}
     workers = sorted((a for a in actors if a[:1] == "w" and a[1:].isdigit()), key=lambda a: int(a[1:]))
-    others = sorted(actors - set(workers), key=lambda a: (a != "caller", a))
+    others = sorted(actors - set(workers), key=lambda a: (a != ActorKind.CALLER, a))
     return [*FIXED_LANES, *others, *workers]
 
 
-FIXED_LANES = ("outside world", "audit store", "run store", "bus", "reaper")
+FIXED_LANES = ("outside world", "audit store", "run store", ActorKind.BUS, ActorKind.REAPER)
 
 
 class _Swimlane:
@@ -369,16 +370,16 @@ def _markers(r: dict[str, Any], lane: str | None) -> list[tuple[float, str, str,
     if name in AUDIT_INSERTS:
         key = {None: "audit_ok", AMBIGUOUS: "audit_ambiguous"}.get(fault, "audit_fail")
         out.append((t, "audit store", key, name))
-    elif fault == "store_error":
-        out.append((t, "run store", "store_error", name))
+    elif fault == FaultKind.STORE_ERROR:
+        out.append((t, "run store", FaultKind.STORE_ERROR, name))
     if name in (REQUEUE_STALE, DEAD_LETTER_STALE) and not fault:
-        out.append((t, "reaper", "reap", f"{name} {rid}"))
+        out.append((t, ActorKind.REAPER, "reap", f"{name} {rid}"))
     if name == FIND_STALE_RUNNING:
-        out.append((t, "reaper", "reaper_tick", ""))
-    if name in ("dispatch", "duplicate_message"):
-        out.append((t, "bus", "dup" if name == "duplicate_message" else ("dispatch_fail" if fault else "dispatch"), ""))
-    if name == "crash" and lane is not None:
-        out.append((t, lane, "crash", "crash"))
+        out.append((t, ActorKind.REAPER, "reaper_tick", ""))
+    if name in ("dispatch", TransitionName.DUPLICATE_MESSAGE):
+        out.append((t, ActorKind.BUS, "dup" if name == TransitionName.DUPLICATE_MESSAGE else ("dispatch_fail" if fault else "dispatch"), ""))
+    if name == TransitionName.CRASH and lane is not None:
+        out.append((t, lane, FaultKind.CRASH, FaultKind.CRASH))
     for tool, effect, _seg in r.get("note", {}).get("landed", []):
         out.append((t, "outside world", "landed_ni" if effect == "non_idempotent_write" else "landed_i", tool))
     return out
@@ -392,7 +393,7 @@ def _audit_inserts() -> tuple[frozenset[str], str]:
     return inserts, AMBIGUOUS
 
 
-AMBIGUOUS = "ambiguous_commit"  # the audit fault that stores the event but reports a failure
+AMBIGUOUS = FaultKind.AMBIGUOUS_COMMIT  # the audit fault that stores the event but reports a failure
 AUDIT_INSERTS, _ = _audit_inserts()
 
 
@@ -409,13 +410,13 @@ _MARKER_STYLE = {
     "audit_fail": dict(marker="x", color="red", s=60, label="audit insert failed (nothing stored)"),
     "audit_ambiguous": dict(marker="D", color="darkorange", s=45,
                             label="ambiguous commit (stored, reported failed)"),
-    "store_error": dict(marker="x", color="darkorange", s=40, label="run store error"),
+    FaultKind.STORE_ERROR: dict(marker="x", color="darkorange", s=40, label="run store error"),
     "reap": dict(marker="v", color="black", s=60, label="reaped (requeue / dead-letter)"),
     "reaper_tick": dict(marker="|", color="grey", s=30, label="reaper tick"),
     "dispatch": dict(marker=">", color="tab:blue", s=20, label="message dispatched"),
     "dispatch_fail": dict(marker="x", color="tab:blue", s=40, label="dispatch failed"),
     "dup": dict(marker="d", color="tab:cyan", s=30, label="duplicate delivery"),
-    "crash": dict(marker="X", color="black", s=90, label="process crash"),
+    FaultKind.CRASH: dict(marker="X", color="black", s=90, label="process crash"),
     "fault": dict(marker="*", color="red", s=60, label="provider / tool error"),
     "landed_ni": dict(marker="P", color="crimson", s=70, label="non-idempotent effect landed"),
     "landed_i": dict(marker="P", color="seagreen", s=50, label="idempotent effect landed"),

@@ -26,6 +26,7 @@ from failclosed.model import names
 from failclosed.model.state import FINAL_ANSWER, Answer, RunSpec
 from failclosed.model.steps import DISPATCH, PICK_UP, REAPER_ACTIONS
 from failclosed.model.store import CANCEL, ENQUEUE_RUN, START_RUN
+from failclosed.model.vocab import ActorKind, Decision, FaultKind, TransitionName
 
 from .config import SimConfig
 from .faults import NOTHING
@@ -127,7 +128,7 @@ class Processes:
             if store.waits:
                 yield env.timeout(store.latency.sample(caller))
             name = ENQUEUE_RUN if rs.entry == "queued" else START_RUN
-            sim.step("caller", fault, lambda t: t.name == name, run=rs.id)
+            sim.step(ActorKind.CALLER, fault, lambda t: t.name == name, run=rs.id)
             if rs.cancels:
                 env.process(self.canceller(i, rs.id, caller))
             if rs.entry == "queued":
@@ -147,7 +148,7 @@ class Processes:
             return
         fault = self.faults.store.fault_drawn(rng)
         try:
-            sim.step("caller", fault, lambda t: t.name == CANCEL, run=rid)
+            sim.step(ActorKind.CALLER, fault, lambda t: t.name == CANCEL, run=rid)
         except Stop:
             return
 
@@ -164,8 +165,8 @@ class Processes:
         before = {p.name for p in sim.world.procs}
         try:
             t = sim.step(
-                "caller", None,
-                lambda t: t.name in ("approve", "deny", "submit_input")
+                ActorKind.CALLER, None,
+                lambda t: t.name in (TransitionName.APPROVE, TransitionName.DENY, TransitionName.SUBMIT_INPUT)
                 and (t.arg("permitted") is False) == refused,
                 run=rid,
             )
@@ -191,8 +192,8 @@ class Processes:
         if bus.duplicates(rng):
             try:
                 sim.step(
-                    "bus", None,
-                    lambda t: t.name == "duplicate_message" and t.arg("not_before") == not_before,
+                    ActorKind.BUS, None,
+                    lambda t: t.name == TransitionName.DUPLICATE_MESSAGE and t.arg("not_before") == not_before,
                     run=rid,
                 )
             except Stop:
@@ -244,7 +245,7 @@ class Processes:
         """The crashed worker's segment, if it has one, ends (``crash``)."""
         p = self.sim.world.proc(wk)
         if p is not None:
-            self.sim.step(wk, "crash")
+            self.sim.step(wk, FaultKind.CRASH)
             self.sim.maybe_archive(p.run)
 
     def crasher(self, wk: str, proc: simpy.Process):
@@ -254,7 +255,7 @@ class Processes:
             yield self.env.timeout(crashes.next_worker_crash(rng))
             if not self.worker_down[wk] and proc.is_alive:
                 self.worker_down[wk] = True
-                proc.interrupt("crash")
+                proc.interrupt(FaultKind.CRASH)
 
     # -- a model process -----------------------------------------------------------------------
     def drive(self, name: str, rng: random.Random, web: bool):
@@ -279,7 +280,7 @@ class Processes:
             lat += d
             if env.now + lat >= crash_at:
                 yield timeout(max(0.0, crash_at - env.now))
-                step(name, "crash")
+                step(name, FaultKind.CRASH)
                 return
             if lat > 0:
                 yield timeout(lat)
@@ -298,12 +299,12 @@ class Processes:
     def reaper(self):
         sim, env = self.sim, self.env
         store = self.faults.store
-        rng = stream(self.seed, "reaper")
+        rng = stream(self.seed, ActorKind.REAPER)
         try:
             while not sim.stopped:
                 yield env.timeout(self.cfg.reaper_period)
                 yield env.timeout(store.delay(rng))
-                sim.step("reaper", store.fault(rng))
+                sim.step(ActorKind.REAPER, store.fault(rng))
                 while sim.world.reaper is not None:
                     yield from self.reap_row(rng)
         except Stop:
@@ -313,9 +314,9 @@ class Processes:
         """The reaper's next statement on the current row of its tick (sync: the run the
         reaper reclaimed, executed in the reaper's process)."""
         sim = self.sim
-        nested = sim.world.proc("reaper")
+        nested = sim.world.proc(ActorKind.REAPER)
         if nested is not None:
-            yield from self.drive("reaper", rng, web=False)
+            yield from self.drive(ActorKind.REAPER, rng, web=False)
             sim.maybe_archive(nested.run)
             return
         yield self.env.timeout(self.faults.store.delay(rng))
@@ -324,7 +325,7 @@ class Processes:
         # the dispatch of a requeued run goes through the bus; every other step is a store statement
         step = REAPER_ACTIONS.get(r.pc) if r is not None else None
         comp = self.faults.bus if step is not None and step.cost == DISPATCH else self.faults.store
-        sim.step("reaper", comp.fault(rng))
+        sim.step(ActorKind.REAPER, comp.fault(rng))
         if slot is not None:
             sim.maybe_archive(slot)
 
@@ -343,11 +344,11 @@ def plan(cfg: SimConfig, seed: int, k: int) -> RunSpec:
         answers.append(Answer("tools", calls))
     answers.append(FINAL_ANSWER)
     decisions = tuple(
-        "deny" if rng.random() < cfg.deny_probability else "approve" for _ in range(rounds + 2)
+        Decision.DENY if rng.random() < cfg.deny_probability else Decision.APPROVE for _ in range(rounds + 2)
     )
     cancels = 1 if cfg.cancel_probability > 0 and rng.random() < cfg.cancel_probability else 0
     if cfg.not_permitted_probability > 0:  # a refused approval spends a decision: more
-        decisions += tuple("deny" if rng.random() < cfg.deny_probability else "approve"
+        decisions += tuple(Decision.DENY if rng.random() < cfg.deny_probability else Decision.APPROVE
                            for _ in range(4))
     return RunSpec(id=f"r{k}", entry=entry, plan=tuple(answers), cap=cfg.cap, cancels=cancels,
                    decisions=decisions)

@@ -18,6 +18,7 @@ from failclosed.model import names
 from failclosed.model.runtime import enabled, fire
 from failclosed.model.state import Config
 from failclosed.model.steps import fault_kinds
+from failclosed.model.vocab import ActorKind, FaultKind
 
 __all__ = ["TRANSITION_NAMES", "WalkCoverage", "expected_labels", "fault_kinds_used",
            "random_walk_coverage"]
@@ -82,8 +83,8 @@ def _pick(rng: random.Random, en: list):
     choice over transitions would spend most steps on the reaper's idle ticks and faults."""
     actors = sorted({t.actor for t in en})
     a = rng.choice(actors)
-    if a in ("clock", "reaper") and len(actors) > 2 and rng.random() < 0.8:
-        a = rng.choice([x for x in actors if x not in ("clock", "reaper")])  # slow time down
+    if a in (ActorKind.CLOCK, ActorKind.REAPER) and len(actors) > 2 and rng.random() < 0.8:
+        a = rng.choice([x for x in actors if x not in (ActorKind.CLOCK, ActorKind.REAPER)])  # slow time down
     mine = [t for t in en if t.actor == a]
     normal = [t for t in mine if t.fault is None]
     if normal and rng.random() < 0.9:
@@ -91,4 +92,4 @@ def _pick(rng: random.Random, en: list):
     return rng.choice(mine)
 
 
-assert fault_kinds_used() <= set(fault_kinds()) | {"provider_error"}, "model.names out of date"
+assert fault_kinds_used() <= set(fault_kinds()) | {FaultKind.PROVIDER_ERROR}, "model.names out of date"
