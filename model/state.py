@@ -14,9 +14,7 @@ from typing import Any, NamedTuple
 from .constants import Constants
 from .policy import Policy
 from .records import Record, field, ghost, picklable, record, replace
-from .vocab import Outcome
-
-__all__ = ["Outcome"]  # re-exported: the outcomes' vocabulary, declared in model/vocab.py
+from .vocab import OutcomeName as OutcomeName  # re-exported: the outcomes' vocabulary
 
 # -- vocabulary (RUNTIME section 2), spelled as stored ---------------------------------
 QUEUED = "queued"
@@ -30,7 +28,7 @@ STATUSES = (QUEUED, RUNNING, WAITING_FOR_APPROVAL, WAITING_FOR_INPUT, COMPLETED,
 TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED})
 AWAITING = frozenset({WAITING_FOR_APPROVAL, WAITING_FOR_INPUT})
 
-OUTCOMES: tuple[str, ...] = tuple(Outcome)  # what a segment returns (model/vocab.py)
+OUTCOMES: tuple[str, ...] = tuple(OutcomeName)  # what a segment returns (model/vocab.py)
 REASONS = (
     "completed", "max_iterations", "budget_exhausted", "context_truncated", "provider_failed",
     "policy_denied", "approval_denied", "not_retryable", "retries_exhausted", "cancelled",

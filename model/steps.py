@@ -42,10 +42,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import store
-from .vocab import ActorKind, Closed, FaultKind, Keyed, Label, TransitionName
 
-# the closed vocabularies this table is written in (declared in model/vocab.py)
-__all__ = ["ActorKind", "FaultKind", "Label", "TransitionName"]
+# the closed vocabularies this table is written in (declared in model/vocab.py), re-exported
+from .vocab import ActorKind as ActorKind
+from .vocab import Closed, Keyed
+from .vocab import FaultKind as FaultKind
+from .vocab import Label as Label
+from .vocab import TransitionName as TransitionName
 
 # cost classes: the environment component a step waits on (the simulator's latency and fault)
 STORE = "store"  # a store statement (T1-T13, find_run, max_sequence)

@@ -270,7 +270,7 @@ class ActorKind(Closed):
     CLOCK = "clock"
 
 
-class Outcome(Closed):
+class OutcomeName(Closed):
     """What a segment or a caller returns (``World.outcomes``; RUNTIME 5, 9, 11, 12)."""
 
     COMPLETED = "COMPLETED"
@@ -320,6 +320,6 @@ describe(Label, "step label")
 describe(TransitionName, "transition")
 describe(FaultKind, "fault kind")
 describe(ActorKind, "actor kind")
-describe(Outcome, "outcome")
+describe(OutcomeName, "outcome")
 describe(Mark, "mark")
 describe(Decision, "decision")

@@ -30,7 +30,7 @@ from failclosed.model.policy import parse_policy
 from failclosed.model.runtime import successors
 from failclosed.model.state import Config, World
 from failclosed.model.transition import Transition
-from failclosed.model.vocab import Outcome
+from failclosed.model.vocab import OutcomeName
 from failclosed.spec import engine
 from failclosed.spec import properties as P
 from failclosed.spec.coverage import expected_labels
@@ -118,7 +118,7 @@ def _slow_tool_outlives_lease(w: World) -> bool:
     # segment then reached its boundary and found the row gone: LEASE_LOST.
     if not w.ledger or not w.outcomes:
         return False
-    lost = {s for s, _, _, o in w.outcomes if o == Outcome.LEASE_LOST}
+    lost = {s for s, _, _, o in w.outcomes if o == OutcomeName.LEASE_LOST}
     for a in w.ledger:
         if a.seg in lost:
             row = w.rows[a.run]
@@ -190,7 +190,7 @@ def _write_in_resume(w: World) -> bool:
 
 
 def _cancel_stops_segment(w: World) -> bool:
-    return any(o == Outcome.CANCELLED for _, _, _, o in w.outcomes)
+    return any(o == OutcomeName.CANCELLED for _, _, _, o in w.outcomes)
 
 
 def _resumed_after_input(w: World) -> bool:

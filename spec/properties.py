@@ -55,7 +55,7 @@ from failclosed.model.state import (
     World,
 )
 from failclosed.model.transition import Transition
-from failclosed.model.vocab import ActorKind, Decision, Mark, Outcome, TransitionName
+from failclosed.model.vocab import ActorKind, Decision, Mark, OutcomeName, TransitionName
 
 from .vocab import PropertyName
 
@@ -381,8 +381,8 @@ def _find_ni_twice(w: World) -> str | None:
 
 # Outcomes by which a segment reports success or carries the run on (8, 9).
 _CONTINUING = frozenset({
-    Outcome.COMPLETED, Outcome.AWAITING_APPROVAL, Outcome.AWAITING_INPUT, Outcome.REQUEUED,
-    Outcome.GUARDRAIL_BLOCKED, Outcome.GUARDRAIL_APPROVAL_REQUIRED,
+    OutcomeName.COMPLETED, OutcomeName.AWAITING_APPROVAL, OutcomeName.AWAITING_INPUT, OutcomeName.REQUEUED,
+    OutcomeName.GUARDRAIL_BLOCKED, OutcomeName.GUARDRAIL_APPROVAL_REQUIRED,
 })
 
 

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # every closed vocabulary a layer above model/ may name
 VOCABULARIES = (vocab.Label, vocab.TransitionName, vocab.FaultKind, vocab.ActorKind,
-                vocab.Outcome, vocab.Mark, vocab.Decision, PropertyName)
+                vocab.OutcomeName, vocab.Mark, vocab.Decision, PropertyName)
 
 OTHER_MEANINGS = {
     # the cost classes (provider, dispatch, ...): the environment components a step waits on,
@@ -109,4 +109,4 @@ def test_no_layer_above_model_copies_a_name_of_a_vocabulary():
     assert not found, (
         "string copies of names the model (or spec/vocab.py) declares: name the member of its "
         "vocabulary instead (model/vocab.py: Label, TransitionName, FaultKind, ActorKind, "
-        "Outcome, Mark, Decision; spec/vocab.py: PropertyName):\n  " + "\n  ".join(found))
+        "OutcomeName, Mark, Decision; spec/vocab.py: PropertyName):\n  " + "\n  ".join(found))

@@ -12,7 +12,7 @@ import pytest
 from failclosed.model import names, steps, store, vocab
 from failclosed.model.state import OUTCOMES
 from failclosed.model.steps import STORE, Fault, action, declare_actor
-from failclosed.model.vocab import ActorKind, FaultKind, Label, Mark, Outcome, TransitionName
+from failclosed.model.vocab import ActorKind, FaultKind, Label, Mark, OutcomeName, TransitionName
 from failclosed.spec import properties
 from failclosed.spec.vocab import PropertyName
 
@@ -49,7 +49,7 @@ def test_the_vocabularies_hold_exactly_the_declared_names():
     assert set(FaultKind) == set(steps.FAULTS)
     assert set(ActorKind) == set(steps.ACTORS)
     assert set(PropertyName) == set(properties.SAFETY) | set(properties.LIVENESS)
-    assert tuple(Outcome) == OUTCOMES
+    assert tuple(OutcomeName) == OUTCOMES
 
 
 @pytest.mark.parametrize("declare, message", [
