@@ -342,9 +342,9 @@ def resolve_properties(names: Sequence[str] | None) -> tuple[list[str], list[str
     safety, live = [], []
     for n in names:
         if n in P.SAFETY:
-            safety.append(n)
+            safety.append(PropertyName(n))  # parsed once, here at the edge
         elif n in P.LIVENESS:
-            live.append(n)
+            live.append(PropertyName(n))
         else:
             import difflib
 
