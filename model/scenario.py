@@ -174,6 +174,7 @@ from .state import (
 )
 from .steps import arg_keys
 from .transition import Transition
+from .vocab import ActorKind
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 
@@ -633,7 +634,7 @@ def _expectation(e: Any, where: str, run_ids: set[str], statement: str | None = 
 
 # The names an expectation compares against the model (a row's status, a process, a property):
 # an unknown one is a malformed file (exit 2, "did you mean"), not a failed expectation.
-REAPER_ACTOR = "reaper"  # the reaper's process name (the actor of its transitions)
+REAPER_ACTOR = ActorKind.REAPER  # the reaper's process name (the actor of its transitions)
 _ROW_VALUES: dict[str, tuple[str, ...]] = {"status": STATUSES, "termination_reason": ("", *REASONS)}
 _ROW_TYPES: dict[str, type] = {f: type(getattr(Row(), f)) for f in ROW_FIELDS}
 

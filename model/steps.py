@@ -5,11 +5,13 @@ of the step it takes next, named after what the step does (PlusCal style: one at
 label). Each step is declared once, by the :func:`action` decorator on the function that is
 its effect (``model/runtime.py``)::
 
-    @action("stamp", fires="mark_pending_effect", faults=STORE_FAULTS, cost=STORE,
-            place="7.3", then=("invoke",), args=("effect",), move=_stamp_move)
+    @action(Label.STAMP, fires=TransitionName.MARK_PENDING_EFFECT, faults=STORE_FAULTS,
+            cost=STORE, place="7.3", then=(Label.INVOKE,), args=("effect",), move=_stamp_move)
     def _h_stamp(w, p, t): ...
 
-The declaration names
+Every name in it is a member of a closed vocabulary (model/vocab.py: ``Label``,
+``TransitionName``, ``FaultKind``, ``ActorKind``), re-exported here; ``action`` parses each
+into its vocabulary and refuses an undeclared one, naming it. The declaration names
 
 * ``pc``: the label (``Proc.pc``, or ``ReaperState.pc`` for the reaper's steps);
 * ``fires``: the transition(s) the step fires, spelled as docs/RUNTIME.md spells the
