@@ -24,6 +24,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from failclosed.model.vocab import ActorKind
+
 
 def _checkout() -> Path:
     """The checkout the recorded artefacts live in: the working directory's (or a parent's),
@@ -311,7 +313,7 @@ def render_steps() -> str:
 
     out = ["| actor | label | fires | faults | cost | RUNTIME |", "|---|---|---|---|---|---|"]
     for a in steps.steps():
-        who = "reaper" if a.actor == steps.REAPER else "process"
+        who = ActorKind.REAPER if a.actor == steps.REAPER else ActorKind.PROCESS
         out.append(f"| {who} | `{a.pc}` | {', '.join(a.fires)} | {', '.join(a.faults) or '-'} | "
                    f"{a.cost} | {a.place} |")
     for name, o in steps.OTHER_TRANSITIONS.items():

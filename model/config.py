@@ -72,6 +72,7 @@ from .state import (
     Tool,
     World,
 )
+from .vocab import Decision, FaultKind
 
 
 class ConfigError(ValueError):
@@ -301,13 +302,14 @@ def _faults(m: dict[str, Any]) -> tuple[list[str], list[str], list[str] | None]:
     for f in faults:
         if f not in kinds:
             raise ConfigError(f"model.faults: unknown fault {f!r}; use {', '.join(kinds)}")
+    faults = [FaultKind(f) for f in faults]  # parsed once, here at the edge
     pf = m.get("provider_faults", [])
     _expect(pf, list, "model.provider_faults", "a list of failure classes")
     for c in pf:
         if c not in FAILURE_CLASSES:
             raise ConfigError(f"model.provider_faults: unknown class {c!r}; use {', '.join(FAILURE_CLASSES)}")
-    if pf and "provider_error" not in faults:
-        faults = [*faults, "provider_error"]
+    if pf and FaultKind.PROVIDER_ERROR not in faults:
+        faults = [*faults, FaultKind.PROVIDER_ERROR]
     fault_ops = m.get("fault_ops")
     if fault_ops is not None:
         _expect(fault_ops, list, "model.fault_ops", "a list of statement names")
@@ -315,7 +317,7 @@ def _faults(m: dict[str, Any]) -> tuple[list[str], list[str], list[str] | None]:
 
         from .names import TRANSITIONS
 
-        hit = sorted(n for n, (_, kinds) in TRANSITIONS.items() if "store_error" in kinds)
+        hit = sorted(n for n, (_, kinds) in TRANSITIONS.items() if FaultKind.STORE_ERROR in kinds)
         for x in fault_ops:
             _expect(x, str, "model.fault_ops[]", "a statement name")
             if x not in hit:
@@ -403,14 +405,14 @@ def _run(r: Any, n: int, taken: set[str]) -> RunSpec:
     decisions = r.get("decisions", [])
     _expect(decisions, list, where + "decisions", "a list of approve | deny | input")
     for d in decisions:
-        if d not in ("approve", "deny", "input"):
+        if not Decision.known(d):
             raise ConfigError(f"{where}decisions: {d!r}; use approve, deny or input")
     row = _row(r["row"], where + "row.") if "row" in r else None
     return RunSpec(
         id=rid, entry=entry, plan=plan, cap=cap,
         observer=_expect(r.get("observer", False), bool, where + "observer", "true or false"),
         cancels=_nonneg(r.get("cancels", 0), where + "cancels"),
-        decisions=tuple(decisions), initial=row,
+        decisions=tuple(Decision(d) for d in decisions), initial=row,
     )
 
 

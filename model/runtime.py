@@ -95,6 +95,7 @@ from .steps import (
     declare_actor,
 )
 from .transition import Transition
+from .vocab import ActorKind, Decision, FaultKind, Label, Mark, OutcomeName, TransitionName
 
 T = Transition.make
 
@@ -115,9 +116,9 @@ class GuardFailed(ValueError):
 # boundary with a handle (7.2), the ladder's arms (8), and the loop's next step (after a
 # boundary, or at once where there is nothing to persist: the provider call, the before-tool
 # hook and the tool, a boundary, or an arm of the ladder).
-BOUNDARY = ("on_step", "probe", "renew", "persist")
-LADDER = ("suspend", "settle", "recovery_read", END)
-LOOP = BOUNDARY + ("provider", "stamp", "invoke") + LADDER
+BOUNDARY = (Label.ON_STEP, Label.PROBE, Label.RENEW, Label.PERSIST)
+LADDER = (Label.SUSPEND, Label.SETTLE, Label.RECOVERY_READ, END)
+LOOP = BOUNDARY + (Label.PROVIDER, Label.STAMP, Label.INVOKE) + LADDER
 
 
 # =========================================================================================
@@ -127,7 +128,7 @@ def _can(w: World, kind: str, op: str = "") -> bool:
     spec = w.config
     if w.faults <= 0 or kind not in spec.faults:
         return False
-    if kind == "store_error" and spec.fault_ops is not None and op not in spec.fault_ops:
+    if kind == FaultKind.STORE_ERROR and spec.fault_ops is not None and op not in spec.fault_ops:
         return False
     return True
 
@@ -137,7 +138,7 @@ def _with_faults(w: World, t: Transition, kinds: tuple[str, ...]) -> list[Transi
     out = [t]
     for k in kinds:
         if _can(w, k, t.name):
-            if k == "provider_error":
+            if k == FaultKind.PROVIDER_ERROR:
                 out.extend(_faulted(t, c) for c in w.config.provider_faults)
             else:
                 out.append(_faulted(t, k))
@@ -184,7 +185,7 @@ def _proc_moves(w: World, p: Proc) -> list[Transition]:
 
 def _input_side(p: Proc) -> bool:
     """Which suspend/claim statement a suspend or resume uses."""
-    return p.error == INPUT_REQUIRED or p.decision == "input"
+    return p.error == INPUT_REQUIRED or p.decision == Decision.INPUT
 
 
 def _call_name(w: World, p: Proc) -> str:
@@ -245,28 +246,29 @@ def _caller_moves(w: World, only: list[int] | None = None) -> list[Transition]:
         row = w.rows[i]
         if not w.started[i]:
             if r.entry == "interactive":
-                out.extend(_with_faults(w, T(store.START_RUN, "caller", run=rid), _other_faults(store.START_RUN)))
+                out.extend(_with_faults(w, T(store.START_RUN, ActorKind.CALLER, run=rid), _other_faults(store.START_RUN)))
             elif pol.queue:
-                out.extend(_with_faults(w, T(store.ENQUEUE_RUN, "caller", run=rid), _other_faults(store.ENQUEUE_RUN)))
+                out.extend(_with_faults(w, T(store.ENQUEUE_RUN, ActorKind.CALLER, run=rid), _other_faults(store.ENQUEUE_RUN)))
             continue
         if w.cancels[i] < r.cancels:
-            out.extend(_with_faults(w, T(store.CANCEL, "caller", run=rid), _other_faults(store.CANCEL)))
+            out.extend(_with_faults(w, T(store.CANCEL, ActorKind.CALLER, run=rid), _other_faults(store.CANCEL)))
         if w.decisions[i] < len(r.decisions) and row is not None and row.status in AWAITING:
             d = r.decisions[w.decisions[i]]
-            want = WAITING_FOR_INPUT if d == "input" else WAITING_FOR_APPROVAL
+            want = WAITING_FOR_INPUT if d == Decision.INPUT else WAITING_FOR_APPROVAL
             if row.status == want:
-                name = {"approve": "approve", "deny": "deny", "input": "submit_input"}[d]
-                out.extend(_with_faults(w, T(name, "caller", run=rid), _other_faults(name)))
+                by_decision: dict[str, str] = {Decision.APPROVE: TransitionName.APPROVE, Decision.DENY: TransitionName.DENY, Decision.INPUT: TransitionName.SUBMIT_INPUT}
+                name = by_decision[d]
+                out.extend(_with_faults(w, T(name, ActorKind.CALLER, run=rid), _other_faults(name)))
                 # the requests that fail a check of their own: the configuration is gone (12.2
                 # step 2), the input fails its schema (12.3), the approver may not run the
                 # turn's writes (12.2 gate 2; a denial passes it)
                 if CONFIGURATION_GONE in spec.refusals:
-                    out.append(T(name, "caller", run=rid, configured=False))
-                if d == "input":
+                    out.append(T(name, ActorKind.CALLER, run=rid, configured=False))
+                if d == Decision.INPUT:
                     if INVALID_INPUT_SUBMISSION in spec.refusals:
-                        out.append(T(name, "caller", run=rid, valid=False))
+                        out.append(T(name, ActorKind.CALLER, run=rid, valid=False))
                 elif APPROVER_NOT_PERMITTED in spec.refusals:
-                    out.append(T(name, "caller", run=rid, permitted=False))
+                    out.append(T(name, ActorKind.CALLER, run=rid, permitted=False))
     return out
 
 
@@ -296,17 +298,17 @@ def _pickup_moves(w: World, only: str | None = None, runs: list[int] | None = No
 
 
 def _bus_moves(w: World) -> list[Transition]:
-    if not w.messages or not _can(w, "duplicate_message"):
+    if not w.messages or not _can(w, FaultKind.DUPLICATE_MESSAGE):
         return []
     return [
-        T("duplicate_message", "bus", run=w.run_id(m.run), not_before=m.not_before)
+        T(TransitionName.DUPLICATE_MESSAGE, ActorKind.BUS, run=w.run_id(m.run), not_before=m.not_before)
         for m in sorted(set(w.messages), key=lambda m: (m.run, m.not_before))
     ]
 
 
 def _operator_moves(w: World) -> list[Transition]:
     return [
-        T("remove_tool", "operator", tool=tool.name)
+        T(TransitionName.REMOVE_TOOL, ActorKind.OPERATOR, tool=tool.name)
         for tool in w.config.tools
         if tool.removable and tool.name not in w.removed
     ]
@@ -333,14 +335,14 @@ def lapsed_by(w: World, to: int) -> str | None:
         row = w.rows[p.run]
         if row is not None and row.claimed_by == p.owner and store.stale(w, row, to):
             if p.pc not in SLOW_OPERATIONS:
-                return "pause"
-            fault = "slow_operation"
+                return FaultKind.PAUSE
+            fault = FaultKind.SLOW_OPERATION
     return fault
 
 
 def clock_move(w: World, to: int) -> Transition:
     """The transition that moves time to ``to``, with the fault branch ``lapsed_by`` names."""
-    return T("advance_time", "clock", to=to, fault=lapsed_by(w, to))
+    return T(TransitionName.ADVANCE_TIME, ActorKind.CLOCK, to=to, fault=lapsed_by(w, to))
 
 
 def _reapers_moves(w: World, name: str | None, one_order: bool) -> list[Transition]:
@@ -358,15 +360,15 @@ def _reaper_moves(w: World, name: str, one_order: bool = False) -> list[Transiti
     r = w.reaper(name)
     if r is None:
         return _tick_moves(w, name, one_order)
-    if r.pc == "nested":
+    if r.pc == Label.NESTED:
         return []  # sync: blocked in its dispatch; the nested segment's moves are a proc's
     else:
         a = REAPER_ACTIONS[r.pc]
         run = r.rows[r.idx][0]
         t = a.move(w, r) if a.move is not None else T(a.fires[0], name, run=w.run_id(run))
         out = _with_faults(w, t, step_faults(w, a, r))
-    if _can(w, "crash"):
-        out.append(T("crash", name))
+    if _can(w, FaultKind.CRASH):
+        out.append(T(TransitionName.CRASH, name))
     return out
 
 
@@ -383,8 +385,8 @@ def _tick_moves(w: World, name: str, one_order: bool) -> list[Transition]:
             out.append(T(store.FIND_STALE_RUNNING, name, fault=k))
     # an idle reaper's crash changes nothing but the fault budget; it is listed only here
     # (kept as the model has always had it: the recorded behaviour digests include it)
-    if _can(w, "crash"):
-        out.append(T("crash", name))
+    if _can(w, FaultKind.CRASH):
+        out.append(T(TransitionName.CRASH, name))
     return out
 
 
@@ -480,7 +482,7 @@ def apply(w: World, t: Transition) -> World:
     ``advance_time`` is enabled for any ``to`` later than now (up to the horizon);
     ``enabled`` lists only the instants where something can change, which is all the
     checker needs and what a scenario usually names."""
-    if t.name == "advance_time" and t.actor == "clock":
+    if t.name == TransitionName.ADVANCE_TIME and t.actor == ActorKind.CLOCK:
         to = t.arg("to")
         h = w.config.horizon
         if (
@@ -511,9 +513,9 @@ def _why_not(w: World, t: Transition, en: list[Transition]) -> str:
     if p is not None:
         nxt = sorted({e.name for e in same_actor})
         return f"{t.actor} is at {p.pc!r}; its next step is {' or '.join(nxt)}"
-    if t.name == "advance_time":
+    if t.name == TransitionName.ADVANCE_TIME:
         return f"time can move to {[e.arg('to') for e in same_actor]} only"
-    if t.name == "run_queued":
+    if t.name == TransitionName.RUN_QUEUED:
         return "a free worker and a deliverable message (not_before <= now) for that run"
     if same_actor:
         return f"{t.actor} can only do {', '.join(sorted({e.name for e in same_actor}))} now"
@@ -521,7 +523,7 @@ def _why_not(w: World, t: Transition, en: list[Transition]) -> str:
 
 
 def _spend(w: World, t: Transition) -> World:
-    if t.fault is None and t.name not in ("crash", "duplicate_message"):
+    if t.fault is None and t.name not in (TransitionName.CRASH, TransitionName.DUPLICATE_MESSAGE):
         return w
     return replace(w, faults=w.faults - 1)
 
@@ -586,9 +588,9 @@ def _after_nested(w: World, p: Proc) -> World:
     with its next row. Each is local work after the handler, folded into this transition."""
     if p.outer:
         up = replace(p.outer[0], outer=p.outer[1:])
-        return _end(w, up, "REQUEUED" if up.kind == WORKER else None)
+        return _end(w, up, OutcomeName.REQUEUED if up.kind == WORKER else None)
     r = w.reaper(p.name)
-    if r is not None and r.pc == "nested":
+    if r is not None and r.pc == Label.NESTED:
         return _reaper_next(w, r)
     return w
 
@@ -641,7 +643,7 @@ def _caller(w: World, t: Transition) -> World:
         if t.fault:
             return w  # EnqueueFailed, no message
         w, _ = store.enqueue_run(w, i)
-        p = Proc(name=names.enqueue_process(rid), kind=ENQUEUE, run=i, pc="dispatch",
+        p = Proc(name=names.enqueue_process(rid), kind=ENQUEUE, run=i, pc=Label.DISPATCH,
                  seg=names.enqueue_process(rid))
         return _spawn(w, p)
     if name == store.CANCEL:
@@ -650,7 +652,7 @@ def _caller(w: World, t: Transition) -> World:
             return w
         w, ok = store.cancel(w, i)
         return w
-    if name in ("approve", "deny", "submit_input"):
+    if name in (TransitionName.APPROVE, TransitionName.DENY, TransitionName.SUBMIT_INPUT):
         k = w.resumes[i] + 1
         w = replace(
             w,
@@ -658,17 +660,18 @@ def _caller(w: World, t: Transition) -> World:
             resumes=_set_tuple(w.resumes, i, k),
         )
         row = w.rows[i]
-        decision = {"approve": "approve", "deny": "deny", "submit_input": "input"}[name]
+        by_name: dict[str, str] = {TransitionName.APPROVE: Decision.APPROVE, TransitionName.DENY: Decision.DENY, TransitionName.SUBMIT_INPUT: Decision.INPUT}
+        decision = by_name[name]
         label = names.resume_process(rid, k)
         refusal = ""
         if t.arg("configured") is False:
             refusal = CONFIGURATION_GONE
-        elif t.arg("permitted") is False and decision == "approve":
+        elif t.arg("permitted") is False and decision == Decision.APPROVE:
             refusal = APPROVER_NOT_PERMITTED  # gate 2 checks an approval only (12.2 step 8)
         elif t.arg("valid") is False:
             refusal = INVALID_INPUT_SUBMISSION
         p = Proc(
-            name=label, kind=RESUME, run=i, pc="resume_read", seg=label, identity=label,
+            name=label, kind=RESUME, run=i, pc=Label.RESUME_READ, seg=label, identity=label,
             observer=r.observer,
             part=ResumePart(decision, row.suspended_state if row is not None else -1, refusal),
         )
@@ -689,16 +692,16 @@ def _run_queued(w: World, t: Transition) -> World:
     w = _remove_message(w, Message(i, t.arg("not_before")))
     if t.fault or not _pick_up_finds(w.rows[i]):
         return w  # NONE: find_run failed, or a duplicate or stale message
-    return _spawn(w, _pick_up(w, i, t.actor, "claim_queued"))
+    return _spawn(w, _pick_up(w, i, t.actor, Label.CLAIM_QUEUED))
 
 
-@action(PICK_UP, fires=PICK_UP, faults=STORE_FAULTS, cost=STORE, then=("claim_queued", END),
+@action(PICK_UP, fires=PICK_UP, faults=STORE_FAULTS, cost=STORE, then=(Label.CLAIM_QUEUED, END),
         place="6.2 step 1; 6.3 sync: nested in the dispatching process")
 def _h_run_queued(w: World, p: Proc, t: Transition) -> World:
     """Sync: pick-up step 1 of the handler nested in the dispatching process."""
     if t.fault or not _pick_up_finds(w.rows[p.run]):
         return _end(w, p, None)  # NONE: back to the dispatcher
-    return _put(w, replace(p, pc="claim_queued"))
+    return _put(w, replace(p, pc=Label.CLAIM_QUEUED))
 
 
 def _pick_up_finds(row) -> bool:
@@ -735,7 +738,7 @@ def _dispatch_queued(w: World, i: int, process: str, not_before: int,
 
 # -- reaper (section 10) ------------------------------------------------------------------
 def _reaper(w: World, t: Transition) -> World:
-    if t.name == "crash":
+    if t.name == TransitionName.CRASH:
         return w.set_reaper(t.actor, None)
     r = w.reaper(t.actor)
     if r is None:
@@ -743,8 +746,8 @@ def _reaper(w: World, t: Transition) -> World:
     return REAPER_ACTIONS[r.pc].effect(w, r, t)
 
 
-@action(REAPER_TICK, actor=REAPER, fires=store.FIND_STALE_RUNNING, faults=("store_error", "decode_error"),
-        cost=STORE, then=("row", END), args=("order",), place="T10; 10")
+@action(REAPER_TICK, actor=REAPER, fires=store.FIND_STALE_RUNNING, faults=(FaultKind.STORE_ERROR, FaultKind.DECODE_ERROR),
+        cost=STORE, then=(Label.ROW, END), args=("order",), place="T10; 10")
 def _r_tick(w: World, r: None, t: Transition) -> World:
     if t.fault:
         return w  # [] : the tick does nothing
@@ -759,7 +762,7 @@ def _r_tick(w: World, r: None, t: Transition) -> World:
         )
     if not rows:
         return w
-    return w.set_reaper(t.actor, ReaperState(name=t.actor, pc="row", now=w.clock, rows=rows))
+    return w.set_reaper(t.actor, ReaperState(name=t.actor, pc=Label.ROW, now=w.clock, rows=rows))
 
 
 def _row_move(w: World, r: ReaperState) -> Transition:
@@ -769,7 +772,7 @@ def _row_move(w: World, r: ReaperState) -> Transition:
 
 
 @action(REAPER_DECISION, actor=REAPER, fires=(store.REQUEUE_STALE, store.DEAD_LETTER_STALE), faults=STORE_FAULTS,
-        cost=STORE, then=("dispatch", "row", END), args=("reason",), move=_row_move,
+        cost=STORE, then=(Label.DISPATCH, Label.ROW, END), args=("reason",), move=_row_move,
         place="T11, T12; 10 branches 1-4")
 def _r_row(w: World, r: ReaperState, t: Transition) -> World:
     if t.fault:
@@ -778,39 +781,39 @@ def _r_row(w: World, r: ReaperState, t: Transition) -> World:
     if t.name == store.REQUEUE_STALE:
         w, ok = store.requeue_stale(w, run, r.now)
         if ok:
-            return w.set_reaper(r.name, replace(r, pc="dispatch"))
+            return w.set_reaper(r.name, replace(r, pc=Label.DISPATCH))
         return _reaper_next(w, r)
     w, ok = store.dead_letter_stale(w, run, r.now, t.arg("reason"))
     return _reaper_next(w, r)
 
 
-@action("dispatch", actor=REAPER, fires="dispatch", faults=("dispatch_fails",), cost=DISPATCH,
-        then=("max_sequence", "nested", "row", END), place="10 branch 5")
+@action(Label.DISPATCH, actor=REAPER, fires=TransitionName.DISPATCH, faults=(FaultKind.DISPATCH_FAILS,), cost=DISPATCH,
+        then=(Label.MAX_SEQUENCE, Label.NESTED, Label.ROW, END), place="10 branch 5")
 def _r_dispatch(w: World, r: ReaperState, t: Transition) -> World:
     if t.fault:
         if w.config.policy.reaper_dispatch_failclosed:
-            return w.set_reaper(r.name, replace(r, pc="max_sequence"))
+            return w.set_reaper(r.name, replace(r, pc=Label.MAX_SEQUENCE))
         return _reaper_next(w, r)
     w, nested = _dispatch_queued(w, r.rows[r.idx][0], r.name, w.clock)
     if nested:  # sync: the reclaimed run executes inside the reaper's process
-        return w.set_reaper(r.name, replace(r, pc="nested"))
+        return w.set_reaper(r.name, replace(r, pc=Label.NESTED))
     return _reaper_next(w, r)
 
 
-@action("max_sequence", actor=REAPER, fires="max_sequence", faults=STORE_FAULTS, cost=STORE,
-        then=("settle", "row", END), place="4.2; 10 branch 5 (fail-closed dispatch)")
+@action(Label.MAX_SEQUENCE, actor=REAPER, fires=TransitionName.MAX_SEQUENCE, faults=STORE_FAULTS, cost=STORE,
+        then=(Label.SETTLE, Label.ROW, END), place="4.2; 10 branch 5 (fail-closed dispatch)")
 def _r_max_sequence(w: World, r: ReaperState, t: Transition) -> World:
     if t.fault:
         return _reaper_next(w, r)
-    return w.set_reaper(r.name, replace(r, pc="settle"))
+    return w.set_reaper(r.name, replace(r, pc=Label.SETTLE))
 
 
 def _r_settle_move(w: World, r: ReaperState) -> Transition:
-    return T("settle_failed", r.name, run=w.run_id(r.rows[r.idx][0]), reason="provider_failed")
+    return T(TransitionName.SETTLE_FAILED, r.name, run=w.run_id(r.rows[r.idx][0]), reason="provider_failed")
 
 
-@action("settle", actor=REAPER, fires="settle_failed", faults=STORE_FAULTS, cost=STORE,
-        then=("row", END), args=("reason",), move=_r_settle_move,
+@action(Label.SETTLE, actor=REAPER, fires=TransitionName.SETTLE_FAILED, faults=STORE_FAULTS, cost=STORE,
+        then=(Label.ROW, END), args=("reason",), move=_r_settle_move,
         place="T8 via 4.3; 10 branch 5 (fail-closed dispatch)")
 def _r_settle(w: World, r: ReaperState, t: Transition) -> World:
     if not t.fault:
@@ -822,7 +825,7 @@ def _reaper_next(w: World, r: ReaperState) -> World:
     """Reaper ``r`` goes on with its next row, or its tick ends after the last."""
     if r.idx + 1 >= len(r.rows):
         return w.set_reaper(r.name, None)
-    return w.set_reaper(r.name, replace(r, pc="row", idx=r.idx + 1))
+    return w.set_reaper(r.name, replace(r, pc=Label.ROW, idx=r.idx + 1))
 
 
 # -- segments -----------------------------------------------------------------------------
@@ -854,7 +857,7 @@ def _step(w: World, p: Proc, t: Transition) -> World:
 def _enter_round(w: World, p: Proc) -> World:
     """7.1: a round starts with its ``request`` boundary; after ``cap`` rounds, synthesis."""
     p = replace(p, synthesis=p.rounds >= p.cap, call=0)
-    return _boundary(w, p, RunStep("request", p.turn, -1, ""), "provider")
+    return _boundary(w, p, RunStep("request", p.turn, -1, ""), Label.PROVIDER)
 
 
 def _boundary(w: World, p: Proc, step: RunStep, then: str) -> World:
@@ -863,7 +866,7 @@ def _boundary(w: World, p: Proc, step: RunStep, then: str) -> World:
     late = row is not None and row.status == CANCELLED  # ghost: the cancel precedes this boundary
     p = replace(p, step=step, then=then, cancelled=False, cancel_seen=late)
     if p.observer:
-        return _put(w, replace(p, pc="on_step"))
+        return _put(w, replace(p, pc=Label.ON_STEP))
     if p.handle < 0:
         return _continue(w, p)
     return _after_observer(w, p)
@@ -873,23 +876,23 @@ def _after_observer(w: World, p: Proc) -> World:
     if p.handle < 0:
         return _continue(w, p)  # no handle: nothing is persisted
     if w.config.policy.cancel_probe:
-        return _put(w, replace(p, pc="probe"))
+        return _put(w, replace(p, pc=Label.PROBE))
     return _after_probe(w, p)
 
 
 def _after_probe(w: World, p: Proc) -> World:
     if not p.owner:
-        return _put(w, replace(p, pc="persist"))
+        return _put(w, replace(p, pc=Label.PERSIST))
     if w.config.policy.renew_before_persist:
-        return _put(w, replace(p, pc="renew"))
-    return _put(w, replace(p, pc="persist"))
+        return _put(w, replace(p, pc=Label.RENEW))
+    return _put(w, replace(p, pc=Label.PERSIST))
 
 
 def _on_step_move(w: World, p: Proc) -> Transition:
-    return T("on_step", p.name, run=w.run_id(p.run), step=p.step.kind)
+    return T(TransitionName.ON_STEP, p.name, run=w.run_id(p.run), step=p.step.kind)
 
 
-@action("on_step", boundary=True, fires="on_step", faults=("observer_error",), cost=NONE, then=LOOP,
+@action(Label.ON_STEP, boundary=True, fires=TransitionName.ON_STEP, faults=(FaultKind.OBSERVER_ERROR,), cost=NONE, then=LOOP,
         args=("step",), move=_on_step_move, place="7.2 step 1")
 def _h_on_step(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
@@ -897,7 +900,7 @@ def _h_on_step(w: World, p: Proc, t: Transition) -> World:
     return _after_observer(w, p)
 
 
-@action("probe", boundary=True, fires="find_run", faults=STORE_FAULTS, cost=STORE, then=("renew", "persist", END),
+@action(Label.PROBE, boundary=True, fires=TransitionName.FIND_RUN, faults=STORE_FAULTS, cost=STORE, then=(Label.RENEW, Label.PERSIST, END),
         place="7.2 step 2 (the cancel probe)")
 def _h_probe(w: World, p: Proc, t: Transition) -> World:
     row = w.rows[p.run]
@@ -907,7 +910,7 @@ def _h_probe(w: World, p: Proc, t: Transition) -> World:
             # ended a later claim's work: CancellationRequested without persisting
             return _ladder(w, p, CANCELLATION_REQUESTED, "")
         # persist this step, then CancellationRequested: no renewal and no fence clear
-        return _put(w, replace(p, pc="persist", cancelled=True))
+        return _put(w, replace(p, pc=Label.PERSIST, cancelled=True))
     return _after_probe(w, p)
 
 
@@ -918,7 +921,7 @@ def _renew_move(w: World, p: Proc) -> Transition:
     return T(store.RENEW_LEASE, p.name, run=w.run_id(p.run))
 
 
-@action("renew", boundary=True, fires=(store.RENEW_LEASE, store.MARK_PENDING_EFFECT), faults=STORE_FAULTS, cost=STORE,
+@action(Label.RENEW, boundary=True, fires=(store.RENEW_LEASE, store.MARK_PENDING_EFFECT), faults=STORE_FAULTS, cost=STORE,
         then=LOOP, args=("effect",), move=_renew_move, place="T4, T5 clear; 7.2 step 4")
 def _h_renew(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
@@ -930,25 +933,25 @@ def _h_renew(w: World, p: Proc, t: Transition) -> World:
     if not ok:
         return _ladder(w, p, LEASE_LOST, "")  # the step is not persisted
     if w.config.policy.renew_before_persist:
-        return _put(w, replace(p, pc="persist"))
+        return _put(w, replace(p, pc=Label.PERSIST))
     return _continue(w, p)
 
 
 def _persist_move(w: World, p: Proc) -> Transition:
     step = p.step
-    return T("record_step", p.name, run=w.run_id(p.run), step=step.kind, tool=step.tool or None)
+    return T(TransitionName.RECORD_STEP, p.name, run=w.run_id(p.run), step=step.kind, tool=step.tool or None)
 
 
-@action("persist", boundary=True, fires="record_step", faults=("audit_insert_fails", "ambiguous_commit"), cost=AUDIT,
-        then=LOOP + ("clear",), args=("step", "tool"), move=_persist_move, place="4.2, 7.2 step 5")
+@action(Label.PERSIST, boundary=True, fires=TransitionName.RECORD_STEP, faults=(FaultKind.AUDIT_INSERT_FAILS, FaultKind.AMBIGUOUS_COMMIT), cost=AUDIT,
+        then=LOOP + (Label.CLEAR,), args=("step", "tool"), move=_persist_move, place="4.2, 7.2 step 5")
 def _h_persist(w: World, p: Proc, t: Transition) -> World:
-    stored = t.fault != "audit_insert_fails"
+    stored = t.fault != FaultKind.AUDIT_INSERT_FAILS
     reported = t.fault is None
     if stored:
         step = p.step
         row = w.rows[p.run]
         if row is not None and p.epoch and row.epoch != p.epoch:
-            w = w.mark(f"zombie_append:{w.run_id(p.run)}")
+            w = w.mark(Mark.ZOMBIE_APPEND.fact(w.run_id(p.run)))
         w = replace(
             w,
             events=w.events
@@ -966,9 +969,9 @@ def _h_persist(w: World, p: Proc, t: Transition) -> World:
     if p.cancelled:
         return _ladder(w, p, CANCELLATION_REQUESTED, "")
     if p.owner and not w.config.policy.renew_before_persist:
-        return _put(w, replace(p, pc="renew"))
+        return _put(w, replace(p, pc=Label.RENEW))
     if p.owner and w.config.policy.fence_cleared_after_audit and _write_boundary(w, p):
-        return _put(w, replace(p, pc="clear"))
+        return _put(w, replace(p, pc=Label.CLEAR))
     return _continue(w, p)
 
 
@@ -976,7 +979,7 @@ def _clear_move(w: World, p: Proc) -> Transition:
     return T(store.MARK_PENDING_EFFECT, p.name, run=w.run_id(p.run), effect="")
 
 
-@action("clear", fires=store.MARK_PENDING_EFFECT, faults=STORE_FAULTS, cost=STORE, then=LOOP,
+@action(Label.CLEAR, fires=store.MARK_PENDING_EFFECT, faults=STORE_FAULTS, cost=STORE, then=LOOP,
         args=("effect",), move=_clear_move, place="T5 clear (proposal fence_cleared_after_audit)")
 def _h_clear(w: World, p: Proc, t: Transition) -> World:
     """Proposal fence_cleared_after_audit: the T5 clear after the event is stored."""
@@ -992,9 +995,9 @@ def _continue(w: World, p: Proc) -> World:
     """What follows a boundary."""
     then = p.then
     if p.cancel_seen:  # ghost: the segment goes on past a boundary that followed a cancel
-        w = w.mark(f"past_cancel:{w.run_id(p.run)}")
-    if then == "provider":
-        return _put(w, replace(p, pc="provider"))
+        w = w.mark(Mark.PAST_CANCEL.fact(w.run_id(p.run)))
+    if then == Label.PROVIDER:
+        return _put(w, replace(p, pc=Label.PROVIDER))
     if then == "after_llm":
         return _after_llm(w, p)
     if then == "after_tool":
@@ -1002,7 +1005,7 @@ def _continue(w: World, p: Proc) -> World:
     raise AssertionError(then)  # pragma: no cover
 
 
-@action("provider", fires="provider_call", faults=("provider_error",), cost=PROVIDER, then=LOOP,
+@action(Label.PROVIDER, fires=TransitionName.PROVIDER_CALL, faults=(FaultKind.PROVIDER_ERROR,), cost=PROVIDER, then=LOOP,
         place="7.1 step 3")
 def _h_provider(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
@@ -1054,7 +1057,7 @@ def _next_call(w: World, p: Proc) -> World:
         p = _decided(replace(p, turn=p.turn + 1, rounds=p.rounds + 1))
         return _enter_round(w, p)
     name = calls[p.call]
-    if p.decision in ("approve", "deny", "input") and _refused_in_resume(w, p, name):
+    if p.decision in (Decision.APPROVE, Decision.DENY, Decision.INPUT) and _refused_in_resume(w, p, name):
         # 12.2 step 11.1: an error tool step, without the hook, through a normal boundary
         return _boundary(w, p, RunStep("tool", p.turn, p.call, name), "after_tool")
     return _hook(w, p, name)
@@ -1066,11 +1069,11 @@ def _refused_in_resume(w: World, p: Proc, name: str) -> bool:
     if tool is None or name in w.removed:
         return True  # no longer offered
     bound = rules.approval_bound(spec, w.removed, name)
-    if p.decision == "deny" and bound:
+    if p.decision == Decision.DENY and bound:
         return True
-    if p.decision == "approve" and tool.needs_input and spec.policy.input_suspend:
+    if p.decision == Decision.APPROVE and tool.needs_input and spec.policy.input_suspend:
         return True
-    if p.decision == "input" and bound:
+    if p.decision == Decision.INPUT and bound:
         return True  # became approval-bound while the run waited
     return False
 
@@ -1079,14 +1082,14 @@ def _hook(w: World, p: Proc, name: str) -> World:
     """7.3: resolve -> (not a write: return) -> refuse unleased -> stamp."""
     p = replace(p, stamped=False)
     if not _hook_installed(w, p):
-        return _put(w, replace(p, pc="invoke"))
+        return _put(w, replace(p, pc=Label.INVOKE))
     effect = rules.resolve_by_name(w.config, w.removed, name)
     if not rules.is_write(effect):
-        return _put(w, replace(p, pc="invoke"))
+        return _put(w, replace(p, pc=Label.INVOKE))
     if p.handle < 0 or not p.owner:
         err = WRITE_WITHOUT_DURABLE_EXECUTION
         return _ladder(w, p, err, rules.classify(err, "", w.config.policy))
-    return _put(w, replace(p, pc="stamp"))
+    return _put(w, replace(p, pc=Label.STAMP))
 
 
 def stamp_move(w: World, p: Proc) -> Transition:
@@ -1094,7 +1097,7 @@ def stamp_move(w: World, p: Proc) -> Transition:
     return T(store.MARK_PENDING_EFFECT, p.name, run=w.run_id(p.run), effect=effect)
 
 
-@action(STAMP, fires=store.MARK_PENDING_EFFECT, faults=STORE_FAULTS, cost=STORE, then=("invoke", END),
+@action(STAMP, fires=store.MARK_PENDING_EFFECT, faults=STORE_FAULTS, cost=STORE, then=(Label.INVOKE, END),
         args=("effect",), move=stamp_move, place="T5 stamp; 7.3")
 def _h_stamp(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
@@ -1102,14 +1105,14 @@ def _h_stamp(w: World, p: Proc, t: Transition) -> World:
     w, ok = store.mark_pending_effect(w, p.run, p.owner, t.arg("effect"), p)
     if not ok:
         return _ladder(w, p, LEASE_LOST, "")  # the tool never runs
-    return _put(w, replace(p, pc="invoke", stamped=True))
+    return _put(w, replace(p, pc=Label.INVOKE, stamped=True))
 
 
 def _invoke_move(w: World, p: Proc) -> Transition:
-    return T("invoke", p.name, run=w.run_id(p.run), tool=_call_name(w, p))
+    return T(TransitionName.INVOKE, p.name, run=w.run_id(p.run), tool=_call_name(w, p))
 
 
-@action("invoke", fires="invoke", faults=("tool_error",), cost=TOOL, then=LOOP, args=("tool",),
+@action(Label.INVOKE, fires=TransitionName.INVOKE, faults=(FaultKind.TOOL_ERROR,), cost=TOOL, then=LOOP, args=("tool",),
         move=_invoke_move, place="7.1 step 8.2")
 def _h_invoke(w: World, p: Proc, t: Transition) -> World:
     spec = w.config
@@ -1130,15 +1133,15 @@ def _settle(w: World, p: Proc, wrapper: str, status: str, reason: str, eclass: s
             guarded: bool, on_ok: str, on_miss: str) -> World:
     if p.handle < 0 and p.kind != ENQUEUE:
         return _end(w, p, on_ok)  # no handle: every settle is skipped
-    p = replace(p, pc="settle", settle=SettlePlan(wrapper, status, reason, eclass, guarded, on_ok, on_miss))
+    p = replace(p, pc=Label.SETTLE, settle=SettlePlan(wrapper, status, reason, eclass, guarded, on_ok, on_miss))
     return _put(w, p)
 
 
 def _try_arm(w: World, p: Proc, reason: str) -> World:
     guarded = bool(p.guard)
     return _settle(
-        w, p, "settle_completed", "completed", reason, "", guarded,
-        "COMPLETED", "LEASE_LOST" if guarded else "COMPLETED",
+        w, p, TransitionName.SETTLE_COMPLETED, "completed", reason, "", guarded,
+        OutcomeName.COMPLETED, OutcomeName.LEASE_LOST if guarded else OutcomeName.COMPLETED,
     )
 
 
@@ -1146,48 +1149,48 @@ def _ladder(w: World, p: Proc, error: str, eclass: str) -> World:
     p = replace(p, error=error, eclass=eclass)
     guarded = bool(p.guard)
     if error == CANCELLATION_REQUESTED:
-        return _end(w, p, "CANCELLED")
+        return _end(w, p, OutcomeName.CANCELLED)
     if error in (APPROVAL_REQUIRED, INPUT_REQUIRED):
         if p.handle < 0:
-            return _end(w, p, "SUSPEND_FAILED")  # modelling choice (section 8 notes)
-        return _put(w, replace(p, pc="suspend"))
+            return _end(w, p, OutcomeName.SUSPEND_FAILED)  # modelling choice (section 8 notes)
+        return _put(w, replace(p, pc=Label.SUSPEND))
     if error in (GUARDRAIL_VIOLATION, GUARDRAIL_APPROVAL_REQUIRED):
         v = error == GUARDRAIL_VIOLATION
-        out = "GUARDRAIL_BLOCKED" if v else "GUARDRAIL_APPROVAL_REQUIRED"
+        out = OutcomeName.GUARDRAIL_BLOCKED if v else OutcomeName.GUARDRAIL_APPROVAL_REQUIRED
         return _settle(
-            w, p, "settle_policy_stopped", FAILED, "policy_denied" if v else "approval_denied",
-            error, guarded, out, "LEASE_LOST" if guarded else out,
+            w, p, TransitionName.SETTLE_POLICY_STOPPED, FAILED, "policy_denied" if v else "approval_denied",
+            error, guarded, out, OutcomeName.LEASE_LOST if guarded else out,
         )
     if error == LEASE_LOST:
-        return _end(w, p, "LEASE_LOST")
+        return _end(w, p, OutcomeName.LEASE_LOST)
     # arm 6: any other error
     if p.hook and p.handle >= 0:
         return _recovery(w, p)
     return _settle(
-        w, p, "settle_failed", FAILED, "provider_failed", error, guarded,
-        "FAILED", "LEASE_LOST" if guarded else "FAILED",
+        w, p, TransitionName.SETTLE_FAILED, FAILED, "provider_failed", error, guarded,
+        OutcomeName.FAILED, OutcomeName.LEASE_LOST if guarded else OutcomeName.FAILED,
     )
 
 
 def _suspend_move(w: World, p: Proc) -> Transition:
-    name = "suspend_for_input" if _input_side(p) else "suspend"
+    name = TransitionName.SUSPEND_FOR_INPUT if _input_side(p) else TransitionName.SUSPEND
     return T(name, p.name, run=w.run_id(p.run))
 
 
-@action("suspend", fires=("suspend", "suspend_for_input"), faults=STORE_FAULTS, cost=STORE,
-        then=("settle", END), move=_suspend_move, place="T6; 8 arm 2")
+@action(Label.SUSPEND, fires=(TransitionName.SUSPEND, TransitionName.SUSPEND_FOR_INPUT), faults=STORE_FAULTS, cost=STORE,
+        then=(Label.SETTLE, END), move=_suspend_move, place="T6; 8 arm 2")
 def _h_suspend(w: World, p: Proc, t: Transition) -> World:
     status = WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL
     ok = False
     if not t.fault:
         w, ok = store.suspend(w, p.run, status, p.turn, p)
     if ok:
-        return _end(w, p, "AWAITING_INPUT" if status == WAITING_FOR_INPUT else "AWAITING_APPROVAL")
+        return _end(w, p, OutcomeName.AWAITING_INPUT if status == WAITING_FOR_INPUT else OutcomeName.AWAITING_APPROVAL)
     # settle_failed(owner_guard), result ignored: SUSPEND_FAILED either way
     if not w.config.policy.terminal_guard:
-        return _end(w, p, "SUSPEND_FAILED")  # before ADR-092 a failed suspend was swallowed
-    return _settle(w, p, "settle_failed", FAILED, "provider_failed", p.error, bool(p.guard),
-                   "SUSPEND_FAILED", "SUSPEND_FAILED")
+        return _end(w, p, OutcomeName.SUSPEND_FAILED)  # before ADR-092 a failed suspend was swallowed
+    return _settle(w, p, TransitionName.SETTLE_FAILED, FAILED, "provider_failed", p.error, bool(p.guard),
+                   OutcomeName.SUSPEND_FAILED, OutcomeName.SUSPEND_FAILED)
 
 
 def _settle_move(w: World, p: Proc) -> Transition:
@@ -1197,7 +1200,7 @@ def _settle_move(w: World, p: Proc) -> Transition:
              status=plan.expect or None)
 
 
-@action(SETTLE, fires=("settle_completed", "settle_failed", "settle_policy_stopped", "settle_dead_lettered"),
+@action(SETTLE, fires=(TransitionName.SETTLE_COMPLETED, TransitionName.SETTLE_FAILED, TransitionName.SETTLE_POLICY_STOPPED, TransitionName.SETTLE_DEAD_LETTERED),
         faults=STORE_FAULTS, cost=STORE, then=(END,), args=("reason", "owner", "status"),
         move=_settle_move, place="T8 via 4.3")
 def _h_settle(w: World, p: Proc, t: Transition) -> World:
@@ -1212,26 +1215,26 @@ def _h_settle(w: World, p: Proc, t: Transition) -> World:
 
 
 # -- queued-run recovery (section 9) ------------------------------------------------------
-def _dead_letter(w: World, p: Proc, reason: str, on_miss: str = "LEASE_LOST",
+def _dead_letter(w: World, p: Proc, reason: str, on_miss: str = OutcomeName.LEASE_LOST,
                  fallback: bool = False) -> World:
     pol = w.config.policy
     if fallback and pol.fallback_settles_requeued_row:
         # proposal: match the row this segment's own requeue left, not a cleared owner
-        p = replace(p, guard="", pc="settle", settle=SettlePlan(
-            "settle_dead_lettered", FAILED, reason, p.error, False, "FAILED", on_miss, QUEUED))
+        p = replace(p, guard="", pc=Label.SETTLE, settle=SettlePlan(
+            TransitionName.SETTLE_DEAD_LETTERED, FAILED, reason, p.error, False, OutcomeName.FAILED, on_miss, QUEUED))
         return _put(w, p)
     guarded = pol.owner_guarded_settle_workers
     p = replace(p, guard=p.identity if guarded else "")
-    return _settle(w, p, "settle_dead_lettered", FAILED, reason, p.error, guarded, "FAILED", on_miss)
+    return _settle(w, p, TransitionName.SETTLE_DEAD_LETTERED, FAILED, reason, p.error, guarded, OutcomeName.FAILED, on_miss)
 
 
 def _recovery(w: World, p: Proc) -> World:
     if not rules.class_is_retryable(p.eclass) and not w.config.policy.mutant_recovery_ignores_class:
         return _dead_letter(w, p, "not_retryable")  # branch 2 (skipped by the mutant)
-    return _put(w, replace(p, pc="recovery_read"))  # branch 3
+    return _put(w, replace(p, pc=Label.RECOVERY_READ))  # branch 3
 
 
-@action("recovery_read", fires="find_run", faults=STORE_FAULTS, cost=STORE, then=("requeue", "settle", END),
+@action(Label.RECOVERY_READ, fires=TransitionName.FIND_RUN, faults=STORE_FAULTS, cost=STORE, then=(Label.REQUEUE, Label.SETTLE, END),
         place="9 steps 3-5")
 def _h_recovery_read(w: World, p: Proc, t: Transition) -> World:
     row = None if t.fault else w.rows[p.run]
@@ -1241,42 +1244,42 @@ def _h_recovery_read(w: World, p: Proc, t: Transition) -> World:
     count = row.requeue_count if row is not None else -1
     if count < 0 or count >= w.config.constants.MAX_REQUEUES:
         return _dead_letter(w, p, "retries_exhausted")  # branch 5
-    return _put(w, replace(p, pc="requeue", part=replace(p.part, count=count)))  # branch 6
+    return _put(w, replace(p, pc=Label.REQUEUE, part=replace(p.part, count=count)))  # branch 6
 
 
-@action("requeue", fires="requeue", faults=STORE_FAULTS, cost=STORE, then=("dispatch", END), place="T9; 9 step 6")
+@action(Label.REQUEUE, fires=TransitionName.REQUEUE, faults=STORE_FAULTS, cost=STORE, then=(Label.DISPATCH, END), place="T9; 9 step 6")
 def _h_requeue(w: World, p: Proc, t: Transition) -> World:
     ok = False
     if not t.fault:
         if not rules.class_is_retryable(p.eclass):
-            w = w.mark(f"retry_of_non_retryable:{w.run_id(p.run)}")
+            w = w.mark(Mark.RETRY_OF_NON_RETRYABLE.fact(w.run_id(p.run)))
         w, ok = store.requeue(w, p.run, p.identity, p)
     if not ok:
-        return _end(w, p, "LEASE_LOST")
-    return _put(w, replace(p, pc="dispatch"))
+        return _end(w, p, OutcomeName.LEASE_LOST)
+    return _put(w, replace(p, pc=Label.DISPATCH))
 
 
 def _dispatch_move(w: World, p: Proc) -> Transition:
     delay = w.config.constants.retry_delay_s(p.count) if p.kind == WORKER else None
-    return T("dispatch", p.name, run=w.run_id(p.run), delay=delay)
+    return T(TransitionName.DISPATCH, p.name, run=w.run_id(p.run), delay=delay)
 
 
-@action("dispatch", fires="dispatch", faults=("dispatch_fails",), cost=DISPATCH, then=("run_queued", "settle", END),
+@action(Label.DISPATCH, fires=TransitionName.DISPATCH, faults=(FaultKind.DISPATCH_FAILS,), cost=DISPATCH, then=(Label.RUN_QUEUED, Label.SETTLE, END),
         args=("delay",), move=_dispatch_move,
         place="6.1 step 4, 9 step 7; 6.3 sync: the handler runs nested")
 def _h_dispatch(w: World, p: Proc, t: Transition) -> World:
     if p.kind == ENQUEUE:
         if t.fault:  # settle_failed without an owner, then EnqueueFailed
-            p = replace(p, pc="settle", settle=SettlePlan("settle_failed", FAILED, "provider_failed",
+            p = replace(p, pc=Label.SETTLE, settle=SettlePlan(TransitionName.SETTLE_FAILED, FAILED, "provider_failed",
                                                            "EnqueueFailed", False, "", ""))
             return _put(w, p)
         w, nested = _dispatch_queued(w, p.run, p.name, w.clock, _frames(p))
         return w if nested else _end(w, p, None)
     if t.fault:  # branch 8: the fallback dead-letter, owner-guarded on the worker identity
-        return _dead_letter(w, p, "retries_exhausted", on_miss="FAILED", fallback=True)
+        return _dead_letter(w, p, "retries_exhausted", on_miss=OutcomeName.FAILED, fallback=True)
     delay = w.config.constants.retry_delay_s(p.count)
     w, nested = _dispatch_queued(w, p.run, p.name, w.clock + delay, _frames(p))
-    return w if nested else _end(w, p, "REQUEUED")  # sync: REQUEUED once the retry ends
+    return w if nested else _end(w, p, OutcomeName.REQUEUED)  # sync: REQUEUED once the retry ends
 
 
 def _frames(p: Proc) -> tuple[Proc, ...]:
@@ -1285,7 +1288,7 @@ def _frames(p: Proc) -> tuple[Proc, ...]:
 
 
 # -- pick-up after the claim (6.2 steps 2-5) ----------------------------------------------
-@action("claim_queued", fires=store.CLAIM_QUEUED, faults=STORE_FAULTS, cost=STORE, then=("pickup_position", END),
+@action(Label.CLAIM_QUEUED, fires=store.CLAIM_QUEUED, faults=STORE_FAULTS, cost=STORE, then=(Label.PICKUP_POSITION, END),
         place="T3, 6.2 step 2")
 def _h_claim_queued(w: World, p: Proc, t: Transition) -> World:
     ok = False
@@ -1295,20 +1298,20 @@ def _h_claim_queued(w: World, p: Proc, t: Transition) -> World:
         return _end(w, p, None)  # NONE
     row = w.rows[p.run]
     assert row is not None  # the claim matched it
-    p = replace(p, pc="pickup_position", epoch=row.epoch, claim_requeues=row.requeue_count,
+    p = replace(p, pc=Label.PICKUP_POSITION, epoch=row.epoch, claim_requeues=row.requeue_count,
                 seg=f"{p.worker}/{w.run_id(p.run)}#{row.attempts}")
     return _put(w, p)
 
 
-@action("pickup_position", fires="max_sequence", faults=("store_error", "decode_error"),
-        cost=STORE, then=BOUNDARY + ("settle",), place="4.2, 6.2 steps 3-5")
+@action(Label.PICKUP_POSITION, fires=TransitionName.MAX_SEQUENCE, faults=(FaultKind.STORE_ERROR, FaultKind.DECODE_ERROR),
+        cost=STORE, then=BOUNDARY + (Label.SETTLE,), place="4.2, 6.2 steps 3-5")
 def _h_pickup_position(w: World, p: Proc, t: Transition) -> World:
     if t.fault:  # settle_failed without an owner (proposal P4: guarded by its own claim)
         own = w.config.policy.failure_settles_own_claim
         p = replace(p, handle=0, guard=p.identity if own else p.guard)
-        err = "StateUnavailable" if t.fault == "store_error" else "ConfigurationGone"
-        return _settle(w, p, "settle_failed", FAILED, "provider_failed", err, own, "FAILED",
-                       "LEASE_LOST" if own else "FAILED")
+        err = "StateUnavailable" if t.fault == FaultKind.STORE_ERROR else "ConfigurationGone"
+        return _settle(w, p, TransitionName.SETTLE_FAILED, FAILED, "provider_failed", err, own, OutcomeName.FAILED,
+                       OutcomeName.LEASE_LOST if own else OutcomeName.FAILED)
     p = replace(p, handle=store.max_sequence(w, p.run) + 1, turn=0, rounds=0)
     return _enter_round(w, p)
 
@@ -1319,44 +1322,44 @@ def _resume_read_faults(w: World, p: Proc) -> tuple[str, ...]:
     the claim (fault decode_error: CorruptSuspendedState)."""
     row = w.rows[p.run]
     if row is not None and row.status == (WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL):
-        return ("store_error", "decode_error")
+        return (FaultKind.STORE_ERROR, FaultKind.DECODE_ERROR)
     return STORE_FAULTS
 
 
-@action("resume_read", fires="find_run", faults=("store_error", "decode_error"), cost=STORE, then=("resume_probe", END),
+@action(Label.RESUME_READ, fires=TransitionName.FIND_RUN, faults=(FaultKind.STORE_ERROR, FaultKind.DECODE_ERROR), cost=STORE, then=(Label.RESUME_PROBE, END),
         faults_now=_resume_read_faults, place="12.2 steps 1-2 (a resume decodes the loaded state)")
 def _h_resume_read(w: World, p: Proc, t: Transition) -> World:
     """12.2 steps 1 and 2, before any store change: a refusal leaves the row untouched."""
-    row = None if t.fault == "store_error" else w.rows[p.run]
+    row = None if t.fault == FaultKind.STORE_ERROR else w.rows[p.run]
     want = WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL
     if row is None or row.status != want:
         return _end(w, p, "NotAwaitingInput" if _input_side(p) else "NotAwaitingApproval")
     if p.refusal == CONFIGURATION_GONE:  # step 2: the run's configuration no longer exists
         return _end(w, p, CONFIGURATION_GONE)
-    if t.fault == "decode_error":  # step 2: the stored state does not decode
+    if t.fault == FaultKind.DECODE_ERROR:  # step 2: the stored state does not decode
         return _end(w, p, "CorruptSuspendedState")
     if p.refusal == INVALID_INPUT_SUBMISSION:
         # 12.3 (ADR-105): validated before anything is probed or claimed; the run stays
         # waiting_for_input, nothing claimed, no event, and the user may resubmit
         return _end(w, p, INVALID_INPUT_SUBMISSION)
-    return _put(w, replace(p, pc="resume_probe", turn=row.suspended_state))
+    return _put(w, replace(p, pc=Label.RESUME_PROBE, turn=row.suspended_state))
 
 
-@action("resume_probe", fires="max_sequence", faults=STORE_FAULTS, cost=STORE, then=("resume_claim", END),
+@action(Label.RESUME_PROBE, fires=TransitionName.MAX_SEQUENCE, faults=STORE_FAULTS, cost=STORE, then=(Label.RESUME_CLAIM, END),
         place="12.2 step 3")
 def _h_resume_probe(w: World, p: Proc, t: Transition) -> World:
     if t.fault:
         return _end(w, p, "StateUnavailable")
-    return _put(w, replace(p, pc="resume_claim"))
+    return _put(w, replace(p, pc=Label.RESUME_CLAIM))
 
 
 def _resume_claim_move(w: World, p: Proc) -> Transition:
-    name = "claim_for_resume_from_input" if _input_side(p) else "claim_for_resume"
+    name = TransitionName.CLAIM_FOR_RESUME_FROM_INPUT if _input_side(p) else TransitionName.CLAIM_FOR_RESUME
     return T(name, p.name, run=w.run_id(p.run))
 
 
-@action("resume_claim", fires=("claim_for_resume", "claim_for_resume_from_input"), faults=STORE_FAULTS,
-        cost=STORE, then=("resume_position", END), move=_resume_claim_move, place="T7; 12.2 step 4")
+@action(Label.RESUME_CLAIM, fires=(TransitionName.CLAIM_FOR_RESUME, TransitionName.CLAIM_FOR_RESUME_FROM_INPUT), faults=STORE_FAULTS,
+        cost=STORE, then=(Label.RESUME_POSITION, END), move=_resume_claim_move, place="T7; 12.2 step 4")
 def _h_resume_claim(w: World, p: Proc, t: Transition) -> World:
     pol = w.config.policy
     ok = False
@@ -1369,7 +1372,7 @@ def _h_resume_claim(w: World, p: Proc, t: Transition) -> World:
     assert row is not None  # the claim matched it
     owner = p.identity if pol.lease_all_segments else ""
     p = replace(
-        p, pc="resume_position", epoch=row.epoch, owner=owner, claim_requeues=row.requeue_count,
+        p, pc=Label.RESUME_POSITION, epoch=row.epoch, owner=owner, claim_requeues=row.requeue_count,
         guard=p.identity if pol.owner_guarded_settle_all else "", cap=w.config.constants.DEFAULT_ROUND_CAP,
     )
     return _put(w, p)
@@ -1379,41 +1382,41 @@ def _resume_position_faults(w: World, p: Proc) -> tuple[str, ...]:
     """12.2 steps 5 and 6: the fresh position, and (since ADR-132) the decode of the state
     from the fresh row; before ADR-132 the state read before the claim was used."""
     if w.config.policy.approval_audit_failclosed:
-        return ("store_error", "decode_error")
+        return (FaultKind.STORE_ERROR, FaultKind.DECODE_ERROR)
     return STORE_FAULTS
 
 
-@action("resume_position", fires="max_sequence", faults=("store_error", "decode_error"), cost=STORE,
-        then=("release", "record_decision", "settle"), faults_now=_resume_position_faults, place="4.2; 12.2 steps 5-6")
+@action(Label.RESUME_POSITION, fires=TransitionName.MAX_SEQUENCE, faults=(FaultKind.STORE_ERROR, FaultKind.DECODE_ERROR), cost=STORE,
+        then=(Label.RELEASE, Label.RECORD_DECISION, Label.SETTLE), faults_now=_resume_position_faults, place="4.2; 12.2 steps 5-6")
 def _h_resume_position(w: World, p: Proc, t: Transition) -> World:
     pol = w.config.policy
     if t.fault:  # settle_failed without an owner (proposal P4: guarded by its own claim)
         own = pol.failure_settles_own_claim
         p = replace(p, handle=0, guard=p.identity if own else "")
-        err = "StateUnavailable" if t.fault == "store_error" else "CorruptSuspendedState"
-        return _settle(w, p, "settle_failed", FAILED, "provider_failed", err, own, err,
-                       "LEASE_LOST" if own else err)
+        err = "StateUnavailable" if t.fault == FaultKind.STORE_ERROR else "CorruptSuspendedState"
+        return _settle(w, p, TransitionName.SETTLE_FAILED, FAILED, "provider_failed", err, own, err,
+                       OutcomeName.LEASE_LOST if own else err)
     row = w.rows[p.run]
     assert row is not None  # this segment's claim matched it (resume_claim); rows never go
     turn = row.suspended_state if pol.approval_audit_failclosed else p.turn
     p = replace(p, handle=store.max_sequence(w, p.run) + 1, turn=turn)
     # gate 1: the approval refers to the pending turn
     if turn != p.seen_turn or turn < 0:
-        return _put(w, replace(p, pc="release", error="StaleInputTurn" if _input_side(p) else "StaleApprovalTurn"))
+        return _put(w, replace(p, pc=Label.RELEASE, error="StaleInputTurn" if _input_side(p) else "StaleApprovalTurn"))
     if p.refusal == APPROVER_NOT_PERMITTED and rules.write_turn(
         w.config, w.removed, w.config.runs[p.run].answer(turn).calls
     ):  # gate 2: the approver may not run this turn's writes (a turn without writes passes)
-        return _put(w, replace(p, pc="release", error=APPROVER_NOT_PERMITTED))
-    return _put(w, replace(p, pc="record_decision"))
+        return _put(w, replace(p, pc=Label.RELEASE, error=APPROVER_NOT_PERMITTED))
+    return _put(w, replace(p, pc=Label.RECORD_DECISION))
 
 
 def _record_decision_move(w: World, p: Proc) -> Transition:
-    name = "record_input" if _input_side(p) else "record_approval"
+    name = TransitionName.RECORD_INPUT if _input_side(p) else TransitionName.RECORD_APPROVAL
     return T(name, p.name, run=w.run_id(p.run))
 
 
-@action("record_decision", fires=("record_approval", "record_input"), faults=("audit_insert_fails",),
-        cost=AUDIT, then=("release",) + LOOP, move=_record_decision_move, place="4.2; 12.2 step 9, 12.3")
+@action(Label.RECORD_DECISION, fires=(TransitionName.RECORD_APPROVAL, TransitionName.RECORD_INPUT), faults=(FaultKind.AUDIT_INSERT_FAILS,),
+        cost=AUDIT, then=(Label.RELEASE,) + LOOP, move=_record_decision_move, place="4.2; 12.2 step 9, 12.3")
 def _h_record_decision(w: World, p: Proc, t: Transition) -> World:
     spec = w.config
     if not t.fault:
@@ -1421,21 +1424,21 @@ def _h_record_decision(w: World, p: Proc, t: Transition) -> World:
         w = replace(w, events=w.events + (Event(p.run, p.handle, kind, p.turn, -1, "", p.seg),))
         p = replace(p, handle=p.handle + 1)
     elif (
-        p.decision == "approve"
+        p.decision == Decision.APPROVE
         and spec.policy.approval_audit_failclosed
         and rules.write_turn(spec, w.removed, spec.runs[p.run].answer(p.turn).calls)
     ):
-        return _put(w, replace(p, pc="release", error="ApprovalNotAuditable"))  # gate 3
+        return _put(w, replace(p, pc=Label.RELEASE, error="ApprovalNotAuditable"))  # gate 3
     return _next_call(w, replace(p, call=0))
 
 
 def _release_move(w: World, p: Proc) -> Transition:
-    name = "suspend_for_input" if _input_side(p) else "suspend"
+    name = TransitionName.SUSPEND_FOR_INPUT if _input_side(p) else TransitionName.SUSPEND
     return T(name, p.name, run=w.run_id(p.run))
 
 
-@action("release", fires=("suspend", "suspend_for_input"), faults=STORE_FAULTS, cost=STORE,
-        then=("settle", END), move=_release_move, place="T6; 12.2 gates 1-3 (the row goes back to waiting)")
+@action(Label.RELEASE, fires=(TransitionName.SUSPEND, TransitionName.SUSPEND_FOR_INPUT), faults=STORE_FAULTS, cost=STORE,
+        then=(Label.SETTLE, END), move=_release_move, place="T6; 12.2 gates 1-3 (the row goes back to waiting)")
 def _h_release(w: World, p: Proc, t: Transition) -> World:
     status = WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL
     ok = False
@@ -1446,8 +1449,8 @@ def _h_release(w: World, p: Proc, t: Transition) -> World:
     # the release failed: settle_failed without an owner (proposal P4: under its own claim)
     own = w.config.policy.failure_settles_own_claim
     p = replace(p, guard=p.identity if own else "")
-    return _settle(w, p, "settle_failed", FAILED, "provider_failed", p.error, own, p.error,
-                   "LEASE_LOST" if own else p.error)
+    return _settle(w, p, TransitionName.SETTLE_FAILED, FAILED, "provider_failed", p.error, own, p.error,
+                   OutcomeName.LEASE_LOST if own else p.error)
 
 
 
@@ -1469,19 +1472,19 @@ def _is(kind: str):
 def _process_moves(w: World, name: str | None, one_order: bool, slots: list[int] | None) -> list[Transition]:
     """Each live process's step (``_proc_moves``) and its death."""
     out: list[Transition] = []
-    crash = _can(w, "crash")
+    crash = _can(w, FaultKind.CRASH)
     for p in w.procs if name is None else (w.proc(name),):
         assert p is not None  # answered: the process is live
         out.extend(_proc_moves(w, p))
         if crash:
-            out.append(T("crash", p.name, run=w.run_id(p.run)))
+            out.append(T(TransitionName.CRASH, p.name, run=w.run_id(p.run)))
     return out
 
 
 def _process_fire(w: World, t: Transition) -> World:
     p = w.proc(t.actor)
     assert p is not None  # answered: the process is live
-    if t.name == "crash":
+    if t.name == TransitionName.CRASH:
         return _die(w, p)
     return _step(w, p, t)
 
@@ -1506,7 +1509,7 @@ def _process_takes(t: Transition, name: str) -> bool:
     """A step of the process ``name`` without a fault; a free worker taking a message
     (run_queued with not_before) is the worker's step, but a pick-up nested in a sync
     dispatch (no not_before) is the dispatching process's own next step."""
-    return (t.actor == name and t.fault is None and t.name != "crash"
+    return (t.actor == name and t.fault is None and t.name != TransitionName.CRASH
             and not (t.name == PICK_UP and t.arg("not_before") is not None))
 
 
@@ -1517,7 +1520,7 @@ def _pickup_takes(t: Transition, name: str) -> bool:
 
 def _reaper_takes(t: Transition, name: str) -> bool:
     """A step of the reaper ``name`` without a fault (tick, per-row decision, dispatch)."""
-    return t.actor == name and t.fault is None and t.name != "crash"
+    return t.actor == name and t.fault is None and t.name != TransitionName.CRASH
 
 
 def _clock_takes(t: Transition, name: str) -> bool:
@@ -1525,29 +1528,29 @@ def _clock_takes(t: Transition, name: str) -> bool:
     return t.actor == name
 
 
-declare_actor("caller", place="6.1, 11, 12", answers=_is("caller"),
+declare_actor(ActorKind.CALLER, place="6.1, 11, 12", answers=_is(ActorKind.CALLER),
               moves=lambda w, name, one_order, slots: _caller_moves(w, slots), fire=_caller)
-declare_actor("process", place="5; 1.3 process death",
+declare_actor(ActorKind.PROCESS, place="5; 1.3 process death",
               answers=lambda w, name: w.proc(name) is not None,
               moves=_process_moves, fire=_process_fire,
               fairness=Fair.WEAK, instances=names.process_names, takes=_process_takes,
               says="the process's next step without a fault")
-declare_actor("worker", place="6.2 step 1 (async: a delivery)", answers=_is_free_worker,
+declare_actor(ActorKind.WORKER, place="6.2 step 1 (async: a delivery)", answers=_is_free_worker,
               moves=lambda w, name, one_order, slots: _pickup_moves(w, name, slots),
               fire=_run_queued, instances=lambda config: tuple(config.workers),
               fairness=Fair.WEAK, takes=_pickup_takes, fair_each=False,
               says="some free worker takes some deliverable message")
-declare_actor("bus", place="6.3; 1.3 a duplicate message", answers=_is("bus"),
+declare_actor(ActorKind.BUS, place="6.3; 1.3 a duplicate message", answers=_is(ActorKind.BUS),
               moves=lambda w, name, one_order, slots: _bus_moves(w), fire=_bus_fire)
-declare_actor(REAPER, place="10", answers=lambda w, name: name in names.reaper_names(w.config),
+declare_actor(ActorKind.REAPER, place="10", answers=lambda w, name: name in names.reaper_names(w.config),
               moves=lambda w, name, one_order, slots: _reapers_moves(w, name, one_order),
               fire=_reaper, instances=names.reaper_names, fairness=Fair.WEAK,
               takes=_reaper_takes,
               says="a reaper step without a fault (tick, per-row decision, dispatch)")
-declare_actor("operator", place="14.2 a tool removed between attempts", answers=_is("operator"),
+declare_actor(ActorKind.OPERATOR, place="14.2 a tool removed between attempts", answers=_is(ActorKind.OPERATOR),
               moves=lambda w, name, one_order, slots: _operator_moves(w),
               fire=lambda w, t: replace(w, removed=w.removed | {t.arg("tool")}))
-declare_actor("clock", place="conventions: one clock", answers=_is("clock"),
+declare_actor(ActorKind.CLOCK, place="conventions: one clock", answers=_is(ActorKind.CLOCK),
               moves=lambda w, name, one_order, slots: _clock_moves(w),
               fire=lambda w, t: replace(w, clock=t.arg("to")), fairness=Fair.WEAK,
               takes=_clock_takes, says="time moves on while something waits on it")

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from .constants import Constants
 from .policy import Policy
 from .records import Record, field, ghost, picklable, record, replace
+from .vocab import OutcomeName as OutcomeName  # re-exported: the outcomes' vocabulary
 
 # -- vocabulary (RUNTIME section 2), spelled as stored ---------------------------------
 QUEUED = "queued"
@@ -27,10 +28,7 @@ STATUSES = (QUEUED, RUNNING, WAITING_FOR_APPROVAL, WAITING_FOR_INPUT, COMPLETED,
 TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED})
 AWAITING = frozenset({WAITING_FOR_APPROVAL, WAITING_FOR_INPUT})
 
-OUTCOMES = (
-    "COMPLETED", "AWAITING_APPROVAL", "AWAITING_INPUT", "SUSPEND_FAILED", "GUARDRAIL_BLOCKED",
-    "GUARDRAIL_APPROVAL_REQUIRED", "FAILED", "CANCELLED", "REQUEUED", "LEASE_LOST",
-)
+OUTCOMES: tuple[str, ...] = tuple(OutcomeName)  # what a segment returns (model/vocab.py)
 REASONS = (
     "completed", "max_iterations", "budget_exhausted", "context_truncated", "provider_failed",
     "policy_denied", "approval_denied", "not_retryable", "retries_exhausted", "cancelled",

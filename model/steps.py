@@ -5,11 +5,13 @@ of the step it takes next, named after what the step does (PlusCal style: one at
 label). Each step is declared once, by the :func:`action` decorator on the function that is
 its effect (``model/runtime.py``)::
 
-    @action("stamp", fires="mark_pending_effect", faults=STORE_FAULTS, cost=STORE,
-            place="7.3", then=("invoke",), args=("effect",), move=_stamp_move)
+    @action(Label.STAMP, fires=TransitionName.MARK_PENDING_EFFECT, faults=STORE_FAULTS,
+            cost=STORE, place="7.3", then=(Label.INVOKE,), args=("effect",), move=_stamp_move)
     def _h_stamp(w, p, t): ...
 
-The declaration names
+Every name in it is a member of a closed vocabulary (model/vocab.py: ``Label``,
+``TransitionName``, ``FaultKind``, ``ActorKind``), re-exported here; ``action`` parses each
+into its vocabulary and refuses an undeclared one, naming it. The declaration names
 
 * ``pc``: the label (``Proc.pc``, or ``ReaperState.pc`` for the reaper's steps);
 * ``fires``: the transition(s) the step fires, spelled as docs/RUNTIME.md spells the
@@ -44,6 +46,13 @@ from typing import Any
 
 from . import store
 
+# the closed vocabularies this table is written in (declared in model/vocab.py), re-exported
+from .vocab import ActorKind as ActorKind
+from .vocab import Closed, Keyed
+from .vocab import FaultKind as FaultKind
+from .vocab import Label as Label
+from .vocab import TransitionName as TransitionName
+
 # cost classes: the environment component a step waits on (the simulator's latency and fault)
 STORE = "store"  # a store statement (T1-T13, find_run, max_sequence)
 AUDIT = "audit"  # an audit insert (record_step, record_approval, record_input)
@@ -54,46 +63,49 @@ NONE = "none"  # local work (the observer hook)
 COST_CLASSES = (STORE, AUDIT, PROVIDER, TOOL, DISPATCH, NONE)
 
 END = "end"  # in ``then``: the process ends (returns its outcome)
-PROCESS = "process"  # a segment or an enqueue caller (``Proc``)
-REAPER = "reaper"  # the reaper (``ReaperState``)
+PROCESS = ActorKind.PROCESS  # a segment or an enqueue caller (``Proc``)
+REAPER = ActorKind.REAPER  # the reaper (``ReaperState``)
 
-STORE_FAULTS = ("store_error",)
+STORE_FAULTS = (FaultKind.STORE_ERROR,)
 
 # The labels and transitions the properties and the simulator name, each read from here:
-PICK_UP = "run_queued"  # pick-up step 1 (6.2): a free worker's delivery, or nested in a sync dispatch
-STAMP = "stamp"  # the before-tool hook's T5 stamp of a write (7.3)
-REAPER_DECISION = "row"  # the reaper's per-row decision on its snapshot (10 branches 1-4)
-REAPER_TICK = "tick"  # the reaper's SELECT (T10)
-SETTLE = "settle"  # a segment's settle (T8 via 4.3), the last step of an arm of the ladder
+PICK_UP = Label.RUN_QUEUED  # pick-up step 1 (6.2): a free worker's delivery, or nested in a
+# sync dispatch; also the name of the transition it fires (TransitionName.RUN_QUEUED)
+STAMP = Label.STAMP  # the before-tool hook's T5 stamp of a write (7.3)
+REAPER_DECISION = Label.ROW  # the reaper's per-row decision on its snapshot (10 branches 1-4)
+REAPER_TICK = Label.TICK  # the reaper's SELECT (T10)
+SETTLE = Label.SETTLE  # a segment's settle (T8 via 4.3), the last step of an arm of the ladder
 
 
 @dataclass(frozen=True, slots=True)
 class Fault:
     """A fault kind (RUNTIME 1.3): the environment component it breaks and what happens."""
 
-    component: str  # a cost class, or "process" / "bus" / "clock"
+    component: str  # a cost class, or an actor kind (process, bus, clock)
     meaning: str
 
 
 # Fault kinds a configuration may enable (``Config.faults``), each owned by the component it
-# breaks; the steps that can take one name it in their ``faults``.
-FAULTS: dict[str, Fault] = {
-    "store_error": Fault(STORE, "a store statement errors: the caller gets false / null / [] (4.4)"),
-    "audit_insert_fails": Fault(AUDIT, "record_step / record_approval / record_input stores nothing"),
-    "ambiguous_commit": Fault(AUDIT, "the audit insert stores the event but reports failure"),
-    "dispatch_fails": Fault(DISPATCH, "the message is not sent"),
-    "crash": Fault("process", "a process dies at any point (1.3 process death)"),
-    "provider_error": Fault(PROVIDER, "a provider call fails with a failure class (Config.provider_faults)"),
-    "observer_error": Fault(NONE, "the step observer raises (7.2 step 1)"),
-    "decode_error": Fault(STORE, "a stored payload fails to decode"),
-    "tool_error": Fault(TOOL, "the tool raises; its effect does not land"),
-    "duplicate_message": Fault("bus", "the bus delivers a message twice (6.3)"),
-    "slow_operation": Fault("clock", "a provider or tool call outlives the lease (time passes while it runs)"),
-    "pause": Fault("clock", "a process stalls outside a provider or tool call long enough to lose its lease"),
-}
+# breaks; the steps that can take one name it in their ``faults``. Keyed by FaultKind: a key
+# that is not a member is refused as it is stored.
+F = FaultKind
+FAULTS: dict[str, Fault] = Keyed(FaultKind, {
+    F.STORE_ERROR: Fault(STORE, "a store statement errors: the caller gets false / null / [] (4.4)"),
+    F.AUDIT_INSERT_FAILS: Fault(AUDIT, "record_step / record_approval / record_input stores nothing"),
+    F.AMBIGUOUS_COMMIT: Fault(AUDIT, "the audit insert stores the event but reports failure"),
+    F.DISPATCH_FAILS: Fault(DISPATCH, "the message is not sent"),
+    F.CRASH: Fault(ActorKind.PROCESS, "a process dies at any point (1.3 process death)"),
+    F.PROVIDER_ERROR: Fault(PROVIDER, "a provider call fails with a failure class (Config.provider_faults)"),
+    F.OBSERVER_ERROR: Fault(NONE, "the step observer raises (7.2 step 1)"),
+    F.DECODE_ERROR: Fault(STORE, "a stored payload fails to decode"),
+    F.TOOL_ERROR: Fault(TOOL, "the tool raises; its effect does not land"),
+    F.DUPLICATE_MESSAGE: Fault(ActorKind.BUS, "the bus delivers a message twice (6.3)"),
+    F.SLOW_OPERATION: Fault(ActorKind.CLOCK, "a provider or tool call outlives the lease (time passes while it runs)"),
+    F.PAUSE: Fault(ActorKind.CLOCK, "a process stalls outside a provider or tool call long enough to lose its lease"),
+})
 
 
-PROVIDER_ERROR = "provider_error"  # the kind whose branches are the provider's failure classes
+PROVIDER_ERROR = FaultKind.PROVIDER_ERROR  # the kind whose branches are the provider's failure classes
 
 
 def injected(t: Any) -> str | None:
@@ -107,7 +119,7 @@ def injected(t: Any) -> str | None:
     return f if f in FAULTS else PROVIDER_ERROR
 
 
-def fault_kinds() -> tuple[str, ...]:
+def fault_kinds() -> tuple[FaultKind, ...]:
     """Every fault kind a configuration may enable (``Config.faults``), in declaration order:
     :data:`FAULTS`' keys, read now (a kind declared at run time is in at once)."""
     return tuple(FAULTS)
@@ -153,11 +165,15 @@ class Other:
         return NONE
 
 
-class _Table(dict):  # type: ignore[type-arg]
-    """label -> step; every change of a declaration bumps :data:`generation`, so what is
-    derived from the table (the vocabulary, the boundary labels) is derived again."""
+class _Table(Keyed):
+    """label -> step (keyed by the members of a vocabulary: ``Keyed``); every change of a
+    declaration bumps :data:`generation`, so what is derived from the table (the
+    vocabulary, the boundary labels) is derived again."""
 
-    def __setitem__(self, key: str, value: Action) -> None:
+    def __init__(self, vocabulary: type[Closed], *args: Any) -> None:
+        super().__init__(vocabulary, *args)
+
+    def __setitem__(self, key: str, value: Any) -> None:
         global generation
         generation += 1
         super().__setitem__(key, value)
@@ -176,6 +192,11 @@ class _Table(dict):  # type: ignore[type-arg]
         global generation
         generation += 1
         super().update(*args, **kw)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        global generation
+        generation += 1
+        return super().setdefault(key, default)
 
 
 generation = 0  # bumped by every change of a step declaration (``_Table``)
@@ -230,7 +251,7 @@ class Actor:
 
 
 # kind -> actor, in the order ``enabled`` lists their moves; filled by model/runtime.py
-ACTORS: dict[str, Actor] = {}
+ACTORS: dict[str, Actor] = Keyed(ActorKind)
 
 
 def declare_actor(kind: str, *, place: str, answers: Callable[..., bool],
@@ -242,6 +263,7 @@ def declare_actor(kind: str, *, place: str, answers: Callable[..., bool],
     """Declare an actor kind (model/runtime.py does, once per kind, in listing order), with
     its instances (default: one actor named as the kind, as the clock, the bus, the operator
     and the callers are) and its fairness (see :class:`Actor`)."""
+    kind = ActorKind.of(kind, "declare_actor:")
     if kind in ACTORS:
         raise ValueError(f"actor {kind!r} is declared twice")
     if fairness is not Fair.NONE and takes is None:
@@ -260,25 +282,26 @@ def actor_instances(config: Any) -> dict[str, tuple[str, ...]]:
 
 
 # label -> step, per kind of process; filled by @action as model/runtime.py is imported
-ACTIONS: dict[str, Action] = _Table()
-REAPER_ACTIONS: dict[str, Action] = _Table()
+ACTIONS: dict[str, Action] = _Table(Label)
+REAPER_ACTIONS: dict[str, Action] = _Table(Label)
 
-OTHER_TRANSITIONS: dict[str, Other] = _Table({
+N, A = TransitionName, ActorKind
+OTHER_TRANSITIONS: dict[str, Other] = _Table(TransitionName, {
     # callers (6.1, 11, 12)
-    store.START_RUN: Other("caller", STORE_FAULTS, "T1"),
-    store.ENQUEUE_RUN: Other("caller", STORE_FAULTS, "T2"),
-    store.CANCEL: Other("caller", STORE_FAULTS, "T13"),
-    "approve": Other("caller", (), "12.2", ("permitted", "configured")),
-    "deny": Other("caller", (), "12.2", ("permitted", "configured")),
-    "submit_input": Other("caller", (), "12.3", ("valid", "configured")),
+    store.START_RUN: Other(A.CALLER, STORE_FAULTS, "T1"),
+    store.ENQUEUE_RUN: Other(A.CALLER, STORE_FAULTS, "T2"),
+    store.CANCEL: Other(A.CALLER, STORE_FAULTS, "T13"),
+    N.APPROVE: Other(A.CALLER, (), "12.2", ("permitted", "configured")),
+    N.DENY: Other(A.CALLER, (), "12.2", ("permitted", "configured")),
+    N.SUBMIT_INPUT: Other(A.CALLER, (), "12.3", ("valid", "configured")),
     # a free worker takes a delivered message (async transport; 6.2 step 1)
-    PICK_UP: Other("worker", STORE_FAULTS, "6.2 step 1 (async: a delivery)", ("not_before",)),
+    N.RUN_QUEUED: Other(A.WORKER, STORE_FAULTS, "6.2 step 1 (async: a delivery)", ("not_before",)),
     # the environment and its faults (1.3)
-    "advance_time": Other("clock", ("slow_operation", "pause"),
+    N.ADVANCE_TIME: Other(A.CLOCK, (F.SLOW_OPERATION, F.PAUSE),
                           "conventions: one clock; 1.3 slow operation", ("to",)),
-    "crash": Other("any process", (), "1.3 process death"),
-    "duplicate_message": Other("bus", (), "1.3, 6.3", ("not_before",)),
-    "remove_tool": Other("operator", (), "14.2 a tool removed between attempts", ("tool",)),
+    N.CRASH: Other("any process", (), "1.3 process death"),
+    N.DUPLICATE_MESSAGE: Other(A.BUS, (), "1.3, 6.3", ("not_before",)),
+    N.REMOVE_TOOL: Other(A.OPERATOR, (), "14.2 a tool removed between attempts", ("tool",)),
 })
 
 
@@ -289,20 +312,28 @@ def action(
     faults_now: Callable[..., tuple[str, ...]] | None = None, actor: str = PROCESS,
     boundary: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Declare the decorated function as the effect of the step labelled ``pc``."""
+    """Declare the decorated function as the effect of the step labelled ``pc``. Every name
+    is parsed into its vocabulary (model/vocab.py) here: the label, the transitions it fires,
+    its faults, the labels it moves to and its actor; an undeclared one is refused, named."""
+    pc = Label.of(pc, "@action:")
+    where = f"step {pc!r}:"
     if cost not in COST_CLASSES:
-        raise ValueError(f"step {pc!r}: cost {cost!r} is not one of {COST_CLASSES}")
-    unknown = [f for f in faults if f not in FAULTS]
+        raise ValueError(f"{where} cost {cost!r} is not one of {COST_CLASSES}")
+    kinds = tuple(FaultKind.of(f, where) for f in faults)
+    unknown = [f for f in kinds if f not in FAULTS]
     if unknown:
-        raise ValueError(f"step {pc!r}: unknown fault kinds {unknown}; declare them in FAULTS")
+        raise ValueError(f"{where} unknown fault kinds {unknown}; declare them in FAULTS")
+    actor = ActorKind.of(actor, where)
+    names = tuple(TransitionName.of(n, where)
+                  for n in ((fires,) if isinstance(fires, str) else fires))
+    nexts = tuple(x if x == END else Label.of(x, where) for x in then)
     table = REAPER_ACTIONS if actor == REAPER else ACTIONS
     if pc in table:
         raise ValueError(f"step {pc!r} is declared twice")
-    names = (fires,) if isinstance(fires, str) else tuple(fires)
 
     def declare(effect: Callable[..., Any]) -> Callable[..., Any]:
-        table[pc] = Action(pc, names, tuple(faults), cost, place, effect, move, faults_now,
-                           tuple(then), tuple(args), actor, boundary)
+        table[pc] = Action(pc, names, kinds, cost, place, effect, move, faults_now,
+                           nexts, tuple(args), actor, boundary)
         return effect
 
     return declare

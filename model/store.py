@@ -28,18 +28,19 @@ from .state import (
     World,
     replace,
 )
+from .vocab import Keyed, Mark, TransitionName
 
 # The names of the statements other modules name a transition by (the table at the end is
-# keyed by every statement's name): read them here.
-START_RUN = "start_run"
-ENQUEUE_RUN = "enqueue_run"
-CLAIM_QUEUED = "claim_queued"
-RENEW_LEASE = "renew_lease"
-MARK_PENDING_EFFECT = "mark_pending_effect"
-FIND_STALE_RUNNING = "find_stale_running"
-REQUEUE_STALE = "requeue_stale"
-DEAD_LETTER_STALE = "dead_letter_stale"
-CANCEL = "cancel"
+# keyed by every statement's name, a TransitionName member): read them here.
+START_RUN = TransitionName.START_RUN
+ENQUEUE_RUN = TransitionName.ENQUEUE_RUN
+CLAIM_QUEUED = TransitionName.CLAIM_QUEUED
+RENEW_LEASE = TransitionName.RENEW_LEASE
+MARK_PENDING_EFFECT = TransitionName.MARK_PENDING_EFFECT
+FIND_STALE_RUNNING = TransitionName.FIND_STALE_RUNNING
+REQUEUE_STALE = TransitionName.REQUEUE_STALE
+DEAD_LETTER_STALE = TransitionName.DEAD_LETTER_STALE
+CANCEL = TransitionName.CANCEL
 
 
 def _lease(w: World) -> int:
@@ -72,11 +73,11 @@ def stale(w: World, row: Row | None, now: int) -> bool:
     )
 
 
-def _ghost_owner(w: World, i: int, p: Proc | None, what: str) -> World:
+def _ghost_owner(w: World, i: int, p: Proc | None, what: Mark) -> World:
     """Record a mutation by a segment that no longer holds the row's current claim."""
     row = w.rows[i]
     if p is not None and p.epoch and row is not None and row.epoch != p.epoch:
-        return w.mark(f"{what}:{w.run_id(i)}")
+        return w.mark(what.fact(w.run_id(i)))
     return w
 
 
@@ -141,7 +142,7 @@ def _renewal(w: World, i: int, me: str, p: Proc | None, **writes) -> tuple[World
     new = replace(row, lease_expires=_lease(w), **writes)
     if new == row and not w.config.policy.noop_renew_recheck:
         return w, False  # a same-second renewal changes no row and reports 0 (before 2029c781)
-    w = _ghost_owner(w, i, p, "foreign_owner_mutation")
+    w = _ghost_owner(w, i, p, Mark.FOREIGN_OWNER_MUTATION)
     return w.set_row(i, new), True
 
 
@@ -177,8 +178,8 @@ def suspend(
             and row.claimed_by != p.owner:
         return w, False  # proposal P5: a segment holding a lease suspends only its own claim
     if row.status in TERMINAL:
-        w = w.mark(f"resurrection:{w.run_id(i)}")
-    w = _ghost_owner(w, i, p, "zombie_settle")
+        w = w.mark(Mark.RESURRECTION.fact(w.run_id(i)))
+    w = _ghost_owner(w, i, p, Mark.ZOMBIE_SETTLE)
     return w.set_row(
         i, replace(row, status=status, suspended_state=turn, claimed_by="", lease_expires=0)
     ), True
@@ -225,8 +226,8 @@ def finish_run(
     if expect_status and row.status != expect_status:
         return w, False  # the proposal fallback_settles_requeued_row
     if row.status in TERMINAL:
-        w = w.mark(f"terminal_overwritten:{w.run_id(i)}")
-    w = _ghost_owner(w, i, p, "zombie_settle")
+        w = w.mark(Mark.TERMINAL_OVERWRITTEN.fact(w.run_id(i)))
+    w = _ghost_owner(w, i, p, Mark.ZOMBIE_SETTLE)
     return w.set_row(
         i,
         replace(
@@ -259,7 +260,7 @@ def requeue(w: World, i: int, me: str, p: Proc | None = None) -> tuple[World, bo
     if not owner_guard(row, me, w):
         return w, False
     assert row is not None  # owner_guard is False for no row
-    w = _ghost_owner(w, i, p, "zombie_settle")
+    w = _ghost_owner(w, i, p, Mark.ZOMBIE_SETTLE)
     return w.set_row(i, _requeued(w, row)), True
 
 
@@ -315,7 +316,7 @@ def cancel(w: World, i: int) -> tuple[World, bool]:
     if row.status in TERMINAL:
         if w.config.policy.terminal_guard:
             return w, False
-        w = w.mark(f"terminal_overwritten:{w.run_id(i)}")
+        w = w.mark(Mark.TERMINAL_OVERWRITTEN.fact(w.run_id(i)))
     return w.set_row(
         i,
         replace(
@@ -397,7 +398,7 @@ def _interactive(w: World, a: dict[str, Any]) -> str:
 
 
 def _table(*rows: Statement) -> dict[str, Statement]:
-    return {r.name: r for r in rows}
+    return Keyed(TransitionName, {r.name: r for r in rows})
 
 
 S = Statement
@@ -409,24 +410,24 @@ STATEMENTS: dict[str, Statement] = _table(
     S(RENEW_LEASE, "T4", ("run", "owner"), ("run", "owner"), {}, renew_lease),
     S(MARK_PENDING_EFFECT, "T5", ("run", "owner", "effect"), ("run", "owner", "effect"), {},
       mark_pending_effect),
-    S("suspend", "T6", ("run", "turn"), ("run",), {"turn": 0}, suspend, (WAITING_FOR_APPROVAL,)),
-    S("suspend_for_input", "T6", ("run", "turn"), ("run",), {"turn": 0}, suspend,
+    S(TransitionName.SUSPEND, "T6", ("run", "turn"), ("run",), {"turn": 0}, suspend, (WAITING_FOR_APPROVAL,)),
+    S(TransitionName.SUSPEND_FOR_INPUT, "T6", ("run", "turn"), ("run",), {"turn": 0}, suspend,
       (WAITING_FOR_INPUT,)),
-    S("claim_for_resume", "T7", ("run", "owner", "leased"), ("run", "owner"),
+    S(TransitionName.CLAIM_FOR_RESUME, "T7", ("run", "owner", "leased"), ("run", "owner"),
       {"leased": _leased}, claim_for_resume, (WAITING_FOR_APPROVAL,)),
-    S("claim_for_resume_from_input", "T7", ("run", "owner", "leased"), ("run", "owner"),
+    S(TransitionName.CLAIM_FOR_RESUME_FROM_INPUT, "T7", ("run", "owner", "leased"), ("run", "owner"),
       {"leased": _leased}, claim_for_resume, (WAITING_FOR_INPUT,)),
-    S("finish_run", "T8", ("run", "status", "reason", "error_class", "owner"),
+    S(TransitionName.FINISH_RUN, "T8", ("run", "status", "reason", "error_class", "owner"),
       ("run", "status", "reason"), {"error_class": "", "owner": ""}, finish_run),
-    S("requeue", "T9", ("run", "owner"), ("run", "owner"), {}, requeue),
+    S(TransitionName.REQUEUE, "T9", ("run", "owner"), ("run", "owner"), {}, requeue),
     S(FIND_STALE_RUNNING, "T10", ("now", "limit"), (), {"now": _now, "limit": _limit},
       find_stale_running, read=True),
     S(REQUEUE_STALE, "T11", ("run", "now"), ("run",), {"now": _now}, requeue_stale),
     S(DEAD_LETTER_STALE, "T12", ("run", "now", "reason"), ("run", "reason"), {"now": _now},
       dead_letter_stale),
     S(CANCEL, "T13", ("run",), ("run",), {}, cancel),
-    S("find_run", "4.2", ("run",), ("run",), {}, find_run, read=True),
-    S("max_sequence", "4.2", ("run",), ("run",), {}, max_sequence, read=True),
+    S(TransitionName.FIND_RUN, "4.2", ("run",), ("run",), {}, find_run, read=True),
+    S(TransitionName.MAX_SEQUENCE, "4.2", ("run",), ("run",), {}, max_sequence, read=True),
 )
 """Every store statement a scenario may run, in RUNTIME 4 order (the scenario format's
 ``store`` steps, their keys and defaults are read from here)."""

@@ -131,6 +131,7 @@ from failclosed.model.config import ConfigError, check_keys, tool_effect
 from failclosed.model.constants import CONSTANT_MAX, CONSTANT_NAMES, Constants
 from failclosed.model.policy import UnknownPolicy, parse_policy
 from failclosed.model.state import EFFECTS, FAILURE_CLASSES, TRANSPORTS
+from failclosed.model.vocab import ActorKind
 
 Z99 = 2.3263478740408408  # the standard normal's 0.99 quantile
 
@@ -422,7 +423,7 @@ def _error_mix(v: Any, f: str) -> tuple[tuple[tuple[str, float], ...], dict[str,
 
 TOP = {
     "policy", "seed", "description", "constants", "runs", "arrivals", "workers", "transport",
-    "bus", "reaper", "audit_store", "run_store", "crashes", "pauses", "provider", "tools",
+    ActorKind.BUS, ActorKind.REAPER, "audit_store", "run_store", "crashes", "pauses", "provider", "tools",
     "workload", "faults",
 }
 MODEL_TOOL_KEYS = {"name", "effect", "remote", "approval", "server_flag", "needs_input", "removable"}
@@ -499,7 +500,7 @@ def _transport(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _bus(data: dict[str, Any]) -> dict[str, Any]:
-    b = _table(data, "bus")
+    b = _table(data, ActorKind.BUS)
     _unknown(b, {"delivery_delay", "duplicate_probability", "dispatch_failure_probability", "dispatch_latency"}, "bus.")
     return {
         "delivery_delay": parse_dist(b.get("delivery_delay", 0.2), "bus.delivery_delay"),
@@ -511,7 +512,7 @@ def _bus(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _reaper(data: dict[str, Any]) -> dict[str, Any]:
-    rp = _table(data, "reaper")
+    rp = _table(data, ActorKind.REAPER)
     _unknown(rp, {"enabled", "period_seconds", "limit", "count"}, "reaper.")
     return {
         "reaper_enabled": _bool(rp.get("enabled", True), "reaper.enabled"),

@@ -39,6 +39,7 @@ from failclosed.model.runtime import GuardFailed, apply, clock_move, enabled, fi
 from failclosed.model.state import TERMINAL, WAITING_FOR_APPROVAL, World, replace
 from failclosed.model.steps import costs, fault_kinds, injected
 from failclosed.model.transition import Transition
+from failclosed.model.vocab import FaultKind, TransitionName
 
 from .checks import Checks
 from .config import SimConfig
@@ -196,7 +197,7 @@ class Simulation:
         # one order of a reaper tick over tied rows (ties by slot): the first listed, which is
         # the one taken; the full list holds k! orders of k tied rows
         en = enabled(w, actor, one_order=True, run=run)
-        chosen = _crash(en, pred) if fault == "crash" else _branch(en, fault, pred)
+        chosen = _crash(en, pred) if fault == FaultKind.CRASH else _branch(en, fault, pred)
         if fault is not None and (chosen is None or chosen.fault != fault):
             _undeclared(w, actor, fault)
         if chosen is None:
@@ -341,7 +342,7 @@ class Simulation:
 def _crash(en: list[Transition], pred) -> Transition | None:
     """The first enabled ``crash`` that ``pred`` admits."""
     for t in en:
-        if t.name == "crash" and (pred is None or pred(t)):
+        if t.name == TransitionName.CRASH and (pred is None or pred(t)):
             return t
     return None
 
@@ -352,7 +353,7 @@ def _undeclared(w: World, actor: str, fault: str) -> None:
     configuration does not enable is a simulator error (a component draws a kind its
     ``kinds()`` does not name), never a silent normal branch."""
     config = w.config
-    if fault == "crash" or fault in config.faults or fault in config.provider_faults:
+    if fault == FaultKind.CRASH or fault in config.faults or fault in config.provider_faults:
         return
     raise SimulationError(
         f"{actor} drew the fault {fault!r}, which the model configuration does not enable: "
@@ -364,7 +365,7 @@ def _branch(en: list[Transition], fault: str | None, pred) -> Transition | None:
     first of the normal branch (a crash is never taken here)."""
     normal = None
     for t in en:
-        if t.name == "crash" or (pred is not None and not pred(t)):
+        if t.name == TransitionName.CRASH or (pred is not None and not pred(t)):
             continue
         f = t.fault
         if f is None:

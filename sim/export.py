@@ -55,6 +55,7 @@ from failclosed.model import steps
 from failclosed.model.state import COMPLETED, RUNNING, TERMINAL, Row, World
 from failclosed.model.store import CLAIM_QUEUED, START_RUN
 from failclosed.model.transition import Transition
+from failclosed.model.vocab import Decision
 
 from .dbschema import (
     EVENT_NAMES,
@@ -240,7 +241,7 @@ class Exporter:
         dur = 0.0
         key = (t.actor, i)
         if kind == "approval":
-            payload = {"approved": p is not None and p.decision == "approve", "decidedBy": DECIDED_BY}
+            payload = {"approved": p is not None and p.decision == Decision.APPROVE, "decidedBy": DECIDED_BY}
         elif kind == "input":
             payload = {"submittedBy": DECIDED_BY}
         else:
@@ -306,7 +307,7 @@ class Exporter:
         refused = key not in self.tool_err
         err = self.tool_err.pop(key, True)
         if refused:
-            denied = p is not None and p.decision == "deny"
+            denied = p is not None and p.decision == Decision.DENY
             result = (f'Error: tool "{name}" was denied by the operator.' if denied
                       else f'Error: tool "{name}" is no longer permitted.')
         else:

@@ -45,25 +45,25 @@ from failclosed.model.steps import (
     PROVIDER_ERROR,
     SETTLE,
     STORE,
-    STORE_FAULTS,
     TOOL,
 )
+from failclosed.model.vocab import FaultKind
 
 from .config import SimConfig
 from .records import RunRecord
 from .streams import stream
 
-# The kinds the components below draw from distributions of their own, each spelled once
-# here (model/steps.py FAULTS declares them)
-STORE_ERROR = STORE_FAULTS[0]
-AUDIT_INSERT_FAILS = "audit_insert_fails"
-AMBIGUOUS_COMMIT = "ambiguous_commit"
-TOOL_ERROR = "tool_error"
-DISPATCH_FAILS = "dispatch_fails"
-DUPLICATE_MESSAGE = "duplicate_message"
-CRASH = "crash"
-PAUSE = "pause"
-SLOW_OPERATION = "slow_operation"
+# The kinds the components below draw from distributions of their own (members of
+# model/vocab.py FaultKind; model/steps.py FAULTS declares them)
+STORE_ERROR = FaultKind.STORE_ERROR
+AUDIT_INSERT_FAILS = FaultKind.AUDIT_INSERT_FAILS
+AMBIGUOUS_COMMIT = FaultKind.AMBIGUOUS_COMMIT
+TOOL_ERROR = FaultKind.TOOL_ERROR
+DISPATCH_FAILS = FaultKind.DISPATCH_FAILS
+DUPLICATE_MESSAGE = FaultKind.DUPLICATE_MESSAGE
+CRASH = FaultKind.CRASH
+PAUSE = FaultKind.PAUSE
+SLOW_OPERATION = FaultKind.SLOW_OPERATION
 
 
 def _may_commit_ambiguously(proc: Proc) -> bool:

@@ -47,6 +47,7 @@ from failclosed.model.state import (
     STATUSES,
     TERMINAL,
 )
+from failclosed.spec.vocab import PropertyName
 
 from .dbschema import (
     CLAIM_PREFIXES,
@@ -66,18 +67,18 @@ INSPECTED_POLICY = "current"  # the runtime an export comes from (EXPORT.md: adr
 # the checks, in report order: (id, EXPORT.md section, what it finds, certainty, properties)
 CHECKS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
     ("enums", "7.1", "status, termination_reason, kind, round, pending_effect, requeue_count take the runtime's values", CERTAIN, ()),
-    ("sequence_reused", "7.2", "a (run, sequence) stored twice or out of insert order: two writers, or an insert that committed but reported failure", CERTAIN, ("stream_order", "no_zombie_append")),
+    ("sequence_reused", "7.2", "a (run, sequence) stored twice or out of insert order: two writers, or an insert that committed but reported failure", CERTAIN, (PropertyName.STREAM_ORDER, PropertyName.NO_ZOMBIE_APPEND)),
     ("sequence_gap", "7.2", "a run's sequences are dense from 0 (a gap means deleted rows)", CERTAIN, ()),
     ("orphan_events", "7.3", "events whose run has no row (deleted outside the runtime)", CERTAIN, ()),
     ("row_state", "7.4", "the columns a row of its status must have, and the reasons its status allows", CERTAIN, ()),
     ("turn_grammar", "7.5", "each tool event answers a call its round's llm requested", CERTAIN, ()),
-    ("write_not_audited", "7.5, 7.6", "a requested write with no tool event in a run that went on past it or completed", HEURISTIC, ("no_success_over_unrecorded_write", "no_unaudited_write_settles_successfully")),
-    ("interrupted_write_retried", "7.6, 4.2", "a non-idempotent write requested, no tool event, and the stored request executed again", HEURISTIC, ("no_write_applied_twice_without_audit", "interrupted_non_idempotent_write_not_repeated", "no_unaudited_write_settles_successfully")),
-    ("double_application", "7.7", "a non-idempotent write applied (toolIsError false) in two attempts of one run", HEURISTIC, ("non_idempotent_write_at_most_once",)),
+    ("write_not_audited", "7.5, 7.6", "a requested write with no tool event in a run that went on past it or completed", HEURISTIC, (PropertyName.NO_SUCCESS_OVER_UNRECORDED_WRITE, PropertyName.NO_UNAUDITED_WRITE_SETTLES_SUCCESSFULLY)),
+    ("interrupted_write_retried", "7.6, 4.2", "a non-idempotent write requested, no tool event, and the stored request executed again", HEURISTIC, (PropertyName.NO_WRITE_APPLIED_TWICE_WITHOUT_AUDIT, PropertyName.INTERRUPTED_NON_IDEMPOTENT_WRITE_NOT_REPEATED, PropertyName.NO_UNAUDITED_WRITE_SETTLES_SUCCESSFULLY)),
+    ("double_application", "7.7", "a non-idempotent write applied (toolIsError false) in two attempts of one run", HEURISTIC, (PropertyName.NON_IDEMPOTENT_WRITE_AT_MOST_ONCE,)),
     ("leftover_fence", "7.8", "a terminal row whose fence is left with a reason other than not_retryable or cancelled", CERTAIN, ()),
-    ("approvals", "7.9", "approval payload types; an approval-bound tool only after its approval, and never after a denial", CERTAIN, ("no_write_without_recorded_approval",)),
+    ("approvals", "7.9", "approval payload types; an approval-bound tool only after its approval, and never after a denial", CERTAIN, (PropertyName.NO_WRITE_WITHOUT_RECORDED_APPROVAL,)),
     ("totals", "7.10", "a completed run never requeued: its last round is iterations or iterations + 1", CERTAIN, ()),
-    ("orphan_queued", "3.3, FINDINGS F3", "a queued row nothing has touched for longer than a lease and the longest backoff", HEURISTIC, ("no_orphan_queued_run", "every_run_terminates")),
+    ("orphan_queued", "3.3, FINDINGS F3", "a queued row nothing has touched for longer than a lease and the longest backoff", HEURISTIC, (PropertyName.NO_ORPHAN_QUEUED_RUN, PropertyName.EVERY_RUN_TERMINATES)),
 )
 CHECK_IDS = tuple(c[0] for c in CHECKS)
 
@@ -86,24 +87,24 @@ CHECK_IDS = tuple(c[0] for c in CHECKS)
 # or "no" (what the tables cannot see, EXPORT.md 8). tests/test_inspect.py holds the "yes"
 # rows to simulations; docs/INSPECT.md explains each row.
 DETECTABLE: dict[str, tuple[str, str]] = {
-    "stream_order": ("yes", "sequence_reused"),
-    "no_write_applied_twice_without_audit": ("yes", "interrupted_write_retried"),
-    "interrupted_non_idempotent_write_not_repeated": ("partly", "interrupted_write_retried"),
-    "no_unaudited_write_settles_successfully": ("partly", "interrupted_write_retried"),
-    "non_idempotent_write_at_most_once": ("yes", "double_application"),
-    "no_success_over_unrecorded_write": ("partly", "write_not_audited"),
-    "no_write_without_recorded_approval": ("partly", "approvals"),
-    "no_zombie_append": ("partly", "sequence_reused"),
-    "bounded_attempts": ("partly", "enums"),
-    "terminal_is_absorbing": ("no", ""),
-    "exclusive_claim": ("no", ""),
-    "owner_only_mutation": ("no", ""),
-    "no_zombie_settle": ("no", ""),
-    "no_retry_of_non_retryable": ("no", ""),
-    "writes_only_under_fence": ("no", ""),
-    "race_safe_staleness": ("no", ""),
-    "cooperative_cancel": ("no", ""),
-    "no_resurrection_by_suspend": ("no", ""),
+    PropertyName.STREAM_ORDER: ("yes", "sequence_reused"),
+    PropertyName.NO_WRITE_APPLIED_TWICE_WITHOUT_AUDIT: ("yes", "interrupted_write_retried"),
+    PropertyName.INTERRUPTED_NON_IDEMPOTENT_WRITE_NOT_REPEATED: ("partly", "interrupted_write_retried"),
+    PropertyName.NO_UNAUDITED_WRITE_SETTLES_SUCCESSFULLY: ("partly", "interrupted_write_retried"),
+    PropertyName.NON_IDEMPOTENT_WRITE_AT_MOST_ONCE: ("yes", "double_application"),
+    PropertyName.NO_SUCCESS_OVER_UNRECORDED_WRITE: ("partly", "write_not_audited"),
+    PropertyName.NO_WRITE_WITHOUT_RECORDED_APPROVAL: ("partly", "approvals"),
+    PropertyName.NO_ZOMBIE_APPEND: ("partly", "sequence_reused"),
+    PropertyName.BOUNDED_ATTEMPTS: ("partly", "enums"),
+    PropertyName.TERMINAL_IS_ABSORBING: ("no", ""),
+    PropertyName.EXCLUSIVE_CLAIM: ("no", ""),
+    PropertyName.OWNER_ONLY_MUTATION: ("no", ""),
+    PropertyName.NO_ZOMBIE_SETTLE: ("no", ""),
+    PropertyName.NO_RETRY_OF_NON_RETRYABLE: ("no", ""),
+    PropertyName.WRITES_ONLY_UNDER_FENCE: ("no", ""),
+    PropertyName.RACE_SAFE_STALENESS: ("no", ""),
+    PropertyName.COOPERATIVE_CANCEL: ("no", ""),
+    PropertyName.NO_RESURRECTION_BY_SUSPEND: ("no", ""),
 }
 
 # EXPORT.md 8, said once in every report
@@ -300,7 +301,7 @@ class _Run:
             self.add("enums", f"pending_effect {fence!r} is not a write effect")
         if not 0 <= rq <= self.ctx.k.MAX_REQUEUES:
             self.add("enums", f"requeue_count {rq} is outside 0..MAX_REQUEUES = {self.ctx.k.MAX_REQUEUES}",
-                     properties=("bounded_attempts",))
+                     properties=(PropertyName.BOUNDED_ATTEMPTS,))
         bad = [e for e in self.events if e[_KIND] not in KINDS
                or (e[_KIND] in ROUND_ZERO_KINDS and e[_ROUND] != 0) or (e[_ROUND] or 0) < 0]
         if bad:
@@ -462,12 +463,12 @@ class _Run:
             if went_on:
                 self.add("write_not_audited", f"{name} ({what}) requested at round {L[_ROUND]} has no tool event, "
                          "and the same attempt went on to later rounds", HEURISTIC, events=[L],
-                         properties=("no_success_over_unrecorded_write",))
+                         properties=(PropertyName.NO_SUCCESS_OVER_UNRECORDED_WRITE,))
             elif last and completed:
                 cert = CERTAIN if (self.col("requeue_count") or 0) == 0 else HEURISTIC
                 self.add("write_not_audited", f"{name} ({what}) requested at round {L[_ROUND]} has no tool event, "
                          "and the run completed", cert, events=[L],
-                         properties=("no_unaudited_write_settles_successfully",))
+                         properties=(PropertyName.NO_UNAUDITED_WRITE_SETTLES_SUCCESSFULLY,))
             elif effect == NON_IDEMPOTENT_WRITE:
                 before = [e for earlier in atts[:a] for e in earlier if _applied(e, name, L[_ROUND])]
                 if before or not last or (self.col("requeue_count") or 0) >= len(atts):
@@ -485,11 +486,11 @@ class _Run:
         else:
             later = f"; requeue_count {self.col('requeue_count')} says the run was requeued after it"
         earlier = f"; it had been applied before, at sequence {before[0][_SEQ]}" if before else ""
-        props = ("no_write_applied_twice_without_audit", "interrupted_non_idempotent_write_not_repeated")
+        props = (PropertyName.NO_WRITE_APPLIED_TWICE_WITHOUT_AUDIT, PropertyName.INTERRUPTED_NON_IDEMPOTENT_WRITE_NOT_REPEATED)
         if completed:
-            props += ("no_unaudited_write_settles_successfully",)
+            props += (PropertyName.NO_UNAUDITED_WRITE_SETTLES_SUCCESSFULLY,)
         if again or before:
-            props += ("non_idempotent_write_at_most_once",)
+            props += (PropertyName.NON_IDEMPOTENT_WRITE_AT_MOST_ONCE,)
         self.add("interrupted_write_retried", f"{name} ({what}) requested at round {L[_ROUND]} of attempt {a + 1} "
                  f"has no tool event there (a crash after the effect and before the audit insert leaves exactly this)"
                  f"{earlier}{later}", HEURISTIC, events=[*before[:1], L, *[e for _, e in again[:1]]], properties=props)
@@ -611,7 +612,7 @@ def inspect(source: Source, catalogue: Catalogue | None = None, privacy: str = "
                                          f"queued, last written {horizon - ts} s before the export's last write "
                                          f"(more than LEASE_SECONDS + the longest backoff = {wait} s): no wake-up "
                                          "is coming (FINDINGS F3: the dispatch never happened)", HEURISTIC,
-                                         ("no_orphan_queued_run", "every_run_terminates")))
+                                         (PropertyName.NO_ORPHAN_QUEUED_RUN, PropertyName.EVERY_RUN_TERMINATES)))
     rep.notices, rep.notice_runs = ctx.notices, ctx.notice_runs
     rep.unknown_tools = sorted(ctx.unknown_names)
     if privacy in ("none", "metadata"):

@@ -28,6 +28,7 @@ import math
 from typing import Any
 
 import matplotlib
+from failclosed.model.vocab import ActorKind, FaultKind, TransitionName
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -93,7 +94,7 @@ def mark_violations(recs: list[dict[str, Any]], violations: list[dict[str, Any]]
         for k, r in enumerate(recs):
             if r["t"] > float(v["time"]) + 1e-6:
                 break
-            if r.get("run") in runs and r["name"] != "advance_time":
+            if r.get("run") in runs and r["name"] != TransitionName.ADVANCE_TIME:
                 at = k
         if at is not None:
             recs[at].setdefault("violated", []).append(v["property"])
@@ -332,14 +333,14 @@ def _selected(recs: list[dict[str, Any]], path: str, runs: list[str] | None,
     the clock's moves; none is one UsageError line."""
     if runs:
         keep = set(runs)
-        own = [r["t"] for r in recs if r.get("run") in keep and r["name"] != "advance_time"]
+        own = [r["t"] for r in recs if r.get("run") in keep and r["name"] != TransitionName.ADVANCE_TIME]
         lo, hi = (min(own), max(own)) if own else (0.0, -1.0)
         recs = [r for r in recs if r.get("run") in keep
                 or (r["name"] == FIND_STALE_RUNNING and lo <= r["t"] <= hi)]
     recs0 = recs
     if window:
         recs = [r for r in recs if window[0] <= r["t"] <= window[1]]
-    recs = [r for r in recs if r["name"] != "advance_time"]
+    recs = [r for r in recs if r["name"] != TransitionName.ADVANCE_TIME]
     if not recs:
         span = f"span {min(r['t'] for r in recs0):.0f} to {max(r['t'] for r in recs0):.0f} s" if recs0 else "are none"
         what = f"the transitions of --runs {','.join(runs)}" if runs else "the history's transitions"
@@ -362,14 +363,14 @@ def _by_step(recs: list[dict[str, Any]], axis: str) -> bool:
 def _lanes(recs: list[dict[str, Any]]) -> list[str]:
     """The lanes, in a stable order: the outside world, the stores, the bus, the reaper, then
     every other process (callers, enqueue callers, segments), the workers last."""
-    actors = {r["actor"] for r in recs} - set(FIXED_LANES) - {"clock"}
+    actors = {r["actor"] for r in recs} - set(FIXED_LANES) - {ActorKind.CLOCK}
     reapers = sorted(a for a in actors if names.is_reaper(a))  # a second reaper's own lane
     workers = sorted((a for a in actors if a[:1] == "w" and a[1:].isdigit()), key=lambda a: int(a[1:]))
-    others = sorted(actors - set(workers) - set(reapers), key=lambda a: (a != "caller", a))
+    others = sorted(actors - set(workers) - set(reapers), key=lambda a: (a != ActorKind.CALLER, a))
     return [*FIXED_LANES, *reapers, *others, *workers]
 
 
-FIXED_LANES = ("outside world", "audit store", "run store", "bus", names.reaper_name(1))
+FIXED_LANES = ("outside world", "audit store", "run store", ActorKind.BUS, names.reaper_name(1))
 
 
 class _Swimlane:
@@ -404,7 +405,7 @@ class _Swimlane:
         self.ax.barh(self.y[lane] + (0.28 if tool else -0.28), t - t0, left=t0, height=0.12,
                      color="tab:purple" if tool else "tab:grey")
         if fault:
-            self.markers.append((t, lane, "tool_error" if tool else "provider_error", f"{name}[{fault}]"))
+            self.markers.append((t, lane, FaultKind.TOOL_ERROR if tool else FaultKind.PROVIDER_ERROR, f"{name}[{fault}]"))
 
     def _row(self, rid: str, t: float, row: list, lane: str | None) -> None:
         """The run's row after the transition (the note): who holds its lease, till when."""
@@ -448,17 +449,17 @@ def _markers(r: dict[str, Any], lane: str | None) -> list[tuple[float, str, str,
     if name in AUDIT_INSERTS:
         key = {None: "audit_ok", AMBIGUOUS: "audit_ambiguous"}.get(fault, "audit_fail")
         out.append((t, "audit store", key, name))
-    elif fault == "store_error":
-        out.append((t, "run store", "store_error", name))
+    elif fault == FaultKind.STORE_ERROR:
+        out.append((t, "run store", FaultKind.STORE_ERROR, name))
     reaper = r["actor"] if names.is_reaper(r["actor"]) else names.reaper_name(1)  # its lane
     if name in (REQUEUE_STALE, DEAD_LETTER_STALE) and not fault:
         out.append((t, reaper, "reap", f"{name} {rid}"))
     if name == FIND_STALE_RUNNING:
         out.append((t, reaper, "reaper_tick", ""))
-    if name in ("dispatch", "duplicate_message"):
-        out.append((t, "bus", "dup" if name == "duplicate_message" else ("dispatch_fail" if fault else "dispatch"), ""))
-    if name == "crash" and lane is not None:
-        out.append((t, lane, "crash", "crash"))
+    if name in ("dispatch", TransitionName.DUPLICATE_MESSAGE):
+        out.append((t, ActorKind.BUS, "dup" if name == TransitionName.DUPLICATE_MESSAGE else ("dispatch_fail" if fault else "dispatch"), ""))
+    if name == TransitionName.CRASH and lane is not None:
+        out.append((t, lane, FaultKind.CRASH, FaultKind.CRASH))
     for tool, effect, _seg in r.get("note", {}).get("landed", []):
         out.append((t, "outside world", "landed_ni" if effect == "non_idempotent_write" else "landed_i", tool))
     return out
@@ -472,7 +473,7 @@ def _audit_inserts() -> tuple[frozenset[str], str]:
     return inserts, AMBIGUOUS
 
 
-AMBIGUOUS = "ambiguous_commit"  # the audit fault that stores the event but reports a failure
+AMBIGUOUS = FaultKind.AMBIGUOUS_COMMIT  # the audit fault that stores the event but reports a failure
 AUDIT_INSERTS, _ = _audit_inserts()
 
 
@@ -489,16 +490,16 @@ _MARKER_STYLE = {
     "audit_fail": dict(marker="x", color="red", s=60, label="audit insert failed (nothing stored)"),
     "audit_ambiguous": dict(marker="D", color="darkorange", s=45,
                             label="ambiguous commit (stored, reported failed)"),
-    "store_error": dict(marker="x", color="darkorange", s=40, label="run store error"),
+    FaultKind.STORE_ERROR: dict(marker="x", color="darkorange", s=40, label="run store error"),
     "reap": dict(marker="v", color="black", s=60, label="reaped (requeue / dead-letter)"),
     "reaper_tick": dict(marker="|", color="grey", s=30, label="reaper tick"),
     "dispatch": dict(marker=">", color="tab:blue", s=20, label="message dispatched"),
     "dispatch_fail": dict(marker="x", color="tab:blue", s=40, label="dispatch failed"),
     "dup": dict(marker="d", color="tab:cyan", s=30, label="duplicate delivery"),
-    "crash": dict(marker="X", color="black", s=90, label="process crash"),
+    FaultKind.CRASH: dict(marker="X", color="black", s=90, label="process crash"),
     # a call's error: never a star (the violation's marker), one shape per kind of call
-    "provider_error": dict(marker="^", color="tab:grey", edgecolor="black", s=45, label="provider call error"),
-    "tool_error": dict(marker="p", color="tab:purple", edgecolor="black", s=50, label="tool call error"),
+    FaultKind.PROVIDER_ERROR: dict(marker="^", color="tab:grey", edgecolor="black", s=45, label="provider call error"),
+    FaultKind.TOOL_ERROR: dict(marker="p", color="tab:purple", edgecolor="black", s=50, label="tool call error"),
     "landed_ni": dict(marker="P", color="crimson", s=70, label="non-idempotent effect landed"),
     "landed_i": dict(marker="P", color="seagreen", s=50, label="idempotent effect landed"),
     "settled": dict(marker="s", color="black", s=25, label="run settled (terminal)"),

@@ -30,6 +30,7 @@ from failclosed.model.runtime import next_step, step_faults
 from failclosed.model.state import FINAL_ANSWER, Answer, RunSpec
 from failclosed.model.steps import NONE, OTHER_TRANSITIONS, PICK_UP
 from failclosed.model.store import CANCEL, ENQUEUE_RUN, START_RUN
+from failclosed.model.vocab import ActorKind, Decision, FaultKind, TransitionName
 
 from .config import SimConfig
 from .faults import NOTHING, Component
@@ -38,7 +39,7 @@ from .streams import stream
 from .window import reaper_slot
 
 # an approver's decisions (12.2, 12.3): the transitions one of which the model enables
-DECISIONS = ("approve", "deny", "submit_input")
+DECISIONS = (TransitionName.APPROVE, TransitionName.DENY, TransitionName.SUBMIT_INPUT)
 
 if TYPE_CHECKING:
     from .engine import Simulation
@@ -136,7 +137,7 @@ class Processes:
         try:
             if comp.waits:
                 yield env.timeout(comp.delay(caller))
-            sim.step("caller", fault, lambda t: t.name == name, run=rs.id)
+            sim.step(ActorKind.CALLER, fault, lambda t: t.name == name, run=rs.id)
             if rs.cancels:
                 env.process(self.canceller(i, rs.id, caller))
             if rs.entry == "queued":
@@ -156,7 +157,7 @@ class Processes:
             return
         _comp, fault = self.other_fault(rng, CANCEL)
         try:
-            sim.step("caller", fault, lambda t: t.name == CANCEL, run=rid)
+            sim.step(ActorKind.CALLER, fault, lambda t: t.name == CANCEL, run=rid)
         except Stop:
             return
 
@@ -174,7 +175,7 @@ class Processes:
         before = {p.name for p in sim.world.procs}
         try:
             t = sim.step(
-                "caller", fault,
+                ActorKind.CALLER, fault,
                 lambda t: t.name in DECISIONS and (t.arg("permitted") is False) == refused,
                 run=rid,
             )
@@ -200,8 +201,8 @@ class Processes:
         if bus.duplicates(rng):
             try:
                 sim.step(
-                    "bus", None,
-                    lambda t: t.name == "duplicate_message" and t.arg("not_before") == not_before,
+                    ActorKind.BUS, None,
+                    lambda t: t.name == TransitionName.DUPLICATE_MESSAGE and t.arg("not_before") == not_before,
                     run=rid,
                 )
             except Stop:
@@ -254,7 +255,7 @@ class Processes:
         """The crashed worker's segment, if it has one, ends (``crash``)."""
         p = self.sim.world.proc(wk)
         if p is not None:
-            self.sim.step(wk, "crash")
+            self.sim.step(wk, FaultKind.CRASH)
             self.sim.maybe_archive(p.run)
 
     def crasher(self, wk: str, proc: simpy.Process):
@@ -264,7 +265,7 @@ class Processes:
             yield self.env.timeout(crashes.next_worker_crash(rng))
             if not self.worker_down[wk] and proc.is_alive:
                 self.worker_down[wk] = True
-                proc.interrupt("crash")
+                proc.interrupt(FaultKind.CRASH)
 
     # -- a model process -----------------------------------------------------------------------
     def drive(self, name: str, rng: random.Random, web: bool):
@@ -289,7 +290,7 @@ class Processes:
             lat += d
             if env.now + lat >= crash_at:
                 yield timeout(max(0.0, crash_at - env.now))
-                step(name, "crash")
+                step(name, FaultKind.CRASH)
                 return
             if lat > 0:
                 yield timeout(lat)
@@ -384,11 +385,11 @@ def plan(cfg: SimConfig, seed: int, k: int) -> RunSpec:
         answers.append(Answer("tools", calls))
     answers.append(FINAL_ANSWER)
     decisions = tuple(
-        "deny" if rng.random() < cfg.deny_probability else "approve" for _ in range(rounds + 2)
+        Decision.DENY if rng.random() < cfg.deny_probability else Decision.APPROVE for _ in range(rounds + 2)
     )
     cancels = 1 if cfg.cancel_probability > 0 and rng.random() < cfg.cancel_probability else 0
     if cfg.not_permitted_probability > 0:  # a refused approval spends a decision: more
-        decisions += tuple("deny" if rng.random() < cfg.deny_probability else "approve"
+        decisions += tuple(Decision.DENY if rng.random() < cfg.deny_probability else Decision.APPROVE
                            for _ in range(4))
     # drawn last, and only when configured: the plans of workloads without observers stay
     observer = cfg.observer_fraction > 0 and rng.random() < cfg.observer_fraction

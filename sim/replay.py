@@ -14,6 +14,7 @@ from failclosed.model.config import load_world
 from failclosed.model.runtime import clock_move, enabled, fire
 from failclosed.model.state import Answer, World
 from failclosed.model.transition import Transition
+from failclosed.model.vocab import ActorKind, FaultKind, TransitionName
 
 from .records import Culprit, RunRecord, SimulationError, Step
 
@@ -37,7 +38,7 @@ class Replayer:
         cfg, out = r.config, r.steps
         cfg["model"] = dict(cfg["model"], faults=sorted(r.kinds), provider_faults=sorted(r.provider_faults),
                             fault_budget=1 + sum(1 for s in out if "fault" in s)
-                            + sum(1 for s in out if s["name"] in ("crash", "duplicate_message")))
+                            + sum(1 for s in out if s["name"] in (TransitionName.CRASH, TransitionName.DUPLICATE_MESSAGE)))
         return {"config": cfg, "steps": out}
 
     def replay(self, culprits: list[Culprit]) -> list[tuple[int | None, World]]:
@@ -51,17 +52,17 @@ class Replayer:
         cfg["runs"] = [_run_table(c.record) for c in culprits]
         # A clock move that lapses a live segment's lease outside a provider or tool call is
         # a stall (fault "pause") in the model: let the model say which moves are.
-        cfg["model"] = dict(cfg["model"], faults=sorted(kinds | {"pause", "slow_operation"}), provider_faults=sorted(pfaults),
+        cfg["model"] = dict(cfg["model"], faults=sorted(kinds | {FaultKind.PAUSE, FaultKind.SLOW_OPERATION}), provider_faults=sorted(pfaults),
                             fault_budget=len(out) + 1)
         w = load_world(cfg)
         ids = {r["id"] for r in cfg["runs"]}
         worlds: list[tuple[int | None, World]] = []
         for k, s in enumerate(out):
-            t = clock_move(w, s["to"]) if s["name"] == "advance_time" else Transition.from_dict(s)
+            t = clock_move(w, s["to"]) if s["name"] == TransitionName.ADVANCE_TIME else Transition.from_dict(s)
             order = t.arg("order") if t.name == store.FIND_STALE_RUNNING else None
             if order is not None:
                 t = _reaper_tick_for(w, t.actor, [x for x in order.split(",") if x in ids])
-            if t.fault in ("pause", "slow_operation"):
+            if t.fault in (FaultKind.PAUSE, FaultKind.SLOW_OPERATION):
                 kinds.add(t.fault)
             out[k] = t.to_dict()
             w = fire(w, t)
@@ -91,15 +92,15 @@ def _steps(merged: list[tuple[Step, int | None]]) -> tuple[list[dict[str, Any]],
     for step, k in merged:
         t = step.transition
         if step.clock > clock:
-            out.append({"name": "advance_time", "actor": "clock", "to": step.clock})
+            out.append({"name": TransitionName.ADVANCE_TIME, "actor": ActorKind.CLOCK, "to": step.clock})
             index.append(None)
             clock = step.clock
-        if t.name in ("crash", "duplicate_message"):
+        if t.name in (TransitionName.CRASH, TransitionName.DUPLICATE_MESSAGE):
             kinds.add(t.name)  # enabled only when the kind is on and budget remains
         if t.fault:
-            if t.name == "provider_call":
+            if t.name == TransitionName.PROVIDER_CALL:
                 pfaults.add(t.fault)
-                kinds.add("provider_error")
+                kinds.add(FaultKind.PROVIDER_ERROR)
             else:
                 kinds.add(t.fault)
         out.append(t.to_dict())

@@ -35,6 +35,7 @@ from failclosed.model.state import (
     replace,
 )
 from failclosed.model.transition import Transition
+from failclosed.model.vocab import OutcomeName
 
 from .invariants import project
 from .records import Culprit, RunRecord, Step
@@ -126,7 +127,7 @@ class Window:
             if rec is None:
                 continue
             busy = self.busy.pop(seg, 0.0)
-            if outcome == "LEASE_LOST":
+            if outcome == OutcomeName.LEASE_LOST:
                 rec.wasted += busy
             rec.outcomes.append((seg, kind, outcome))
 

@@ -30,10 +30,12 @@ from failclosed.model.policy import parse_policy, varied_preset
 from failclosed.model.runtime import successors
 from failclosed.model.state import Config, World
 from failclosed.model.transition import Transition
+from failclosed.model.vocab import OutcomeName
 from failclosed.spec import engine
 from failclosed.spec import properties as P
 from failclosed.spec.coverage import expected_labels
 from failclosed.spec.symmetry import make_canonical
+from failclosed.spec.vocab import PropertyName
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 FINDINGS_DIR = Path(__file__).resolve().parent / "findings"
@@ -123,7 +125,7 @@ def _slow_tool_outlives_lease(w: World) -> bool:
     # segment then reached its boundary and found the row gone: LEASE_LOST.
     if not w.ledger or not w.outcomes:
         return False
-    lost = {s for s, _, _, o in w.outcomes if o == "LEASE_LOST"}
+    lost = {s for s, _, _, o in w.outcomes if o == OutcomeName.LEASE_LOST}
     for a in w.ledger:
         if a.seg in lost:
             row = w.rows[a.run]
@@ -143,7 +145,7 @@ def _audit_fails_in_write_step(w: World) -> bool:
         return True
     if any(r is not None and r.error_class == rules.AUDIT_PERSISTENCE_FAILED for r in w.rows):
         return True
-    return w.ledger != () and not P.SAFETY["no_success_over_unrecorded_write"].check(w)
+    return w.ledger != () and not P.SAFETY[PropertyName.NO_SUCCESS_OVER_UNRECORDED_WRITE].check(w)
 
 
 def _retry_budget_runs_out(w: World) -> bool:
@@ -195,7 +197,7 @@ def _write_in_resume(w: World) -> bool:
 
 
 def _cancel_stops_segment(w: World) -> bool:
-    return any(o == "CANCELLED" for _, _, _, o in w.outcomes)
+    return any(o == OutcomeName.CANCELLED for _, _, _, o in w.outcomes)
 
 
 def _resumed_after_input(w: World) -> bool:
@@ -357,9 +359,9 @@ def resolve_properties(names: Sequence[str] | None) -> tuple[list[str], list[str
     safety, live = [], []
     for n in names:
         if n in P.SAFETY:
-            safety.append(n)
+            safety.append(PropertyName(n))  # parsed once, here at the edge
         elif n in P.LIVENESS:
-            live.append(n)
+            live.append(PropertyName(n))
         else:
             import difflib
 

@@ -18,6 +18,7 @@ from failclosed.model import names
 from failclosed.model.runtime import enabled, fire
 from failclosed.model.state import Config
 from failclosed.model.steps import fault_kinds
+from failclosed.model.vocab import ActorKind, FaultKind
 
 __all__ = ["TRANSITION_NAMES", "WalkCoverage", "expected_labels", "fault_kinds_used",
            "random_walk_coverage"]
@@ -83,7 +84,7 @@ def _pick(rng: random.Random, en: list):
     actors = sorted({t.actor for t in en})
     a = rng.choice(actors)
     def background(x: str) -> bool:  # the clock and the reapers' idle ticks
-        return x == "clock" or names.is_reaper(x)
+        return x == ActorKind.CLOCK or names.is_reaper(x)
 
     if background(a) and len(actors) > 2 and rng.random() < 0.8:
         a = rng.choice([x for x in actors if not background(x)])  # slow time down
@@ -94,4 +95,4 @@ def _pick(rng: random.Random, en: list):
     return rng.choice(mine)
 
 
-assert fault_kinds_used() <= set(fault_kinds()) | {"provider_error"}, "model.names out of date"
+assert fault_kinds_used() <= set(fault_kinds()) | {FaultKind.PROVIDER_ERROR}, "model.names out of date"

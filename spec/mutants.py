@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from failclosed.model.policy import PRESET_ORDER, PRESETS, SWITCHES
+from failclosed.spec.vocab import PropertyName
 
 __all__ = ["COUNTERFACTUAL_OFF", "MUTANTS", "MUTANT_CONFIG_DIR", "MUTANT_SWITCHES", "check_variant",
            "mutant_config", "mutants"]
@@ -30,11 +31,11 @@ COUNTERFACTUAL_OFF = ("renew_before_persist", "terminal_guard", "audit_fail_unkn
 # race needs two workers and a duplicate message, which no part of small has).
 MUTANT_CONFIG_DIR = Path(__file__).resolve().parent / "mutant_configs"
 MUTANT_SWITCHES: dict[str, tuple[str, str]] = {
-    "mutant_claim_ignores_status": ("exclusive_claim", "claim.toml"),
-    "mutant_owner_guard_ignores_claim": ("owner_only_mutation", "zombie.toml"),
-    "mutant_requeue_keeps_count": ("bounded_attempts", "zombie.toml"),
-    "mutant_recovery_ignores_class": ("no_retry_of_non_retryable", "zombie.toml"),
-    "mutant_reaper_trusts_snapshot": ("race_safe_staleness", "zombie.toml"),
+    "mutant_claim_ignores_status": (PropertyName.EXCLUSIVE_CLAIM, "claim.toml"),
+    "mutant_owner_guard_ignores_claim": (PropertyName.OWNER_ONLY_MUTATION, "zombie.toml"),
+    "mutant_requeue_keeps_count": (PropertyName.BOUNDED_ATTEMPTS, "zombie.toml"),
+    "mutant_recovery_ignores_class": (PropertyName.NO_RETRY_OF_NON_RETRYABLE, "zombie.toml"),
+    "mutant_reaper_trusts_snapshot": (PropertyName.RACE_SAFE_STALENESS, "zombie.toml"),
 }
 
 

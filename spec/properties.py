@@ -58,6 +58,11 @@ from failclosed.model.state import (
 )
 from failclosed.model.steps import Fair
 from failclosed.model.transition import Transition
+from failclosed.model.vocab import Decision, Mark, OutcomeName
+
+from .vocab import PropertyName
+
+P = PropertyName
 
 __all__ = [
     "LIVENESS",
@@ -66,6 +71,7 @@ __all__ = [
     "Fairness",
     "LivenessProperty",
     "Property",
+    "PropertyName",
     "always",
     "at_bound",
     "explain",
@@ -203,6 +209,9 @@ def _holds(find: Finder, name: str, doc: str) -> Callable[[World], bool]:
 
 
 def _register(table: dict, name: str, prop: object) -> None:
+    if not PropertyName.known(name):
+        raise ValueError(f"@always / @leads_to: unknown property {name!r}: add it to "
+                         "PropertyName in spec/vocab.py")
     if name in SAFETY or name in LIVENESS:
         raise ValueError(f"property {name!r} declared twice")
     table[name] = prop
@@ -218,8 +227,9 @@ def always(
 
     def declare(find: Finder) -> Finder:
         statement = _formula(formula)
+        member = PropertyName(name) if PropertyName.known(name) else name
         check = _holds(find, name, f"{statement}\n\n{source}")
-        _register(SAFETY, name, Property(name, statement, source, find, check, reads, stable))
+        _register(SAFETY, member, Property(member, statement, source, find, check, reads, stable))
         return find
 
     return declare
@@ -235,8 +245,9 @@ def leads_to(
     the states where the model's bound stops time; the goal is returned unchanged."""
 
     def declare(goal: Callable[[World], bool]) -> Callable[[World], bool]:
-        _register(LIVENESS, name, LivenessProperty(
-            name, goal, _formula(formula), source, fairness, at_bound, describe,
+        member = PropertyName(name) if PropertyName.known(name) else name
+        _register(LIVENESS, member, LivenessProperty(
+            member, goal, _formula(formula), source, fairness, at_bound, describe,
             tuple(assumes)))
         return goal
 
@@ -322,7 +333,7 @@ _MARKS = ("marks",)
 # safety: the write ledger against the audit log
 # =========================================================================================
 @always(
-    "no_unaudited_write_settles_successfully",
+    P.NO_UNAUDITED_WRITE_SETTLES_SUCCESSFULLY,
     "□ ∀a∈L: row(a.run).status = completed ⇒ aud(a) ∨ (idem(a) ∧ ∃b>a: call(b)=call(a) ∧ aud(b))",
     source="ADR-111; RUNTIME 16.10",
     reads=_AUDIT + ("rows",),
@@ -359,7 +370,7 @@ def _ni_calls(w: World) -> dict[tuple[int, int, int], list[Application]]:
 
 
 @always(
-    "no_write_applied_twice_without_audit",
+    P.NO_WRITE_APPLIED_TWICE_WITHOUT_AUDIT,
     "□ ∀c: |N_c| ≥ 2 ⇒ ∀a∈N_c: aud(a)",
     source="ADR-111, ADR-112; RUNTIME 16.8, 16.10",
     reads=_AUDIT,
@@ -385,7 +396,7 @@ def _find_twice_without_audit(w: World) -> str | None:
 
 
 @always(
-    "non_idempotent_write_at_most_once",
+    P.NON_IDEMPOTENT_WRITE_AT_MOST_ONCE,
     "□ ∀c: |N_c| ≤ 1",
     source="not claimed (ADR-104, ADR-112, ADR-141: not exactly-once); RUNTIME 16.8 limits",
     reads=("ledger",),
@@ -406,13 +417,13 @@ def _find_ni_twice(w: World) -> str | None:
 
 # Outcomes by which a segment reports success or carries the run on (8, 9).
 _CONTINUING = frozenset({
-    "COMPLETED", "AWAITING_APPROVAL", "AWAITING_INPUT", "REQUEUED", "GUARDRAIL_BLOCKED",
-    "GUARDRAIL_APPROVAL_REQUIRED",
+    OutcomeName.COMPLETED, OutcomeName.AWAITING_APPROVAL, OutcomeName.AWAITING_INPUT, OutcomeName.REQUEUED,
+    OutcomeName.GUARDRAIL_BLOCKED, OutcomeName.GUARDRAIL_APPROVAL_REQUIRED,
 })
 
 
 @always(
-    "no_success_over_unrecorded_write",
+    P.NO_SUCCESS_OVER_UNRECORDED_WRITE,
     """
     □ ∀a∈L, s = a.seg: ¬aud(a) ⇒
         (∄p∈live: p.seg = s ∧ (p.turn,p.call) > (a.turn,a.call))
@@ -451,7 +462,7 @@ def _find_success_over_unrecorded(w: World) -> str | None:
 # safety: rows, claims and ownership (marks written by model/store.py)
 # =========================================================================================
 @always(
-    "terminal_is_absorbing",
+    P.TERMINAL_IS_ABSORBING,
     "□ ∀r: terminal_overwritten:r ∉ marks ∧ resurrection:r ∉ marks",
     source="ADR-092, ADR-101; RUNTIME 16.1",
     reads=_MARKS,
@@ -460,17 +471,17 @@ def _find_success_over_unrecorded(w: World) -> str | None:
 def _find_terminal_changed(w: World) -> str | None:
     if not w.marks:
         return None
-    m = _mark(w, "terminal_overwritten:") or _mark(w, "resurrection:")
+    m = _mark(w, Mark.TERMINAL_OVERWRITTEN.prefix) or _mark(w, Mark.RESURRECTION.prefix)
     if m is None:
         return None
     what, run = m.split(":", 1)
-    if what == "resurrection":
+    if what == Mark.RESURRECTION:
         return f"run {run}: a suspend (T6) moved its terminal row back to waiting"
     return f"run {run}: a settle or cancel (T8/T13) overwrote its terminal row"
 
 
 @always(
-    "exclusive_claim",
+    P.EXCLUSIVE_CLAIM,
     "□ ∀p≠q ∈ live segments: p.epoch > 0 ∧ q.epoch > 0 ⇒ (p.run,p.epoch) ≠ (q.run,q.epoch)",
     source="ADR-084, ADR-102; RUNTIME 16.2",
     reads=("procs",),
@@ -493,23 +504,23 @@ def _find_double_claim(w: World) -> str | None:
 
 
 _never_marked(
-    "owner_only_mutation", "foreign_owner_mutation:",
+    P.OWNER_ONLY_MUTATION, Mark.FOREIGN_OWNER_MUTATION.prefix,
     "a segment that lost its claim renewed or stamped (T4/T5)",
     source="ADR-102, ADR-104, commit 3c1f5699, ADR-141; RUNTIME 16.3",
 )
 _never_marked(
-    "no_zombie_append", "zombie_append:", "a segment that lost its claim persisted a step",
+    P.NO_ZOMBIE_APPEND, Mark.ZOMBIE_APPEND.prefix, "a segment that lost its claim persisted a step",
     source="ADR-104 (renew before persist); RUNTIME 16.4",
 )
 _never_marked(
-    "no_zombie_settle", "zombie_settle:",
+    P.NO_ZOMBIE_SETTLE, Mark.ZOMBIE_SETTLE.prefix,
     "a segment that lost its claim settled, requeued or suspended the row",
     source="commit 3c1f5699, ADR-141; RUNTIME 16.5",
 )
 
 
 @always(
-    "stream_order",
+    P.STREAM_ORDER,
     """
     □ ∀r, with r's events e₀ e₁ … in insert order:
         e_i.seq < e_{i+1}.seq
@@ -550,7 +561,7 @@ def _find_stream_disorder(w: World) -> str | None:
 
 
 @always(
-    "bounded_attempts",
+    P.BOUNDED_ATTEMPTS,
     "□ ∀r: row(r).attempts ≤ MAX_REQUEUES + 1",
     source="ADR-104; RUNTIME 16.6",
     reads=("rows",),
@@ -565,7 +576,7 @@ def _find_too_many_attempts(w: World) -> str | None:
 
 
 _never_marked(
-    "no_retry_of_non_retryable", "retry_of_non_retryable:",
+    P.NO_RETRY_OF_NON_RETRYABLE, Mark.RETRY_OF_NON_RETRYABLE.prefix,
     "recovery requeued a failure of a non-retryable class",
     source="ADR-095, ADR-104, ADR-111; RUNTIME 16.7",
 )
@@ -575,7 +586,7 @@ _never_marked(
 # safety: the write fence, approval and cancellation
 # =========================================================================================
 @always(
-    "interrupted_non_idempotent_write_not_repeated",
+    P.INTERRUPTED_NON_IDEMPOTENT_WRITE_NOT_REPEATED,
     """
     □ ∀a∈L: nonidem(a) ∧ ¬aud(a) ⇒
         (∄b>a: call(b) = call(a)) ∧ (row(a.run) = ⊥ ∨ row(a.run).attempts ≤ a.attempt)
@@ -609,7 +620,7 @@ def _find_interrupted_repeated(w: World) -> str | None:
 
 
 @always(
-    "writes_only_under_fence",
+    P.WRITES_ONLY_UNDER_FENCE,
     "□ ∀a∈L: a.fenced",
     source="ADR-112, ADR-141; RUNTIME 16.9",
     reads=("ledger", "rows"),
@@ -625,7 +636,7 @@ def _find_unfenced_write(w: World) -> str | None:
 
 
 @always(
-    "no_write_without_recorded_approval",
+    P.NO_WRITE_WITHOUT_RECORDED_APPROVAL,
     """
     □ ∀a∈L: a.seg = resume:<r>#k ∧ decisions(r)[k-1] = approve ∧ a.turn = first_turn(a.seg)
         ⇒ ∃e∈E: e.kind = approval ∧ e.seg = a.seg
@@ -639,7 +650,7 @@ def _find_unrecorded_approval(w: World) -> str | None:
         return None
     for a in ledger:
         seg = a.seg
-        if _resume_decision(w, a.run, seg) != "approve":
+        if _resume_decision(w, a.run, seg) != Decision.APPROVE:
             continue
         if any(e.kind == "approval" and e.seg == seg for e in w.events):
             continue
@@ -654,7 +665,7 @@ def _find_unrecorded_approval(w: World) -> str | None:
 
 
 @always(
-    "race_safe_staleness",
+    P.RACE_SAFE_STALENESS,
     """
     □ ∀k∈reapers: k.pc = row ∧ r = k.rows[k.idx].run ∧ row(r) ≠ ⊥ ∧ ¬stale(row(r), k.now)
         ⇒ fire(k: requeue_stale r).row(r) = row(r) ∧ fire(k: dead_letter_stale r).row(r) = row(r)
@@ -694,7 +705,7 @@ def _unsafe_decision(w: World, r: ReaperState) -> str | None:
 
 
 @always(
-    "cooperative_cancel",
+    P.COOPERATIVE_CANCEL,
     """
     □ ∀r: row(r).termination_reason = cancelled ⇒ row(r).status = cancelled
     □ ∀p∈live: p.pc = stamp ∧ row(p.run).status = cancelled ⇒ fire(p's stamp).row = row
@@ -708,7 +719,7 @@ def _find_cancel_broken(w: World) -> str | None:
         if row is not None and row.termination_reason == "cancelled" and row.status != CANCELLED:
             return f"run {w.run_id(i)} was cancelled but is now {row.status}"
     if w.marks:
-        m = _mark(w, "past_cancel:")
+        m = _mark(w, Mark.PAST_CANCEL.prefix)
         if m is not None:
             return f"run {m.split(':', 1)[1]}: a segment started work past a cancelled boundary"
     for p in w.procs:
@@ -725,7 +736,7 @@ def _find_cancel_broken(w: World) -> str | None:
 
 
 _never_marked(
-    "no_resurrection_by_suspend", "resurrection:",
+    P.NO_RESURRECTION_BY_SUSPEND, Mark.RESURRECTION.prefix,
     "a suspend (T6) moved a terminal row back to waiting",
     source="ADR-101; RUNTIME 16.16",
 )
@@ -821,7 +832,7 @@ def _unsettled_text(w: World, i: int, rid: str) -> str | None:
 
 
 @leads_to(
-    "leased_runs_leave_running",
+    P.LEASED_RUNS_LEAVE_RUNNING,
     """
     true ~> ∀r: ¬(row(r).status = running ∧ row(r).lease_expires > 0
                   ∧ ∄p∈live segments: p.run = r ∧ p.epoch = row(r).epoch)
@@ -844,7 +855,7 @@ def no_abandoned_leased_row(w: World) -> bool:
 
 
 @leads_to(
-    "no_orphan_queued_run",
+    P.NO_ORPHAN_QUEUED_RUN,
     "true ~> ∀r: row(r).status ≠ queued",
     source="ADR-102, commit a7e1a954; RUNTIME 9 step 8, 16.13",
     describe=lambda w: _describe_rows(w, _queued_text),
@@ -855,7 +866,7 @@ def no_queued_row(w: World) -> bool:
 
 
 @leads_to(
-    "every_run_terminates",
+    P.EVERY_RUN_TERMINATES,
     """
     true ~> ∀r started: (row(r) = ⊥ ∨ row(r).status ∈ TERMINAL ∪ AWAITING)
                         ∧ ∄p∈live: p.run = r

@@ -69,6 +69,7 @@ from typing import Any
 
 from failclosed.model.config import ConfigError, UsageError, check_keys, parse_config, read_toml
 from failclosed.model.steps import fault_kinds
+from failclosed.model.vocab import FaultKind
 
 SCOPE_DIR = Path(__file__).resolve().parent / "scopes"
 _ROOT = Path(__file__).resolve().parent.parent
@@ -231,7 +232,7 @@ def _expand_product(prod: dict[str, Any], pname: str, pw: str, constants: dict[s
                                  "fault_budget": b, "horizon": h}
         if nr != 1:  # one reaper is the model's default (and every member's name before)
             model["reapers"] = nr
-        if "provider_error" in fs:
+        if FaultKind.PROVIDER_ERROR in fs:
             model["provider_faults"] = list(pf)
         if "fault_ops" in prod:
             model["fault_ops"] = list(prod["fault_ops"])
@@ -349,9 +350,9 @@ def _normal(data: dict[str, Any]) -> dict[str, Any]:
     faults = set(model.get("faults", []))
     pf = sorted(set(model.get("provider_faults", [])))
     if pf:
-        faults.add("provider_error")
-    elif "provider_error" in faults:
-        faults.discard("provider_error")  # no class to fail with: never enabled
+        faults.add(FaultKind.PROVIDER_ERROR)
+    elif FaultKind.PROVIDER_ERROR in faults:
+        faults.discard(FaultKind.PROVIDER_ERROR)  # no class to fail with: never enabled
     model["faults"] = sorted(faults)
     model["provider_faults"] = pf
     if model.get("fault_ops") is not None:
@@ -399,7 +400,7 @@ def _faults_cover(bm: dict[str, Any], sm: dict[str, Any]) -> bool:
     if sm.get("fault_budget", 0) > bm.get("fault_budget", 0) and sm["faults"]:
         return False
     bo, so = bm.get("fault_ops"), sm.get("fault_ops")  # None: every statement
-    if "store_error" in sm["faults"] and bo is not None:  # fault_ops restricts store_error only
+    if FaultKind.STORE_ERROR in sm["faults"] and bo is not None:  # fault_ops restricts store_error only
         return so is not None and set(so) <= set(bo)
     return True
 

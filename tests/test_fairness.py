@@ -29,10 +29,14 @@ DECIDES = frozenset(n for n, o in steps.OTHER_TRANSITIONS.items()
 
 @pytest.fixture
 def restore_liveness():
+    from failclosed.model import vocab
+
     saved = dict(properties.LIVENESS)
+    names_before = vocab.extensions()
     yield
     properties.LIVENESS.clear()
     properties.LIVENESS.update(saved)
+    vocab.restore_extensions(names_before)
 
 
 def _decides(t: Transition) -> bool:
@@ -52,7 +56,12 @@ def _decided(w: World) -> bool:
 
 
 def declare_approval_liveness(name: str, assumes: tuple[properties.Fairness, ...]) -> None:
-    """The recipe: the goal, declared by ``@leads_to`` with the fairness it assumes."""
+    """The recipe: the name in the vocabulary, the goal declared by ``@leads_to`` with the
+    fairness it assumes."""
+    from failclosed.model import vocab
+    from failclosed.spec.vocab import PropertyName
+
+    vocab.extend(PropertyName, name)  # a real property adds the member to PropertyName
     properties.leads_to(
         name, "true ~> ∀r: row(r).status = waiting_for_approval ⇒ decisions(r) are used up",
         source="(the recipe's property); RUNTIME 12.2", assumes=assumes,

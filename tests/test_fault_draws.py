@@ -43,12 +43,16 @@ from test_sim import OUTLIVES  # noqa: E402
 @pytest.fixture
 def restore_tables():
     """The fault kinds, the reaper's steps and the other transitions, restored afterwards."""
+    from failclosed.model import vocab
+
     tables = (FAULTS, REAPER_ACTIONS, OTHER_TRANSITIONS)
     saved = [dict(t) for t in tables]
+    names_before = vocab.extensions()
     yield
     for table, old in zip(tables, saved, strict=True):
         table.clear()
         table.update(old)
+    vocab.restore_extensions(names_before)
 
 
 def _toml(text: str) -> dict:
@@ -84,6 +88,9 @@ def declare_reaper_dies(faults_now=None) -> None:
     """The change: a new kind, on the reaper's per-row decision; taking it, the reaper's
     process dies between selecting the stale run and requeuing it, and its restart goes on
     with the next row of the snapshot (the row stays stale for the next tick)."""
+    from failclosed.model import vocab
+
+    vocab.extend(vocab.FaultKind, REAPER_DIES)  # a real change adds the member to FaultKind
     FAULTS[REAPER_DIES] = Fault("process", "the reaper dies between selecting a stale run and requeuing it")
     row = REAPER_ACTIONS[REAPER_DECISION]
 
@@ -141,6 +148,9 @@ def test_a_fault_declared_on_a_callers_decision_is_offered_and_drawn(restore_tab
     """The same for an actor that is no process: a kind on the approver's ``approve`` (its
     declaration in OTHER_TRANSITIONS) is a branch of the model's move and drawn by the
     simulator from ``[faults]`` alone."""
+    from failclosed.model import vocab
+
+    vocab.extend(vocab.FaultKind, "decision_lost")  # a real change adds the member to FaultKind
     FAULTS["decision_lost"] = Fault(steps.AUDIT, "the approval is taken but its record is lost")
     OTHER_TRANSITIONS["approve"] = dataclasses.replace(OTHER_TRANSITIONS["approve"],
                                                       faults=("decision_lost",))

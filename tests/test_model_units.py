@@ -28,6 +28,7 @@ from failclosed.model import (
     rules,
     steps,
     store,
+    vocab,
 )
 from failclosed.model.scenario import SCENARIO_DIR, replay, scenario_from_dict, world_dict
 from failclosed.model.state import CANCELLED, QUEUED, REASONS, RUNNING, Proc, Row, replace
@@ -415,8 +416,11 @@ def test_a_step_declared_at_run_time_names_its_transition_until_it_is_removed():
     transition is gone again, whatever was declared or deleted before; at the end the table
     is what it was."""
     before = list(names.TRANSITIONS)
+    saved = vocab.extensions()
 
     def declare(k: int) -> None:
+        vocab.extend(vocab.Label, f"mutation_probe_{k}")  # the names first (model/vocab.py)
+        vocab.extend(vocab.TransitionName, f"mutation_probe_{k}")
         steps.action(f"mutation_probe_{k}", fires=f"mutation_probe_{k}", cost=steps.NONE,
                      place="test")(lambda w, p, t: w)
 
@@ -438,6 +442,7 @@ def test_a_step_declared_at_run_time_names_its_transition_until_it_is_removed():
     finally:
         for k in (1, 2, 3):
             steps.ACTIONS.pop(f"mutation_probe_{k}", None)
+        vocab.restore_extensions(saved)
     assert list(names.TRANSITIONS) == before
 
 

@@ -19,15 +19,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from failclosed.model import names, runtime, steps, store
+from failclosed.model import names, runtime, steps, store, vocab
 from failclosed.model.config import initial_world, parse_config
 from failclosed.model.runtime import enabled, fire
 from failclosed.model.scenario import replay, scenario_from_dict
 from failclosed.model.state import RUNNING, Row, World, replace
 from failclosed.model.steps import ACTIONS, END, FAULTS, STORE, Fault, action
+from failclosed.model.vocab import FaultKind, Label, TransitionName
 from failclosed.spec import properties
 from failclosed.spec.checker import CONFIG_DIR, check, load_config
 from failclosed.spec.scope import load_scope
+from failclosed.spec.vocab import PropertyName
 
 from failclosed import build_info
 
@@ -41,14 +43,17 @@ needs_pure = pytest.mark.skipif(COMPILED, reason="patches a model function, whic
 
 @pytest.fixture
 def restore_tables():
-    """Every table a recipe declares into, restored afterwards."""
+    """Every table a recipe declares into, and the vocabularies it names its additions in
+    (model/vocab.py, spec/vocab.py), restored afterwards."""
     tables = (ACTIONS, steps.REAPER_ACTIONS, FAULTS, store.STATEMENTS, properties.SAFETY,
               properties.LIVENESS)
     saved = [dict(t) for t in tables]
+    names_before = vocab.extensions()
     yield
     for t, v in zip(tables, saved, strict=True):
         t.clear()
         t.update(v)
+    vocab.restore_extensions(names_before)
 
 
 def _tiny_digest() -> dict:
@@ -71,6 +76,10 @@ def touch_run(w: World, i: int, owner: str) -> tuple[World, bool]:
 def declare_touch(boundary: bool = True) -> None:
     """The recipe: the statement (and its row of the statement table), one ``@action``, and
     the predecessor (the probe) going to it where it would have gone to the renewal."""
+    # the recipe's first step: the new names join their vocabularies (a real change adds
+    # the members to Label and TransitionName in model/vocab.py)
+    vocab.extend(Label, "touch")
+    vocab.extend(TransitionName, "touch_run")
     store.STATEMENTS["touch_run"] = store.Statement(
         "touch_run", "T4'", ("run", "owner"), ("run", "owner"), {}, touch_run)
 
@@ -187,6 +196,8 @@ def test_recipe_boundary_statement_without_its_flag_is_named(restore_tables):
 
 def test_recipe_unreached_statement_changes_nothing(restore_tables):
     before, sim_before = _tiny_digest(), _sim_hash()
+    vocab.extend(Label, "touch")
+    vocab.extend(TransitionName, "touch_run")
     store.STATEMENTS["touch_run"] = store.Statement(
         "touch_run", "T4'", ("run", "owner"), ("run", "owner"), {}, touch_run)
     action("touch", fires="touch_run", cost=STORE, place="(unreached)", then=(END,))(
@@ -198,6 +209,7 @@ def test_recipe_unreached_statement_changes_nothing(restore_tables):
 # 2. a new fault on an existing step: the cancel probe reads a stale row
 # =========================================================================================
 def declare_stale_read() -> None:
+    vocab.extend(FaultKind, "stale_read")  # a real change adds the member to FaultKind
     FAULTS["stale_read"] = Fault(STORE, "the probe reads a row from before the cancel")
     probe = ACTIONS["probe"]
 
@@ -278,6 +290,8 @@ def test_recipe_fault_no_configuration_enables_changes_nothing(restore_tables):
 # 3. a new property
 # =========================================================================================
 def declare_property() -> None:
+    vocab.extend(PropertyName, "no_cancelled_write")  # a real one: a member of PropertyName
+
     @properties.always("no_cancelled_write", "□ ∀a∈L: row(a.run).status ≠ cancelled",
                        source="(the recipe's property); RUNTIME 16.15", reads=("ledger", "rows"))
     def _find(w):
