@@ -31,6 +31,7 @@ import json
 import os
 import re
 import sqlite3
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -233,7 +234,7 @@ def mask_url(url: str) -> str:
 
         u = make_url(url)
         u = u.update_query_dict({k: _MASK for k in u.query if _SECRET_KEY.search(k)})
-        shown = u.render_as_string(hide_password=True)
+        shown = u.render_as_string(hide_password=True).replace("%2A%2A%2A", _MASK)
     except Exception:  # not importable, or not a URL it parses: the text masking below
         shown = re.sub(r"(://[^/@:]*:)[^/@]*@", rf"\g<1>{_MASK}@", url)
     return scrub(shown, _url_secrets(url))
@@ -277,7 +278,9 @@ class UrlSource(Source):
             raise ConfigError(f"SOURCE {shown}: reading a database URL needs SQLAlchemy; {DB_HINT}") from None
         self.sa = sa
         try:
-            self.engine = sa.create_engine(url)
+            with warnings.catch_warnings():  # a query argument the driver ignores: not a second line
+                warnings.simplefilter("ignore", sa.exc.SAWarning)
+                self.engine = sa.create_engine(url)
             insp = sa.inspect(self.engine)
             for table, cols in ((RUN_TABLE, RUN_READ), (EVENT_TABLE, EVENT_READ)):
                 if not insp.has_table(table):
@@ -400,7 +403,8 @@ class DirectorySource(Source):
     def __init__(self, path: str, budget: int = DEFAULT_BUDGET):
         super().__init__(path, budget)
         self.files = {t: self._find(path, t) for t in (RUN_TABLE, EVENT_TABLE)}
-        csv.field_size_limit(max(csv.field_size_limit(), payload_limit(budget) + 1))
+        # a field up to the budget is read (and one past payload_limit counted unreadable)
+        csv.field_size_limit(max(csv.field_size_limit(), budget))
 
     @staticmethod
     def _find(path: str, table: str) -> str:
@@ -438,8 +442,9 @@ class DirectorySource(Source):
                     return
                 yield from csv.DictReader(f)
         except csv.Error as e:
-            raise ConfigError(f"SOURCE {path}: not a CSV file the reader can follow ({e}); "
-                              "export the table unchanged, as RFC 4180 CSV with a header row") from None
+            raise ConfigError(f"SOURCE {path}: not a CSV file the reader can follow ({e}); export the "
+                              "table unchanged, as RFC 4180 CSV with a header row (a field longer than "
+                              "--memory-budget: give a larger one)") from None
 
     def _stream(self, table: str, cols: tuple[str, ...], key: tuple[int, ...]) -> Iterator[tuple]:
         path = self.files[table]
