@@ -57,9 +57,16 @@ def _column_reason(col: str, v: Any) -> str:
     return "" if isinstance(v, str) else f"{col} is not text ({_type_name(v)})"
 
 
+# the exact types of a readable row, for the fast path (bool is an int subclass: not one of them)
+_RUN_TYPES = tuple((int,) if c in INT_COLUMNS else (int, float, Decimal) if c in REAL_COLUMNS
+                   else (str, type(None)) if c in PRESENCE_COLUMNS else (str,) for c in RUN_READ)
+
+
 def read_run(raw: tuple) -> tuple[tuple | None, str]:
     """``(row, reason)``: the row (None when even its ``uid`` is unreadable) and why it cannot be
     checked ('' when every column has the runtime's type)."""
+    if all(type(v) in t for v, t in zip(raw, _RUN_TYPES, strict=True)):
+        return raw, ""
     uid = raw[0]
     if not _is_int(uid):
         return None, _column_reason("uid", uid) or "uid is not an integer"
@@ -109,30 +116,57 @@ def _fields(kind: str, p: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
         if not isinstance(ok, bool) or not _is_int(by):
             return None, "approval payload is not {approved: boolean, decidedBy: integer}"
         return {"approved": ok, "decidedBy": by}, ""
-    return {}, ""
+    return _NOTHING, ""
+
+
+_NOTHING: dict[str, Any] = {}  # the fields read of a kind whose payload no check reads (never mutated)
+_loads = json.JSONDecoder().decode
+_scan = json.scanner.make_scanner(json.JSONDecoder())  # the C scanner json.loads runs, without its wrapper
+
+
+_JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+
+
+def _scan_object(text: str) -> tuple[Any, int]:
+    """The runtime's ``json_encode`` output (an object, no surrounding blanks) through the C
+    scanner alone; ``end`` -1 for anything else."""
+    if text[:1] != "{":
+        return None, -1
+    try:
+        return _scan(text, 0)
+    except StopIteration:
+        return None, -1
 
 
 def parse_payload(kind: str, text: Any, limit: int) -> tuple[dict[str, Any] | None, str]:
-    """``(fields, reason)`` of one payload; ``limit``: the longest text parsed."""
+    """``(fields, reason)`` of one payload; ``limit``: the longest text parsed (an SQLite file's
+    payload comes as bytes, decoded here)."""
+    if type(text) is bytes:
+        if len(text) > limit * 4:
+            return None, f"payload longer than the memory budget allows ({limit:,} characters; raise --memory-budget)"
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            return None, "payload is not UTF-8 text"
     if isinstance(text, dict):  # a JSON-lines export may hold the object itself
         p: Any = text
     elif text is None:
         return None, "payload is NULL"
     elif not isinstance(text, str):
         return None, f"payload is not text ({_type_name(text)})"
-    elif not text.strip():
-        return None, "payload is empty"
     elif len(text) > limit:
         return None, f"payload longer than the memory budget allows ({limit:,} characters; raise --memory-budget)"
     else:
         try:
-            p = json.loads(text)
+            p, end = _scan_object(text)
+            if end != len(text):
+                p = _loads(text)  # anything else, and the error that says why
         except RecursionError:
             return None, "payload nested deeper than the JSON parser goes"
         except ValueError:
-            return None, "payload is not JSON"
+            return None, "payload is empty" if not text.strip() else "payload is not JSON"
     if not isinstance(p, dict):
-        return None, f"payload is a JSON {type(p).__name__}, not an object"
+        return None, f"payload is a JSON {_JSON_TYPES.get(type(p), 'value')}, not an object"
     try:
         return _fields(kind, p)
     except RecursionError:
@@ -143,14 +177,21 @@ def read_event(raw: tuple, limit: int) -> tuple[tuple | None, str]:
     """``(event, reason)``: the kept tuple, its payload slot holding the checked fields (None
     when the payload is unreadable, ``reason`` saying why), or ``(None, reason)`` when a column
     is unreadable (:func:`run_of` says whether the event can still be given to its run)."""
+    uid, run, seq, kind, rnd, dur, text, crdate = raw
+    if not (type(uid) is int and type(run) is int and type(seq) is int and seq >= 0 and type(kind) is str
+            and type(rnd) is int and type(crdate) is int and type(dur) in (int, float, Decimal)):
+        return None, _event_reason(raw)
+    fields, why = parse_payload(kind, text, limit)
+    return (uid, run, seq, kind, rnd, dur, fields, crdate), why
+
+
+def _event_reason(raw: tuple) -> str:
+    """Why one of the event's columns (the payload aside) is unreadable."""
     for col in ("uid", "run", "sequence", "kind", "round", "duration_ms", "crdate"):
         why = _column_reason(col, raw[EVENT_READ.index(col)])
         if why:
-            return None, why
-    if raw[_SEQ] < 0:
-        return None, "sequence is negative"
-    fields, why = parse_payload(raw[_KIND], raw[_PAYLOAD], limit)
-    return (*raw[:_PAYLOAD], fields, raw[_CRDATE]), why
+            return why
+    return "sequence is negative"
 
 
 def run_of(raw: tuple) -> int | None:

@@ -137,14 +137,6 @@ class _Batcher:
         return self.n
 
 
-def _decode(b: bytes) -> Any:
-    """SQLite TEXT that is not UTF-8 comes back as bytes (and is counted unreadable)."""
-    try:
-        return b.decode("utf-8")
-    except UnicodeDecodeError:
-        return b
-
-
 class SqliteSource(Source):
     kind = "sqlite"
 
@@ -152,7 +144,6 @@ class SqliteSource(Source):
         super().__init__(path, budget)
         try:
             self.db = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True, isolation_level=None)
-            self.db.text_factory = _decode
             names = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         except sqlite3.DatabaseError as e:
             raise ConfigError(f"SOURCE {path}: not an SQLite database ({e}); give the runtime's "
@@ -183,7 +174,9 @@ class SqliteSource(Source):
         return self._stream(_select(RUN_TABLE, RUN_READ, RUN_ORDER), None)
 
     def events(self) -> Iterator[tuple]:
-        return self._stream(_select(EVENT_TABLE, EVENT_READ, EVENT_ORDER), EVENT_READ.index("payload"))
+        # the payload as bytes: one that is not UTF-8 is counted unreadable, not a failed read
+        sql = _select(EVENT_TABLE, EVENT_READ, EVENT_ORDER).replace('"payload"', 'CAST("payload" AS BLOB) AS "payload"', 1)
+        return self._stream(sql, EVENT_READ.index("payload"))
 
     def close(self) -> None:
         try:
@@ -448,13 +441,14 @@ class DirectorySource(Source):
 
     def _stream(self, table: str, cols: tuple[str, ...], key: tuple[int, ...]) -> Iterator[tuple]:
         path = self.files[table]
-        prev = None
+        prev, checked = None, False
         for n, rec in enumerate(self._records(path), 2):
             if rec is None:
                 yield tuple(BAD_RECORD for _ in cols)
                 continue
-            if n == 2:
+            if not checked:  # the header (or the first object of a JSON-lines file)
                 _need(path, table, cols, set(rec))
+                checked = True
             row = tuple(_typed(c, rec.get(c)) for c in cols)
             k = tuple(row[i] for i in key)
             if all(type(v) is int for v in k):

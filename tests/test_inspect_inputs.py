@@ -37,8 +37,10 @@ from failclosed.sim.dbschema import (  # noqa: E402
 )
 from failclosed.sim.inspect import CERTAIN, HEURISTIC, inspect  # noqa: E402
 from failclosed.sim.inspect_sources import (  # noqa: E402
+    EVENT_READ,
     MIN_BUDGET,
     PRESENCE_COLUMNS,
+    RUN_READ,
     mask_url,
     open_source,
     payload_limit,
@@ -429,7 +431,8 @@ def exports(draw) -> tuple[list[dict], list[dict], int, int, int, int]:
         for col, _ in RUN_COLUMNS[1:]:
             cell = draw(_int_cell(col) if col in INT_COLUMNS else _real_cell(col) if col in REAL_COLUMNS else _text_cell(col))
             row[col] = cell.value
-            bad, bad_csv = bad or cell.bad, bad_csv or cell.bad_in_csv
+            if col in RUN_READ:  # a column inspect does not read is drawn too, and never makes a row unreadable
+                bad, bad_csv = bad or cell.bad, bad_csv or cell.bad_in_csv
         runs.append(row)
         bad_runs, bad_runs_csv = bad_runs + bad, bad_runs_csv + bad_csv
     events, bad_events, bad_events_csv = [], 0, 0
@@ -445,7 +448,8 @@ def exports(draw) -> tuple[list[dict], list[dict], int, int, int, int]:
             else:
                 cell = draw(_int_cell(col) if col in INT_COLUMNS else _real_cell(col) if col in REAL_COLUMNS else _text_cell(col))
             row[col] = cell.value
-            bad, bad_csv = bad or cell.bad, bad_csv or cell.bad_in_csv
+            if col in EVENT_READ:
+                bad, bad_csv = bad or cell.bad, bad_csv or cell.bad_in_csv
         events.append(row)
         bad_events, bad_events_csv = bad_events + bad, bad_events_csv + bad_csv
     return runs, events, bad_runs, bad_events, bad_runs_csv, bad_events_csv
