@@ -116,9 +116,11 @@ class Source:
         pass
 
 
-def _select(table: str, cols: tuple[str, ...], order: str, where: str = "") -> str:
-    quoted = ", ".join(f'substr("{c}", 1, {PRESENCE_PREFIX}) AS "{c}"' if c in PRESENCE_COLUMNS else f'"{c}"'
-                       for c in cols)
+def _select(table: str, cols: tuple[str, ...], order: str, where: str = "",
+            quote: Any = lambda c: f'"{c}"') -> str:
+    """``quote``: the database's identifier quoting (MySQL reads "x" as a string)."""
+    quoted = ", ".join(f"substr({quote(c)}, 1, {PRESENCE_PREFIX}) AS {quote(c)}" if c in PRESENCE_COLUMNS
+                       else quote(c) for c in cols)
     return f"SELECT {quoted} FROM {table}{where} ORDER BY {order}"
 
 
@@ -290,6 +292,7 @@ class UrlSource(Source):
             self.close()
             raise _db_error(shown, "open the database", e, self.secrets) from None
         self.dialect = self.engine.dialect.name
+        self.quote = self.engine.dialect.identifier_preparer.quote
 
     def _begin(self) -> Any:
         """One connection, one read-only transaction: the snapshot both tables are read in."""
@@ -312,7 +315,7 @@ class UrlSource(Source):
         lo = None
         while True:
             where, params = (" WHERE uid > :lo", {"lo": lo}) if lo is not None else ("", {})
-            sql = _select(RUN_TABLE, RUN_READ, RUN_ORDER, where) + f" LIMIT {RUN_PAGE}"
+            sql = _select(RUN_TABLE, RUN_READ, RUN_ORDER, where, self.quote) + f" LIMIT {RUN_PAGE}"
             try:
                 rows = [tuple(r) for r in conn.execute(self.sa.text(sql), params).fetchall()]
             except Exception as e:
@@ -336,7 +339,7 @@ class UrlSource(Source):
             params["hi"] = hi
         if not conds:
             conds.append("run IS NOT NULL")
-        sql = _select(EVENT_TABLE, EVENT_READ, EVENT_ORDER, " WHERE " + " AND ".join(conds))
+        sql = _select(EVENT_TABLE, EVENT_READ, EVENT_ORDER, " WHERE " + " AND ".join(conds), self.quote)
         batch = _Batcher(fetch_share(self.budget), EVENT_READ.index("payload"))
         try:
             res = conn.execution_options(stream_results=True).execute(self.sa.text(sql), params)
