@@ -421,7 +421,7 @@ class DirectorySource(Source):
             return None
         return rec if isinstance(rec, dict) else None
 
-    def _records(self, path: str) -> Iterator[dict[str, Any] | None]:
+    def _records(self, path: str) -> Iterator[dict[str, Any] | frozenset | None]:
         ext = os.path.splitext(path)[1]
         try:
             with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:
@@ -432,11 +432,15 @@ class DirectorySource(Source):
                     return
                 if ext == ".tsv":
                     header = f.readline().rstrip("\r\n").split("\t")
+                    yield frozenset(header)  # the header: its columns are checked even without rows
                     for line in f:
                         cells = [_unescape_tsv(c) for c in line.rstrip("\r\n").split("\t")]
                         yield dict(zip(header, cells, strict=False))
                     return
-                yield from csv.DictReader(f)
+                reader = csv.DictReader(f)
+                if reader.fieldnames is not None:
+                    yield frozenset(reader.fieldnames)
+                yield from reader
         except csv.Error as e:
             raise ConfigError(f"SOURCE {path}: not a CSV file the reader can follow ({e}); export the "
                               "table unchanged, as RFC 4180 CSV with a header row (a field longer than "
@@ -444,12 +448,17 @@ class DirectorySource(Source):
 
     def _stream(self, table: str, cols: tuple[str, ...], key: tuple[int, ...]) -> Iterator[tuple]:
         path = self.files[table]
-        prev, checked = None, False
-        for n, rec in enumerate(self._records(path), 2):
+        prev, checked, n = None, False, 1
+        for rec in self._records(path):
+            if isinstance(rec, frozenset):
+                _need(path, table, cols, set(rec))
+                checked = True
+                continue
+            n += 1  # record n - 1
             if rec is None:
                 yield tuple(BAD_RECORD for _ in cols)
                 continue
-            if not checked:  # the header (or the first object of a JSON-lines file)
+            if not checked:  # the first object of a JSON-lines file
                 _need(path, table, cols, set(rec))
                 checked = True
             row = tuple(_typed(c, rec.get(c)) for c in cols)
