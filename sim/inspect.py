@@ -16,7 +16,14 @@ is taken to begin at a ``dropped`` event, or a ``context`` or ``request`` of rou
 other events) or on a tool's effect (the tables hold none: the catalogue given with ``--tools``,
 else the runtime's resolver: builtin writers by name, ``mcp_*`` non-idempotent, any other name
 of unknown effect: ToolEffectResolver counts it as ``non_idempotent_write``, so would a read;
-the write checks skip it and the report lists it).
+the write checks skip it and the report lists it), or on events the export may not show (the
+runtime stores read steps, a denial's approval and inputs fail-soft: an audit-store outage
+drops them without a gap), and so a check listed ``certain`` reports an anomaly ``heuristic``
+where the export cannot prove it.
+
+Every field is type-checked as it is read (sim/inspect_rows.py): a row that is not as the
+runtime writes it is counted in :attr:`Report.unreadable`, never read as something else, and
+keeps its run from the checks that would need it.
 """
 
 from __future__ import annotations
