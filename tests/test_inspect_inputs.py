@@ -87,8 +87,9 @@ def write_csv(path: Path, db: str) -> str:
     path.mkdir()
     con = sqlite3.connect(db)
     con.text_factory = bytes
-    for table, order in ((RUN_TABLE, "uid"), (EVENT_TABLE, "run, sequence, uid")):
-        cur = con.execute(f"SELECT * FROM {table} ORDER BY {order}")
+    for table, order in ((RUN_TABLE, ("uid",)), (EVENT_TABLE, ("run", "sequence", "uid"))):
+        have = {r[1].decode() for r in con.execute(f"PRAGMA table_info({table})")}  # a column may be left out
+        cur = con.execute(f"SELECT * FROM {table} ORDER BY {', '.join(c for c in order if c in have)}")
         with open(path / f"{table}.csv", "w", newline="", encoding="utf-8", errors="surrogateescape") as f:
             w = csv.writer(f)
             w.writerow([d[0] for d in cur.description])
