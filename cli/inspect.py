@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import time
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,17 @@ def since_arg(s: str) -> int:
     if d.tzinfo is None:
         d = d.replace(tzinfo=UTC)
     return int(d.timestamp())
+
+
+def budget_arg(s: str) -> int:
+    """``--memory-budget``: a size in bytes (K, M, G: powers of 1024), checked before any read."""
+    from failclosed.model.config import ConfigError
+    from failclosed.sim.inspect_sources import parse_budget
+
+    try:
+        return parse_budget(s)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e).split(": ", 1)[1]) from None
 
 
 def _labels(props: tuple[str, ...], labeller: Any) -> list[dict[str, Any]]:
@@ -132,7 +144,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:  # noqa: C901 - input checks,
         parse_policy(args.policy)
     policy = args.policy or "current"
     labeller = load_baseline(default_baseline_path())
-    source = open_source(args.source)
+    source = open_source(args.source, args.memory_budget)
     t0 = time.perf_counter()
     try:
         with Progress("inspect", total=None, unit="runs", enabled=not args.quiet,
@@ -144,7 +156,8 @@ def _cmd_inspect(args: argparse.Namespace) -> int:  # noqa: C901 - input checks,
                     pg.advance(n - step[0])
                     step[0] = n
 
-            rep = inspect(source, catalogue, privacy=args.privacy, since=args.since, on_run=tick)
+            rep = inspect(source, catalogue, privacy=args.privacy, since=args.since, on_run=tick,
+                          budget=args.memory_budget)
     finally:
         source.close()
     elapsed = time.perf_counter() - t0
@@ -174,10 +187,13 @@ def _json(rep: Any, verdicts: dict[int, Any], labeller: Any, elapsed: float, arg
         "elapsed_seconds": round(elapsed, 3), "tools": rep.tools, "privacy": rep.privacy,
         "baseline": args.baseline, "policy": policy,
         "checks": [{"check": c[0], "section": c[1], "finds": c[2], "certainty": c[3], "properties": list(c[4]),
-                    "anomalies": len(by[c[0]]), "new": sum(1 for a in by[c[0]] if verdicts[id(a)] is None),
+                    "anomalies": len(by[c[0]]),
+                    "by_certainty": dict(Counter(a.certainty for a in by[c[0]])), "new": sum(1 for a in by[c[0]] if verdicts[id(a)] is None),
                     "unsupported": rep.unsupported.get(c[0])} for c in CHECKS],
         "anomalies": anomalies,
         "notices": [{"notice": n, "runs": c, "examples": rep.notice_runs.get(n, [])} for n, c in rep.notices.items()],
+        "unreadable": rep.unreadable.to_json(),
+        "memory_budget_bytes": args.memory_budget,
         "detectable": {p: {"detectable": d, "check": c} for p, (d, c) in DETECTABLE.items()},
         "cannot_tell": list(LIMITS),
     }
@@ -196,6 +212,7 @@ def _print(rep: Any, verdicts: dict[int, Any], labeller: Any, elapsed: float, ar
     con.print(f"{'check':27} {'EXPORT.md':10} {'certainty':10} anomalies")
     for cid, section, _what, certainty, _p in CHECKS:
         n, k = len(by[cid]), sum(1 for a in by[cid] if verdicts[id(a)] is not None)
+        certainty = "/".join(sorted({a.certainty for a in by[cid]})) or certainty  # what this export proves
         cell = "[green]0[/]" if not n else (f"[yellow]{n} known[/]" if k == n else f"[bold red]{n}[/]" + (f" ({k} known)" if k else ""))
         note = f"  ({rep.unsupported[cid]})" if cid in rep.unsupported else ""
         con.print(f"{cid:27} {section:10} {certainty:10} {cell}{note}")
@@ -215,6 +232,7 @@ def _print(rep: Any, verdicts: dict[int, Any], labeller: Any, elapsed: float, ar
                 replay = "; replay: " + ", ".join(f"failclosed replay {Path(t).stem}" for t in m["traces"]) \
                     if m["traces"] else ""
                 con.print(f"      matches {m['label']} {m['property']}{replay}", markup=False)
+    _print_unreadable(con, rep.unreadable)
     if rep.unknown_tools:
         con.print(f"tools of unknown effect, not checked as writes: {', '.join(rep.unknown_tools)} "
                   "(give --tools CONFIG with the runtime's catalogue)", markup=False)
@@ -231,8 +249,21 @@ def _print(rep: Any, verdicts: dict[int, Any], labeller: Any, elapsed: float, ar
         con.print(f"[{style}]{plural(len(rep.anomalies), 'anomaly', 'anomalies')} in {plural(runs, 'run')}{extra}[/]")
 
 
+def _print_unreadable(con: Any, un: Any) -> None:
+    """The rows whose fields have not the runtime's types: counted, never read as something else."""
+    if not un.reasons:
+        return
+    con.print(f"[bold yellow]unreadable[/]: {plural(un.run_rows, 'run row')} and {plural(un.event_rows, 'event row')} "
+              f"not read (a field NULL, of the wrong type, or a payload that is no JSON object); "
+              f"{plural(un.runs_partly_checked, 'run')} checked without the checks that need them:")
+    for (table, reason), n in sorted(un.reasons.items()):
+        con.print(f"  {table}: {plural(n, 'row')}: {reason} (e.g. {', '.join(un.examples[(table, reason)])})",
+                  markup=False)
+
+
 def register(subparsers: Any) -> None:
     from failclosed.sim.dbschema import PRIVACY_LEVELS
+    from failclosed.sim.inspect_sources import DEFAULT_BUDGET
 
     p = subparsers.add_parser(
         "inspect", help="find the findings' footprints in a database of the runtime",
@@ -258,5 +289,8 @@ def register(subparsers: Any) -> None:
                    help="a baseline TOML: an anomaly whose property it lists for --policy exits 0 (default: none; "
                         "current, the shipped baseline by name, lists the findings)")
     p.add_argument("--policy", help="the policy the baseline's entries are read for (default: current)")
+    p.add_argument("--memory-budget", type=budget_arg, default=DEFAULT_BUDGET, metavar="SIZE",
+                   help="the bytes inspect may hold (rows fetched at a time, one run's events, the longest payload "
+                        "parsed: a sixteenth of it); K, M, G are powers of 1024 (default: 256M, at least 16M)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr (default: progress shown)")
     p.set_defaults(func=_cmd_inspect)

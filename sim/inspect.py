@@ -16,12 +16,18 @@ is taken to begin at a ``dropped`` event, or a ``context`` or ``request`` of rou
 other events) or on a tool's effect (the tables hold none: the catalogue given with ``--tools``,
 else the runtime's resolver: builtin writers by name, ``mcp_*`` non-idempotent, any other name
 of unknown effect: ToolEffectResolver counts it as ``non_idempotent_write``, so would a read;
-the write checks skip it and the report lists it).
+the write checks skip it and the report lists it), or on events the export may not show (the
+runtime stores read steps, a denial's approval and inputs fail-soft: an audit-store outage
+drops them without a gap), and so a check listed ``certain`` reports an anomaly ``heuristic``
+where the export cannot prove it.
+
+Every field is type-checked as it is read (sim/inspect_rows.py): a row that is not as the
+runtime writes it is counted in :attr:`Report.unreadable`, never read as something else, and
+keeps its run from the checks that would need it.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,14 +57,17 @@ from failclosed.spec.vocab import PropertyName
 
 from .dbschema import (
     CLAIM_PREFIXES,
+    EVENT_TABLE,
     FENCE_LEFT_REASONS,
     FENCE_VALUES,
     KINDS,
     PRIVACY_LEVELS,
     REASONS_BY_STATUS,
     ROUND_ZERO_KINDS,
+    RUN_TABLE,
 )
-from .inspect_sources import EVENT_READ, RUN_READ, Source
+from .inspect_rows import EVENT_COST, read_event, read_run, run_of
+from .inspect_sources import DEFAULT_BUDGET, EVENT_READ, RUN_READ, Source, payload_limit
 
 CERTAIN = "certain"
 HEURISTIC = "heuristic"
@@ -76,7 +85,7 @@ CHECKS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
     ("interrupted_write_retried", "7.6, 4.2", "a non-idempotent write requested, no tool event, and the stored request executed again", HEURISTIC, (PropertyName.NO_WRITE_APPLIED_TWICE_WITHOUT_AUDIT, PropertyName.INTERRUPTED_NON_IDEMPOTENT_WRITE_NOT_REPEATED, PropertyName.NO_UNAUDITED_WRITE_SETTLES_SUCCESSFULLY)),
     ("double_application", "7.7", "a non-idempotent write applied (toolIsError false) in two attempts of one run", HEURISTIC, (PropertyName.NON_IDEMPOTENT_WRITE_AT_MOST_ONCE,)),
     ("leftover_fence", "7.8", "a terminal row whose fence is left with a reason other than not_retryable or cancelled", CERTAIN, ()),
-    ("approvals", "7.9", "approval payload types; an approval-bound tool only after its approval, and never after a denial", CERTAIN, (PropertyName.NO_WRITE_WITHOUT_RECORDED_APPROVAL,)),
+    ("approvals", "7.9", "an approval-bound tool only after its approval, and never after a denial", CERTAIN, (PropertyName.NO_WRITE_WITHOUT_RECORDED_APPROVAL,)),
     ("totals", "7.10", "a completed run never requeued: its last round is iterations or iterations + 1", CERTAIN, ()),
     ("orphan_queued", "3.3, FINDINGS F3", "a queued row nothing has touched for longer than a lease and the longest backoff", HEURISTIC, (PropertyName.NO_ORPHAN_QUEUED_RUN, PropertyName.EVERY_RUN_TERMINATES)),
 )
@@ -155,12 +164,39 @@ class Report:
     tools: str = ""
     privacy: str = "auto"
     unknown_tools: list[str] = field(default_factory=list)  # requested names of unknown effect
+    unreadable: Unreadable = field(default_factory=lambda: Unreadable())
 
     def by_check(self) -> dict[str, list[Anomaly]]:
         out: dict[str, list[Anomaly]] = {c: [] for c in CHECK_IDS}
         for a in self.anomalies:
             out[a.check].append(a)
         return out
+
+
+@dataclass
+class Unreadable:
+    """Rows whose fields do not have the runtime's types (sim/inspect_rows.py): counted by
+    reason, a few examples each, and which runs they kept from being checked in full."""
+
+    run_rows: int = 0  # run rows not checked (their events are counted in events, unchecked)
+    event_rows: int = 0
+    no_uid: int = 0  # run rows without a readable uid: an event may look orphaned because of one
+    runs_partly_checked: int = 0  # readable rows whose events were not all readable
+    reasons: Counter = field(default_factory=Counter)  # (table, reason) -> rows
+    examples: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+
+    def add(self, table: str, reason: str, example: str) -> None:
+        key = (table, reason)
+        self.reasons[key] += 1
+        ex = self.examples.setdefault(key, [])
+        if len(ex) < 3:
+            ex.append(example)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_rows": self.run_rows, "event_rows": self.event_rows,
+                "runs_partly_checked": self.runs_partly_checked,
+                "reasons": [{"table": t, "reason": r, "rows": n, "examples": self.examples[(t, r)]}
+                            for (t, r), n in sorted(self.reasons.items())]}
 
 
 # -- the tool catalogue --------------------------------------------------------------------
@@ -253,29 +289,19 @@ def _applied(e: tuple, name: str, rnd: int) -> bool:
     return p.get("toolName") == name and p.get("toolIsError") is False
 
 
-_PARSED: dict[int, dict[str, Any]] = {}  # event uid -> its payload, for the run being checked
-
-
 def _payload(e: tuple) -> dict[str, Any]:
-    uid = e[_UID]
-    p = _PARSED.get(uid)
-    if p is None:
-        try:
-            p = json.loads(e[_PAYLOAD] or "{}")
-        except (TypeError, ValueError):
-            p = {}
-        if not isinstance(p, dict):
-            p = {}
-        _PARSED[uid] = p
-    return p
+    """The checked payload fields of ``e`` (sim/inspect_rows.py; a run with an unreadable payload
+    is not given to the checks that read payloads)."""
+    return e[_PAYLOAD] or {}
 
 
 class _Run:
     """One run's row and events, and the anomalies found on them."""
 
-    def __init__(self, row: tuple, events: list[tuple], ctx: _Ctx):
+    def __init__(self, row: tuple, events: list[tuple], ctx: _Ctx, columns_ok: bool = True,
+                 payloads_ok: bool = True):
         self.row, self.events, self.ctx = row, events, ctx
-        _PARSED.clear()
+        self.columns_ok, self.payloads_ok = columns_ok, payloads_ok
         self.uuid = row[R["uuid"]] or ""
         self.uid = row[R["uid"]]
         self.status = row[R["status"]]
@@ -420,18 +446,14 @@ class _Run:
             r = L[_ROUND]
             end = llms[n + 1] if n + 1 < len(llms) else len(evs)
             tools = [e for e in evs[k + 1:end] if e[_KIND] == "tool" and e[_ROUND] == r]
-            p = _payload(L)
-            names = p.get("requestedToolNames")
-            if names is None:
-                names = [c.get("name") for c in p.get("requestedToolCalls") or [] if isinstance(c, dict)]
-            self._calls(a, L, names or [], tools, evs, k, atts, last, n + 1 == len(llms))
+            self._calls(a, L, list(_payload(L).get("names", ())), tools, evs, k, atts, last, n + 1 == len(llms))
             self._approvals(evs, k, end, tools)
             for t in tools:
                 tp = _payload(t)
                 if tp.get("toolIsError") is False and self.ctx.cat.effect(tp.get("toolName", "")) == (NON_IDEMPOTENT_WRITE, True):
                     args = None
-                    if self.ctx.privacy not in ("none", "metadata") and "toolArguments" in tp:
-                        args = json.dumps(tp["toolArguments"], sort_keys=True)
+                    if self.ctx.privacy not in ("none", "metadata"):
+                        args = tp.get("args")  # a digest of toolArguments, None where not stored
                     applied.setdefault((tp.get("toolName"), r, args), []).append((a, t))
 
     def _calls(self, a: int, L: tuple, names: list[str], tools: list[tuple], evs: list[tuple], k: int,
@@ -443,8 +465,12 @@ class _Run:
         want = Counter(names)
         extra = got - want
         if extra:
+            masked = _payload(L).get("redacted", False)
+            why = ("; its requested names carry the redactor's marks (REDACTED, EXPORT.md 2.3), so one may be "
+                   "a masked name" if masked else "")
             self.add("turn_grammar", f"tool event(s) {', '.join(sorted(map(str, extra)))} at round {L[_ROUND]} "
-                     "that its llm step did not request", events=[L, *tools][:10])
+                     f"that its llm step did not request{why}", HEURISTIC if masked else CERTAIN,
+                     events=[L, *tools][:10])
         missing = list((want - got).elements())
         if not missing:
             return
@@ -498,11 +524,8 @@ class _Run:
     # 7.9
     def _approvals(self, evs: list[tuple], k: int, end: int, tools: list[tuple]) -> None:
         approvals = [e for e in evs[k + 1:end] if e[_KIND] == "approval"]
-        for e in approvals:
-            p = _payload(e)
-            if not isinstance(p.get("approved"), bool) or type(p.get("decidedBy")) is not int:
-                self.add("approvals", f"approval payload {e[_PAYLOAD]} (expected approved: bool, decidedBy: int)",
-                         events=[e], properties=())
+        writes = any(is_write(self.ctx.cat.effect(n)[0]) and self.ctx.cat.effect(n)[1]
+                     for n in _payload(evs[k]).get("names", ()))
         for t in tools:
             tp = _payload(t)
             name = tp.get("toolName", "")
@@ -510,8 +533,14 @@ class _Run:
                 continue
             before = [e for e in approvals if e[_SEQ] < t[_SEQ]]
             if not before:
+                # the approval of an approved write turn is stored fail-closed (gate 3,
+                # REFERENCE 16.11); a denial's or a read turn's is fail-soft: an outage drops it
+                proven = writes and tp.get("toolIsError") is False
                 self.add("approvals", f"{name} needs approval, and its tool event (round {t[_ROUND]}) has no "
-                         "approval event before it", events=[evs[k], t])
+                         "approval event before it" + ("" if proven else
+                                                       "; the approval of a denial or of a turn without a write is "
+                                                       "stored fail-soft, so an audit-store outage may have dropped it"),
+                         CERTAIN if proven else HEURISTIC, events=[evs[k], t])
             elif _payload(before[-1]).get("approved") is False and tp.get("toolIsError") is False:
                 self.add("approvals", f"{name} needs approval and ran (toolIsError false) after approved: false",
                          events=[before[-1], t])
@@ -523,88 +552,183 @@ class _Run:
         # the highest round of any step (an llm step's event may be lost to a fail-soft insert)
         rounds = [e[_ROUND] for e in self.events if e[_KIND] in ("context", "request", "llm")]
         it = self.col("iterations") or 0
-        if rounds and max(rounds) not in (it, it + 1):
+        if rounds and max(rounds) > it + 1:
             self.add("totals", f"last round {max(rounds)} with iterations = {it} (expected {it} or {it + 1})")
+        elif rounds and max(rounds) < it:
+            # the steps of a round are stored fail-soft (REFERENCE 4.4 record_step): an
+            # audit-store outage drops them and leaves no gap, so the export cannot prove this
+            self.add("totals", f"last round {max(rounds)} with iterations = {it} (expected {it} or {it + 1}); "
+                     "the later rounds' context, request and llm steps are stored fail-soft and an audit-store "
+                     "outage drops them without a gap (EXPORT.md 8)", HEURISTIC)
 
     def run(self) -> list[Anomaly]:
+        # an event without a readable sequence or round: the run's stream is not whole, and a
+        # payload that is unreadable: the checks that read payloads would read it as something
         self.enums()
-        self.sequences()
+        if self.columns_ok:
+            self.sequences()
         self.row_state()
         self.fence()
-        self.turns()
-        self.totals()
+        if self.columns_ok and self.payloads_ok:
+            self.turns()
+        if self.columns_ok:
+            self.totals()
         if self.status == QUEUED:
             self.ctx.queued.append((self.uid, self.uuid, self.col("tstamp") or 0))
         return self.out
 
 
 # -- the whole export -----------------------------------------------------------------------
-def _grouped(source: Source, report: Report):
-    """(row, events) per run in uid order; events whose run has no row as (None, events)."""
-    events = source.events()
-    ev = next(events, None)
-    prev_uid = None
-    for row in source.runs():
-        uid = row[R["uid"]]
-        if prev_uid is not None and uid <= prev_uid:
-            raise ConfigError(f"SOURCE {source.where}: {uid} follows {prev_uid} in {RUN_READ[0]} order: "
-                              "a run uid is stored twice")
-        prev_uid = uid
-        while ev is not None and ev[_RUN] < uid:
-            orphan, ev = _take_run(ev, events)
-            yield None, orphan
-        mine: list = []
-        if ev is not None and ev[_RUN] == uid:
-            mine, ev = _take_run(ev, events)
-        yield row, mine
-    while ev is not None:
-        orphan, ev = _take_run(ev, events)
-        yield None, orphan
+class _Group:
+    """One run's events as read: the readable ones, and whether any column or payload was not."""
+
+    __slots__ = ("columns_ok", "events", "payloads_ok", "rows", "run")
+
+    def __init__(self, run: int):
+        self.run, self.events, self.columns_ok, self.payloads_ok = run, [], True, True
+        self.rows = 0  # event rows read, readable or not
 
 
-def _take_run(ev: Any, events: Any) -> tuple[list, Any]:
-    """The events of ``ev``'s run, from ``ev`` on (events come in run order), and the first
-    event of the next run (None: no more)."""
-    run = ev[_RUN]
-    out = []
-    while ev is not None and ev[_RUN] == run:
-        out.append(ev)
-        ev = next(events, None)
-    return out, ev
+class _Reader:
+    """The source's rows merged run by run, every field type-checked (sim/inspect_rows.py) and
+    every unreadable row counted in the report; one run's events held at a time, within the
+    memory budget."""
+
+    def __init__(self, source: Source, rep: Report, budget: int):
+        self.source, self.rep, self.un = source, rep, rep.unreadable
+        self.limit = payload_limit(budget)
+        self.max_events = max(1, budget // 2 // EVENT_COST)
+        self.budget = budget
+
+    def _events(self, raw_events: Any) -> Any:
+        """The event rows whose run is readable; the others counted here."""
+        for raw in raw_events:
+            if run_of(raw) is not None:
+                yield raw
+                continue
+            self.rep.events += 1
+            self.un.event_rows += 1
+            self.un.add(EVENT_TABLE, read_event(raw, self.limit)[1], f"event uid {raw[_UID]!r}")
+
+    def _runs(self, raw_runs: Any) -> Any:
+        """(row, reason) for the run rows with a readable uid; the others counted here."""
+        for raw in raw_runs:
+            row, why = read_run(raw)
+            if row is None:
+                self.un.run_rows += 1
+                self.un.no_uid += 1
+                self.un.add(RUN_TABLE, why, f"uid {raw[0]!r}")
+                continue
+            yield row, why
+
+    def groups(self) -> Any:
+        """(row, reason, group) per run in uid order; events whose run has no row as
+        (None, '', group)."""
+        prev_uid = None
+        for raw_runs, raw_events in self.source.chunks():
+            events = self._events(raw_events)
+            ev = next(events, None)
+            for row, why in self._runs(raw_runs):
+                uid = row[R["uid"]]
+                if prev_uid is not None and uid <= prev_uid:
+                    raise ConfigError(f"SOURCE {self.source.where}: {uid} follows {prev_uid} in {RUN_READ[0]} order: "
+                                      "a run uid is stored twice")
+                prev_uid = uid
+                while ev is not None and ev[_RUN] < uid:
+                    orphan, ev = self._take_run(ev, events)
+                    yield None, "", orphan
+                mine = _Group(uid)
+                if ev is not None and ev[_RUN] == uid:
+                    mine, ev = self._take_run(ev, events)
+                yield row, why, mine
+            while ev is not None:
+                orphan, ev = self._take_run(ev, events)
+                yield None, "", orphan
+        missing = self.source.unreadable_outside()
+        if missing:
+            self.rep.events += missing
+            self.un.event_rows += missing
+            for _ in range(missing):
+                self.un.add(EVENT_TABLE, "run is NULL", "run NULL")
+
+    def _take_run(self, ev: Any, events: Any) -> tuple[_Group, Any]:
+        """The events of ``ev``'s run, from ``ev`` on (events come in run order), and the first
+        event row of the next run (None: no more)."""
+        g = _Group(ev[_RUN])
+        n = 0
+        while ev is not None and ev[_RUN] == g.run:
+            n += 1
+            if n > self.max_events:
+                raise ConfigError(f"SOURCE {self.source.where}: run uid {g.run} has more than {self.max_events:,} "
+                                  f"events, more than half the memory budget of {self.budget:,} bytes holds; "
+                                  "give a larger --memory-budget")
+            kept, why = read_event(ev, self.limit)
+            if why:
+                self.un.event_rows += 1
+                self.un.add(EVENT_TABLE, why, f"event uid {ev[_UID]!r} of run {g.run}")
+                if kept is None:
+                    g.columns_ok = False
+                else:
+                    g.payloads_ok = False
+            if kept is not None:
+                g.events.append(kept)
+            ev = next(events, None)
+        self.rep.events += n
+        g.rows = n
+        return g, ev
 
 
 def inspect(source: Source, catalogue: Catalogue | None = None, privacy: str = "auto",
             since: int | None = None, constants: Constants | None = None,
-            on_run: Any = None) -> Report:
+            on_run: Any = None, budget: int | None = None) -> Report:
     """Every check on every run of ``source`` (runs created before ``since`` are skipped, and
     so are their events). ``privacy``: the level the payloads were written at (``auto``:
-    read it from each payload; ``none`` or ``metadata``: never match arguments)."""
+    read it from each payload; ``none`` or ``metadata``: never match arguments). ``budget``:
+    bytes (default: the source's); unreadable rows are counted in ``Report.unreadable``."""
     if privacy != "auto" and privacy not in PRIVACY_LEVELS:
         raise ConfigError(f"--privacy {privacy}: use auto or one of {', '.join(PRIVACY_LEVELS)}")
     cat = catalogue or Catalogue()
     k = constants or Constants()
     ctx = _Ctx(cat, privacy, k)
     rep = Report(source.where, tools=cat.source, privacy=privacy)
+    un = rep.unreadable
     horizon = 0
-    for row, evs in _grouped(source, rep):
+    for row, why, g in _Reader(source, rep, budget or getattr(source, "budget", DEFAULT_BUDGET)).groups():
+        evs = g.events
         for e in evs:
-            horizon = max(horizon, e[_CRDATE] or 0)
+            horizon = max(horizon, e[_CRDATE])
         if row is None:
-            rep.events += len(evs)
-            rep.anomalies.append(Anomaly("orphan_events", "", evs[0][_RUN],
-                                         f"{len(evs)} event(s) of run uid {evs[0][_RUN]}, which has no row",
-                                         CERTAIN, (), tuple(_ev(e) for e in evs[:10])))
+            if evs:
+                rep.anomalies.append(Anomaly("orphan_events", "", g.run,
+                                             f"{len(evs)} event(s) of run uid {g.run}, which has no row",
+                                             CERTAIN, (), tuple(_ev(e) for e in evs[:10])))
             continue
-        horizon = max(horizon, row[R["tstamp"]] or 0, row[R["finished_at"]] or 0, row[R["crdate"]] or 0)
-        if since is not None and (row[R["crdate"]] or 0) < since:
+        if why:
+            un.run_rows += 1
+            un.add(RUN_TABLE, why, f"uid {row[R['uid']]}")
+            continue
+        horizon = max(horizon, row[R["tstamp"]], row[R["finished_at"]], row[R["crdate"]])
+        if since is not None and row[R["crdate"]] < since:
             rep.skipped_runs += 1
+            rep.events -= g.rows  # a skipped run's events are not inspected either
             continue
         rep.runs += 1
-        rep.events += len(evs)
         evs.sort(key=lambda e: (e[_SEQ], e[_UID]))
-        rep.anomalies.extend(_Run(row, evs, ctx).run())
+        if not (g.columns_ok and g.payloads_ok):
+            un.runs_partly_checked += 1
+        rep.anomalies.extend(_Run(row, evs, ctx, g.columns_ok, g.payloads_ok).run())
         if on_run is not None:
             on_run(rep.runs)
+    _finish(rep, ctx, k, horizon)
+    if privacy in ("none", "metadata"):
+        rep.unsupported["double_application"] = "arguments are not stored at METADATA: matched by name and round only"
+    return rep
+
+
+def _finish(rep: Report, ctx: _Ctx, k: Constants, horizon: int) -> None:
+    """The checks on the whole export (the queued rows against its last write), and what the
+    unreadable rows make uncertain."""
+    un = rep.unreadable
     wait = k.LEASE_SECONDS + k.REQUEUE_BACKOFF_CAP_MS // 1000
     for uid, uuid, ts in ctx.queued:
         if ts < horizon - wait:
@@ -613,8 +737,10 @@ def inspect(source: Source, catalogue: Catalogue | None = None, privacy: str = "
                                          f"(more than LEASE_SECONDS + the longest backoff = {wait} s): no wake-up "
                                          "is coming (FINDINGS F3: the dispatch never happened)", HEURISTIC,
                                          (PropertyName.NO_ORPHAN_QUEUED_RUN, PropertyName.EVERY_RUN_TERMINATES)))
+    if un.no_uid:
+        for a in rep.anomalies:
+            if a.check == "orphan_events":
+                a.certainty = HEURISTIC
+                a.text += f"; {un.no_uid} run row(s) have no readable uid, and one of them may be its row"
     rep.notices, rep.notice_runs = ctx.notices, ctx.notice_runs
     rep.unknown_tools = sorted(ctx.unknown_names)
-    if privacy in ("none", "metadata"):
-        rep.unsupported["double_application"] = "arguments are not stored at METADATA: matched by name and round only"
-    return rep
