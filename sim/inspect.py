@@ -534,7 +534,7 @@ class _Run:
             before = [e for e in approvals if e[_SEQ] < t[_SEQ]]
             if not before:
                 # the approval of an approved write turn is stored fail-closed (gate 3,
-                # REFERENCE 16.11); a denial's or a read turn's is fail-soft: an outage drops it
+                # RUNTIME 16.11); a denial's or a read turn's is fail-soft: an outage drops it
                 proven = writes and tp.get("toolIsError") is False
                 self.add("approvals", f"{name} needs approval, and its tool event (round {t[_ROUND]}) has no "
                          "approval event before it" + ("" if proven else
@@ -555,7 +555,7 @@ class _Run:
         if rounds and max(rounds) > it + 1:
             self.add("totals", f"last round {max(rounds)} with iterations = {it} (expected {it} or {it + 1})")
         elif rounds and max(rounds) < it:
-            # the steps of a round are stored fail-soft (REFERENCE 4.4 record_step): an
+            # the steps of a round are stored fail-soft (RUNTIME 4.4 record_step): an
             # audit-store outage drops them and leaves no gap, so the export cannot prove this
             self.add("totals", f"last round {max(rounds)} with iterations = {it} (expected {it} or {it + 1}); "
                      "the later rounds' context, request and llm steps are stored fail-soft and an audit-store "
