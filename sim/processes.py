@@ -91,8 +91,9 @@ class Processes:
             if self.faults.crashes.worker_rate > 0:
                 env.process(self.crasher(wk, proc))
         if cfg.reaper_enabled and sim.policy.reaper and sim.policy.queue:
-            for name in names.reaper_names(sim.world.config):  # [reaper] count of them
-                env.process(self.reaper(name))
+            reapers = names.reaper_names(sim.world.config)  # [reaper] count of them
+            for k, name in enumerate(reapers):  # hosts out of phase: k/count of a period apart
+                env.process(self.reaper(name, k * cfg.reaper_period / len(reapers)))
         if self.faults.audit.flaps:
             env.process(self.faults.audit.flapping())
 
@@ -332,13 +333,16 @@ class Processes:
         return comp, comp.draw(rng, kinds, None, self.sim.world, always=True)
 
     # -- the reaper ----------------------------------------------------------------------------
-    def reaper(self, name: str):
-        """Reaper ``name``: a tick every period, then its statements on each row the tick
-        returned; each statement's fault from the step its declaration names (``fault_of``).
-        Each reaper draws from a stream of its own (named as it is)."""
+    def reaper(self, name: str, phase: float = 0.0):
+        """Reaper ``name``: a tick every period (from ``phase`` seconds on: several reapers
+        are spread over the period), then its statements on each row the tick returned;
+        each statement's fault from the step its declaration names (``fault_of``). Each
+        reaper draws from a stream of its own (named as it is)."""
         sim, env = self.sim, self.env
         rng = stream(self.seed, name)
         try:
+            if phase:
+                yield env.timeout(phase)
             while not sim.stopped:
                 yield env.timeout(self.cfg.reaper_period)
                 yield env.timeout(self._reaper_wait(rng, name))

@@ -217,8 +217,13 @@ def test_the_simulator_runs_one_reaper_per_count_and_draws_a_lane_for_each():
         raw["reaper"]["count"] = n
         sim = Simulation(sconfig.load(raw), policy="current", seed=1, keep_history=True,
                          keep_going=True).run()
-        actors[n] = {t.actor for _, t in sim.history.records if t.name == FIND_STALE_RUNNING}
+        ticks = [(time, t.actor) for time, t in sim.history.records if t.name == FIND_STALE_RUNNING]
+        actors[n] = {a for _, a in ticks}
     assert actors[1] == {FIRST} and actors[2] == {FIRST, SECOND}
+    # two hosts out of phase: the second reaper's first tick falls between the first's two
+    first = [time for time, a in ticks if a == FIRST]
+    second = [time for time, a in ticks if a == SECOND]
+    assert first[0] < second[0] < first[1]
     lanes = _lanes([{"actor": a} for a in (FIRST, SECOND, "w1")])
     assert lanes.index(FIRST) < lanes.index(SECOND) < lanes.index("w1")
 
