@@ -110,7 +110,7 @@ class Component:
         (``RunStore``); elsewhere ``fault``."""
         return self.fault(rng)
 
-    def delay(self, rng: random.Random, proc: Proc, world: World) -> float:
+    def delay(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> float:
         return 0.0
 
     def fault(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> str | None:
@@ -172,7 +172,7 @@ class AuditStore(Component):
             out.add(AMBIGUOUS_COMMIT)
         return out
 
-    def delay(self, rng: random.Random, proc: Proc, world: World) -> float:
+    def delay(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> float:
         return self.latency.sample(rng)
 
     def fault(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> str | None:
@@ -227,7 +227,7 @@ class Provider(Component):
         ``provider_faults``)."""
         return list(dict.fromkeys(self.classify[err] for err in self.errors)) if self.p > 0 else []
 
-    def delay(self, rng: random.Random, proc: Proc, world: World) -> float:
+    def delay(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> float:
         return self.latency.sample(rng)
 
     def fault(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> str | None:
@@ -261,7 +261,7 @@ class Tools(Component):
         """The tool the process calls at its ``invoke`` step."""
         return world.config.runs[proc.run].answer(proc.turn).calls[proc.call]
 
-    def delay(self, rng: random.Random, proc: Proc, world: World) -> float:
+    def delay(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> float:
         """No draw for a tool the simulation does not configure."""
         conf = self.conf.get(self.called(proc, world))
         return 0.0 if conf is None else conf.latency.sample(rng)
@@ -306,7 +306,7 @@ class Bus(Component):
             out.add(DUPLICATE_MESSAGE)
         return out
 
-    def delay(self, rng: random.Random, proc: Proc, world: World) -> float:
+    def delay(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> float:
         return self.dispatch_latency.sample(rng)
 
     def fault(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> str | None:
