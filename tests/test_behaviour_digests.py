@@ -83,7 +83,8 @@ def _widened(v, classes):
                   for f in dataclasses.fields(cls)]
         fields.append(("annotation_added_later", object, dataclasses.field(default=None,
                                                                            kw_only=True)))
-        ns = {"run_id": cls.run_id} if hasattr(cls, "run_id") else {}
+        # a plain function, not the record's own (a compiled method applies to its class only)
+        ns = {"run_id": lambda self, i: self.config.runs[i].id} if hasattr(cls, "run_id") else {}
         classes[cls] = dataclasses.make_dataclass(f"Renamed{cls.__name__}", fields,
                                                   namespace=ns, frozen=True)
     return classes[cls](**{f.name: v.config if f.name == "config" else
