@@ -105,18 +105,15 @@ FAULTS: dict[str, Fault] = Keyed(FaultKind, {
 })
 
 
-PROVIDER_ERROR = FaultKind.PROVIDER_ERROR  # the kind whose branches are the provider's failure classes
-
-
 def injected(t: Any) -> str | None:
     """The fault kind a fired transition ``t`` injects, None for none: its fault branch (a
-    provider failure class is :data:`PROVIDER_ERROR`), or the transition itself where a kind
+    provider failure class is ``FaultKind.PROVIDER_ERROR``), or the transition itself where a kind
     is a transition of its own (``crash``, ``duplicate_message``). The simulator counts its
     draws with it."""
     f = t.fault
     if f is None:
         return t.name if t.name in FAULTS else None
-    return f if f in FAULTS else PROVIDER_ERROR
+    return f if f in FAULTS else FaultKind.PROVIDER_ERROR
 
 
 def fault_kinds() -> tuple[FaultKind, ...]:

@@ -42,7 +42,6 @@ from failclosed.model.steps import (
     DISPATCH,
     NONE,
     PROVIDER,
-    PROVIDER_ERROR,
     SETTLE,
     STORE,
     TOOL,
@@ -53,23 +52,11 @@ from .config import SimConfig
 from .records import RunRecord
 from .streams import stream
 
-# The kinds the components below draw from distributions of their own (members of
-# model/vocab.py FaultKind; model/steps.py FAULTS declares them)
-STORE_ERROR = FaultKind.STORE_ERROR
-AUDIT_INSERT_FAILS = FaultKind.AUDIT_INSERT_FAILS
-AMBIGUOUS_COMMIT = FaultKind.AMBIGUOUS_COMMIT
-TOOL_ERROR = FaultKind.TOOL_ERROR
-DISPATCH_FAILS = FaultKind.DISPATCH_FAILS
-DUPLICATE_MESSAGE = FaultKind.DUPLICATE_MESSAGE
-CRASH = FaultKind.CRASH
-PAUSE = FaultKind.PAUSE
-SLOW_OPERATION = FaultKind.SLOW_OPERATION
-
 
 def _may_commit_ambiguously(proc: Proc) -> bool:
     """The step the process is at may take an ambiguous commit (the step table's faults)."""
     a = ACTIONS.get(proc.pc)
-    return a is not None and AMBIGUOUS_COMMIT in a.faults
+    return a is not None and FaultKind.AMBIGUOUS_COMMIT in a.faults
 
 
 class Component:
@@ -124,7 +111,7 @@ NOTHING = Component()  # what a step that touches no component touches
 
 
 class RunStore(Component):
-    owns = {STORE_ERROR: "run_store.error_probability"}
+    owns = {FaultKind.STORE_ERROR: "run_store.error_probability"}
 
     def __init__(self, cfg: SimConfig):
         self.p = cfg.store_error_probability
@@ -133,7 +120,7 @@ class RunStore(Component):
         self.waits = cfg.store_latency.kind != "fixed" or cfg.store_latency.a > 0
 
     def kinds(self) -> set[str]:
-        return {STORE_ERROR} if self.p > 0 else set()
+        return {FaultKind.STORE_ERROR} if self.p > 0 else set()
 
     def delay(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> float:
         return self.latency.sample(rng)
@@ -141,17 +128,17 @@ class RunStore(Component):
     def fault(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> str | None:
         """Draws only when store errors are configured."""
         p = self.p
-        return STORE_ERROR if p and rng.random() < p else None
+        return FaultKind.STORE_ERROR if p and rng.random() < p else None
 
     def fault_drawn(self, rng: random.Random) -> str | None:
         """Draws even when store errors are off (a caller's and a worker's pick-up: their
         streams' order is fixed so)."""
-        return STORE_ERROR if rng.random() < self.p else None
+        return FaultKind.STORE_ERROR if rng.random() < self.p else None
 
 
 class AuditStore(Component):
-    owns = {AUDIT_INSERT_FAILS: "audit_store.insert_failure_probability (or outages, flapping)",
-            AMBIGUOUS_COMMIT: "audit_store.ambiguous_commit_probability"}
+    owns = {FaultKind.AUDIT_INSERT_FAILS: "audit_store.insert_failure_probability (or outages, flapping)",
+            FaultKind.AMBIGUOUS_COMMIT: "audit_store.ambiguous_commit_probability"}
 
     def __init__(self, cfg: SimConfig, env: simpy.Environment, seed: int):
         self.env = env
@@ -167,9 +154,9 @@ class AuditStore(Component):
     def kinds(self) -> set[str]:
         out = set()
         if self.p_fail > 0 or self.outages or self.mean_up > 0:
-            out.add(AUDIT_INSERT_FAILS)
+            out.add(FaultKind.AUDIT_INSERT_FAILS)
         if self.p_ambiguous > 0:
-            out.add(AMBIGUOUS_COMMIT)
+            out.add(FaultKind.AMBIGUOUS_COMMIT)
         return out
 
     def delay(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> float:
@@ -179,12 +166,12 @@ class AuditStore(Component):
         """No draw while the store is down; else one, which also decides an ambiguous commit
         of ``persist``."""
         if self.down or self.in_outage():
-            return AUDIT_INSERT_FAILS
+            return FaultKind.AUDIT_INSERT_FAILS
         r = rng.random()
         if r < self.p_fail:
-            return AUDIT_INSERT_FAILS
+            return FaultKind.AUDIT_INSERT_FAILS
         if proc is not None and r < self.p_fail + self.p_ambiguous and _may_commit_ambiguously(proc):
-            return AMBIGUOUS_COMMIT
+            return FaultKind.AMBIGUOUS_COMMIT
         return None
 
     def in_outage(self) -> bool:
@@ -212,7 +199,7 @@ class AuditStore(Component):
 
 class Provider(Component):
     work = True
-    owns = {PROVIDER_ERROR: "provider.failure_probability"}
+    owns = {FaultKind.PROVIDER_ERROR: "provider.failure_probability"}
 
     def __init__(self, cfg: SimConfig):
         self.p = cfg.provider_failure_probability
@@ -245,7 +232,7 @@ class Provider(Component):
 
 class Tools(Component):
     work = True
-    owns = {TOOL_ERROR: "tools[].error_probability"}
+    owns = {FaultKind.TOOL_ERROR: "tools[].error_probability"}
 
     def __init__(self, cfg: SimConfig, seed: int):
         self.seed = seed
@@ -254,7 +241,7 @@ class Tools(Component):
             self.conf.setdefault(t.name, t)
 
     def kinds(self) -> set[str]:
-        return {TOOL_ERROR} if any(t.error_probability > 0 for t in self.conf.values()) else set()
+        return {FaultKind.TOOL_ERROR} if any(t.error_probability > 0 for t in self.conf.values()) else set()
 
     @staticmethod
     def called(proc: Proc, world: World) -> str:
@@ -271,7 +258,7 @@ class Tools(Component):
         if conf is None:
             return None
         pe = conf.error_probability
-        return TOOL_ERROR if pe and rng.random() < pe else None
+        return FaultKind.TOOL_ERROR if pe and rng.random() < pe else None
 
     def note(self, rec: RunRecord, proc: Proc, world: World, fault: str) -> None:
         """The error the tool's ``error_mix`` names, drawn from a stream of its own so that
@@ -289,8 +276,8 @@ class Tools(Component):
 
 
 class Bus(Component):
-    owns = {DISPATCH_FAILS: "bus.dispatch_failure_probability",
-            DUPLICATE_MESSAGE: "bus.duplicate_probability"}
+    owns = {FaultKind.DISPATCH_FAILS: "bus.dispatch_failure_probability",
+            FaultKind.DUPLICATE_MESSAGE: "bus.duplicate_probability"}
 
     def __init__(self, cfg: SimConfig):
         self.p_dispatch = cfg.dispatch_failure_probability
@@ -301,9 +288,9 @@ class Bus(Component):
     def kinds(self) -> set[str]:
         out = set()
         if self.p_dispatch > 0:
-            out.add(DISPATCH_FAILS)
+            out.add(FaultKind.DISPATCH_FAILS)
         if self.p_duplicate > 0:
-            out.add(DUPLICATE_MESSAGE)
+            out.add(FaultKind.DUPLICATE_MESSAGE)
         return out
 
     def delay(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> float:
@@ -312,7 +299,7 @@ class Bus(Component):
     def fault(self, rng: random.Random, proc: Proc | None = None, world: World | None = None) -> str | None:
         """The dispatch; draws only when dispatch failures are configured."""
         d = self.p_dispatch
-        return DISPATCH_FAILS if d and rng.random() < d else None
+        return FaultKind.DISPATCH_FAILS if d and rng.random() < d else None
 
     def delivery(self, rng: random.Random) -> float:
         return self.delivery_delay.sample(rng)
@@ -324,7 +311,7 @@ class Bus(Component):
 
 
 class Crashes(Component):
-    owns = {CRASH: "crashes.worker_rate_per_hour and crashes.web_rate_per_hour"}
+    owns = {FaultKind.CRASH: "crashes.worker_rate_per_hour and crashes.web_rate_per_hour"}
 
     def __init__(self, cfg: SimConfig):
         self.worker_rate = cfg.worker_crash_rate  # per hour
@@ -332,7 +319,7 @@ class Crashes(Component):
         self.restart_delay = cfg.restart_delay
 
     def kinds(self) -> set[str]:
-        return {CRASH} if self.worker_rate > 0 or self.web_rate > 0 else set()
+        return {FaultKind.CRASH} if self.worker_rate > 0 or self.web_rate > 0 else set()
 
     def web_crash_at(self, rng: random.Random, now: float) -> float:
         """When a web process started ``now`` crashes (inf: never); draws only when web
@@ -349,15 +336,15 @@ class Crashes(Component):
 
 
 class Pauses(Component):
-    owns = {PAUSE: "pauses.probability",
-            SLOW_OPERATION: "the provider's and the tools' latencies (a call past the lease)"}
+    owns = {FaultKind.PAUSE: "pauses.probability",
+            FaultKind.SLOW_OPERATION: "the provider's and the tools' latencies (a call past the lease)"}
 
     def __init__(self, cfg: SimConfig):
         self.p = cfg.pause_probability
         self.duration = cfg.pause_duration
 
     def kinds(self) -> set[str]:
-        return {SLOW_OPERATION, PAUSE}  # simulated time is physical: lapses happen
+        return {FaultKind.SLOW_OPERATION, FaultKind.PAUSE}  # simulated time is physical: lapses happen
 
     def stall(self, rng: random.Random, proc: Proc) -> float:
         """Seconds a process stalls before its next step; draws only when pauses are
