@@ -10,7 +10,6 @@ under it; the verdict line says which fairness each check ran under.
 
 from __future__ import annotations
 
-import pytest
 from failclosed.cli.app import main
 from failclosed.model import steps
 from failclosed.model.state import WAITING_FOR_APPROVAL, World
@@ -25,18 +24,6 @@ APPROVAL = CONFIG_DIR / "small-approval.toml"
 # own (approve, deny, submit_input), read from the transition table.
 DECIDES = frozenset(n for n, o in steps.OTHER_TRANSITIONS.items()
                     if o.actor == "caller" and "configured" in o.args)
-
-
-@pytest.fixture
-def restore_liveness():
-    from failclosed.model import vocab
-
-    saved = dict(properties.LIVENESS)
-    names_before = vocab.extensions()
-    yield
-    properties.LIVENESS.clear()
-    properties.LIVENESS.update(saved)
-    vocab.restore_extensions(names_before)
 
 
 def _decides(t: Transition) -> bool:
@@ -68,7 +55,7 @@ def declare_approval_liveness(name: str, assumes: tuple[properties.Fairness, ...
         describe=lambda w: "a run waits for a decision")(_decided)
 
 
-def test_without_the_assumption_the_reapers_idle_tick_is_a_fair_lasso(restore_liveness):
+def test_without_the_assumption_the_reapers_idle_tick_is_a_fair_lasso(restore_tables):
     declare_approval_liveness("approval_decided", ())
     r = check("current", APPROVAL, ["approval_decided"], witnesses=False, coverage=False)
     pr = r.properties["approval_decided"]
@@ -80,7 +67,7 @@ def test_without_the_assumption_the_reapers_idle_tick_is_a_fair_lasso(restore_li
     assert "unfair: caller" in pr.under and "assumed" not in pr.under
 
 
-def test_with_the_assumption_it_holds_and_the_verdict_line_says_under_what(restore_liveness,
+def test_with_the_assumption_it_holds_and_the_verdict_line_says_under_what(restore_tables,
                                                                            capsys):
     declare_approval_liveness("approval_decided", (CALLER_DECIDES,))
     assert main(["check", "--policy", "current", "--config", str(APPROVAL),
@@ -90,7 +77,7 @@ def test_with_the_assumption_it_holds_and_the_verdict_line_says_under_what(resto
     assert line.endswith("unfair: caller, bus, operator + assumed SF(caller decides)")
 
 
-def test_the_assumption_leaves_every_other_verdict_alone(restore_liveness):
+def test_the_assumption_leaves_every_other_verdict_alone(restore_tables):
     tiny = CONFIG_DIR / "tiny.toml"
     before = check("current", tiny, list(properties.LIVENESS), witnesses=False, coverage=False)
     declare_approval_liveness("approval_decided", (CALLER_DECIDES,))

@@ -40,21 +40,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_sim import OUTLIVES  # noqa: E402
 
 
-@pytest.fixture
-def restore_tables():
-    """The fault kinds, the reaper's steps and the other transitions, restored afterwards."""
-    from failclosed.model import vocab
-
-    tables = (FAULTS, REAPER_ACTIONS, OTHER_TRANSITIONS)
-    saved = [dict(t) for t in tables]
-    names_before = vocab.extensions()
-    yield
-    for table, old in zip(tables, saved, strict=True):
-        table.clear()
-        table.update(old)
-    vocab.restore_extensions(names_before)
-
-
 def _toml(text: str) -> dict:
     import tomllib
 

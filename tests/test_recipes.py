@@ -41,21 +41,6 @@ needs_pure = pytest.mark.skipif(COMPILED, reason="patches a model function, whic
                                 "build calls natively (the step-table fixtures run on both)")
 
 
-@pytest.fixture
-def restore_tables():
-    """Every table a recipe declares into, and the vocabularies it names its additions in
-    (model/vocab.py, spec/vocab.py), restored afterwards."""
-    tables = (ACTIONS, steps.REAPER_ACTIONS, FAULTS, store.STATEMENTS, properties.SAFETY,
-              properties.LIVENESS)
-    saved = [dict(t) for t in tables]
-    names_before = vocab.extensions()
-    yield
-    for t, v in zip(tables, saved, strict=True):
-        t.clear()
-        t.update(v)
-    vocab.restore_extensions(names_before)
-
-
 def _tiny_digest() -> dict:
     return {p: bd.checker_digest("tiny", p) for p in ("current", "proposed")}
 
