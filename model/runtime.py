@@ -914,13 +914,14 @@ def _h_persist(w: World, p: Proc, t: Transition) -> World:
     if stored:
         step = p.step
         row = w.rows[p.run]
-        if row is not None and p.epoch and row.epoch != p.epoch:
+        event = Event(p.run, p.handle, step.kind, step.turn, step.call, step.tool, p.seg)
+        w, got = store.append_event(w, p.run, event, p.owner, p.cancelled)
+        if got != store.INSERT_STORED:
+            if reported:
+                return _insert_not_stored(w, p, got)
+            stored = False  # an ambiguous commit of an insert that stored nothing: a failure
+        elif row is not None and p.epoch and row.epoch != p.epoch:
             w = w.mark(f"zombie_append:{w.run_id(p.run)}")
-        w = replace(
-            w,
-            events=w.events
-            + (Event(p.run, p.handle, step.kind, step.turn, step.call, step.tool, p.seg),),
-        )
     if reported:
         p = replace(p, handle=p.handle + 1)
     else:
@@ -937,6 +938,16 @@ def _h_persist(w: World, p: Proc, t: Transition) -> World:
     if p.owner and w.config.policy.fence_cleared_after_audit and _write_boundary(w, p):
         return _put(w, replace(p, pc="clear"))
     return _continue(w, p)
+
+
+def _insert_not_stored(w: World, p: Proc, got: str) -> World:
+    """An event insert that reported storing nothing (proposals P7 and P8). Refused, the row
+    is no longer this segment's: ``LeaseLost``, the step is not persisted (as a failed
+    renewal). A duplicate key: the insert re-reads ``max(sequence)`` and the segment inserts
+    the same event again at ``max + 1`` (it stays at its insert)."""
+    if got == store.INSERT_REFUSED:
+        return _ladder(w, p, LEASE_LOST, "")
+    return _put(w, replace(p, handle=store.max_sequence(w, p.run) + 1))
 
 
 def _clear_move(w: World, p: Proc) -> Transition:
@@ -1380,12 +1391,15 @@ def _record_decision_move(w: World, p: Proc) -> Transition:
 
 
 @action("record_decision", fires=("record_approval", "record_input"), faults=("audit_insert_fails",),
-        cost=AUDIT, then=("release",) + LOOP, move=_record_decision_move, place="4.2; 12.2 step 9, 12.3")
+        cost=AUDIT, then=("release", "record_decision") + LOOP, move=_record_decision_move, place="4.2; 12.2 step 9, 12.3")
 def _h_record_decision(w: World, p: Proc, t: Transition) -> World:
     spec = w.config
     if not t.fault:
         kind = "input" if _input_side(p) else "approval"
-        w = replace(w, events=w.events + (Event(p.run, p.handle, kind, p.turn, -1, "", p.seg),))
+        event = Event(p.run, p.handle, kind, p.turn, -1, "", p.seg)
+        w, got = store.append_event(w, p.run, event, p.owner)
+        if got != store.INSERT_STORED:
+            return _insert_not_stored(w, p, got)
         p = replace(p, handle=p.handle + 1)
     elif (
         p.decision == "approve"

@@ -22,6 +22,7 @@ from .state import (
     TERMINAL,
     WAITING_FOR_APPROVAL,
     WAITING_FOR_INPUT,
+    Event,
     Proc,
     Row,
     StaleRow,
@@ -345,6 +346,61 @@ def max_sequence(w: World, i: int) -> int:
     return m
 
 
+# -- the event insert (4.2 record_step, record_approval, record_input) ------------------------
+# What an insert did: stored the event, stored nothing because the row is no longer the
+# segment's (proposal P7), or stored nothing because its (run, sequence) is taken (P8).
+INSERT_STORED = "stored"
+INSERT_REFUSED = "refused"
+INSERT_CONFLICT = "conflict"
+
+
+def claim_live(w: World, row: Row | None, me: str, now: int) -> bool:
+    """The guard of an owner-guarded event insert (P7): the owner guard and a live lease,
+    ``status = 'running' AND claimed_by = :me AND lease_expires >= :now`` (the stale
+    predicate's complement for a row with a lease)."""
+    return owner_guard(row, me, w) and not stale(w, row, now)
+
+
+def sequence_taken(w: World, i: int, seq: int) -> bool:
+    """An event of run ``i`` holds sequence ``seq`` (the UNIQUE key of P8)."""
+    return any(e.run == i and e.seq == seq for e in w.events)
+
+
+def append_event(
+    w: World, i: int, event: Event, owner: str = "", cancelled: bool = False
+) -> tuple[World, str]:
+    """The event insert. Without the proposals a plain insert that always stores. With
+    ``event_insert_owner_guarded`` and a segment that has a lease ``owner``: ``INSERT ...
+    SELECT ... FROM run WHERE`` :func:`claim_live` (or, on the cancellation probe's path,
+    ``status = 'cancelled'``, which the probe has just read and nothing moves on), in one
+    transaction with the row. With ``event_sequence_unique``: a taken ``(run, sequence)`` is
+    a duplicate key and nothing is stored. Returns (world, ``INSERT_*``)."""
+    pol = w.config.policy
+    if pol.event_insert_owner_guarded and owner:
+        row = w.rows[i]
+        if cancelled:
+            owned = row is not None and row.status == CANCELLED
+        else:
+            owned = claim_live(w, row, owner, w.clock)
+        if not owned:
+            return w, INSERT_REFUSED
+    if pol.event_sequence_unique and sequence_taken(w, i, event.seq):
+        return w, INSERT_CONFLICT
+    return replace(w, events=w.events + (event,)), INSERT_STORED
+
+
+def _append_statement(
+    w: World, i: int, seq: int, kind: str, owner: str
+) -> tuple[World, bool]:
+    """:func:`append_event` as a scenario runs it (``store = "append_event"``): an event of
+    ``kind`` at ``seq``, by no segment; matched = stored."""
+    w, got = append_event(w, i, Event(i, seq, kind, 0, -1, "", ""), owner)
+    return w, got == INSERT_STORED
+
+
+APPEND_EVENT = "append_event"
+
+
 # =========================================================================================
 # the statement table: what a scenario may run directly (``store = "<name>"``)
 # =========================================================================================
@@ -427,6 +483,8 @@ STATEMENTS: dict[str, Statement] = _table(
     S(CANCEL, "T13", ("run",), ("run",), {}, cancel),
     S("find_run", "4.2", ("run",), ("run",), {}, find_run, read=True),
     S("max_sequence", "4.2", ("run",), ("run",), {}, max_sequence, read=True),
+    S(APPEND_EVENT, "4.2", ("run", "seq", "kind", "owner"), ("run", "seq"),
+      {"kind": "llm", "owner": ""}, _append_statement),
 )
 """Every store statement a scenario may run, in RUNTIME 4 order (the scenario format's
 ``store`` steps, their keys and defaults are read from here)."""
