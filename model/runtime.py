@@ -59,6 +59,7 @@ from .state import (
     Event,
     Message,
     Outcome,
+    OverdueRow,
     Proc,
     ReaperState,
     ResumePart,
@@ -82,6 +83,8 @@ from .steps import (
     REAPER,
     REAPER_ACTIONS,
     REAPER_DECISION,
+    REAPER_REDISPATCH,
+    REAPER_RESEND,
     REAPER_TICK,
     SETTLE,
     STAMP,
@@ -412,6 +415,8 @@ def waiting_instants(w: World) -> list[int]:
     for m in w.messages:
         if m.not_before > now:
             deadlines.add(m.not_before)
+    if w.config.policy.overdue_queued_redispatched:
+        deadlines.update(_overdue_instants(w))
     if not deadlines:
         return []
     lease_now = now + w.config.constants.LEASE_SECONDS
@@ -420,6 +425,21 @@ def waiting_instants(w: World) -> list[int]:
     ):
         deadlines.add(now + 1)  # before 2029c781 a renewal in the same second fails
     return sorted(deadlines)
+
+
+def _overdue_instants(w: World) -> list[int]:
+    """Proposal P6: the first instant a QUEUED row with no message on the bus is overdue
+    (``store.overdue``). The model assumes the bus delivers a message within the grace of its
+    deadline, so a row whose message is pending waits on its delivery, not on its deadline (a
+    late second delivery is the fault ``duplicate_message``); time moved on for another
+    reason still lets the sweep find such a row overdue."""
+    now = w.clock
+    pending = {m.run for m in w.messages}
+    return [
+        row.dispatch_deadline + 1 for i, row in enumerate(w.rows)
+        if row is not None and row.status == QUEUED and row.dispatch_deadline > 0
+        and i not in pending and row.dispatch_deadline + 1 > now
+    ]
 
 
 def _time_targets(w: World) -> list[int]:
@@ -716,7 +736,7 @@ def _r_tick(w: World, r: None, t: Transition) -> World:
     if t.fault:
         return w  # [] : the tick does nothing
     config = w.config
-    rows = store.find_stale_running(w, w.clock, config.reaper_limit)
+    rows: tuple[StaleRow | OverdueRow, ...] = store.find_stale_running(w, w.clock, config.reaper_limit)
     order = t.arg("order")
     if order is not None:  # ties in lease_expires: the order this transition names
         rows = tuple(
@@ -724,9 +744,20 @@ def _r_tick(w: World, r: None, t: Transition) -> World:
             for i, row in ((i, w.rows[i]) for i in map(config.run_index, order.split(",")))
             if row is not None  # always: the order names stale rows (T10)
         )
+    if config.policy.overdue_queued_redispatched:
+        # proposal P6: T14 in the tick's read transaction (one snapshot with T10); its rows
+        # follow the stale ones, each redispatched in turn (T15, then a dispatch)
+        rows += store.find_overdue_queued(w, w.clock, config.reaper_limit)
     if not rows:
         return w
-    return w.set_reaper(t.actor, ReaperState(name=t.actor, pc="row", now=w.clock, rows=rows))
+    return w.set_reaper(t.actor, ReaperState(name=t.actor, pc=_row_label(rows[0]), now=w.clock,
+                                             rows=rows))
+
+
+def _row_label(row: StaleRow | OverdueRow) -> str:
+    """The reaper's label for a row of its snapshot: a stale row's decision (T11 / T12), or
+    an overdue row's redispatch (T15, P6)."""
+    return REAPER_REDISPATCH if isinstance(row, OverdueRow) else REAPER_DECISION
 
 
 def _row_move(w: World, r: ReaperState) -> Transition:
@@ -785,11 +816,40 @@ def _r_settle(w: World, r: ReaperState, t: Transition) -> World:
     return _reaper_next(w, r)
 
 
+@action(REAPER_REDISPATCH, actor=REAPER, fires=store.REDISPATCH_QUEUED, faults=STORE_FAULTS,
+        cost=STORE, then=(REAPER_RESEND, REAPER_DECISION, REAPER_REDISPATCH, END),
+        place="proposal P6 (the overdue sweep's guarded update)")
+def _r_redispatch(w: World, r: ReaperState, t: Transition) -> World:
+    """Proposal P6: T15 moves an overdue row's deadline on; matched, the row is dispatched
+    again. A store error, or a row claimed or settled since T14, skips it."""
+    ok = False
+    if not t.fault:
+        w, ok = store.redispatch_queued(w, r.rows[r.idx][0], r.now)
+    if ok:
+        return w.set_reaper(r.name, replace(r, pc=REAPER_RESEND))
+    return _reaper_next(w, r)
+
+
+@action(REAPER_RESEND, actor=REAPER, fires="dispatch", faults=("dispatch_fails",), cost=DISPATCH,
+        then=("nested", REAPER_DECISION, REAPER_REDISPATCH, END),
+        place="proposal P6 (the overdue sweep's dispatch)")
+def _r_resend(w: World, r: ReaperState, t: Transition) -> World:
+    """Proposal P6: dispatch ``queued(uuid)`` without a delay. A failed dispatch settles
+    nothing: the row stays QUEUED with its new deadline and the next sweep after it tries
+    again."""
+    if t.fault:
+        return _reaper_next(w, r)
+    w, nested = _dispatch_queued(w, r.rows[r.idx][0], r.name, w.clock)
+    if nested:  # sync: the run executes inside the reaper's process
+        return w.set_reaper(r.name, replace(r, pc="nested"))
+    return _reaper_next(w, r)
+
+
 def _reaper_next(w: World, r: ReaperState) -> World:
     """Reaper ``r`` goes on with its next row, or its tick ends after the last."""
     if r.idx + 1 >= len(r.rows):
         return w.set_reaper(r.name, None)
-    return w.set_reaper(r.name, replace(r, pc="row", idx=r.idx + 1))
+    return w.set_reaper(r.name, replace(r, pc=_row_label(r.rows[r.idx + 1]), idx=r.idx + 1))
 
 
 # -- segments -----------------------------------------------------------------------------
@@ -1228,7 +1288,8 @@ def _h_requeue(w: World, p: Proc, t: Transition) -> World:
     if not t.fault:
         if not rules.class_is_retryable(p.eclass):
             w = w.mark(f"retry_of_non_retryable:{w.run_id(p.run)}")
-        w, ok = store.requeue(w, p.run, p.identity, p)
+        delay = w.config.constants.retry_delay_s(p.count)  # step 7's backoff (P6's deadline)
+        w, ok = store.requeue(w, p.run, p.identity, p, delay)
     if not ok:
         return _end(w, p, "LEASE_LOST")
     return _put(w, replace(p, pc="dispatch"))

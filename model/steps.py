@@ -63,6 +63,8 @@ PICK_UP = "run_queued"  # pick-up step 1 (6.2): a free worker's delivery, or nes
 STAMP = "stamp"  # the before-tool hook's T5 stamp of a write (7.3)
 REAPER_DECISION = "row"  # the reaper's per-row decision on its snapshot (10 branches 1-4)
 REAPER_TICK = "tick"  # the reaper's SELECT (T10)
+REAPER_REDISPATCH = "redispatch"  # proposal P6: the sweep's T15 on an overdue QUEUED row
+REAPER_RESEND = "resend"  # proposal P6: the sweep's dispatch of that row
 SETTLE = "settle"  # a segment's settle (T8 via 4.3), the last step of an arm of the ladder
 
 

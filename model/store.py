@@ -23,6 +23,7 @@ from .state import (
     WAITING_FOR_APPROVAL,
     WAITING_FOR_INPUT,
     Event,
+    OverdueRow,
     Proc,
     Row,
     StaleRow,
@@ -41,6 +42,8 @@ FIND_STALE_RUNNING = "find_stale_running"
 REQUEUE_STALE = "requeue_stale"
 DEAD_LETTER_STALE = "dead_letter_stale"
 CANCEL = "cancel"
+FIND_OVERDUE_QUEUED = "find_overdue_queued"
+REDISPATCH_QUEUED = "redispatch_queued"
 
 
 def _lease(w: World) -> int:
@@ -92,9 +95,28 @@ def start_run(w: World, i: int, identity: str, leased: bool) -> tuple[World, boo
     return w.set_row(i, row), True
 
 
+def dispatch_deadline(w: World, delay: int = 0) -> int:
+    """Proposal P6: what T2, T9, T11 and T15 write into ``dispatch_deadline``, the instant by
+    which the message they are followed by (due in ``delay`` seconds) must have been taken:
+    ``now + delay + LEASE_SECONDS`` (one lease of grace). 0 without the proposal."""
+    if not w.config.policy.overdue_queued_redispatched:
+        return 0
+    return w.clock + delay + w.config.constants.LEASE_SECONDS
+
+
+def overdue(w: World, row: Row | None, now: int) -> bool:
+    """The overdue predicate of T14 / T15 (P6): ``status = 'queued' AND dispatch_deadline > 0
+    AND dispatch_deadline < now`` (strict, as the stale predicate)."""
+    return (
+        row is not None and row.status == QUEUED and row.dispatch_deadline > 0
+        and now > row.dispatch_deadline
+    )
+
+
 # T2
 def enqueue_run(w: World, i: int) -> tuple[World, bool]:
-    return w.set_row(i, Row(status=QUEUED, queued_request=True)), True
+    row = Row(status=QUEUED, queued_request=True, dispatch_deadline=dispatch_deadline(w))
+    return w.set_row(i, row), True
 
 
 def _claimable(w: World, row: Row | None, from_status: str) -> bool:
@@ -128,6 +150,7 @@ def claim_queued(w: World, i: int, worker: str) -> tuple[World, bool]:
             status=RUNNING,
             claimed_by=worker,
             lease_expires=_lease(w),
+            dispatch_deadline=0,
             epoch=_claim_epoch(row),
             attempts=row.attempts + 1,
         ),
@@ -243,7 +266,7 @@ def finish_run(
     ), True
 
 
-def _requeued(w: World, row: Row) -> Row:
+def _requeued(w: World, row: Row, delay: int = 0) -> Row:
     return replace(
         row,
         status=QUEUED,
@@ -251,17 +274,21 @@ def _requeued(w: World, row: Row) -> Row:
         claimed_by="",
         lease_expires=0,
         pending_effect="" if w.config.policy.clear_fence_on_requeue else row.pending_effect,
+        dispatch_deadline=dispatch_deadline(w, delay),
     )
 
 
 # T9
-def requeue(w: World, i: int, me: str, p: Proc | None = None) -> tuple[World, bool]:
+def requeue(
+    w: World, i: int, me: str, p: Proc | None = None, delay: int = 0
+) -> tuple[World, bool]:
+    """``delay``: the backoff of the dispatch that follows (9 step 7), for P6's deadline."""
     row = w.rows[i]
     if not owner_guard(row, me, w):
         return w, False
     assert row is not None  # owner_guard is False for no row
     w = _ghost_owner(w, i, p, "zombie_settle")
-    return w.set_row(i, _requeued(w, row)), True
+    return w.set_row(i, _requeued(w, row, delay)), True
 
 
 # T10 (a read): the reaper's SELECT, oldest lease first, at most ``limit`` rows.
@@ -306,6 +333,27 @@ def dead_letter_stale(w: World, i: int, now: int, reason: str) -> tuple[World, b
             lease_expires=0,
         ),
     ), True
+
+
+# T14 (a read, proposal P6): the sweep's SELECT, ``ORDER BY dispatch_deadline, uuid``,
+# at most ``limit`` rows.
+def find_overdue_queued(w: World, now: int, limit: int) -> tuple[OverdueRow, ...]:
+    rows = sorted(
+        (r.dispatch_deadline, i) for i, r in enumerate(w.rows) if overdue(w, r, now)
+    )
+    return tuple(OverdueRow(i) for _, i in rows[:limit])
+
+
+# T15 (proposal P6)
+def redispatch_queued(w: World, i: int, now: int) -> tuple[World, bool]:
+    """``UPDATE run SET dispatch_deadline = :now + LEASE_SECONDS WHERE uuid = ? AND`` the
+    overdue predicate, re-checked inside the statement: of reapers racing on one row one
+    wins, and a row claimed since the SELECT is left alone."""
+    row = w.rows[i]
+    if not overdue(w, row, now):
+        return w, False
+    assert row is not None  # overdue is False for no row
+    return w.set_row(i, replace(row, dispatch_deadline=now + w.config.constants.LEASE_SECONDS)), True
 
 
 # T13
@@ -481,6 +529,9 @@ STATEMENTS: dict[str, Statement] = _table(
     S(DEAD_LETTER_STALE, "T12", ("run", "now", "reason"), ("run", "reason"), {"now": _now},
       dead_letter_stale),
     S(CANCEL, "T13", ("run",), ("run",), {}, cancel),
+    S(FIND_OVERDUE_QUEUED, "T14", ("now", "limit"), (), {"now": _now, "limit": _limit},
+      find_overdue_queued, read=True),
+    S(REDISPATCH_QUEUED, "T15", ("run", "now"), ("run",), {"now": _now}, redispatch_queued),
     S("find_run", "4.2", ("run",), ("run",), {}, find_run, read=True),
     S("max_sequence", "4.2", ("run",), ("run",), {}, max_sequence, read=True),
     S(APPEND_EVENT, "4.2", ("run", "seq", "kind", "owner"), ("run", "seq"),

@@ -64,6 +64,8 @@ def _canon(v: Any) -> Any:
         return ("World", tuple(one(n) for n in names if n != "config"))
     if type(v).__name__ == "ReaperState":  # recorded before a tick named its reaper
         names = [n for n in names if n != "name"]
+    if type(v).__name__ == "Row" and not v.dispatch_deadline:  # recorded before proposal P6
+        names = [n for n in names if n != "dispatch_deadline"]
     if type(v).__name__ == "Proc":  # recorded when a process's kind parts were its own fields
         names = _FLAT_PROC
     return (type(v).__name__, tuple((n, _canon(getattr(v, n))) for n in names if n != "config"))
