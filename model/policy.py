@@ -189,12 +189,22 @@ def _build() -> dict[str, Policy]:
         probe_persists_own_claim_only=True,
         failure_settles_own_claim=True,
         suspend_guarded_by_claim=True,
+        overdue_queued_redispatched=True,
+        event_insert_owner_guarded=True,
+        event_sequence_unique=True,
     )
     return out
 
 
 PRESETS: dict[str, Policy] = _build()
 PRESET_ORDER: tuple[str, ...] = tuple(name for name, _ in _STEPS)
+
+
+def proposal_switches() -> tuple[str, ...]:
+    """The switches ``proposed`` turns on over ``current`` (docs/PROPOSALS.md's proposals), in
+    declaration order: what ``failclosed proposals`` turns off one at a time."""
+    cur, prop = PRESETS["current"], PRESETS["proposed"]
+    return tuple(s for s in SWITCHES if getattr(prop, s) != getattr(cur, s))
 
 
 class UnknownPolicy(ValueError):
