@@ -32,7 +32,8 @@ from failclosed.spec import properties as _properties  # noqa: F401
 
 COMMAND_MODULES = ("failclosed.cli.replay", "failclosed.cli.check", "failclosed.cli.simulate",
                    "failclosed.cli.sweep", "failclosed.cli.summarize", "failclosed.cli.plot",
-                   "failclosed.cli.inspect", "failclosed.cli.regenerate")
+                   "failclosed.cli.inspect", "failclosed.cli.regenerate",
+                   "failclosed.cli.proposals")
 
 EXIT_INTERRUPTED = 130
 EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for a program killed by it
