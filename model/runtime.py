@@ -731,7 +731,7 @@ def _reaper(w: World, t: Transition) -> World:
 
 
 @action(REAPER_TICK, actor=REAPER, fires=store.FIND_STALE_RUNNING, faults=("store_error", "decode_error"),
-        cost=STORE, then=("row", END), args=("order",), place="T10; 10")
+        cost=STORE, then=(REAPER_DECISION, REAPER_REDISPATCH, END), args=("order",), place="T10; 10")
 def _r_tick(w: World, r: None, t: Transition) -> World:
     if t.fault:
         return w  # [] : the tick does nothing
@@ -767,7 +767,8 @@ def _row_move(w: World, r: ReaperState) -> Transition:
 
 
 @action(REAPER_DECISION, actor=REAPER, fires=(store.REQUEUE_STALE, store.DEAD_LETTER_STALE), faults=STORE_FAULTS,
-        cost=STORE, then=("dispatch", "row", END), args=("reason",), move=_row_move,
+        cost=STORE, then=("dispatch", REAPER_DECISION, REAPER_REDISPATCH, END), args=("reason",),
+        move=_row_move,
         place="T11, T12; 10 branches 1-4")
 def _r_row(w: World, r: ReaperState, t: Transition) -> World:
     if t.fault:
@@ -783,7 +784,8 @@ def _r_row(w: World, r: ReaperState, t: Transition) -> World:
 
 
 @action("dispatch", actor=REAPER, fires="dispatch", faults=("dispatch_fails",), cost=DISPATCH,
-        then=("max_sequence", "nested", "row", END), place="10 branch 5")
+        then=("max_sequence", "nested", REAPER_DECISION, REAPER_REDISPATCH, END),
+        place="10 branch 5")
 def _r_dispatch(w: World, r: ReaperState, t: Transition) -> World:
     if t.fault:
         if w.config.policy.reaper_dispatch_failclosed:
@@ -796,7 +798,8 @@ def _r_dispatch(w: World, r: ReaperState, t: Transition) -> World:
 
 
 @action("max_sequence", actor=REAPER, fires="max_sequence", faults=STORE_FAULTS, cost=STORE,
-        then=("settle", "row", END), place="4.2; 10 branch 5 (fail-closed dispatch)")
+        then=("settle", REAPER_DECISION, REAPER_REDISPATCH, END),
+        place="4.2; 10 branch 5 (fail-closed dispatch)")
 def _r_max_sequence(w: World, r: ReaperState, t: Transition) -> World:
     if t.fault:
         return _reaper_next(w, r)
@@ -808,7 +811,7 @@ def _r_settle_move(w: World, r: ReaperState) -> Transition:
 
 
 @action("settle", actor=REAPER, fires="settle_failed", faults=STORE_FAULTS, cost=STORE,
-        then=("row", END), args=("reason",), move=_r_settle_move,
+        then=(REAPER_DECISION, REAPER_REDISPATCH, END), args=("reason",), move=_r_settle_move,
         place="T8 via 4.3; 10 branch 5 (fail-closed dispatch)")
 def _r_settle(w: World, r: ReaperState, t: Transition) -> World:
     if not t.fault:
