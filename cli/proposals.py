@@ -13,7 +13,6 @@ Exit 0: ``proposed`` holds every property and every switch is necessary on the b
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
 from failclosed.cli.checking import (
@@ -21,7 +20,6 @@ from failclosed.cli.checking import (
     emit_json,
     load_config_arg,
     plural,
-    positive_int,
     progress,
 )
 from failclosed.cli.scope import add_scope_run, run_scope_cli, scope_preflight
@@ -49,11 +47,7 @@ def register(subparsers: Any) -> None:
     where.add_argument("--config", help="tiny | small | medium | a TOML FILE (spec/configs)")
     where.add_argument("--scope", help="standard | quick | full | a scope TOML FILE "
                                        "(default: quick)")
-    add_scope_run(p)
-    for a in p._actions:  # --jobs means processes for --config too
-        if a.dest == "jobs":
-            a.default = os.cpu_count() or 1
-            a.type = positive_int
+    add_scope_run(p)  # its --jobs also runs a --config's policies on that many processes
     p.add_argument("--json", nargs="?", const="-", metavar="FILE",
                    help="machine-readable result: on stdout (instead of the table), or into "
                         "FILE (beside it)")
