@@ -90,6 +90,20 @@ class Policy:
     # again cannot suspend the next claim's run (T6 has no claimed_by predicate, RUNTIME 4.1).
     # FINDINGS.md F6.
     suspend_guarded_by_claim: bool = False
+    # P6: the reaper's tick also sweeps QUEUED rows whose dispatch is overdue (T2, T9, T11 write
+    # dispatch_deadline; T14 selects the overdue rows, T15 moves the deadline on, and the row is
+    # dispatched again): a process death between a requeue or T2 and its dispatch no longer
+    # orphans the row. FINDINGS.md 3 (no_orphan_queued_run), docs/PROPOSALS.md P6.
+    overdue_queued_redispatched: bool = False
+    # P7: the event insert of a segment with a lease owner (record_step, record_approval,
+    # record_input) is INSERT ... SELECT ... WHERE the row is still claimed by it and its lease
+    # is live, in one transaction: a stalled segment's insert cannot land beside a later
+    # claim's. FINDINGS.md 5 (no_zombie_append), docs/PROPOSALS.md P7.
+    event_insert_owner_guarded: bool = False
+    # P8: (run, sequence) is a UNIQUE key of the event table; an insert that meets a taken key
+    # re-reads max(sequence) and inserts at max + 1. FINDINGS.md 2 (stream_order after an
+    # ambiguous commit), docs/PROPOSALS.md P8.
+    event_sequence_unique: bool = False
     # -- mutants: deliberately BROKEN variants for the vacuity check (`failclosed mutants`,
     # spec/mutants.py MUTANT_SWITCHES); never a runtime stage, off in every preset. Each removes
     # one guard so that the property it protects must be seen to fail. ------------------------
@@ -175,12 +189,22 @@ def _build() -> dict[str, Policy]:
         probe_persists_own_claim_only=True,
         failure_settles_own_claim=True,
         suspend_guarded_by_claim=True,
+        overdue_queued_redispatched=True,
+        event_insert_owner_guarded=True,
+        event_sequence_unique=True,
     )
     return out
 
 
 PRESETS: dict[str, Policy] = _build()
 PRESET_ORDER: tuple[str, ...] = tuple(name for name, _ in _STEPS)
+
+
+def proposal_switches() -> tuple[str, ...]:
+    """The switches ``proposed`` turns on over ``current`` (docs/PROPOSALS.md's proposals), in
+    declaration order: what ``failclosed proposals`` turns off one at a time."""
+    cur, prop = PRESETS["current"], PRESETS["proposed"]
+    return tuple(s for s in SWITCHES if getattr(prop, s) != getattr(cur, s))
 
 
 class UnknownPolicy(ValueError):

@@ -59,6 +59,7 @@ from .state import (
     Event,
     Message,
     Outcome,
+    OverdueRow,
     Proc,
     ReaperState,
     ResumePart,
@@ -83,6 +84,8 @@ from .steps import (
     REAPER,
     REAPER_ACTIONS,
     REAPER_DECISION,
+    REAPER_REDISPATCH,
+    REAPER_RESEND,
     REAPER_TICK,
     SETTLE,
     STAMP,
@@ -447,6 +450,8 @@ def waiting_instants(w: World) -> list[int]:
     for m in w.messages:
         if m.not_before > now:
             deadlines.add(m.not_before)
+    if w.config.policy.overdue_queued_redispatched:
+        deadlines.update(_overdue_instants(w))
     if not deadlines:
         return []
     lease_now = now + w.config.constants.LEASE_SECONDS
@@ -455,6 +460,21 @@ def waiting_instants(w: World) -> list[int]:
     ):
         deadlines.add(now + 1)  # before 2029c781 a renewal in the same second fails
     return sorted(deadlines)
+
+
+def _overdue_instants(w: World) -> list[int]:
+    """Proposal P6: the first instant a QUEUED row with no message on the bus is overdue
+    (``store.overdue``). The model assumes the bus delivers a message within the grace of its
+    deadline, so a row whose message is pending waits on its delivery, not on its deadline (a
+    late second delivery is the fault ``duplicate_message``); time moved on for another
+    reason still lets the sweep find such a row overdue."""
+    now = w.clock
+    pending = {m.run for m in w.messages}
+    return [
+        row.dispatch_deadline + 1 for i, row in enumerate(w.rows)
+        if row is not None and row.status == QUEUED and row.dispatch_deadline > 0
+        and i not in pending and row.dispatch_deadline + 1 > now
+    ]
 
 
 def _time_targets(w: World) -> list[int]:
@@ -746,13 +766,14 @@ def _reaper(w: World, t: Transition) -> World:
     return REAPER_ACTIONS[r.pc].effect(w, r, t)
 
 
-@action(REAPER_TICK, actor=REAPER, fires=store.FIND_STALE_RUNNING, faults=(FaultKind.STORE_ERROR, FaultKind.DECODE_ERROR),
-        cost=STORE, then=(Label.ROW, END), args=("order",), place="T10; 10")
+@action(REAPER_TICK, actor=REAPER, fires=store.FIND_STALE_RUNNING,
+        faults=(FaultKind.STORE_ERROR, FaultKind.DECODE_ERROR),
+        cost=STORE, then=(REAPER_DECISION, REAPER_REDISPATCH, END), args=("order",), place="T10; 10")
 def _r_tick(w: World, r: None, t: Transition) -> World:
     if t.fault:
         return w  # [] : the tick does nothing
     config = w.config
-    rows = store.find_stale_running(w, w.clock, config.reaper_limit)
+    rows: tuple[StaleRow | OverdueRow, ...] = store.find_stale_running(w, w.clock, config.reaper_limit)
     order = t.arg("order")
     if order is not None:  # ties in lease_expires: the order this transition names
         rows = tuple(
@@ -760,9 +781,20 @@ def _r_tick(w: World, r: None, t: Transition) -> World:
             for i, row in ((i, w.rows[i]) for i in map(config.run_index, order.split(",")))
             if row is not None  # always: the order names stale rows (T10)
         )
+    if config.policy.overdue_queued_redispatched:
+        # proposal P6: T14 in the tick's read transaction (one snapshot with T10); its rows
+        # follow the stale ones, each redispatched in turn (T15, then a dispatch)
+        rows += store.find_overdue_queued(w, w.clock, config.reaper_limit)
     if not rows:
         return w
-    return w.set_reaper(t.actor, ReaperState(name=t.actor, pc=Label.ROW, now=w.clock, rows=rows))
+    return w.set_reaper(t.actor, ReaperState(name=t.actor, pc=_row_label(rows[0]), now=w.clock,
+                                             rows=rows))
+
+
+def _row_label(row: StaleRow | OverdueRow) -> Label:
+    """The reaper's label for a row of its snapshot: a stale row's decision (T11 / T12), or
+    an overdue row's redispatch (T15, P6)."""
+    return REAPER_REDISPATCH if isinstance(row, OverdueRow) else REAPER_DECISION
 
 
 def _row_move(w: World, r: ReaperState) -> Transition:
@@ -772,7 +804,8 @@ def _row_move(w: World, r: ReaperState) -> Transition:
 
 
 @action(REAPER_DECISION, actor=REAPER, fires=(store.REQUEUE_STALE, store.DEAD_LETTER_STALE), faults=STORE_FAULTS,
-        cost=STORE, then=(Label.DISPATCH, Label.ROW, END), args=("reason",), move=_row_move,
+        cost=STORE, then=(Label.DISPATCH, REAPER_DECISION, REAPER_REDISPATCH, END),
+        args=("reason",), move=_row_move,
         place="T11, T12; 10 branches 1-4")
 def _r_row(w: World, r: ReaperState, t: Transition) -> World:
     if t.fault:
@@ -787,8 +820,10 @@ def _r_row(w: World, r: ReaperState, t: Transition) -> World:
     return _reaper_next(w, r)
 
 
-@action(Label.DISPATCH, actor=REAPER, fires=TransitionName.DISPATCH, faults=(FaultKind.DISPATCH_FAILS,), cost=DISPATCH,
-        then=(Label.MAX_SEQUENCE, Label.NESTED, Label.ROW, END), place="10 branch 5")
+@action(Label.DISPATCH, actor=REAPER, fires=TransitionName.DISPATCH,
+        faults=(FaultKind.DISPATCH_FAILS,), cost=DISPATCH,
+        then=(Label.MAX_SEQUENCE, Label.NESTED, REAPER_DECISION, REAPER_REDISPATCH, END),
+        place="10 branch 5")
 def _r_dispatch(w: World, r: ReaperState, t: Transition) -> World:
     if t.fault:
         if w.config.policy.reaper_dispatch_failclosed:
@@ -800,8 +835,9 @@ def _r_dispatch(w: World, r: ReaperState, t: Transition) -> World:
     return _reaper_next(w, r)
 
 
-@action(Label.MAX_SEQUENCE, actor=REAPER, fires=TransitionName.MAX_SEQUENCE, faults=STORE_FAULTS, cost=STORE,
-        then=(Label.SETTLE, Label.ROW, END), place="4.2; 10 branch 5 (fail-closed dispatch)")
+@action(Label.MAX_SEQUENCE, actor=REAPER, fires=TransitionName.MAX_SEQUENCE, faults=STORE_FAULTS,
+        cost=STORE, then=(Label.SETTLE, REAPER_DECISION, REAPER_REDISPATCH, END),
+        place="4.2; 10 branch 5 (fail-closed dispatch)")
 def _r_max_sequence(w: World, r: ReaperState, t: Transition) -> World:
     if t.fault:
         return _reaper_next(w, r)
@@ -812,8 +848,9 @@ def _r_settle_move(w: World, r: ReaperState) -> Transition:
     return T(TransitionName.SETTLE_FAILED, r.name, run=w.run_id(r.rows[r.idx][0]), reason="provider_failed")
 
 
-@action(Label.SETTLE, actor=REAPER, fires=TransitionName.SETTLE_FAILED, faults=STORE_FAULTS, cost=STORE,
-        then=(Label.ROW, END), args=("reason",), move=_r_settle_move,
+@action(Label.SETTLE, actor=REAPER, fires=TransitionName.SETTLE_FAILED, faults=STORE_FAULTS,
+        cost=STORE, then=(REAPER_DECISION, REAPER_REDISPATCH, END), args=("reason",),
+        move=_r_settle_move,
         place="T8 via 4.3; 10 branch 5 (fail-closed dispatch)")
 def _r_settle(w: World, r: ReaperState, t: Transition) -> World:
     if not t.fault:
@@ -821,11 +858,41 @@ def _r_settle(w: World, r: ReaperState, t: Transition) -> World:
     return _reaper_next(w, r)
 
 
+@action(REAPER_REDISPATCH, actor=REAPER, fires=store.REDISPATCH_QUEUED, faults=STORE_FAULTS,
+        cost=STORE, then=(REAPER_RESEND, REAPER_DECISION, REAPER_REDISPATCH, END),
+        place="proposal P6 (the overdue sweep's guarded update)")
+def _r_redispatch(w: World, r: ReaperState, t: Transition) -> World:
+    """Proposal P6: T15 moves an overdue row's deadline on; matched, the row is dispatched
+    again. A store error, or a row claimed or settled since T14, skips it."""
+    ok = False
+    if not t.fault:
+        w, ok = store.redispatch_queued(w, r.rows[r.idx][0], r.now)
+    if ok:
+        return w.set_reaper(r.name, replace(r, pc=REAPER_RESEND))
+    return _reaper_next(w, r)
+
+
+@action(REAPER_RESEND, actor=REAPER, fires=TransitionName.DISPATCH,
+        faults=(FaultKind.DISPATCH_FAILS,), cost=DISPATCH,
+        then=(Label.NESTED, REAPER_DECISION, REAPER_REDISPATCH, END),
+        place="proposal P6 (the overdue sweep's dispatch)")
+def _r_resend(w: World, r: ReaperState, t: Transition) -> World:
+    """Proposal P6: dispatch ``queued(uuid)`` without a delay. A failed dispatch settles
+    nothing: the row stays QUEUED with its new deadline and the next sweep after it tries
+    again."""
+    if t.fault:
+        return _reaper_next(w, r)
+    w, nested = _dispatch_queued(w, r.rows[r.idx][0], r.name, w.clock)
+    if nested:  # sync: the run executes inside the reaper's process
+        return w.set_reaper(r.name, replace(r, pc=Label.NESTED))
+    return _reaper_next(w, r)
+
+
 def _reaper_next(w: World, r: ReaperState) -> World:
     """Reaper ``r`` goes on with its next row, or its tick ends after the last."""
     if r.idx + 1 >= len(r.rows):
         return w.set_reaper(r.name, None)
-    return w.set_reaper(r.name, replace(r, pc=Label.ROW, idx=r.idx + 1))
+    return w.set_reaper(r.name, replace(r, pc=_row_label(r.rows[r.idx + 1]), idx=r.idx + 1))
 
 
 # -- segments -----------------------------------------------------------------------------
@@ -950,13 +1017,14 @@ def _h_persist(w: World, p: Proc, t: Transition) -> World:
     if stored:
         step = p.step
         row = w.rows[p.run]
-        if row is not None and p.epoch and row.epoch != p.epoch:
+        event = Event(p.run, p.handle, step.kind, step.turn, step.call, step.tool, p.seg)
+        w, got = store.append_event(w, p.run, event, p.owner, p.cancelled)
+        if got != store.INSERT_STORED:
+            if reported:
+                return _insert_not_stored(w, p, got)
+            stored = False  # an ambiguous commit of an insert that stored nothing: a failure
+        elif row is not None and p.epoch and row.epoch != p.epoch:
             w = w.mark(Mark.ZOMBIE_APPEND.fact(w.run_id(p.run)))
-        w = replace(
-            w,
-            events=w.events
-            + (Event(p.run, p.handle, step.kind, step.turn, step.call, step.tool, p.seg),),
-        )
     if reported:
         p = replace(p, handle=p.handle + 1)
     else:
@@ -973,6 +1041,16 @@ def _h_persist(w: World, p: Proc, t: Transition) -> World:
     if p.owner and w.config.policy.fence_cleared_after_audit and _write_boundary(w, p):
         return _put(w, replace(p, pc=Label.CLEAR))
     return _continue(w, p)
+
+
+def _insert_not_stored(w: World, p: Proc, got: str) -> World:
+    """An event insert that reported storing nothing (proposals P7 and P8). Refused, the row
+    is no longer this segment's: ``LeaseLost``, the step is not persisted (as a failed
+    renewal). A duplicate key: the insert re-reads ``max(sequence)`` and the segment inserts
+    the same event again at ``max + 1`` (it stays at its insert)."""
+    if got == store.INSERT_REFUSED:
+        return _ladder(w, p, LEASE_LOST, "")
+    return _put(w, replace(p, handle=store.max_sequence(w, p.run) + 1))
 
 
 def _clear_move(w: World, p: Proc) -> Transition:
@@ -1253,7 +1331,8 @@ def _h_requeue(w: World, p: Proc, t: Transition) -> World:
     if not t.fault:
         if not rules.class_is_retryable(p.eclass):
             w = w.mark(Mark.RETRY_OF_NON_RETRYABLE.fact(w.run_id(p.run)))
-        w, ok = store.requeue(w, p.run, p.identity, p)
+        delay = w.config.constants.retry_delay_s(p.count)  # step 7's backoff (P6's deadline)
+        w, ok = store.requeue(w, p.run, p.identity, p, delay)
     if not ok:
         return _end(w, p, OutcomeName.LEASE_LOST)
     return _put(w, replace(p, pc=Label.DISPATCH))
@@ -1415,13 +1494,18 @@ def _record_decision_move(w: World, p: Proc) -> Transition:
     return T(name, p.name, run=w.run_id(p.run))
 
 
-@action(Label.RECORD_DECISION, fires=(TransitionName.RECORD_APPROVAL, TransitionName.RECORD_INPUT), faults=(FaultKind.AUDIT_INSERT_FAILS,),
-        cost=AUDIT, then=(Label.RELEASE,) + LOOP, move=_record_decision_move, place="4.2; 12.2 step 9, 12.3")
+@action(Label.RECORD_DECISION, fires=(TransitionName.RECORD_APPROVAL, TransitionName.RECORD_INPUT),
+        faults=(FaultKind.AUDIT_INSERT_FAILS,), cost=AUDIT,
+        then=(Label.RELEASE, Label.RECORD_DECISION) + LOOP, move=_record_decision_move,
+        place="4.2; 12.2 step 9, 12.3")
 def _h_record_decision(w: World, p: Proc, t: Transition) -> World:
     spec = w.config
     if not t.fault:
         kind = "input" if _input_side(p) else "approval"
-        w = replace(w, events=w.events + (Event(p.run, p.handle, kind, p.turn, -1, "", p.seg),))
+        event = Event(p.run, p.handle, kind, p.turn, -1, "", p.seg)
+        w, got = store.append_event(w, p.run, event, p.owner)
+        if got != store.INSERT_STORED:
+            return _insert_not_stored(w, p, got)
         p = replace(p, handle=p.handle + 1)
     elif (
         p.decision == Decision.APPROVE

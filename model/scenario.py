@@ -74,7 +74,7 @@ and the trace, one checker per key; ``_VALIDATORS`` below checks their shape at 
 
 - ``rows.<run>``: the listed row fields (``Row``: status, claimed_by, lease_expires,
   pending_effect, requeue_count, queued_request, suspended_state, termination_reason,
-  error_class, and the ghosts epoch, attempts); ``rows.<run> = "absent"`` for no row.
+  error_class, dispatch_deadline (proposal P6), and the ghosts epoch, attempts); ``rows.<run> = "absent"`` for no row.
 - ``outcomes`` / ``no_outcomes``: entries of ``World.outcomes`` matched on the given keys
   among ``seg``, ``run``, ``kind``, ``outcome``.
 - ``events.<run>``: ``count``, ``kinds`` and ``sequences`` (in stored order), ``tools``
@@ -95,9 +95,11 @@ and the trace, one checker per key; ``_VALIDATORS`` below checks their shape at 
   progress), ``pc``, ``now``, ``snapshot`` (its SELECT, oldest lease first: run ids, or
   tables of ``run``, ``pending_effect``, ``queued_request``, ``requeue_count``),
   ``finished`` (the tick decided every row; false while it runs or if it died), the tick's
+  ``overdue`` (proposal P6: the run ids of its sweep's T14, after the stale rows),
   counters ``requeued`` (T11 matched and its dispatch did not raise), ``dead_lettered``
   (T12 matched, or branch 5's settle after a failed dispatch matched), ``skipped`` (T11 or
-  T12 matched nothing or hit a store error), ``dispatch_failed``; and ``ticks`` (SELECTs
+  T12 matched nothing or hit a store error), ``dispatch_failed``, ``redispatched`` (P6: an
+  overdue row's T15 matched and its dispatch did not raise); and ``ticks`` (SELECTs
   run so far).
 - ``enqueue.<run>``: the enqueue caller (6.1): ``error`` (``"EnqueueFailed"`` when T2
   failed or the dispatch raised, ``""`` otherwise) and ``returned`` (the call has
@@ -128,8 +130,11 @@ clear), ``suspend`` / ``suspend_for_input`` (T6: turn, default 0), ``claim_for_r
 ``claim_for_resume_from_input`` (T7: owner, leased), ``finish_run`` (T8: status, reason,
 error_class, owner = owner-guarded), ``requeue`` (T9: owner), ``find_stale_running`` (T10:
 now, limit), ``requeue_stale`` (T11: now), ``dead_letter_stale`` (T12: reason, now),
-``cancel`` (T13), and the reads ``find_run`` and ``max_sequence``. ``now`` defaults to the
-clock. Every one but T10 names its ``run``.
+``cancel`` (T13), and the reads ``find_run`` and ``max_sequence``; the statements of the
+proposals (docs/PROPOSALS.md): ``append_event`` (the event insert, P7 and P8: seq, kind,
+owner; true when it stored the event), ``find_overdue_queued`` (T14 of P6: now, limit) and
+``redispatch_queued`` (T15 of P6: now). ``now`` defaults to the clock. Every one but T10 and
+T14 names its ``run``.
 
 ``load_scenario(path, policy)`` reads a file under ``policy`` (its own ``policy`` and
 ``[switches]`` set aside); ``failclosed replay`` (cli/replay.py) replays files and the shipped
@@ -161,6 +166,8 @@ from .scenario_check import (
     _is_cmp,
     _row_dict,
     check,
+    overdue_ids,
+    snapshot,
 )
 from .scenario_check import register_property_evaluator as register_property_evaluator
 from .state import (
@@ -174,6 +181,7 @@ from .state import (
 )
 from .steps import arg_keys
 from .transition import Transition
+from .vocab import TransitionName
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 
@@ -197,7 +205,8 @@ EVENT_KEYS = frozenset({"count", "kinds", "sequences", "tools", "tool_errors",
 LEDGER_KEYS = frozenset({"run", "tool", "turn", "call", "effect", "seg", "audited", "count"})
 TRACE_KEYS = frozenset({"do", "actor", "result", "times"}) | ARG_KEYS | STORE_ARG_KEYS
 REAPER_KEYS = frozenset({"active", "pc", "now", "snapshot", "finished", "requeued",
-                         "dead_lettered", "skipped", "dispatch_failed", "ticks", "name"})
+                         "dead_lettered", "skipped", "dispatch_failed", "ticks", "name",
+                         "overdue", "redispatched"})
 ENQUEUE_KEYS = frozenset({"error", "returned"})
 SEED_EVENT_KEYS = frozenset({"kind", "sequence", "turn", "call", "tool", "seg"})
 SEED_EVENT_KINDS = ("request", "llm", "tool", "approval", "input")
@@ -316,8 +325,7 @@ def world_dict(w: World) -> dict[str, Any]:
     def tick(r: Any) -> dict[str, Any] | None:
         return None if r is None else {
             "pc": r.pc, "now": r.now, "row": r.idx,
-            "snapshot": [dict(zip(SNAPSHOT_KEYS, (w.run_id(x[0]), *x[1:]), strict=True))
-                         for x in r.rows]}
+            "snapshot": snapshot(w, r.rows), "overdue": overdue_ids(w, r.rows)}
 
     reapers = names.reaper_names(w.config)
     out = {
@@ -835,7 +843,9 @@ def _v_result(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
         _row_fields(v, w)
         return
     _check_value(v, w)
-    if statement not in ("find_run", "max_sequence", "find_stale_running") and not isinstance(v, (bool, dict)):
+    reads = (TransitionName.FIND_RUN, TransitionName.MAX_SEQUENCE, store.FIND_STALE_RUNNING,
+             store.FIND_OVERDUE_QUEUED)
+    if statement not in reads and not isinstance(v, (bool, dict)):
         raise ConfigError(f"{w}: {statement} returns true or false, got {v!r}")
 
 

@@ -17,13 +17,27 @@ from typing import TYPE_CHECKING, Any
 
 from . import names
 from .config import ConfigError
-from .state import Row, World
+from .state import OverdueRow, Row, StaleRow, World
+from .steps import REAPER_RESEND
+from .vocab import TransitionName
 
 if TYPE_CHECKING:
     from .scenario import StepResult
 
 OUTCOME_KEYS = ("seg", "run", "kind", "outcome")
 SNAPSHOT_KEYS = ("run", "pending_effect", "queued_request", "requeue_count")
+
+
+def snapshot(w: World, rows: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """A tick's T10 rows as tables of ``SNAPSHOT_KEYS`` (the overdue rows of proposal P6's
+    sweep, ``OverdueRow``, are listed by :func:`overdue_ids`)."""
+    return [dict(zip(SNAPSHOT_KEYS, (w.run_id(x[0]), *x[1:]), strict=True))
+            for x in rows if isinstance(x, StaleRow)]
+
+
+def overdue_ids(w: World, rows: tuple[Any, ...]) -> list[str]:
+    """The run ids of a tick's overdue rows (T14, proposal P6), in the order returned."""
+    return [w.run_id(x[0]) for x in rows if isinstance(x, OverdueRow)]
 OPS = ("==", "!=", ">", ">=", "<", "<=", "prefix", "contains", "not contains", "in", "not in")
 ROW_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Row))
 
@@ -159,8 +173,9 @@ class History:
         """Reaper ``name``'s current tick (or its last): RUNTIME 10, counted off its
         transitions."""
         ticks = 0
-        cur: dict[str, Any] = {"now": None, "snapshot": [], "finished": None, "requeued": 0,
-                               "dead_lettered": 0, "skipped": 0, "dispatch_failed": 0}
+        cur: dict[str, Any] = {"now": None, "snapshot": [], "overdue": [], "finished": None,
+                               "requeued": 0, "dead_lettered": 0, "skipped": 0,
+                               "dispatch_failed": 0, "redispatched": 0}
         for before, s in self.pairs():
             t, after = s.transition, s.world
             if t.actor != name or s.is_store:
@@ -177,8 +192,8 @@ class History:
                 rows = nxt.rows if nxt is not None else ()
                 cur = {"now": before.clock, "finished": nxt is None, "requeued": 0,
                        "dead_lettered": 0, "skipped": 0, "dispatch_failed": 0,
-                       "snapshot": [dict(zip(SNAPSHOT_KEYS, (before.run_id(x[0]), *x[1:]),
-                                             strict=True)) for x in rows]}
+                       "redispatched": 0, "snapshot": snapshot(before, rows),
+                       "overdue": overdue_ids(before, rows)}
                 continue
             if t.name == "crash":
                 cur["finished"] = False
@@ -190,6 +205,8 @@ class History:
                     cur["skipped"] += 1  # matched nothing, or a store error
             elif t.name == "dead_letter_stale":
                 cur["dead_lettered" if (changed and not t.fault) else "skipped"] += 1
+            elif t.name == TransitionName.DISPATCH and r.pc == REAPER_RESEND:  # P6's sweep
+                cur["dispatch_failed" if t.fault else "redispatched"] += 1
             elif t.name == "dispatch":
                 cur["dispatch_failed" if t.fault else "requeued"] += 1
             elif t.name == "settle_failed" and changed and not t.fault:

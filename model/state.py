@@ -161,6 +161,9 @@ class Row(Record):
     suspended_state: int = -1  # the suspended turn (plan index) or -1 = empty
     termination_reason: str = ""
     error_class: str = ""
+    # proposal P6 (``overdue_queued_redispatched``; 0 otherwise): a QUEUED row's message must
+    # have been taken by this instant, or the reaper's sweep dispatches it again
+    dispatch_deadline: int = 0
     epoch: int = ghost(default=0)  # claims so far (T1, T3, T7)
     attempts: int = ghost(default=0)  # executions of the stored request (T3)
 
@@ -228,6 +231,13 @@ class StaleRow(NamedTuple):
     pending_effect: str
     queued_request: bool
     requeue_count: int
+
+
+class OverdueRow(NamedTuple):
+    """A row of the overdue sweep's snapshot (T14, proposal P6): the reaper dispatches it
+    again if T15 still finds it overdue."""
+
+    run: int
 
 
 class Outcome(NamedTuple):
@@ -339,8 +349,9 @@ class ReaperState(Record):
 
     name: str  # the reaper's process name (``names.reaper_name``)
     pc: str  # "dispatch" | "max_sequence" | "settle" | "row" | "nested" (sync: the handler runs)
+    #          | "redispatch" | "resend" (the overdue sweep, P6)
     now: int  # read once per tick
-    rows: tuple[StaleRow, ...]  # T10's snapshot
+    rows: tuple[StaleRow | OverdueRow, ...]  # T10's snapshot (then T14's, under P6)
     idx: int = 0
 
 

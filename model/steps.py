@@ -74,6 +74,8 @@ PICK_UP = Label.RUN_QUEUED  # pick-up step 1 (6.2): a free worker's delivery, or
 STAMP = Label.STAMP  # the before-tool hook's T5 stamp of a write (7.3)
 REAPER_DECISION = Label.ROW  # the reaper's per-row decision on its snapshot (10 branches 1-4)
 REAPER_TICK = Label.TICK  # the reaper's SELECT (T10)
+REAPER_REDISPATCH = Label.REDISPATCH  # proposal P6: the sweep's T15 on an overdue QUEUED row
+REAPER_RESEND = Label.RESEND  # proposal P6: the sweep's dispatch of that row
 SETTLE = Label.SETTLE  # a segment's settle (T8 via 4.3), the last step of an arm of the ladder
 
 

@@ -193,6 +193,9 @@ class Label(Closed):
     MAX_SEQUENCE = "max_sequence"
     NESTED = "nested"  # no step of its own: the reaper waits while a run it dispatched
     # executes inside its process (sync transport)
+    # the reaper's overdue-queued sweep (proposal P6, docs/PROPOSALS.md)
+    REDISPATCH = "redispatch"  # T15 on an overdue QUEUED row of T14's snapshot
+    RESEND = "resend"  # the sweep's dispatch of that row
 
 
 class TransitionName(Closed):
@@ -215,8 +218,11 @@ class TransitionName(Closed):
     REQUEUE_STALE = "requeue_stale"
     DEAD_LETTER_STALE = "dead_letter_stale"
     CANCEL = "cancel"
+    FIND_OVERDUE_QUEUED = "find_overdue_queued"  # T14 (proposal P6)
+    REDISPATCH_QUEUED = "redispatch_queued"  # T15 (proposal P6)
     FIND_RUN = "find_run"
     MAX_SEQUENCE = "max_sequence"
+    APPEND_EVENT = "append_event"  # the event insert as a scenario runs it (4.2; P7, P8)
     # the other steps of a process
     RUN_QUEUED = "run_queued"
     ON_STEP = "on_step"

@@ -21,7 +21,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import fields, replace
 from typing import Any
 
-from failclosed.model.state import Config, Message, World
+from failclosed.model.state import Config, Message, Row, World
 
 __all__ = ["make_canonical", "shift_time"]
 
@@ -41,6 +41,8 @@ def shift_time(w: World) -> World:
     for r in w.rows:
         if r is not None and r.lease_expires > 0:
             times.append(r.lease_expires)
+        if r is not None and r.dispatch_deadline > 0:  # proposal P6
+            times.append(r.dispatch_deadline)
     for m in w.messages:
         times.append(m.not_before)
     for t in w.reapers:  # every reaper's tick in progress
@@ -48,13 +50,23 @@ def shift_time(w: World) -> World:
     d = min(times) - 1
     if d <= 0:
         return w
-    rows = tuple(
-        r if r is None or r.lease_expires == 0 else replace(r, lease_expires=r.lease_expires - d)
-        for r in w.rows
-    )
+    rows = tuple(_shift_row(r, d) for r in w.rows)
     msgs = tuple(Message(m.run, m.not_before - d) for m in w.messages)
     reapers = tuple(replace(t, now=t.now - d) for t in w.reapers)
     return replace(w, clock=w.clock - d, rows=rows, messages=msgs, reapers=reapers)
+
+
+def _shift_row(r: Row | None, d: int) -> Row | None:
+    """A row's instants moved ``d`` earlier; ``0`` (none) stays."""
+    if r is None or (r.lease_expires == 0 and r.dispatch_deadline == 0):
+        return r
+    if r.dispatch_deadline == 0:
+        return replace(r, lease_expires=r.lease_expires - d)
+    return replace(
+        r,
+        lease_expires=r.lease_expires - d if r.lease_expires else 0,
+        dispatch_deadline=r.dispatch_deadline - d,
+    )
 
 
 # =========================================================================================

@@ -39,9 +39,13 @@ def test_every_store_statement_of_reference_is_a_transition():
 
 def test_a_random_walk_enables_every_transition_of_the_standard_configuration():
     """10,000 random steps; any transition never enabled is reported by name."""
+    from failclosed.model.steps import REAPER_ACTIONS, REAPER_REDISPATCH
+
     cov = random_walk_coverage(standard(), 10_000, seed=0)
-    # queued runs resume after approval here; input suspension is on the interactive run
-    assert cov.never_enabled == (), f"never enabled: {cov.never_enabled}"
+    # queued runs resume after approval here; input suspension is on the interactive run;
+    # only proposal P6's sweep (off under current) runs its redispatch_queued
+    only_p6 = set(REAPER_ACTIONS[REAPER_REDISPATCH].fires)
+    assert set(cov.never_enabled) == only_p6, f"never enabled: {cov.never_enabled}"
 
 
 def test_a_never_enabled_transition_is_reported_not_silently_absent():

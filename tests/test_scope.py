@@ -239,13 +239,15 @@ def test_truncated_members_are_named(tmp_path):
 # -- the command ----------------------------------------------------------------------------
 def test_scope_command_json(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("FAILCLOSED_CACHE", str(tmp_path / "cache"))
-    rc = main(["scope", "quick", "--jobs", "1", "--json", "-", "--quiet", "--policy", "proposed",
+    # proposed without its overdue sweep (P6): the orphaned QUEUED row of FINDINGS.md 3
+    pol = "proposed-overdue_queued_redispatched"
+    rc = main(["scope", "quick", "--jobs", "1", "--json", "-", "--quiet", "--policy", pol,
                "--property", "no_unaudited_write_settles_successfully",
                "--property", "no_orphan_queued_run", "--out", str(tmp_path / "out")])
     out = capsys.readouterr().out
     d = json.loads(out[: out.rindex("}") + 1])
     assert rc == 1
-    cells = d["policies"]["proposed"]
+    cells = d["policies"][pol]
     assert cells["no_unaudited_write_settles_successfully"] == {"holds": True, "trace_length": None}
     bad = cells["no_orphan_queued_run"]
     assert bad["holds"] is False and bad["config"].startswith("queued:")

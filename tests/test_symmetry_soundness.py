@@ -155,7 +155,9 @@ def _shifted_worlds(data: dict, policy: str) -> list:
 
 def _instants(w) -> tuple:
     """Every instant of ``w`` relative to its clock (0, "no lease", kept as such)."""
-    rows = tuple(None if r is None else (r.lease_expires - w.clock if r.lease_expires else 0)
+    rows = tuple(None if r is None else (r.lease_expires - w.clock if r.lease_expires else 0,
+                                         # proposal P6's dispatch deadline, 0 = none
+                                         r.dispatch_deadline - w.clock if r.dispatch_deadline else 0)
                  for r in w.rows)
     return (rows, tuple(m.not_before - w.clock for m in w.messages),
             None if w.reaper("reaper") is None else w.reaper("reaper").now - w.clock)
@@ -169,7 +171,10 @@ def _assert_shift_sound(data: dict, policy: str) -> None:
         s = shift_time(w)
         assert _instants(s) == _instants(w)  # every difference kept, "no lease" kept
         times = [s.clock, *(m.not_before for m in s.messages),
-                 *(r.lease_expires for r in s.rows if r is not None and r.lease_expires > 0)]
+                 *(r.lease_expires for r in s.rows if r is not None and r.lease_expires > 0),
+                 *(r.dispatch_deadline for r in s.rows if r is not None and r.dispatch_deadline > 0),
+                 # a tick's now: under P6 its overdue row's deadline has moved past it (T15)
+                 *(t.now for t in s.reapers)]
         if s.clock < w.clock:
             assert min(times) == 1  # as early as it goes, every instant kept positive
         assert shift_time(s) == s
