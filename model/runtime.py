@@ -798,7 +798,9 @@ def _row_label(row: StaleRow | OverdueRow) -> Label:
 
 
 def _row_move(w: World, r: ReaperState) -> Transition:
-    run, pending, has_request, count = r.rows[r.idx]
+    row = r.rows[r.idx]
+    assert isinstance(row, StaleRow)  # the decision's label is a stale row's (_row_label)
+    run, pending, has_request, count = row
     name, reason = _reaper_branch(w, pending, has_request, count)
     return T(name, r.name, run=w.run_id(run), reason=reason)
 

@@ -340,7 +340,8 @@ def dead_letter_stale(w: World, i: int, now: int, reason: str) -> tuple[World, b
 # at most ``limit`` rows.
 def find_overdue_queued(w: World, now: int, limit: int) -> tuple[OverdueRow, ...]:
     rows = sorted(
-        (r.dispatch_deadline, i) for i, r in enumerate(w.rows) if overdue(w, r, now)
+        (r.dispatch_deadline, i) for i, r in enumerate(w.rows)
+        if r is not None and overdue(w, r, now)
     )
     return tuple(OverdueRow(i) for _, i in rows[:limit])
 
