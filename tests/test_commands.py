@@ -201,3 +201,47 @@ def test_every_result_has_the_runtimes_exit_code():
         OutcomeName.NO_MESSAGE_BUS: ("nrllm:agent:reap", 1),
     }
     assert commands.message(OutcomeName.NOT_CANCELLED, "r9").startswith('run "r9" was not')
+
+
+# -- the simulator without a transport ------------------------------------------------------
+NO_BUS_WORKLOAD = """
+policy = "current"
+[runs]
+count = 20
+[transport]
+kind = "none"
+[reaper]
+period_seconds = 5.0
+[workload]
+queued_fraction = 0.5
+tool_mix = {search = 1}
+[[tools]]
+name = "search"
+latency = 0.5
+"""
+
+
+def test_the_simulator_counts_what_it_refused_without_a_transport(tmp_path, capsys):
+    import tomllib
+
+    from failclosed.cli.app import main
+    from failclosed.sim.batch import simulate_one
+
+    res, sim = simulate_one(tomllib.loads(NO_BUS_WORKLOAD), seed=3)
+    recs = sim.all_records()
+    queued = [r for r in recs if r.entry == "queued"]
+    assert queued and len(queued) < len(recs)  # both entries are drawn
+    assert res["refusals"]["enqueue_run"] == len(queued)
+    assert all(r.status == "never_stored" for r in queued)  # nothing stored for them
+    assert all(r.status == "completed" for r in recs if r.entry == "interactive")
+    assert res["refusals"]["tick_refused"] >= 1
+    # the same without the refusals: a transport stores and runs every queued run
+    with_bus = NO_BUS_WORKLOAD.replace('kind = "none"', 'kind = "async"')
+    res2, _ = simulate_one(tomllib.loads(with_bus), seed=3)
+    assert "refusals" not in res2 and "never_stored" not in res2["outcomes"]
+    path = tmp_path / "nobus.toml"
+    path.write_text(NO_BUS_WORKLOAD)
+    assert main(["simulate", str(path), "--policy", "current", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert (f"refused up front, no transport (current): enqueue_run {len(queued)}, tick_refused "
+            f"{res['refusals']['tick_refused']}") in out
