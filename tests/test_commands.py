@@ -245,3 +245,22 @@ def test_the_simulator_counts_what_it_refused_without_a_transport(tmp_path, caps
     out = capsys.readouterr().out
     assert (f"refused up front, no transport (current): enqueue_run {len(queued)}, tick_refused "
             f"{res['refusals']['tick_refused']}") in out
+
+
+@pytest.mark.parametrize("name", ["cancel-command-empty-id", "cancel-command-not-cancelled",
+                                  "transport-none-reaper-refused"])
+def test_a_trace_with_commands_is_dumped_and_replays_to_the_same_world(name):
+    """A counterexample with the operator's command (``uuid = ""``, an unknown id, ``run``
+    with a fault) or a refused tick is written with every argument and replays as it was."""
+    import tomllib
+
+    from failclosed.cli.scenario_writer import dump_scenario
+    from failclosed.model.scenario import SCENARIO_DIR, load_scenario, replay
+
+    sc = load_scenario(SCENARIO_DIR / f"{name}.toml")
+    first = replay(sc)
+    assert first.ok
+    trace = [s.transition for s in first.steps]
+    assert any(t.name in (CANCEL, TransitionName.TICK_REFUSED) for t in trace)
+    again = replay(scenario_from_dict(tomllib.loads(dump_scenario(sc.data, trace))))
+    assert again.ok and again.world == first.world and again.world.commands, again.stopped
