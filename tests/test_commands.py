@@ -264,3 +264,37 @@ def test_a_trace_with_commands_is_dumped_and_replays_to_the_same_world(name):
     assert any(t.name in (CANCEL, TransitionName.TICK_REFUSED) for t in trace)
     again = replay(scenario_from_dict(tomllib.loads(dump_scenario(sc.data, trace))))
     assert again.ok and again.world == first.world and again.world.commands, again.stopped
+
+
+def test_a_run_the_operator_names_is_not_permuted_with_its_twin(tmp_path):
+    """Symmetry reduction (spec/symmetry.py) permutes runs with identical specs; the run
+    the operator's command names is no longer interchangeable (the command's target is
+    fixed by the configuration), and the reduced search keeps the plain search's verdicts."""
+    from failclosed.spec.checker import check
+    from failclosed.spec.symmetry import make_canonical
+
+    twins = {"policy": "current", "model": {"horizon": 3},
+             "runs": [{"id": "r1", "entry": "queued"}, {"id": "r2", "entry": "queued"}]}
+    assert make_canonical(parse_config(twins)[0]).group_size == 2
+    named = {**twins, "model": {"horizon": 3, "operator_cancels": ["r1"], "workers": 2}}
+    assert getattr(make_canonical(parse_config(named)[0]), "group_size", 1) == 2  # workers only
+    path = tmp_path / "twins.toml"
+    path.write_text('policy = "current"\n[model]\nhorizon = 3\nworkers = 2\n'
+                    'operator_cancels = ["r1"]\n[[runs]]\nid = "r1"\n[[runs]]\nid = "r2"\n')
+    # the orbits the reduced search reaches are those of the plain search (permuting r1 with
+    # r2 would miss the worlds in which the command cancels r1 in r2's state)
+    from failclosed.model.config import initial_world
+    from failclosed.model.runtime import successors
+    from failclosed.spec import engine
+
+    spec, budget = parse_config(named)
+    canon = make_canonical(spec)
+    w0 = initial_world(spec, budget)
+    flat = engine.explore([w0], successors, invariants={}, keep_worlds=True)
+    sym = engine.explore([w0], successors, invariants={}, canonical=canon, keep_worlds=True)
+    assert {canon(w) for w in sym.worlds} == {canon(w) for w in flat.worlds}
+    reduced, full = (check("current", path, witnesses=False, coverage=False, symmetry=s)
+                     for s in (True, False))
+    assert reduced.states < full.states
+    assert {n: (r.holds, r.trace_length) for n, r in reduced.properties.items()} == {
+        n: (r.holds, r.trace_length) for n, r in full.properties.items()}
