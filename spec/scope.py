@@ -372,8 +372,13 @@ def _normal(data: dict[str, Any]) -> dict[str, Any]:
         model["workers"] = 1
     d["model"] = model
     d["tools"] = sorted(json.dumps(t, sort_keys=True) for t in d.get("tools", []))
-    runs = [{k: v for k, v in r.items() if k != "id"} for r in d.get("runs", [])]
-    d["runs"] = sorted(json.dumps(r, sort_keys=True) for r in runs)
+    runs = {r.get("id"): json.dumps({k: v for k, v in r.items() if k != "id"}, sort_keys=True)
+            for r in d.get("runs", [])}
+    d["runs"] = sorted(runs.values())
+    if model.get("operator_cancels"):
+        # the operator's cancel command names runs by id: name each by what it is instead,
+        # so a renaming keeps its commands and members that cancel different runs differ
+        model["operator_cancels"] = [runs.get(x, x) if x else x for x in model["operator_cancels"]]
     return d
 
 

@@ -82,6 +82,22 @@ def test_a_scope_product_may_have_no_transport_and_its_workers_are_a_renaming():
         assert parse_config(m.data)[0].transport == NO_TRANSPORT
 
 
+def test_scope_members_that_cancel_different_runs_are_not_renamings():
+    """The scope's normal form (spec/scope.py) drops run ids; the operator's commands name
+    runs by id, so they are named by the run instead: a renaming keeps its key, a member
+    whose command cancels another run gets its own."""
+    from failclosed.spec.scope import Member
+
+    def member(runs: list[dict], cancels: list[str]) -> str:
+        return Member("m", {"model": {"operator_cancels": cancels}, "runs": runs}, "").key
+
+    q, i = {"entry": "queued"}, {"entry": "interactive"}
+    a = member([{"id": "r1", **q}, {"id": "r2", **i}], ["r1", ""])
+    assert a == member([{"id": "x", **i}, {"id": "y", **q}], ["y", ""])  # a renaming
+    assert a != member([{"id": "r1", **i}, {"id": "r2", **q}], ["r1", ""])  # cancels i, not q
+    assert a != member([{"id": "r1", **q}, {"id": "r2", **i}], ["r2", ""])
+
+
 # -- no transport (6.4) ---------------------------------------------------------------------
 def test_enqueue_without_a_transport_stores_nothing_and_takes_no_store_fault():
     w = _world(transport="none", faults=["store_error"], fault_budget=1)
