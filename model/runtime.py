@@ -324,6 +324,8 @@ def _cancel_command_moves(w: World) -> list[Transition]:
     once and in order: ``run=<id>`` for a run's id (with the fault branches of its T13),
     ``uuid=<id>`` for "" or an id no run has."""
     ids = w.config.operator_cancels
+    if not ids:
+        return []
     k = _commands_issued(w)
     if k >= len(ids):
         return []
