@@ -19,7 +19,12 @@ add ``[[steps]]``). Every key is validated: a typo, a wrong type or a negative l
     reapers = 1                        # reapers racing on the store (10), named reaper, reaper#2, ...
     horizon = 5000                     # the clock never moves past it
     transport = "async"                # async (default here) | sync (the runtime's default:
-                                       # dispatch runs the handler nested, RUNTIME 6.3)
+                                       # dispatch runs the handler nested, RUNTIME 6.3) |
+                                       # none (no bus: enqueue and the reaper's tick fail
+                                       # up front, RUNTIME 6.4)
+    operator_cancels = ["r1", ""]      # the ids the operator's cancel command is given, in
+                                       # order, each once (RUNTIME 11): a run's id, "" (no
+                                       # id: refused) or an id no run has (unknown)
     refusals = ["ApproverNotPermitted", "InvalidInputSubmission", "ConfigurationGone"]
                                        # explore both answers of gate 2 (12.2 step 8), input
                                        # validation (12.3) and the configuration check (12.2
@@ -180,7 +185,8 @@ MAX_REAPERS = 8  # reapers racing on one store (each one more process to interle
 
 TOP_KEYS = {"policy", "switches", "constants", "model", "tools", "runs", "steps", "description", "expect"}
 MODEL_KEYS = {"workers", "faults", "fault_budget", "provider_faults", "fault_ops", "reaper_limit", "reapers",
-              "horizon", "transport", "refusals", "read_only_builtins", "unknown_tools"}
+              "horizon", "transport", "refusals", "read_only_builtins", "unknown_tools",
+              "operator_cancels"}
 TOOL_KEYS = {"name", "effect", "remote", "approval", "server_flag", "needs_input", "removable"}
 RUN_KEYS = {"id", "entry", "plan", "cap", "observer", "cancels", "decisions", "row"}
 ROW_KEYS = {f.name for f in fields(Row)}
@@ -260,12 +266,24 @@ def _model(data: dict[str, Any], constants: Constants) -> tuple[dict[str, Any], 
         _nonneg(horizon, "model.horizon")
     transport = m.get("transport", "async")
     if transport not in TRANSPORTS:
-        raise ConfigError(f"model.transport: {transport!r} is not a transport; use \"async\" or \"sync\"")
+        use = ", ".join(f'"{x}"' for x in TRANSPORTS)
+        raise ConfigError(f"model.transport: {transport!r} is not a transport; use one of {use}")
     refusals = _refusals(m)
     return dict(
         workers=workers, faults=frozenset(faults), provider_faults=tuple(pf),
         fault_ops=frozenset(fault_ops) if fault_ops is not None else None, reaper_limit=limit, reapers=reapers, horizon=horizon, transport=transport, refusals=frozenset(refusals),
+        operator_cancels=_operator_cancels(m),
     ), budget
+
+
+def _operator_cancels(m: dict[str, Any]) -> tuple[str, ...]:
+    """``model.operator_cancels``: the ids the operator's cancel command is given, in order
+    (a run's id, "" for none, or an id no run has)."""
+    ids = m.get("operator_cancels", [])
+    _expect(ids, list, "model.operator_cancels", 'a list of run ids (a run\'s id, "" or an unknown id)')
+    for x in ids:
+        _expect(x, str, "model.operator_cancels[]", 'a run id as a string ("" for none)')
+    return tuple(ids)
 
 
 def _workers(m: dict[str, Any]) -> tuple[str, ...]:

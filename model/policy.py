@@ -121,6 +121,10 @@ class Policy:
     # T11 and T12 do not re-check the stale predicate inside the statement: they act on the
     # reaper's SELECT snapshot (kills race_safe_staleness).
     mutant_reaper_trusts_snapshot: bool = False
+    # Without a transport (RUNTIME 6.4), enqueue stores its row (T2) before it fails, instead of
+    # failing before anything is stored: a queued row no message will ever wake (kills
+    # no_orphan_queued_run).
+    mutant_enqueue_stores_before_transport_check: bool = False
 
     def with_(self, name: str | None = None, **switches: bool) -> Policy:
         for k in switches:

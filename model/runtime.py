@@ -47,6 +47,7 @@ from .state import (
     ENQUEUE,
     FAILED,
     INVALID_INPUT_SUBMISSION,
+    NO_TRANSPORT,
     QUEUED,
     RESUME,
     RUNNING,
@@ -56,6 +57,7 @@ from .state import (
     WAITING_FOR_INPUT,
     WORKER,
     Application,
+    CommandResult,
     Event,
     Message,
     Outcome,
@@ -250,6 +252,8 @@ def _caller_moves(w: World, only: list[int] | None = None) -> list[Transition]:
         if not w.started[i]:
             if r.entry == "interactive":
                 out.extend(_with_faults(w, T(store.START_RUN, ActorKind.CALLER, run=rid), _other_faults(store.START_RUN)))
+            elif pol.queue and spec.transport == NO_TRANSPORT:
+                out.append(T(store.ENQUEUE_RUN, ActorKind.CALLER, run=rid))  # 6.4: no T2 to fail
             elif pol.queue:
                 out.extend(_with_faults(w, T(store.ENQUEUE_RUN, ActorKind.CALLER, run=rid), _other_faults(store.ENQUEUE_RUN)))
             continue
@@ -310,11 +314,34 @@ def _bus_moves(w: World) -> list[Transition]:
 
 
 def _operator_moves(w: World) -> list[Transition]:
-    return [
+    out = [
         T(TransitionName.REMOVE_TOOL, ActorKind.OPERATOR, tool=tool.name)
         for tool in w.config.tools
         if tool.removable and tool.name not in w.removed
     ]
+    return out + _cancel_command_moves(w)
+
+
+def _cancel_command_moves(w: World) -> list[Transition]:
+    """The operator's next cancel command (RUNTIME 11), each of ``Config.operator_cancels``
+    once and in order: ``run=<id>`` for a run's id (with the fault branches of its T13),
+    ``uuid=<id>`` for "" or an id no run has."""
+    ids = w.config.operator_cancels
+    if not ids:
+        return []
+    k = _commands_issued(w)
+    if k >= len(ids):
+        return []
+    uuid = ids[k]
+    name = TransitionName.CANCEL_COMMAND
+    if uuid and any(r.id == uuid for r in w.config.runs):
+        return _with_faults(w, T(name, ActorKind.OPERATOR, run=uuid), _other_faults(name))
+    return [T(name, ActorKind.OPERATOR, uuid=uuid)]
+
+
+def _commands_issued(w: World) -> int:
+    """How many cancel commands the operator has run so far."""
+    return sum(1 for c in w.commands if c.command == TransitionName.CANCEL_COMMAND)
 
 
 def _clock_moves(w: World) -> list[Transition]:
@@ -362,6 +389,8 @@ def _reapers_moves(w: World, name: str | None, one_order: bool) -> list[Transiti
 def _reaper_moves(w: World, name: str, one_order: bool = False) -> list[Transition]:
     r = w.reaper(name)
     if r is None:
+        if w.config.transport == NO_TRANSPORT:  # 6.4: the tick fails before its SELECT
+            return [T(TransitionName.TICK_REFUSED, name)]
         return _tick_moves(w, name, one_order)
     if r.pc == Label.NESTED:
         return []  # sync: blocked in its dispatch; the nested segment's moves are a proc's
@@ -660,6 +689,8 @@ def _caller(w: World, t: Transition) -> World:
         return _enter_round(w, p)
     if name == store.ENQUEUE_RUN:
         w = replace(w, started=_set_tuple(w.started, i, True))
+        if spec.transport == NO_TRANSPORT:
+            return _enqueue_refused(w, i)
         if t.fault:
             return w  # EnqueueFailed, no message
         w, _ = store.enqueue_run(w, i)
@@ -697,6 +728,41 @@ def _caller(w: World, t: Transition) -> World:
         )
         return _spawn(w, p)
     raise AssertionError(t)  # pragma: no cover
+
+
+def _enqueue_refused(w: World, i: int) -> World:
+    """6.4: without a transport, enqueue fails up front (EnqueueFailed) before anything is
+    stored: no T2, no row, no message. The mutant stores the row first and then fails,
+    leaving a queued row no message will ever wake (it kills no_orphan_queued_run)."""
+    if w.config.policy.mutant_enqueue_stores_before_transport_check:
+        w, _ = store.enqueue_run(w, i)
+    caller = names.enqueue_process(w.run_id(i))
+    return replace(w, outcomes=w.outcomes + (Outcome(caller, i, ENQUEUE, OutcomeName.ENQUEUE_FAILED),))
+
+
+# -- the operator's cancel command (11) ----------------------------------------------------
+def _operator(w: World, t: Transition) -> World:
+    if t.name == TransitionName.CANCEL_COMMAND:
+        return _cancel_command(w, t)
+    return replace(w, removed=w.removed | {t.arg("tool")})
+
+
+def _cancel_command(w: World, t: Transition) -> World:
+    """``nrllm:agent:cancel <uuid>`` (11): an empty id is refused before the runtime is
+    called (UUID_REQUIRED); otherwise the runtime's cancel runs T13 and the command reports
+    whether the row transitioned (RUN_CANCELLED), or not: an unknown run (no row matches),
+    a finished one (T13's guard) and a store error alike (NOT_CANCELLED, 11 step 3)."""
+    rid = t.arg("run")
+    uuid = rid if rid is not None else t.arg("uuid")
+    if not uuid:
+        outcome = OutcomeName.UUID_REQUIRED
+    elif rid is None or t.fault:
+        outcome = OutcomeName.NOT_CANCELLED
+    else:
+        w, ok = store.cancel(w, w.config.run_index(rid))
+        outcome = OutcomeName.RUN_CANCELLED if ok else OutcomeName.NOT_CANCELLED
+    done = CommandResult(ActorKind.OPERATOR, TransitionName.CANCEL_COMMAND, uuid, outcome)
+    return replace(w, commands=w.commands + (done,))
 
 
 def _cap(w: World, i: int) -> int:
@@ -760,6 +826,8 @@ def _dispatch_queued(w: World, i: int, process: str, not_before: int,
 def _reaper(w: World, t: Transition) -> World:
     if t.name == TransitionName.CRASH:
         return w.set_reaper(t.actor, None)
+    if t.name == TransitionName.TICK_REFUSED:
+        return _tick_refused(w, t.actor)
     r = w.reaper(t.actor)
     if r is None:
         return REAPER_ACTIONS[REAPER_TICK].effect(w, None, t)
@@ -795,6 +863,14 @@ def _row_label(row: StaleRow | OverdueRow) -> Label:
     """The reaper's label for a row of its snapshot: a stale row's decision (T11 / T12), or
     an overdue row's redispatch (T15, P6)."""
     return REAPER_REDISPATCH if isinstance(row, OverdueRow) else REAPER_DECISION
+
+
+def _tick_refused(w: World, reaper: str) -> World:
+    """6.4: without a transport the reaper's command fails before its SELECT (no T10, no
+    row touched; NO_MESSAGE_BUS). Recorded once per reaper: each later tick is refused the
+    same way and changes nothing."""
+    done = CommandResult(reaper, TransitionName.TICK_REFUSED, "", OutcomeName.NO_MESSAGE_BUS)
+    return w if done in w.commands else replace(w, commands=w.commands + (done,))
 
 
 def _row_move(w: World, r: ReaperState) -> Transition:
@@ -1633,9 +1709,9 @@ declare_actor(ActorKind.REAPER, place="10", answers=lambda w, name: name in name
               fire=_reaper, instances=names.reaper_names, fairness=Fair.WEAK,
               takes=_reaper_takes,
               says="a reaper step without a fault (tick, per-row decision, dispatch)")
-declare_actor(ActorKind.OPERATOR, place="14.2 a tool removed between attempts", answers=_is(ActorKind.OPERATOR),
+declare_actor(ActorKind.OPERATOR, place="14.2 a tool removed between attempts; 11 the cancel command", answers=_is(ActorKind.OPERATOR),
               moves=lambda w, name, one_order, slots: _operator_moves(w),
-              fire=lambda w, t: replace(w, removed=w.removed | {t.arg("tool")}))
+              fire=_operator)
 declare_actor(ActorKind.CLOCK, place="conventions: one clock", answers=_is(ActorKind.CLOCK),
               moves=lambda w, name, one_order, slots: _clock_moves(w),
               fire=lambda w, t: replace(w, clock=t.arg("to")), fairness=Fair.WEAK,

@@ -54,6 +54,7 @@ regression test (docs/DESIGN.md, "Scenarios"). This module reads, validates and 
     rows.r1 = { status = "failed", termination_reason = "not_retryable" }
     outcomes = [{ seg = "w1/r1#1", outcome = "FAILED" }]       # each must be present
     no_outcomes = [{ outcome = "LEASE_LOST" }]                 # none may be present
+    commands = [{ actor = "operator", uuid = "r1", outcome = "RUN_CANCELLED", exit = 0 }]
     events.r1 = { count = 5, kinds = ["request", "llm"], sequences = [0, 1] }
     ledger = [{ run = "r1", tool = "W", count = 2 }]   # applications matching the filter
     messages = 0                       # pending messages: a count, or [{run, not_before}]
@@ -77,6 +78,10 @@ and the trace, one checker per key; ``_VALIDATORS`` below checks their shape at 
   error_class, dispatch_deadline (proposal P6), and the ghosts epoch, attempts); ``rows.<run> = "absent"`` for no row.
 - ``outcomes`` / ``no_outcomes``: entries of ``World.outcomes`` matched on the given keys
   among ``seg``, ``run``, ``kind``, ``outcome``.
+- ``commands``: entries of ``World.commands`` (what the runtime's console commands ended
+  with: the operator's ``cancel_command``, a reaper's ``tick_refused``), each must be
+  present, matched on the given keys among ``actor``, ``command``, ``uuid`` (the id it was
+  given), ``outcome``, ``exit`` and ``message`` (model/commands.py).
 - ``events.<run>``: ``count``, ``kinds`` and ``sequences`` (in stored order), ``tools``
   (tool names of the ``tool`` events), ``tool_errors`` (per ``tool`` event, in stored
   order: its call got an error result, i.e. ``invoke`` took the ``tool_error`` fault or
@@ -102,7 +107,7 @@ and the trace, one checker per key; ``_VALIDATORS`` below checks their shape at 
   overdue row's T15 matched and its dispatch did not raise); and ``ticks`` (SELECTs
   run so far).
 - ``enqueue.<run>``: the enqueue caller (6.1): ``error`` (``"EnqueueFailed"`` when T2
-  failed or the dispatch raised, ``""`` otherwise) and ``returned`` (the call has
+  failed, the dispatch raised or there is no transport (6.4), ``""`` otherwise) and ``returned`` (the call has
   returned: on the sync transport only after the nested run ends; false if it died).
 - ``result`` (a store step's own ``expect`` only): what the statement returned: ``true`` or
   ``false`` (the guard matched), for ``find_run`` the row (a table of row fields, or
@@ -156,6 +161,7 @@ from .names import TRANSITIONS
 from .runtime import GuardFailed, apply, enabled
 from .scenario_check import (
     CHECKERS,
+    COMMAND_KEYS,
     OUTCOME_KEYS,
     ROW_FIELDS,
     SNAPSHOT_KEYS,
@@ -166,11 +172,13 @@ from .scenario_check import (
     _is_cmp,
     _row_dict,
     check,
+    command_dicts,
     overdue_ids,
     snapshot,
 )
 from .scenario_check import register_property_evaluator as register_property_evaluator
 from .state import (
+    NO_TRANSPORT,
     REASONS,
     STATUSES,
     TERMINAL,
@@ -196,9 +204,9 @@ STORE_ARG_KEYS = frozenset(k for st in STATEMENTS.values() for k in st.args)
 STORE_ACTOR = "store"  # the actor of a store statement in the trace
 STEP_KEYS = frozenset({"do", "actor", "until", "store", "expect", "note"}) | ARG_KEYS | STORE_ARG_KEYS
 EXPECT_KEYS = frozenset({
-    "rows", "outcomes", "no_outcomes", "events", "ledger", "messages", "marks", "no_marks",
-    "clock", "procs", "holds", "violates", "fired", "never", "order", "reaper", "enqueue",
-    "result",
+    "rows", "outcomes", "no_outcomes", "commands", "events", "ledger", "messages", "marks",
+    "no_marks", "clock", "procs", "holds", "violates", "fired", "never", "order", "reaper",
+    "enqueue", "result",
 })
 EVENT_KEYS = frozenset({"count", "kinds", "sequences", "tools", "tool_errors",
                         "duplicate_sequences"})
@@ -344,6 +352,7 @@ def world_dict(w: World) -> dict[str, Any]:
         "reaper": tick(w.reaper(reapers[0])),
         "outcomes": [dict(zip(OUTCOME_KEYS, (s, w.run_id(i), k, o), strict=True))
                      for s, i, k, o in w.outcomes],
+        "commands": command_dicts(w),
         "marks": sorted(w.marks),
         "faults_left": w.faults,
         "removed": sorted(w.removed),
@@ -395,6 +404,9 @@ def scenario_from_dict(data: dict[str, Any], name: str = "scenario", path: str =
         nb = m.get("not_before", 0)
         if not isinstance(nb, int) or isinstance(nb, bool) or nb < 0:
             raise ConfigError(f"messages[{n}].not_before: expected an integer >= 0, got {nb!r}")
+    if msgs and spec.transport == NO_TRANSPORT:
+        raise ConfigError("messages: with model.transport = \"none\" there is no bus to hold a "
+                          "message (RUNTIME 6.4); remove messages or choose another transport")
     if msgs:
         world = replace(world, messages=tuple(sorted(
             (Message(spec.run_index(m["run"]), m.get("not_before", 0)) for m in msgs),
@@ -741,6 +753,11 @@ def _v_outcomes(v: Any, w: str, run_ids: set[str], statement: str | None) -> Non
     _values_of_tables(v, w)
 
 
+def _v_commands(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
+    _list_of_tables(v, w, set(COMMAND_KEYS))
+    _values_of_tables(v, w)
+
+
 def _v_events(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
     _per_run_tables(v, w, run_ids, EVENT_KEYS, "{ count = 3 }")
 
@@ -851,7 +868,8 @@ def _v_result(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
 
 # expectation key -> its validator (scenario_check.CHECKERS: what each key means)
 _VALIDATORS: dict[str, Callable[[Any, str, set[str], str | None], None]] = {
-    "rows": _v_rows, "outcomes": _v_outcomes, "no_outcomes": _v_outcomes, "events": _v_events,
+    "rows": _v_rows, "outcomes": _v_outcomes, "no_outcomes": _v_outcomes,
+    "commands": _v_commands, "events": _v_events,
     "ledger": _v_ledger, "messages": _v_messages, "marks": _v_names, "no_marks": _v_names,
     "holds": _v_names, "violates": _v_names, "procs": _v_procs, "clock": _v_clock,
     "fired": _v_fired, "never": _v_never_order, "order": _v_never_order, "reaper": _v_reaper,

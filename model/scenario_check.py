@@ -16,15 +16,17 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from . import names
+from .commands import exit_code, message
 from .config import ConfigError
 from .state import OverdueRow, Row, StaleRow, World
 from .steps import REAPER_RESEND
-from .vocab import TransitionName
+from .vocab import OutcomeName, TransitionName
 
 if TYPE_CHECKING:
     from .scenario import StepResult
 
 OUTCOME_KEYS = ("seg", "run", "kind", "outcome")
+COMMAND_KEYS = ("actor", "command", "uuid", "outcome", "exit", "message")
 SNAPSHOT_KEYS = ("run", "pending_effect", "queued_request", "requeue_count")
 
 
@@ -225,7 +227,10 @@ class History:
             if s.is_store:
                 continue
             if t.actor == "caller" and t.name == "enqueue_run":
-                out[t.arg("run")] = {"error": "EnqueueFailed" if t.fault else ""}
+                rid = t.arg("run")
+                refused = (f"enqueue:{rid}", OutcomeName.ENQUEUE_FAILED) in {
+                    (o[0], o[3]) for o in s.world.outcomes}  # no transport (6.4)
+                out[rid] = {"error": "EnqueueFailed" if t.fault or refused else ""}
             elif t.actor.startswith("enqueue:"):
                 rid = t.actor.removeprefix("enqueue:")
                 if t.name == "dispatch" and t.fault and rid in out:
@@ -321,6 +326,20 @@ def _no_outcomes(w: World, v: Any, hist: History, fail: Fail) -> None:
     for pat in v:
         if _outcome_hit(pat, have):
             fail(f"no_outcomes {_fmt(pat)}", "absent", have)
+
+
+def command_dicts(w: World) -> list[dict[str, Any]]:
+    """``World.commands`` as tables of ``COMMAND_KEYS``: each result with its exit code and
+    message (model/commands.py)."""
+    return [dict(zip(COMMAND_KEYS, (*c, exit_code(c.outcome), message(c.outcome, c.uuid)),
+                     strict=True)) for c in w.commands]
+
+
+def _commands(w: World, v: Any, hist: History, fail: Fail) -> None:
+    have = command_dicts(w)
+    for pat in v:
+        if not _outcome_hit(pat, have):
+            fail(f"commands contains {_fmt(pat)}", "present", have)
 
 
 def _events(w: World, v: Any, hist: History, fail: Fail) -> None:
@@ -489,7 +508,8 @@ def _result(w: World, v: Any, hist: History, fail: Fail) -> None:
 
 # expectation key -> its checker (model/scenario.py validates the same keys, EXPECT_KEYS)
 CHECKERS: dict[str, Checker] = {
-    "rows": _rows, "outcomes": _outcomes, "no_outcomes": _no_outcomes, "events": _events,
+    "rows": _rows, "outcomes": _outcomes, "no_outcomes": _no_outcomes, "commands": _commands,
+    "events": _events,
     "ledger": _ledger, "messages": _messages, "marks": _marks, "no_marks": _no_marks,
     "clock": _clock, "procs": _procs, "holds": _holds, "violates": _violates,
     "fired": _fired, "never": _never, "order": _order, "reaper": _reaper,

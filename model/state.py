@@ -58,9 +58,11 @@ ENQUEUE = "enqueue"
 
 # Message transports (RUNTIME 1.1, 6.3). The runtime's default is sync; the model's
 # configurations default to async (model/config.py) so that every existing bound is unchanged.
+# ``none``: no message bus is wired (6.4): enqueue and the reaper's tick fail up front.
 ASYNC = "async"
 SYNC = "sync"
-TRANSPORTS = (ASYNC, SYNC)
+NO_TRANSPORT = "none"
+TRANSPORTS = (ASYNC, SYNC, NO_TRANSPORT)
 
 
 # -- static configuration -----------------------------------------------------------------
@@ -126,11 +128,15 @@ class Config:
     reaper_limit: int = 50
     reapers: int = 1  # reapers racing on one store (10: the scheduler on several hosts)
     horizon: int | None = None  # the clock never advances past it (None: unbounded)
-    transport: str = ASYNC  # async: dispatch adds a message; sync: the handler runs nested (6.3)
+    transport: str = ASYNC  # async: dispatch adds a message; sync: the handler runs nested (6.3);
+    # none: no bus, enqueue and the reaper's tick fail up front (6.4)
     # resume refusals after the claim that a caller's request may meet (12.2 gate 2, 12.3 input
     # validation): each named one doubles the caller's decision (a permitted / valid variant
     # and one refused at the check); empty: every approver is permitted, every input valid
     refusals: frozenset[str] = frozenset()
+    # the run ids the operator's cancel command is given, in order, each once (RUNTIME 11):
+    # a run's id, "" (no id: refused) or an id no run has (unknown)
+    operator_cancels: tuple[str, ...] = ()
 
     def tool(self, name: str) -> Tool | None:
         for t in self.tools:
@@ -246,6 +252,17 @@ class Outcome(NamedTuple):
     seg: str  # the segment label (the process name for an enqueue caller)
     run: int
     kind: str  # the process kind
+    outcome: str
+
+
+class CommandResult(NamedTuple):
+    """What one of the runtime's console commands ended with (``World.commands``): the actor
+    that ran it, the transition it fired, the run id it was given ("" for none) and its
+    outcome; model/commands.py gives the outcome's exit code and message."""
+
+    actor: str
+    command: str
+    uuid: str
     outcome: str
 
 
@@ -365,6 +382,10 @@ class World(Record):
     procs: tuple[Proc, ...] = ()  # a set, sorted by name (runtime._spawn)
     reapers: tuple[ReaperState, ...] = ()  # the ticks in progress, sorted by reaper name
     outcomes: tuple[Outcome, ...] = ()
+    # the runtime's console commands that have ended, in order: each operator cancel; a
+    # reaper's tick refused for want of a transport, once per reaper (its later ticks are
+    # refused the same way and change nothing)
+    commands: tuple[CommandResult, ...] = ()
     started: tuple[bool, ...] = ()  # per run: the caller has started or enqueued it
     cancels: tuple[int, ...] = ()  # per run: cancel commands issued
     decisions: tuple[int, ...] = ()  # per run: approver decisions consumed

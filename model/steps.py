@@ -301,6 +301,9 @@ OTHER_TRANSITIONS: dict[str, Other] = _Table(TransitionName, {
     N.CRASH: Other("any process", (), "1.3 process death"),
     N.DUPLICATE_MESSAGE: Other(A.BUS, (), "1.3, 6.3", ("not_before",)),
     N.REMOVE_TOOL: Other(A.OPERATOR, (), "14.2 a tool removed between attempts", ("tool",)),
+    # the runtime's console commands (model/commands.py: their outcomes' exit codes)
+    N.CANCEL_COMMAND: Other(A.OPERATOR, STORE_FAULTS, "11 the cancel command; T13", ("uuid",)),
+    N.TICK_REFUSED: Other(A.REAPER, (), "6.4 no transport: the reaper's tick fails before T10"),
 })
 
 

@@ -244,6 +244,10 @@ class TransitionName(Closed):
     CRASH = "crash"
     DUPLICATE_MESSAGE = "duplicate_message"
     REMOVE_TOOL = "remove_tool"
+    # the runtime's console commands (model/commands.py): the operator's cancel, and a
+    # reaper's tick refused up front for want of a transport (RUNTIME 6.4)
+    CANCEL_COMMAND = "cancel_command"
+    TICK_REFUSED = "tick_refused"
 
 
 class FaultKind(Closed):
@@ -277,7 +281,8 @@ class ActorKind(Closed):
 
 
 class OutcomeName(Closed):
-    """What a segment or a caller returns (``World.outcomes``; RUNTIME 5, 9, 11, 12)."""
+    """What a segment or a caller returns (``World.outcomes``; RUNTIME 5, 9, 11, 12), and
+    what the runtime's console commands end with (``World.commands``)."""
 
     COMPLETED = "COMPLETED"
     AWAITING_APPROVAL = "AWAITING_APPROVAL"
@@ -289,6 +294,15 @@ class OutcomeName(Closed):
     CANCELLED = "CANCELLED"
     REQUEUED = "REQUEUED"
     LEASE_LOST = "LEASE_LOST"
+    # a caller's enqueue refused up front: no transport (RUNTIME 6.4), nothing stored
+    ENQUEUE_FAILED = "EnqueueFailed"
+    # what the runtime's console commands end with (``World.commands``; model/commands.py
+    # holds each one's exit code and message): the operator's cancel (RUNTIME 11) and a
+    # reaper's tick without a transport (6.4)
+    RUN_CANCELLED = "RUN_CANCELLED"
+    NOT_CANCELLED = "NOT_CANCELLED"
+    UUID_REQUIRED = "UUID_REQUIRED"
+    NO_MESSAGE_BUS = "NO_MESSAGE_BUS"
 
 
 class Mark(Closed):

@@ -88,6 +88,8 @@ def simulate_one(
         "elapsed_seconds": round(elapsed, 3),
         "faults": sim.fault_report(),
     }
+    if sim.refused:  # only without a transport (RUNTIME 6.4): transition -> how many
+        result["refusals"] = dict(sorted(sim.refused.items()))
     if sim.observer is not None:
         result["export"] = {"path": export, "privacy": export_privacy, **sim.observer.counts}
     return result, sim

@@ -117,6 +117,10 @@ exposed to ``crashes.web_rate_per_hour`` while it does), recovery runs its retry
 the failing segment's process, and the reaper runs a reclaimed run before its next row. No
 message is ever sent, so the workers stay idle and the bus's delivery delay and duplicates
 do not apply; ``bus.dispatch_failure_probability`` and ``bus.dispatch_latency`` still do.
+``none`` (RUNTIME 6.4): no bus is wired. Every enqueue fails up front (EnqueueFailed,
+nothing stored: the run ends ``never_stored``) and every reaper tick fails before its
+SELECT; interactive runs run as usual. The result counts both (``"refusals"``, and a line
+of the report).
 """
 
 from __future__ import annotations

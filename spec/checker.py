@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from failclosed.model import names, rules
+from failclosed.model.commands import exit_code
 from failclosed.model.config import ConfigError, parse_config, read_toml
 from failclosed.model.policy import parse_policy, varied_preset
 from failclosed.model.runtime import successors
 from failclosed.model.state import Config, World
 from failclosed.model.transition import Transition
-from failclosed.model.vocab import OutcomeName
+from failclosed.model.vocab import OutcomeName, TransitionName
 from failclosed.spec import engine
 from failclosed.spec import properties as P
 from failclosed.spec.coverage import expected_labels
@@ -768,7 +769,7 @@ def _diff_rows(a: World, b: World) -> list[str]:
 
 def _diff_appended(a: World, b: World) -> list[str]:
     """What ``b`` appended to the append-only parts of ``a``: events, ledger entries,
-    outcomes, marks."""
+    outcomes, the commands' results, marks."""
     out: list[str] = []
     for e in b.events[len(a.events):]:
         what = f" {e.tool}" if e.tool else ""
@@ -777,6 +778,9 @@ def _diff_appended(a: World, b: World) -> list[str]:
         out.append(f"LEDGER +{x.tool} ({x.effect}) {b.run_id(x.run)} turn {x.turn} call {x.call} by {x.seg}")
     for s, _i, _k, o in b.outcomes[len(a.outcomes):]:
         out.append(f"outcome {s}: {o}")
+    for c in b.commands[len(a.commands):]:
+        given = f" {c.uuid!r}" if c.command == TransitionName.CANCEL_COMMAND else ""
+        out.append(f"command {c.actor} {c.command}{given}: {c.outcome} (exit {exit_code(c.outcome)})")
     for m in sorted(b.marks - a.marks):
         out.append(f"mark {m}")
     return out

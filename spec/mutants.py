@@ -36,6 +36,8 @@ MUTANT_SWITCHES: dict[str, tuple[str, str]] = {
     "mutant_requeue_keeps_count": (PropertyName.BOUNDED_ATTEMPTS, "zombie.toml"),
     "mutant_recovery_ignores_class": (PropertyName.NO_RETRY_OF_NON_RETRYABLE, "zombie.toml"),
     "mutant_reaper_trusts_snapshot": (PropertyName.RACE_SAFE_STALENESS, "zombie.toml"),
+    "mutant_enqueue_stores_before_transport_check": (PropertyName.NO_ORPHAN_QUEUED_RUN,
+                                                     "no-transport.toml"),
 }
 
 

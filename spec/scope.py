@@ -68,6 +68,7 @@ from pathlib import Path
 from typing import Any
 
 from failclosed.model.config import ConfigError, UsageError, check_keys, parse_config, read_toml
+from failclosed.model.state import ASYNC, NO_TRANSPORT, SYNC
 from failclosed.model.steps import fault_kinds
 from failclosed.model.vocab import FaultKind
 
@@ -363,15 +364,21 @@ def _normal(data: dict[str, Any]) -> dict[str, Any]:
     model["workers"] = len(w) if isinstance(w, list) else w
     if model.get("reapers", 1) == 1:
         model.pop("reapers", None)  # the default count: the same member
-    model.setdefault("transport", "async")
-    if model["transport"] == "sync":
+    model.setdefault("transport", ASYNC)
+    if model["transport"] in (SYNC, NO_TRANSPORT):
         # No message is ever sent on sync (dispatch runs the pick-up nested in the
-        # dispatching process), so workers never act: their number is a renaming.
+        # dispatching process) nor without a transport (6.4), so workers never act: their
+        # number is a renaming.
         model["workers"] = 1
     d["model"] = model
     d["tools"] = sorted(json.dumps(t, sort_keys=True) for t in d.get("tools", []))
-    runs = [{k: v for k, v in r.items() if k != "id"} for r in d.get("runs", [])]
-    d["runs"] = sorted(json.dumps(r, sort_keys=True) for r in runs)
+    runs = {r.get("id"): json.dumps({k: v for k, v in r.items() if k != "id"}, sort_keys=True)
+            for r in d.get("runs", [])}
+    d["runs"] = sorted(runs.values())
+    if model.get("operator_cancels"):
+        # the operator's cancel command names runs by id: name each by what it is instead,
+        # so a renaming keeps its commands and members that cancel different runs differ
+        model["operator_cancels"] = [runs.get(x, x) if x else x for x in model["operator_cancels"]]
     return d
 
 

@@ -78,10 +78,14 @@ _TOKEN = re.compile(r"[^:/#]+|[:/#]")
 def _sym_runs(spec: Config) -> list[list[int]]:
     """Classes of interchangeable runs: identical RunSpec up to the id. (T10 orders rows by
     lease only; the model lets rows of equal lease come back in any order, so no transition
-    depends on a run's index and permuting identical runs is a symmetry.)"""
+    depends on a run's index and permuting identical runs is a symmetry.) A run the
+    operator's cancel command names (``Config.operator_cancels``) is in no class: the
+    command's next id is fixed by the configuration, not by the world, so permuting that run
+    with another would change which one is cancelled next."""
+    named = set(spec.operator_cancels)
     classes: dict[Any, list[int]] = {}
     for i, r in enumerate(spec.runs):
-        classes.setdefault(replace(r, id=""), []).append(i)
+        classes.setdefault((replace(r, id=""), r.id if r.id in named else ""), []).append(i)
     return [c for c in classes.values() if len(c) > 1]
 
 

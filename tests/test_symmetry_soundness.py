@@ -1,6 +1,7 @@
 """Soundness of the checker's state abstraction (spec/symmetry.py), as a Hypothesis property
 over random configurations: interchangeable workers, identical runs, random faults and
-budgets, with and without a horizon (the time shift), under a random policy.
+budgets, every transport, the operator's cancel commands, with and without a horizon (the
+time shift), under a random policy.
 
 * The symmetric search gives the plain search's verdicts and shortest counterexample
   lengths, for every safety and liveness property.
@@ -24,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from failclosed.model.config import initial_world, parse_config  # noqa: E402
 from failclosed.model.runtime import successors  # noqa: E402
+from failclosed.model.state import TRANSPORTS  # noqa: E402
 from failclosed.model.steps import fault_kinds  # noqa: E402
 from failclosed.spec import engine  # noqa: E402
 from failclosed.spec.checker import ConfigPart, check  # noqa: E402
@@ -55,10 +57,16 @@ def configs(draw: st.DrawFn) -> tuple[dict, str]:
                            unique=True))
     budget = draw(st.integers(0, 1 if live == 2 else 2)) if faults else 0
     horizon = draw(st.sampled_from([None, 3, 4]))
+    transport = draw(st.sampled_from(TRANSPORTS))
     runs = [{"id": f"r{k}", "entry": entry, "decisions": ["approve"],
              "plan": [{"tools": [tool["name"]]}, dict(end)]} for k in range(live)]
     runs += [{"id": f"d{k}", **DONE} for k in range(done)]
-    model: dict = {"workers": workers, "faults": faults, "fault_budget": budget}
+    # the operator's cancel command: a run's id (which breaks that run's symmetry), no id,
+    # an unknown id
+    cancels = draw(st.lists(st.sampled_from([r["id"] for r in runs] + ["", "gone"]),
+                            max_size=2))
+    model: dict = {"workers": workers, "faults": faults, "fault_budget": budget,
+                   "transport": transport, "operator_cancels": cancels}
     if "provider_error" in faults:
         model["provider_faults"] = ["rateLimit"]
     if horizon is not None:
