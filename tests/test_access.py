@@ -212,3 +212,28 @@ def test_without_principals_the_owner_alone_makes_every_request():
     assert not w.asked and not w.made
     assert Request.CANCEL in Request.values()
 
+
+def test_the_simulator_mixes_in_strangers_requests_counts_every_refusal_and_none_lands():
+    import sys
+    import tomllib
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from failclosed.sim.batch import simulate_one
+    from test_sim import SMALL
+
+    raw = tomllib.loads(SMALL + "\n[workload.strangers]\nprobability = 0.5\n"
+                                "delay = {dist = \"exponential\", mean = 30}\n")
+    res, _ = simulate_one(raw, policy="current", seed=1, keep_going=True)
+    m = res["metrics"]
+    assert m["access"]["runs"] > 0 and m["access"]["refused"] > 0
+    assert m["access"]["refused"] == m["segments"][OutcomeName.ACCESS_DENIED]
+    assert m["access"]["took_effect"] == m["access"]["landed_without_access"] == 0
+    assert not [v for v in res["violations"] if "access" in v["property"]]
+    # the same workload with the reads' check broken: the landed reads are counted and caught
+    res, _ = simulate_one(raw, policy="current+mutant_read_skips_access", seed=1, keep_going=True)
+    assert res["metrics"]["access"]["landed_without_access"] > 0
+    assert P.NO_READ_WITHOUT_ACCESS in {v["property"] for v in res["violations"]}
+    # without [workload.strangers] no run has such requests, and the metrics say nothing of them
+    res, _ = simulate_one(tomllib.loads(SMALL), policy="current", seed=1, keep_going=True)
+    assert "access" not in res["metrics"]
