@@ -286,6 +286,10 @@ _REQUEST_MOVES: dict[str, str] = {
     Request.INPUT: TransitionName.SUBMIT_INPUT, Request.CANCEL: store.CANCEL,
     Request.STATUS: TransitionName.READ_STATUS, Request.EVENTS: TransitionName.READ_EVENTS,
 }
+# the transitions only a named principal's request fires (the owner's decisions and cancels
+# fire the others too): a configuration without RunSpec.requests never enables these
+REQUEST_ONLY: frozenset[str] = frozenset(_REQUEST_MOVES.values()) - {
+    TransitionName.APPROVE, TransitionName.DENY, TransitionName.SUBMIT_INPUT, store.CANCEL}
 _REQUEST_DECISION: dict[str, str] = {
     Request.APPROVE: Decision.APPROVE, Request.DENY: Decision.DENY, Request.INPUT: Decision.INPUT,
 }
