@@ -125,6 +125,18 @@ class Policy:
     # failing before anything is stored: a queued row no message will ever wake (kills
     # no_orphan_queued_run).
     mutant_enqueue_stores_before_transport_check: bool = False
+    # The access check (RUNTIME 16.18) is skipped where a store change follows it: a cancel by
+    # any principal runs T13 (kills no_store_change_without_access).
+    mutant_cancel_skips_access: bool = False
+    # A resume skips AccessDenied (12.2 step 2): anyone's approval claims the run
+    # (kills no_approval_without_access).
+    mutant_resume_skips_access: bool = False
+    # The reads skip the access check: anyone is shown a run's status and events
+    # (kills no_read_without_access).
+    mutant_read_skips_access: bool = False
+    # The status view returns the row's suspended state and stored request too
+    # (kills status_view_strips_suspended_state).
+    mutant_status_view_keeps_state: bool = False
 
     def with_(self, name: str | None = None, **switches: bool) -> Policy:
         for k in switches:

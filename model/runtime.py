@@ -49,16 +49,21 @@ from .state import (
     INVALID_INPUT_SUBMISSION,
     NO_TRANSPORT,
     QUEUED,
+    REQUEST,
     RESUME,
     RUNNING,
+    STATUS_VIEW,
+    SUSPENDED_FIELDS,
     SYNC,
     SYNCHRONOUS,
     WAITING_FOR_APPROVAL,
     WAITING_FOR_INPUT,
     WORKER,
     Application,
+    Asked,
     CommandResult,
     Event,
+    Made,
     Message,
     Outcome,
     OverdueRow,
@@ -100,7 +105,7 @@ from .steps import (
     declare_actor,
 )
 from .transition import Transition
-from .vocab import ActorKind, Decision, FaultKind, Label, Mark, OutcomeName, TransitionName
+from .vocab import ActorKind, Decision, FaultKind, Label, Mark, OutcomeName, Request, TransitionName
 
 T = Transition.make
 
@@ -276,6 +281,47 @@ def _caller_moves(w: World, only: list[int] | None = None) -> list[Transition]:
                         out.append(T(name, ActorKind.CALLER, run=rid, valid=False))
                 elif APPROVER_NOT_PERMITTED in spec.refusals:
                     out.append(T(name, ActorKind.CALLER, run=rid, permitted=False))
+        if r.requests:
+            out.extend(_request_moves(w, i))
+    return out
+
+
+# A named principal's request (RunSpec.requests) -> the transition that makes it; a decision
+# waits for the row's waiting status, as the owner's do
+_REQUEST_MOVES: dict[str, str] = {
+    Request.APPROVE: TransitionName.APPROVE, Request.DENY: TransitionName.DENY,
+    Request.INPUT: TransitionName.SUBMIT_INPUT, Request.CANCEL: store.CANCEL,
+    Request.STATUS: TransitionName.READ_STATUS, Request.EVENTS: TransitionName.READ_EVENTS,
+}
+# the transitions only a named principal's request fires (the owner's decisions and cancels
+# fire the others too): a configuration without RunSpec.requests never enables these
+REQUEST_ONLY: frozenset[str] = frozenset(_REQUEST_MOVES.values()) - {
+    TransitionName.APPROVE, TransitionName.DENY, TransitionName.SUBMIT_INPUT, store.CANCEL}
+_REQUEST_DECISION: dict[str, str] = {
+    Request.APPROVE: Decision.APPROVE, Request.DENY: Decision.DENY, Request.INPUT: Decision.INPUT,
+}
+
+
+def _request_moves(w: World, i: int) -> list[Transition]:
+    """Run ``i``'s requests by named principals not made yet (RUNTIME 16.18), each once: a
+    decision while the row waits for it, any other once the run is started."""
+    r = w.config.runs[i]
+    row = w.rows[i]
+    out: list[Transition] = []
+    for k, a in enumerate(r.requests):
+        if Asked(i, k) in w.asked:
+            continue
+        decision = _REQUEST_DECISION.get(a.request)
+        if decision is not None:
+            want = WAITING_FOR_INPUT if decision == Decision.INPUT else WAITING_FOR_APPROVAL
+            if row is None or row.status != want:
+                continue
+        name = _REQUEST_MOVES[a.request]
+        if a.request == Request.EVENTS:
+            out.append(T(name, ActorKind.CALLER, run=r.id, by=a.by, after_sequence=a.after,
+                         limit=a.limit))
+        else:
+            out.append(T(name, ActorKind.CALLER, run=r.id, by=a.by))
     return out
 
 
@@ -697,6 +743,9 @@ def _caller(w: World, t: Transition) -> World:
         p = Proc(name=names.enqueue_process(rid), kind=ENQUEUE, run=i, pc=Label.DISPATCH,
                  seg=names.enqueue_process(rid))
         return _spawn(w, p)
+    by = t.arg("by")
+    if by is not None:
+        return _request(w, t, i, by)
     if name == store.CANCEL:
         w = replace(w, cancels=_set_tuple(w.cancels, i, w.cancels[i] + 1))
         if t.fault:
@@ -704,29 +753,7 @@ def _caller(w: World, t: Transition) -> World:
         w, ok = store.cancel(w, i)
         return w
     if name in (TransitionName.APPROVE, TransitionName.DENY, TransitionName.SUBMIT_INPUT):
-        k = w.resumes[i] + 1
-        w = replace(
-            w,
-            decisions=_set_tuple(w.decisions, i, w.decisions[i] + 1),
-            resumes=_set_tuple(w.resumes, i, k),
-        )
-        row = w.rows[i]
-        by_name: dict[str, str] = {TransitionName.APPROVE: Decision.APPROVE, TransitionName.DENY: Decision.DENY, TransitionName.SUBMIT_INPUT: Decision.INPUT}
-        decision = by_name[name]
-        label = names.resume_process(rid, k)
-        refusal = ""
-        if t.arg("configured") is False:
-            refusal = CONFIGURATION_GONE
-        elif t.arg("permitted") is False and decision == Decision.APPROVE:
-            refusal = APPROVER_NOT_PERMITTED  # gate 2 checks an approval only (12.2 step 8)
-        elif t.arg("valid") is False:
-            refusal = INVALID_INPUT_SUBMISSION
-        p = Proc(
-            name=label, kind=RESUME, run=i, pc=Label.RESUME_READ, seg=label, identity=label,
-            observer=r.observer,
-            part=ResumePart(decision, row.suspended_state if row is not None else -1, refusal),
-        )
-        return _spawn(w, p)
+        return _resume(w, t, i)
     raise AssertionError(t)  # pragma: no cover
 
 
@@ -763,6 +790,84 @@ def _cancel_command(w: World, t: Transition) -> World:
         outcome = OutcomeName.RUN_CANCELLED if ok else OutcomeName.NOT_CANCELLED
     done = CommandResult(ActorKind.OPERATOR, TransitionName.CANCEL_COMMAND, uuid, outcome)
     return replace(w, commands=w.commands + (done,))
+def _resume(w: World, t: Transition, i: int, by: str = "", k: int = 0) -> World:
+    """A decision starts a resume process (12.2, 12.3): one of RunSpec.decisions, made by the
+    run's owner (``by`` ""; the run's next resume number), or a named principal's request,
+    whose access the resume checks at step 2 (``_h_resume_read``), as resume ``k``
+    (``RunSpec.resume_decisions``)."""
+    r = w.config.runs[i]
+    if not by:
+        k = w.resumes[i] + 1
+        w = replace(w, resumes=_set_tuple(w.resumes, i, k),
+                    decisions=_set_tuple(w.decisions, i, w.decisions[i] + 1))
+    row = w.rows[i]
+    by_name: dict[str, str] = {TransitionName.APPROVE: Decision.APPROVE, TransitionName.DENY: Decision.DENY, TransitionName.SUBMIT_INPUT: Decision.INPUT}
+    decision = by_name[t.name]
+    label = names.resume_process(r.id, k)
+    refusal = ""
+    if t.arg("configured") is False:
+        refusal = CONFIGURATION_GONE
+    elif t.arg("permitted") is False and decision == Decision.APPROVE:
+        refusal = APPROVER_NOT_PERMITTED  # gate 2 checks an approval only (12.2 step 8)
+    elif t.arg("valid") is False:
+        refusal = INVALID_INPUT_SUBMISSION
+    p = Proc(
+        name=label, kind=RESUME, run=i, pc=Label.RESUME_READ, seg=label, identity=label,
+        observer=r.observer,
+        part=ResumePart(decision, row.suspended_state if row is not None else -1, refusal, by),
+    )
+    return _spawn(w, p)
+
+
+def _request(w: World, t: Transition, i: int, by: str) -> World:
+    """A named principal's request (RunSpec.requests), made once. A decision starts a resume
+    (which checks access at 12.2 step 2); a cancel checks access first (11 step 1), then runs
+    T13; a read checks access, then answers without a store change (16.18). A refusal is the
+    outcome AccessDenied, before any store change."""
+    spec = w.config
+    r = spec.runs[i]
+    k = next(k for k, a in enumerate(r.requests)
+             if a.by == by and _REQUEST_MOVES[a.request] == t.name and Asked(i, k) not in w.asked
+             and (a.request != Request.EVENTS
+                  or (a.after, a.limit) == (t.arg("after_sequence"), t.arg("limit"))))
+    req = r.requests[k].request
+    w = replace(w, asked=w.asked | {Asked(i, k)})
+    if req in _REQUEST_DECISION:  # resume number: after the owner's, in request order
+        n = len(r.decisions) + sum(1 for a in r.requests[:k + 1] if a.request in _REQUEST_DECISION)
+        return _resume(w, t, i, by, n)
+    pol = spec.policy
+    skip = pol.mutant_cancel_skips_access if req == Request.CANCEL else pol.mutant_read_skips_access
+    if not (skip or rules.may(spec, by, req, i)):
+        return _refused(w, i, by)
+    if req == Request.CANCEL:
+        w, ok = store.cancel(w, i)
+        return _made(w, Made(by, i, req)) if ok else w
+    row = w.rows[i]
+    if req == Request.STATUS:
+        return _made(w, Made(by, i, req, view=_status_view(w, row)))
+    after, limit = t.arg("after_sequence"), t.arg("limit")
+    seqs = sorted(e.seq for e in w.events if e.run == i and e.seq > after)[:limit]
+    return _made(w, Made(by, i, req, seqs=tuple(seqs)))
+
+
+def _status_view(w: World, row) -> tuple[tuple[str, object], ...]:
+    """The status view of a row (RUNTIME 16.18): the fields of ``STATUS_VIEW``, the suspended
+    state stripped (the mutant mutant_status_view_keeps_state returns it too)."""
+    if row is None:
+        return ()
+    keep = STATUS_VIEW + (SUSPENDED_FIELDS if w.config.policy.mutant_status_view_keeps_state else ())
+    return tuple((f, getattr(row, f)) for f in keep)
+
+
+def _refused(w: World, i: int, by: str) -> World:
+    """The access check refused a named principal's command or read: AccessDenied, nothing
+    written (its outcome names the principal as its segment)."""
+    return replace(w, outcomes=w.outcomes + (Outcome(by, i, REQUEST, OutcomeName.ACCESS_DENIED),))
+
+
+def _made(w: World, m: Made) -> World:
+    """Record what a named principal's request changed or read (the access properties)."""
+    return replace(w, made=w.made + (m,))
 
 
 def _cap(w: World, i: int) -> int:
@@ -1474,6 +1579,9 @@ def _h_pickup_position(w: World, p: Proc, t: Transition) -> World:
 
 
 # -- resume (12.2, 12.3) ------------------------------------------------------------------
+_DECISION_REQUEST: dict[str, str] = {d: q for q, d in _REQUEST_DECISION.items()}
+
+
 def _resume_read_faults(w: World, p: Proc) -> tuple[str, ...]:
     """12.2 steps 1 and 2: a row awaiting this decision has its stored state decoded before
     the claim (fault decode_error: CorruptSuspendedState)."""
@@ -1491,6 +1599,9 @@ def _h_resume_read(w: World, p: Proc, t: Transition) -> World:
     want = WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL
     if row is None or row.status != want:
         return _end(w, p, "NotAwaitingInput" if _input_side(p) else "NotAwaitingApproval")
+    if p.by and not (w.config.policy.mutant_resume_skips_access
+                          or rules.may(w.config, p.by, _DECISION_REQUEST[p.decision], p.run)):
+        return _end(w, p, OutcomeName.ACCESS_DENIED)  # step 2: the actor may not act on the run
     if p.refusal == CONFIGURATION_GONE:  # step 2: the run's configuration no longer exists
         return _end(w, p, CONFIGURATION_GONE)
     if t.fault == FaultKind.DECODE_ERROR:  # step 2: the stored state does not decode
@@ -1525,6 +1636,8 @@ def _h_resume_claim(w: World, p: Proc, t: Transition) -> World:
         w, ok = store.claim_for_resume(w, p.run, frm, p.identity, pol.lease_all_segments)
     if not ok:
         return _end(w, p, "AlreadyResuming")
+    if p.by:  # a named principal's decision changed the row: its claim
+        w = _made(w, Made(p.by, p.run, _DECISION_REQUEST[p.decision]))
     row = w.rows[p.run]
     assert row is not None  # the claim matched it
     owner = p.identity if pol.lease_all_segments else ""

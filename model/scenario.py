@@ -69,6 +69,7 @@ regression test (docs/DESIGN.md, "Scenarios"). This module reads, validates and 
     order = [{ do = "requeue_stale" }, { do = "claim_queued", actor = "w2" }]
     reaper = { finished = true, requeued = 1, snapshot = ["r1"] }
     enqueue.r1 = { error = "EnqueueFailed", returned = true }
+    seen = [{ by = "bot", request = "events", sequences = [1, 2] }]
 
 Expectation keys and what they compare (model/scenario_check.py reads each off the world
 and the trace, one checker per key; ``_VALIDATORS`` below checks their shape at load):
@@ -82,6 +83,11 @@ and the trace, one checker per key; ``_VALIDATORS`` below checks their shape at 
   with: the operator's ``cancel_command``, a reaper's ``tick_refused``), each must be
   present, matched on the given keys among ``actor``, ``command``, ``uuid`` (the id it was
   given), ``outcome``, ``exit`` and ``message`` (model/commands.py).
+  among ``seg``, ``run``, ``kind``, ``outcome`` (a named principal's refused cancel or read:
+  ``seg`` is the principal, ``kind`` ``request``, ``outcome`` ``AccessDenied``).
+- ``seen``: entries of ``World.made`` (RUNTIME 16.18: a named principal's request that took
+  effect) matched on ``by``, ``run``, ``request``, ``fields`` (a status view's field names,
+  in order) and ``sequences`` (an events page's).
 - ``events.<run>``: ``count``, ``kinds`` and ``sequences`` (in stored order), ``tools``
   (tool names of the ``tool`` events), ``tool_errors`` (per ``tool`` event, in stored
   order: its call got an error result, i.e. ``invoke`` took the ``tool_error`` fault or
@@ -164,6 +170,7 @@ from .scenario_check import (
     COMMAND_KEYS,
     OUTCOME_KEYS,
     ROW_FIELDS,
+    SEEN_KEYS,
     SNAPSHOT_KEYS,
     Failure,
     History,
@@ -206,7 +213,7 @@ STEP_KEYS = frozenset({"do", "actor", "until", "store", "expect", "note"}) | ARG
 EXPECT_KEYS = frozenset({
     "rows", "outcomes", "no_outcomes", "commands", "events", "ledger", "messages", "marks",
     "no_marks", "clock", "procs", "holds", "violates", "fired", "never", "order", "reaper",
-    "enqueue", "result",
+    "enqueue", "result", "seen",
 })
 EVENT_KEYS = frozenset({"count", "kinds", "sequences", "tools", "tool_errors",
                         "duplicate_sequences"})
@@ -755,6 +762,8 @@ def _v_outcomes(v: Any, w: str, run_ids: set[str], statement: str | None) -> Non
 
 def _v_commands(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
     _list_of_tables(v, w, set(COMMAND_KEYS))
+def _v_seen(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
+    _list_of_tables(v, w, set(SEEN_KEYS))
     _values_of_tables(v, w)
 
 
@@ -873,7 +882,7 @@ _VALIDATORS: dict[str, Callable[[Any, str, set[str], str | None], None]] = {
     "ledger": _v_ledger, "messages": _v_messages, "marks": _v_names, "no_marks": _v_names,
     "holds": _v_names, "violates": _v_names, "procs": _v_procs, "clock": _v_clock,
     "fired": _v_fired, "never": _v_never_order, "order": _v_never_order, "reaper": _v_reaper,
-    "enqueue": _v_enqueue, "result": _v_result,
+    "enqueue": _v_enqueue, "result": _v_result, "seen": _v_seen,
 }
 assert set(_VALIDATORS) == EXPECT_KEYS == set(CHECKERS), "an expectation key without its validator or checker"
 

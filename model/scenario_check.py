@@ -314,6 +314,23 @@ def _outcome_hit(pat: dict[str, Any], have: list[dict[str, Any]]) -> bool:
     return any(all(_match(x, o[k]) for k, x in pat.items()) for o in have)
 
 
+SEEN_KEYS = ("by", "run", "request", "fields", "sequences")
+
+
+def _seen_dicts(w: World) -> list[dict[str, Any]]:
+    """``World.made``: what the named principals' requests changed or read (16.18): the
+    status view's field names, the events page's sequences."""
+    return [dict(zip(SEEN_KEYS, (m.by, w.run_id(m.run), str(m.request), [f for f, _ in m.view],
+                                 list(m.seqs)), strict=True)) for m in w.made]
+
+
+def _seen(w: World, v: Any, hist: History, fail: Fail) -> None:
+    have = _seen_dicts(w)
+    for pat in v:
+        if not _outcome_hit(pat, have):
+            fail(f"seen contains {_fmt(pat)}", "present", have)
+
+
 def _outcomes(w: World, v: Any, hist: History, fail: Fail) -> None:
     have = _outcome_dicts(w)
     for pat in v:
@@ -513,7 +530,7 @@ CHECKERS: dict[str, Checker] = {
     "ledger": _ledger, "messages": _messages, "marks": _marks, "no_marks": _no_marks,
     "clock": _clock, "procs": _procs, "holds": _holds, "violates": _violates,
     "fired": _fired, "never": _never, "order": _order, "reaper": _reaper,
-    "enqueue": _enqueue, "result": _result,
+    "enqueue": _enqueue, "result": _result, "seen": _seen,
 }
 
 

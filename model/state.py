@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from .constants import Constants
 from .policy import Policy
 from .records import Record, field, ghost, picklable, record, replace
+from .vocab import Decision, PrincipalKind
 from .vocab import OutcomeName as OutcomeName  # re-exported: the outcomes' vocabulary
 
 # -- vocabulary (RUNTIME section 2), spelled as stored ---------------------------------
@@ -55,6 +56,7 @@ WORKER = "worker"
 SYNCHRONOUS = "synchronous"
 RESUME = "resume"
 ENQUEUE = "enqueue"
+REQUEST = "request"  # a named principal's command or read refused at once (an Outcome's kind)
 
 # Message transports (RUNTIME 1.1, 6.3). The runtime's default is sync; the model's
 # configurations default to async (model/config.py) so that every existing bound is unchanged.
@@ -65,7 +67,44 @@ NO_TRANSPORT = "none"
 TRANSPORTS = (ASYNC, SYNC, NO_TRANSPORT)
 
 
+# The principals (RUNTIME 16.18). A configuration that declares none has one: the user
+# ``owner``, who owns every run and makes every request of RunSpec.decisions and cancels.
+DEFAULT_OWNER = "owner"
+
+# The status view (RUNTIME 16.18): the row fields a status read returns, in order. The
+# suspended state (the pending tool call and its arguments) and the stored request are
+# stripped: a view never carries them (spec/properties.py status_view_strips_suspended_state).
+STATUS_VIEW = ("status", "termination_reason", "error_class", "requeue_count")
+SUSPENDED_FIELDS = ("suspended_state", "queued_request")  # what the view strips
+
+
 # -- static configuration -----------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who makes a request (RUNTIME 16.18): a user, an admin or a service account (its
+    ``scopes``: ``model.vocab.Scope`` members)."""
+
+    name: str
+    kind: str = PrincipalKind.USER
+    scopes: frozenset[str] = frozenset()
+
+
+DEFAULT_PRINCIPALS = (Principal(DEFAULT_OWNER),)
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """A request a principal may make of a run once (``RunSpec.requests``): approve, deny,
+    input or cancel (the caller's commands made by ``by``), or a read of the status view or
+    of the events page (the events with ``seq > after`` (TOML ``after_sequence``), ordered
+    by sequence, at most ``limit``)."""
+
+    by: str
+    request: str  # a model.vocab.Request member
+    after: int = -1
+    limit: int = 100
+
+
 @dataclass(frozen=True, slots=True)
 class Tool:
     """A catalogue entry (RUNTIME 14). ``effect`` is what the tool declares in code."""
@@ -110,9 +149,20 @@ class RunSpec:
     cancels: int = 0  # how many cancel commands a caller may issue
     decisions: tuple[str, ...] = ()  # approver decisions, in order: approve | deny | input
     initial: Row | None = None  # a row that exists before anything happens
+    owner: str = DEFAULT_OWNER  # the principal who owns the run (RUNTIME 16.18)
+    requests: tuple[Ask, ...] = ()  # requests by named principals, each made at most once
 
     def answer(self, turn: int) -> Answer:
         return self.plan[turn] if turn < len(self.plan) else FINAL_ANSWER
+
+    @property
+    def resume_decisions(self) -> tuple[str, ...]:
+        """The decision of each resume this run can start, resume ``k`` at ``k - 1``: the
+        owner's decisions in order (resumes 1 to len(decisions)), then the named principals'
+        approve, deny and input requests in the order of ``requests`` (each one resume of a
+        fixed number)."""
+        return self.decisions + tuple(Decision(a.request) for a in self.requests
+                                      if Decision.known(a.request))
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +187,14 @@ class Config:
     # the run ids the operator's cancel command is given, in order, each once (RUNTIME 11):
     # a run's id, "" (no id: refused) or an id no run has (unknown)
     operator_cancels: tuple[str, ...] = ()
+    # the principals requests name (RUNTIME 16.18); the default: the owner alone
+    principals: tuple[Principal, ...] = DEFAULT_PRINCIPALS
+
+    def principal(self, name: str) -> Principal | None:
+        for p in self.principals:
+            if p.name == name:
+                return p
+        return None
 
     def tool(self, name: str) -> Tool | None:
         for t in self.tools:
@@ -337,6 +395,12 @@ class Proc(Record):
         part = self.part
         return part.refusal if part.__class__ is ResumePart else ""
 
+    @property
+    def by(self) -> str:
+        """The named principal whose request a resume carries ("": the run's owner)."""
+        part = self.part
+        return part.by if part.__class__ is ResumePart else ""
+
 
 @record
 class WorkerPart(Record):
@@ -357,6 +421,31 @@ class ResumePart(Record):
     # before the claim), InvalidInputSubmission (12.3, before anything is probed or claimed)
     # or ApproverNotPermitted (gate 2 after the claim, an approval of a write turn only)
     refusal: str = ""
+    # the principal who made the request, when it is a named one (RunSpec.requests); "": the
+    # run's owner, making one of RunSpec.decisions
+    by: str = ""
+
+
+@record
+class Made(Record):
+    """A request of a named principal that took effect (ghost, read by the access
+    properties): a store change on its behalf (a cancel that matched, a resume's claim), or
+    a read it was answered (``view``: the status view's (field, value) pairs; ``seqs``: the
+    events page's sequences)."""
+
+    by: str
+    run: int
+    request: str  # a model.vocab.Request member
+    view: tuple[tuple[str, Any], ...] = ()
+    seqs: tuple[int, ...] = ()
+
+
+@record
+class Asked(Record):
+    """A request of ``RunSpec.requests`` that has been made (``k``: its index)."""
+
+    run: int
+    k: int
 
 
 @record
@@ -393,6 +482,8 @@ class World(Record):
     removed: frozenset[str] = frozenset()  # tools removed from the catalogue
     faults: int = 0  # remaining fault budget
     marks: frozenset[str] = ghost(default=frozenset())  # history facts the spec reads
+    asked: frozenset[Asked] = frozenset()  # the named principals' requests made so far
+    made: tuple[Made, ...] = ghost(default=())  # what they changed or read (the access properties)
     config: Config = field(compare=False, hash=False, repr=False, kw_only=True)  # always given
 
     # small helpers -------------------------------------------------------------------
@@ -440,4 +531,4 @@ class World(Record):
 
 # worlds cross process boundaries (check --jobs, mutants --jobs, scopes): see records.picklable
 picklable(Policy, Constants, Tool, Answer, RunSpec, Config, Row, Event, Application, Message, Proc,
-          WorkerPart, ResumePart, ReaperState, World)
+          WorkerPart, ResumePart, ReaperState, World, Principal, Ask, Made, Asked)

@@ -289,10 +289,14 @@ OTHER_TRANSITIONS: dict[str, Other] = _Table(TransitionName, {
     # callers (6.1, 11, 12)
     store.START_RUN: Other(A.CALLER, STORE_FAULTS, "T1"),
     store.ENQUEUE_RUN: Other(A.CALLER, STORE_FAULTS, "T2"),
-    store.CANCEL: Other(A.CALLER, STORE_FAULTS, "T13"),
-    N.APPROVE: Other(A.CALLER, (), "12.2", ("permitted", "configured")),
-    N.DENY: Other(A.CALLER, (), "12.2", ("permitted", "configured")),
-    N.SUBMIT_INPUT: Other(A.CALLER, (), "12.3", ("valid", "configured")),
+    # (``by``: a named principal's request, RunSpec.requests; none: the run's owner's)
+    store.CANCEL: Other(A.CALLER, STORE_FAULTS, "T13; 11 step 1", ("by",)),
+    N.APPROVE: Other(A.CALLER, (), "12.2", ("permitted", "configured", "by")),
+    N.DENY: Other(A.CALLER, (), "12.2", ("permitted", "configured", "by")),
+    N.SUBMIT_INPUT: Other(A.CALLER, (), "12.3", ("valid", "configured", "by")),
+    # a principal's reads: they change nothing but what it has seen (17)
+    N.READ_STATUS: Other(A.CALLER, (), "16.18 the status view", ("by",)),
+    N.READ_EVENTS: Other(A.CALLER, (), "16.18 the events page", ("by", "after_sequence", "limit")),
     # a free worker takes a delivered message (async transport; 6.2 step 1)
     N.RUN_QUEUED: Other(A.WORKER, STORE_FAULTS, "6.2 step 1 (async: a delivery)", ("not_before",)),
     # the environment and its faults (1.3)

@@ -248,6 +248,9 @@ class TransitionName(Closed):
     # reaper's tick refused up front for want of a transport (RUNTIME 6.4)
     CANCEL_COMMAND = "cancel_command"
     TICK_REFUSED = "tick_refused"
+    # a principal's reads (RUNTIME 16.18: the status view and the events page); no store change
+    READ_STATUS = "read_status"
+    READ_EVENTS = "read_events"
 
 
 class FaultKind(Closed):
@@ -303,6 +306,9 @@ class OutcomeName(Closed):
     NOT_CANCELLED = "NOT_CANCELLED"
     UUID_REQUIRED = "UUID_REQUIRED"
     NO_MESSAGE_BUS = "NO_MESSAGE_BUS"
+    # a request refused by the access check (RUNTIME 12.2 step 2, 11 step 1, 16.18), before any
+    # store change: a resume's outcome, or a caller's command's (cancel, a read)
+    ACCESS_DENIED = "AccessDenied"
 
 
 class Mark(Closed):
@@ -336,6 +342,36 @@ class Decision(Closed):
     INPUT = "input"
 
 
+class Request(Closed):
+    """What a principal asks of a run (RUNTIME 11, 12, 16.18): the caller's commands and the two
+    reads. The access check (``model.rules.may``) is keyed by these."""
+
+    APPROVE = "approve"
+    DENY = "deny"
+    INPUT = "input"
+    CANCEL = "cancel"
+    STATUS = "status"
+    EVENTS = "events"
+
+
+class PrincipalKind(Closed):
+    """Who a principal is (RUNTIME 16.18): a backend user (acts on the runs it owns), an admin
+    (acts on every run), or a service account (acts only as its scopes grant)."""
+
+    USER = "user"
+    ADMIN = "admin"
+    SERVICE_ACCOUNT = "service_account"
+
+
+class Scope(Closed):
+    """A service account's scope (RUNTIME 11 step 1 names ``AGENT_CANCEL``; 16.18): each grants
+    the requests of ``model.rules.SCOPE_GRANTS``."""
+
+    AGENT_CANCEL = "AGENT_CANCEL"
+    AGENT_APPROVE = "AGENT_APPROVE"
+    AGENT_STATUS = "AGENT_STATUS"
+
+
 describe(Label, "step label")
 describe(TransitionName, "transition")
 describe(FaultKind, "fault kind")
@@ -343,3 +379,6 @@ describe(ActorKind, "actor kind")
 describe(OutcomeName, "outcome")
 describe(Mark, "mark")
 describe(Decision, "decision")
+describe(Request, "request")
+describe(PrincipalKind, "principal kind")
+describe(Scope, "scope")

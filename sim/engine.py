@@ -168,6 +168,10 @@ class Simulation:
             },
             "tools": [dict(t.model) for t in cfg.tools],
         }
+        if cfg.stranger_probability > 0:  # requests by other principals (16.18)
+            from .processes import PRINCIPALS
+
+            self.model_config["principals"] = {k: dict(v) for k, v in PRINCIPALS.items()}
         data = dict(self.model_config)
         data["model"] = dict(data["model"], fault_budget=0)
         data["runs"] = [{"id": f"_slot{i}", "entry": "queued"} for i in range(cfg.slots)]

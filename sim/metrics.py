@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from failclosed.model.state import IDEMPOTENT_WRITE, NON_IDEMPOTENT_WRITE
+from failclosed.model.vocab import OutcomeName
 
 from . import stats
 from .engine import RunRecord
@@ -226,7 +227,22 @@ def compute(records: list[RunRecord], seed: int, lease_seconds: int) -> dict[str
         m["throughput_per_hour"] = 0.0
     m["lease_seconds"] = lease_seconds
     m["failures"] = failures(records)
+    if any(r.spec is not None and r.spec.requests for r in records):  # [workload.strangers]
+        m["access"] = access(records)
     return m
+
+
+def access(records: list[RunRecord]) -> dict[str, int]:
+    """The requests by other principals: how many runs had them, how many the access check
+    refused (``AccessDenied``), how many took effect, and of those how many the access rule
+    does not let their principal make (a landed refusal: 0 unless the check is broken)."""
+    made = [x for r in records for x in r.made]
+    return {
+        "runs": sum(1 for r in records if r.spec is not None and r.spec.requests),
+        "refused": sum(1 for r in records for o in r.outcomes if o[2] == OutcomeName.ACCESS_DENIED),
+        "took_effect": len(made),
+        "landed_without_access": sum(1 for _by, _req, ok in made if not ok),
+    }
 
 
 FLAT_COLUMNS = (

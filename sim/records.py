@@ -46,6 +46,9 @@ class RunRecord:
     # class) of a tool call ("" error and class: the tool's error_mix is not given)
     provider_errors: list[tuple[str, str]] = field(default_factory=list)
     tool_errors: list[tuple[str, str, str]] = field(default_factory=list)
+    # the requests by other principals that took effect (RUNTIME 16.18): (principal, request,
+    # whether the access rule lets it make it)
+    made: list[tuple[str, str, bool]] = field(default_factory=list)
 
 
 # how many violations of each property a simulation gives their scenario (replayed at its end)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import simpy
-from failclosed.model import store
+from failclosed.model import rules, store
 from failclosed.model.state import (
     AWAITING,
     ENQUEUE,
@@ -166,6 +166,8 @@ class Window:
             (a.turn, a.call, a.tool, a.effect, a.seg, (a.turn, a.call, a.seg) in audited)
             for a in ledger
         ]
+        rec.made = [(m.by, str(m.request), rules.may(w.config, m.by, m.request, i))
+                    for m in w.made if m.run == i]
         pw = project(w, i, events=events, ledger=ledger)
         return Closed(Culprit(i, rec.id, rec, self.trace.pop(i)), pw, other_events, other_ledger)
 
@@ -185,6 +187,8 @@ class Window:
             decisions=_set(w.decisions, i, 0),
             resumes=_set(w.resumes, i, 0),
             started=_set(w.started, i, True),
+            asked=frozenset(a for a in w.asked if a.run != i),
+            made=tuple(m for m in w.made if m.run != i),
         )
         del self.slot_of[rid]
         self.archived += 1

@@ -31,7 +31,7 @@ from failclosed.model.policy import parse_policy, varied_preset
 from failclosed.model.runtime import successors
 from failclosed.model.state import Config, World
 from failclosed.model.transition import Transition
-from failclosed.model.vocab import OutcomeName, TransitionName
+from failclosed.model.vocab import OutcomeName, Request, TransitionName
 from failclosed.spec import engine
 from failclosed.spec import properties as P
 from failclosed.spec.coverage import expected_labels
@@ -783,6 +783,15 @@ def _diff_appended(a: World, b: World) -> list[str]:
         out.append(f"command {c.actor} {c.command}{given}: {c.outcome} (exit {exit_code(c.outcome)})")
     for m in sorted(b.marks - a.marks):
         out.append(f"mark {m}")
+    for x in b.made[len(a.made):]:  # a named principal's request took effect (16.18)
+        rid = b.run_id(x.run)
+        if x.view:
+            shown = ", ".join(f"{k}={v!r}" for k, v in x.view)
+            out.append(f"{x.by} read the status of {rid}: {shown}")
+        elif x.request == Request.EVENTS:
+            out.append(f"{x.by} read the events of {rid}: sequences {list(x.seqs)}")
+        else:
+            out.append(f"{x.by}'s {x.request} of {rid} took effect")
     return out
 
 

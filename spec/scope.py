@@ -21,6 +21,10 @@ in some small instance). A scope is data, a TOML file under spec/scopes/:
     [ends]                                 # how a run's plan ends, after its tool round
     completed = { final = "completed" }
 
+    [principals]                           # model/config.py's [principals] (RUNTIME 16.18),
+    owner = { kind = "user" }              # given to every member whose runs' shapes name a
+    mallory = { kind = "user" }            # principal (``owner`` or ``requests``)
+
     [[product]]                            # one cartesian product of the dimensions
     name = "queued"
     workers = [1, 2]
@@ -91,7 +95,7 @@ __all__ = [
 ]
 
 FAULT_SET_KINDS = ("none", "singles", "pairs", "all")
-TOP_KEYS = {"description", "configs", "constants", "tools", "shapes", "ends", "product"}
+TOP_KEYS = {"description", "configs", "constants", "tools", "shapes", "ends", "product", "principals"}
 PRODUCT_KEYS = {"name", "workers", "reapers", "transport", "runs", "tools", "ends", "faults", "faults_except", "fault_sets",
                 "fault_budget", "provider_faults", "fault_ops", "horizon", "observer", "cancels"}
 
@@ -191,6 +195,7 @@ def expand(data: dict[str, Any], where: str, base: Path) -> list[Member]:
                        "name, e.g. name = \"lookup_page\"")
     shapes = _table_of_tables(data.get("shapes", {}), f"{where}: shapes")
     ends = _table_of_tables(data.get("ends", {}), f"{where}: ends")
+    principals = _table_of_tables(data.get("principals", {}), f"{where}: principals")
     products = data.get("product", [])
     if not isinstance(products, list):
         raise _err(f"{where}: product", "expected an array of [[product]] tables")
@@ -204,7 +209,7 @@ def expand(data: dict[str, Any], where: str, base: Path) -> list[Member]:
         if pname in names:
             raise _err(f"{pw}.name", f"duplicate product name {pname!r}; give each its own")
         names.add(pname)
-        out.extend(_expand_product(prod, pname, pw, constants, tools, shapes, ends))
+        out.extend(_expand_product(prod, pname, pw, constants, tools, shapes, ends, principals))
     if not out:
         raise _err(where, "declares no member: add configs = [...] or a [[product]]")
     return out
@@ -218,7 +223,7 @@ def _table_of_tables(v: Any, where: str) -> dict[str, dict[str, Any]]:
 
 def _expand_product(prod: dict[str, Any], pname: str, pw: str, constants: dict[str, Any],
                     tools: dict[str, dict], shapes: dict[str, dict], ends: dict[str, dict],
-                    ) -> list[Member]:
+                    principals: dict[str, dict] | None = None) -> list[Member]:
     workers, transports, runs, tool_keys, end_keys, fault_sets, budgets, horizons = (
         _product_axes(prod, pw, tools, shapes, ends))
     reapers = _list_of(prod.get("reapers", [1]), f"{pw}.reapers", "reaper counts", int)
@@ -244,6 +249,8 @@ def _expand_product(prod: dict[str, Any], pname: str, pw: str, constants: dict[s
             run_tables.append(r)
         data = {"policy": "current", "constants": dict(constants), "model": model,
                 "tools": [dict(tools[tk])], "runs": run_tables}
+        if principals and any("owner" in r or "requests" in r for r in run_tables):
+            data["principals"] = {k: dict(v) for k, v in principals.items()}
         fault_txt = "+".join(fs) if fs else "nofault"
         name = (f"{pname}:w{w}-{tr}-{'+'.join(shape_names)}-{tk}-{ek}-{fault_txt}-b{b}"
                 + (f"-h{h}" if len(horizons) > 1 else "") + (f"-r{nr}" if nr != 1 else ""))

@@ -37,6 +37,10 @@ class PropertyName(Closed):
     RACE_SAFE_STALENESS = "race_safe_staleness"
     COOPERATIVE_CANCEL = "cooperative_cancel"
     NO_RESURRECTION_BY_SUSPEND = "no_resurrection_by_suspend"
+    NO_STORE_CHANGE_WITHOUT_ACCESS = "no_store_change_without_access"
+    NO_APPROVAL_WITHOUT_ACCESS = "no_approval_without_access"
+    NO_READ_WITHOUT_ACCESS = "no_read_without_access"
+    STATUS_VIEW_STRIPS_SUSPENDED_STATE = "status_view_strips_suspended_state"
     # liveness
     LEASED_RUNS_LEAVE_RUNNING = "leased_runs_leave_running"
     NO_ORPHAN_QUEUED_RUN = "no_orphan_queued_run"

@@ -42,6 +42,12 @@ TOOLS = [
 # a run that is already completed costs no state: identical ones make run symmetry cheap
 DONE = {"entry": "interactive", "row": {"status": "completed"}}
 POLICIES = ["current", "proposed", "adr-111", "adr-102"]
+# principals and their requests (RUNTIME 16.18): a stranger, a service account that may read
+PRINCIPALS = {"owner": {"kind": "user"}, "mallory": {"kind": "user"},
+              "bot": {"kind": "service_account", "scopes": ["AGENT_STATUS"]}}
+REQUESTS = [{"by": "mallory", "request": "approve"}, {"by": "mallory", "request": "cancel"},
+            {"by": "bot", "request": "status"}, {"by": "bot", "request": "events", "limit": 1},
+            {"by": "owner", "request": "deny"}]
 MAX_STATES = 6000
 
 
@@ -58,8 +64,13 @@ def configs(draw: st.DrawFn) -> tuple[dict, str]:
     budget = draw(st.integers(0, 1 if live == 2 else 2)) if faults else 0
     horizon = draw(st.sampled_from([None, 3, 4]))
     transport = draw(st.sampled_from(TRANSPORTS))
+    requests = draw(st.lists(st.sampled_from(REQUESTS), max_size=2 if live == 1 else 1,
+                             unique_by=lambda r: (r["by"], r["request"])))
     runs = [{"id": f"r{k}", "entry": entry, "decisions": ["approve"],
              "plan": [{"tools": [tool["name"]]}, dict(end)]} for k in range(live)]
+    for r in runs:
+        if requests:
+            r["requests"] = [dict(x) for x in requests]
     runs += [{"id": f"d{k}", **DONE} for k in range(done)]
     # the operator's cancel command: a run's id (which breaks that run's symmetry), no id,
     # an unknown id
@@ -74,6 +85,8 @@ def configs(draw: st.DrawFn) -> tuple[dict, str]:
     order = draw(st.permutations(range(len(runs))))
     data = {"constants": CONSTANTS, "model": model, "tools": [dict(tool)],
             "runs": [runs[i] for i in order]}
+    if requests:
+        data["principals"] = PRINCIPALS
     return data, draw(st.sampled_from(POLICIES))
 
 
