@@ -274,7 +274,7 @@ FLAT_COLUMNS = (
     "nonidem_double", "p_double_nonidem", "idem_calls", "idem_double", "applications", "unaudited",
     "unaudited_in_completed", "unaudited_in_failed", "unaudited_in_dead_lettered", "completed_unaudited",
     "reaped_alive", "wasted_s", "busy_s", "throughput_per_hour", "e2e_p50_s", "e2e_p99_s",
-    "store_statements", "audit_inserts", "dispatches", "redispatches", "redispatch_wait_s",
+    "store_statements", "reaper_selects", "audit_inserts", "dispatches", "redispatches", "redispatch_wait_s",
     "redispatch_wait_max_s",
 )
 
@@ -311,6 +311,7 @@ def flat(m: dict[str, Any]) -> dict[str, Any]:
         "e2e_p50_s": (m["end_to_end_s"].get("p50") or [None])[0],
         "e2e_p99_s": (m["end_to_end_s"].get("p99") or [None])[0],
         "store_statements": m["statements"][STORE]["total"],
+        "reaper_selects": m["statements"][STORE]["total"] - m["statements"][STORE]["of_runs"],
         "audit_inserts": m["statements"][AUDIT]["total"],
         "dispatches": m["statements"][DISPATCH]["total"],
         "redispatches": rd["count"],
@@ -369,6 +370,8 @@ SUMMARY_METRICS: dict[str, SummaryMetric] = {
     # what each proposal costs (docs/PROPOSALS.md "The cost of each proposal")
     "store_statements_per_run": SummaryMetric("ratio", "store_statements", "runs",
                                               "run-store statements per run (the reaper's SELECTs included)"),
+    "reaper_selects_per_run": SummaryMetric("ratio", "reaper_selects", "runs",
+                                            "the reaper's SELECTs per run (T10, and T14 under P6)"),
     "audit_inserts_per_run": SummaryMetric("ratio", "audit_inserts", "runs", "audit inserts per run"),
     "dispatches_per_run": SummaryMetric("ratio", "dispatches", "runs", "dispatches onto the bus per run"),
     "redispatches_per_run": SummaryMetric("ratio", "redispatches", "runs",

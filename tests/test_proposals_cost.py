@@ -44,6 +44,7 @@ def test_the_sweep_costs_one_select_per_tick_and_nothing_else_when_nothing_is_ov
     assert a[STORE]["of_runs"] == b[STORE]["of_runs"]
     assert (a[AUDIT], a[DISPATCH]) == (b[AUDIT], b[DISPATCH])
     assert with_p6["metrics"]["redispatches"]["count"] == 0
+    assert a[STORE]["total"] - a[STORE]["of_runs"] == 2 * ticks  # the reaper's SELECTs: T10 and T14
 
 
 def test_every_statement_a_run_issues_is_counted_on_it():

@@ -275,6 +275,7 @@ def test_statements_and_redispatches_per_run():
     assert rd["wait_s"]["p50"] == 12.0
     row = flat(m)
     assert (row["store_statements"], row["audit_inserts"], row["dispatches"]) == (16, 5, 1)
+    assert row["reaper_selects"] == 4  # the statements no run's record holds
     assert (row["redispatches"], row["redispatch_wait_max_s"]) == (3, 50.0)
     assert row["redispatch_wait_s"] == pytest.approx(64.0)  # a sum: the summary divides by the count
     # no re-dispatch: no wait, and a zero sum the summary's ratio skips
