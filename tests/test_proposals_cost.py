@@ -106,6 +106,8 @@ def test_proposals_cost_prints_a_table_per_policy_and_resumes(tmp_path, capsys):
     assert rows[0].split("|")[3].strip() == "0"
     assert main(argv) == 0  # a rerun simulates nothing
     assert "0 run now, 6 already in" in capsys.readouterr().out
+    # a sweep CSV where no simulation re-dispatched (no longest wait) summarizes as any other
+    assert main(["summarize", str(out), "--metric", "redispatch_wait_max_s"]) == 0
 
 
 @pytest.mark.parametrize(("argv", "needle"), [
