@@ -34,6 +34,7 @@ COST_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("audit inserts/run", "audit_inserts_per_run", "num"),
     ("dispatches/run", "dispatches_per_run", "num"),
     ("dead-letters", "p_dead_letter", "pct"),
+    ("unfinished", "p_unfinished", "pct"),
     ("throughput runs/h", "throughput_per_hour", "num"),
     ("e2e p50 s", "e2e_p50_s", "num"),
     ("e2e p99 s", "e2e_p99_s", "num"),
@@ -187,7 +188,8 @@ def run_cost(args: argparse.Namespace) -> int:
           "statements (the reaper's SELECTs included; apart: the reaper's SELECTs, T10 per tick and T14 "
           "under P6), audit inserts and dispatches the runtime "
           "issues, counted from the simulation's transitions. wasted work: provider and tool time "
-          "of segments that ended LEASE_LOST, of all of it. re-dispatches: the sweep's T15 that "
+          "of segments that ended LEASE_LOST, of all of it. unfinished: runs not terminal when the "
+          "simulation ended (an orphan nothing re-dispatches stays queued). re-dispatches: the sweep's T15 that "
           "matched (P6); orphan wait: from the row's dispatch deadline passing to that T15 ('-': "
           "no re-dispatch in any seed).")
     violated = sorted({(r["policy"], v) for r in rows for v in (r.get("violated") or "").split(";") if v})
