@@ -62,6 +62,7 @@ from .state import (
     Application,
     Asked,
     CommandResult,
+    Config,
     Event,
     Made,
     Message,
@@ -939,6 +940,14 @@ def _reaper(w: World, t: Transition) -> World:
     return REAPER_ACTIONS[r.pc].effect(w, r, t)
 
 
+def tick_selects(config: Config) -> tuple[TransitionName, ...]:
+    """The SELECTs one reaper tick (its transition ``find_stale_running``) issues, in order:
+    T10, then, under proposal P6, T14 in the same read transaction."""
+    if config.policy.overdue_queued_redispatched:
+        return (store.FIND_STALE_RUNNING, store.FIND_OVERDUE_QUEUED)
+    return (store.FIND_STALE_RUNNING,)
+
+
 @action(REAPER_TICK, actor=REAPER, fires=store.FIND_STALE_RUNNING,
         faults=(FaultKind.STORE_ERROR, FaultKind.DECODE_ERROR),
         cost=STORE, then=(REAPER_DECISION, REAPER_REDISPATCH, END), args=("order",), place="T10; 10")
@@ -954,7 +963,7 @@ def _r_tick(w: World, r: None, t: Transition) -> World:
             for i, row in ((i, w.rows[i]) for i in map(config.run_index, order.split(",")))
             if row is not None  # always: the order names stale rows (T10)
         )
-    if config.policy.overdue_queued_redispatched:
+    if store.FIND_OVERDUE_QUEUED in tick_selects(config):
         # proposal P6: T14 in the tick's read transaction (one snapshot with T10); its rows
         # follow the stale ones, each redispatched in turn (T15, then a dispatch)
         rows += store.find_overdue_queued(w, w.clock, config.reaper_limit)

@@ -248,6 +248,7 @@ class Simulation:
             self.window.note_tick(w2, t, self.fired, now)
         elif rid is not None:
             i = self.window.slot_of.get(rid)
+        self.window.count_statement(w, w2, t, i, now)
         if i is not None and self.window.account(w, w2, t, i, self.fired, now):
             self.env.process(self.procs.approver(i, rid))
         if self.observer is not None:

@@ -119,7 +119,8 @@ def sim_digest(raw: dict[str, Any], policy: str, seed: int, runs: int | None = N
 
     cfg = sconfig.load(raw)
     sim = Simulation(cfg, policy=policy, seed=seed, runs=runs, keep_going=True, **kw).run()
-    summary = metrics.flat(metrics.compute(sim.all_records(), sim.seed, cfg.lease_seconds()))
+    summary = metrics.flat(metrics.compute(sim.all_records(), sim.seed, cfg.lease_seconds(),
+                                           sim.window.unattributed))
     return {
         "history_sha256": sim.history.hexdigest(),
         "fired": sim.fired,
