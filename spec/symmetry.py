@@ -116,7 +116,11 @@ def clock_regions(w: World, past_gap: int = PAST_GAP, future_gap: int | None = N
         d = moves.get(lo, lo) - 1
     if not moves:
         return w if d == 0 else map_instants(w, lambda t: t - d)
-    return map_instants(w, lambda t: moves.get(t, t) - d)
+
+    def move(t: int) -> int:
+        return moves.get(t, t) - d
+
+    return map_instants(w, move)
 
 
 def _time_key(spec: Config, clock: bool) -> tuple[Callable[[World], World] | None,
