@@ -180,6 +180,15 @@ def add_common(p: argparse.ArgumentParser, *, baseline: bool = True, config: boo
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
+def add_reductions(p: argparse.ArgumentParser) -> None:
+    """The switches of the search's reductions (each on by default; the verdict line names
+    the ones a run applied)."""
+    p.add_argument("--no-clock-reduction", dest="clock_regions", action="store_false",
+                   help="search without the clock regions (instants before now kept apart by "
+                        "their distances, not by their order only; spec/symmetry.py): the same "
+                        "verdicts and lengths, more states")
+
+
 def config_help(default: str = "") -> str:
     """``--config``'s help: every name that resolves (spec/configs), or a FILE."""
     from failclosed.spec.checker import config_names

@@ -14,6 +14,7 @@ from typing import Any
 
 from failclosed.cli.checking import (
     add_common,
+    add_reductions,
     check_outputs,
     emit_json,
     load_baseline_arg,
@@ -52,6 +53,7 @@ def add_scope_run(p: argparse.ArgumentParser) -> None:
                    "configurations are kept, so an interrupted or repeated run redoes only "
                    "what is missing (default: $FAILCLOSED_CACHE or ~/.cache/failclosed)")
     p.add_argument("--no-cache", action="store_true", help="recheck every configuration")
+    add_reductions(p)
 
 
 def register_scope(subparsers: Any) -> None:
@@ -115,6 +117,7 @@ def run_scope_cli(scope_name: str, policies: list[str], properties: list[str] | 
         pg.note(_scope_header(scope, policies))
         return check_scope(scope, policies, properties, jobs=args.jobs, dask=args.dask,
                            max_states=args.max_states, cache=cache,
+                           clock=args.clock_regions,
                            on_result=lambda r: pg.advance(states=r.states),
                            on_running=lambda n: pg.running(states=n))
 

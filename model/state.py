@@ -529,6 +529,139 @@ class World(Record):
 
 
 
+# -- instants (the model's declared time facts) ---------------------------------------------
+class Instant(NamedTuple):
+    """A record field that holds an instant (seconds on the model's clock). ``none``: the
+    value that means "no instant" (kept as it is by every time abstraction), or None when
+    every value is an instant."""
+
+    record: type
+    field: str
+    none: int | None = None
+
+
+# Every field that holds an instant, the one list (spec/symmetry.py's time shift and clock
+# regions read it): adding an instant field to a record is adding its line here.
+INSTANTS: tuple[Instant, ...] = (
+    Instant(World, "clock"),
+    Instant(Row, "lease_expires", none=0),
+    Instant(Row, "dispatch_deadline", none=0),  # proposal P6 (0: none)
+    Instant(Message, "not_before"),
+    Instant(ReaperState, "now"),
+)
+
+
+class _InstantPlan(NamedTuple):
+    """Where the instants of a world are: World fields that are instants, and World fields
+    that hold (tuples of) records with instant fields, each with ``{type: ((field, none),
+    ...)}``. Derived once from :data:`INSTANTS` and World's field annotations."""
+
+    direct: tuple[str, ...]
+    nested: tuple[tuple[str, dict[type, tuple[tuple[str, int | None], ...]]], ...]
+
+
+def _instant_plan() -> _InstantPlan:
+    import dataclasses
+    import re
+
+    by_type: dict[type, list[tuple[str, int | None]]] = {}
+    for ins in INSTANTS:
+        by_type.setdefault(ins.record, []).append((ins.field, ins.none))
+        if ins.field not in {f.name for f in dataclasses.fields(ins.record)}:
+            raise TypeError(f"INSTANTS: {ins.record.__name__} has no field {ins.field!r}")
+    direct = tuple(f for f, none in by_type.pop(World, []))
+    names = {t.__name__: t for t in by_type}
+    nested = []
+    for f in dataclasses.fields(World):
+        ann = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+        held = {names[n]: tuple(by_type[names[n]]) for n in re.findall(r"\w+", ann) if n in names}
+        if held:
+            nested.append((f.name, held))
+    placed = {t for _, held in nested for t in held}
+    if placed != set(by_type):  # an instant in a record no World field holds directly
+        missing = ", ".join(sorted(t.__name__ for t in set(by_type) - placed))
+        raise TypeError(f"INSTANTS: no World field holds {missing}")
+    return _InstantPlan(direct, tuple(nested))
+
+
+INSTANT_PLAN = _instant_plan()
+
+
+def _instants_source(plan: _InstantPlan) -> tuple[str, dict[str, Any]]:
+    """The source of :func:`instants` for ``plan``: one loop per World field and record type
+    (generated once: the checker's key reads every world's instants)."""
+    ns: dict[str, Any] = {}
+    lines = ["def instants(w):", "    out = [" + ", ".join(f"w.{f}" for f in plan.direct) + "]"]
+    for name, held in plan.nested:
+        lines.append(f"    v = w.{name}")
+        lines.append("    for x in (v if v.__class__ is tuple else (v,)):")
+        for k, (typ, spec) in enumerate(held.items()):
+            ns[f"T{name}{k}"] = typ
+            lines.append(f"        {'if' if k == 0 else 'elif'} x.__class__ is T{name}{k}:")
+            for f, none in spec:
+                if none is None:
+                    lines.append(f"            out.append(x.{f})")
+                else:
+                    lines.append(f"            t = x.{f}")
+                    lines.append(f"            if t != {none!r}:")
+                    lines.append("                out.append(t)")
+    lines.append("    return out")
+    return "\n".join(lines) + "\n", ns
+
+
+def _make_instants(plan: _InstantPlan) -> Any:
+    src, ns = _instants_source(plan)
+    exec(src, ns)  # noqa: S102 - generated from the declaration INSTANTS
+    fn = ns["instants"]
+    fn.__doc__ = """Every instant of ``w`` (its "no instant" values left out), in no particular
+    order (generated from :data:`INSTANTS`: :func:`_instants_source`)."""
+    return fn
+
+
+instants: Any = _make_instants(INSTANT_PLAN)
+
+
+def _map_source(plan: _InstantPlan) -> tuple[str, dict[str, Any]]:
+    """The source of :func:`map_instants` for ``plan`` (as :func:`_instants_source`)."""
+    ns: dict[str, Any] = {"replace": replace}
+    lines = ["def map_instants(w, move):",
+             "    ch = {" + ", ".join(f"{f!r}: move(w.{f})" for f in plan.direct) + "}"]
+    for name, held in plan.nested:
+        lines += [f"    v = w.{name}", "    one = v.__class__ is not tuple",
+                  "    new = []", "    changed = False",
+                  "    for x in ((v,) if one else v):"]
+        for k, (typ, spec) in enumerate(held.items()):
+            ns[f"T{name}{k}"] = typ
+            lines.append(f"        {'if' if k == 0 else 'elif'} x.__class__ is T{name}{k}:")
+            lines.append("            c = {}")
+            for f, none in spec:
+                lines.append(f"            t = x.{f}")
+                guard = "" if none is None else f" and t != {none!r}"
+                lines.append("            u = move(t)" if none is None else
+                             f"            u = move(t) if t != {none!r} else t")
+                lines.append(f"            if u != t{guard}:")
+                lines.append(f"                c[{f!r}] = u")
+            lines += ["            if c:", "                x = replace(x, **c)",
+                      "                changed = True"]
+        lines += ["        new.append(x)", "    if changed:",
+                  f"        ch[{name!r}] = new[0] if one else tuple(new)"]
+    lines.append("    return replace(w, **ch)")
+    return "\n".join(lines) + "\n", ns
+
+
+def _make_map(plan: _InstantPlan) -> Any:
+    src, ns = _map_source(plan)
+    exec(src, ns)  # noqa: S102 - generated from the declaration INSTANTS
+    fn = ns["map_instants"]
+    fn.__doc__ = """The same world with every instant ``t`` replaced by ``move(t)`` ("no instant"
+    values kept; a record none of whose instants moves is kept as the same object; generated
+    from :data:`INSTANTS`: :func:`_map_source`)."""
+    return fn
+
+
+map_instants: Any = _make_map(INSTANT_PLAN)
+
+
 # worlds cross process boundaries (check --jobs, mutants --jobs, scopes): see records.picklable
 picklable(Policy, Constants, Tool, Answer, RunSpec, Config, Row, Event, Application, Message, Proc,
           WorkerPart, ResumePart, ReaperState, World, Principal, Ask, Made, Asked)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,8 +35,8 @@ from failclosed.model.vocab import OutcomeName, Request, TransitionName
 from failclosed.spec import engine
 from failclosed.spec import properties as P
 from failclosed.spec.coverage import expected_labels
-from failclosed.spec.symmetry import make_canonical
-from failclosed.spec.vocab import PropertyName
+from failclosed.spec.symmetry import make_canonical, reductions_of
+from failclosed.spec.vocab import PropertyName, Reduction
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 FINDINGS_DIR = Path(__file__).resolve().parent / "findings"
@@ -263,6 +263,7 @@ class PartStats:
     reduction: float | None
     group: int
     growth: str | None = None  # the growth line of a varied policy (see _GrowthWatch)
+    reductions: tuple[str, ...] = ()  # what its search ran under (spec.vocab.Reduction)
 
 
 @dataclass
@@ -312,6 +313,12 @@ class CheckResult:
         return [p.growth for p in self.parts if p.growth]
 
     @property
+    def reductions(self) -> tuple[str, ...]:
+        """The reductions any part's search ran under (spec.vocab.Reduction), in their
+        order; a reduction appends its name to a part's ``reductions``."""
+        return reductions_union(p.reductions for p in self.parts)
+
+    @property
     def ok(self) -> bool:
         return all(r.holds for r in self.properties.values()) and not self.unreached_witnesses
 
@@ -322,7 +329,8 @@ class CheckResult:
         return (
             f"{self.states} distinct states, {self.transitions} transitions, depth {self.depth}, "
             f"{self.seconds:.2f}s ({sps:,.0f} states/s), peak memory {self.peak_rss_mib:.0f} MiB"
-            f"{rtxt}, fingerprint collision probability {self.collision_probability:.1e}"
+            f"{rtxt}, fingerprint collision probability {self.collision_probability:.1e}, "
+            f"reductions: {', '.join(self.reductions) or 'none'}"
             f"{'' if self.complete else ', TRUNCATED'}"
         )
 
@@ -348,9 +356,16 @@ class CheckResult:
             "reduction_factor": max(
                 (p.reduction for p in self.parts if p.reduction is not None), default=None
             ),
+            "reductions": list(self.reductions),
             "coverage_never_enabled": self.coverage.never_enabled if self.coverage else None,
             "growth": self.growth,
         }
+
+
+def reductions_union(each: Iterable[Sequence[str]]) -> tuple[str, ...]:
+    """The reductions named by any of ``each`` (one tuple per search), in Reduction's order."""
+    names = {n for r in each for n in r}
+    return tuple(r for r in Reduction if r in names) + tuple(sorted(names - set(Reduction)))
 
 
 def resolve_properties(names: Sequence[str] | None) -> tuple[list[str], list[str]]:
@@ -394,6 +409,7 @@ def check(
     witnesses: bool = True,
     coverage: bool = True,
     symmetry: bool = True,
+    clock: bool = True,
     measure_reduction: bool = False,
     max_states: int | None = None,
     on_part: Callable[[str, int], None] | None = None,
@@ -425,7 +441,7 @@ def check(
     } | {n: PropertyResult(n, "liveness", True, under=P.LIVENESS[n].under) for n in live}
     reached: dict[str, str | None] = {k: None for k in WITNESSES} if witnesses else {}
     search = _Search(pname, tuple(safety), tuple(live), coverage, symmetry, measure_reduction,
-                     max_states)
+                     max_states, clock)
     if jobs > 1 and len(parts) > 1:
         outcomes = _parts_in_processes(parts, search, tuple(reached), jobs, on_part)
         for part, out in zip(parts, outcomes, strict=True):
@@ -465,6 +481,7 @@ class _Search:
     symmetry: bool
     measure_reduction: bool
     max_states: int | None
+    clock: bool = True  # the clock regions (spec/symmetry.py); False: the time shift only
 
 
 @dataclass
@@ -510,8 +527,9 @@ class _GrowthWatch:
     none."""
 
     def __init__(self, part: ConfigPart, policy: str, preset: str, symmetry: bool,
-                 say: Callable[[str], None]) -> None:
+                 say: Callable[[str], None], clock: bool = True) -> None:
         self.part, self.policy, self.preset, self.symmetry = part, policy, preset, symmetry
+        self.clock = clock
         self.say = say
         self.checkpoint = 0
         self.line: str | None = None
@@ -528,7 +546,7 @@ class _GrowthWatch:
         self.checkpoint = 2 * stored
         cfg, budget = parse_config(self.part.data, self.preset)
         probe = engine.explore([initial_world(cfg, budget)], successors, invariants={},
-                               canonical=make_canonical(cfg, self.symmetry),
+                               canonical=make_canonical(cfg, self.symmetry, self.clock),
                                max_states=max(1, stored // GROWTH))
         if probe.truncated:
             return
@@ -574,7 +592,7 @@ def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
 
     spec, budget = parse_config(part.data, search.policy)
     w0 = initial_world(spec, budget)
-    canon = make_canonical(spec, search.symmetry)
+    canon = make_canonical(spec, search.symmetry, search.clock)
     wit = {k: WITNESSES[k].holds for k in witnesses}
     # the liveness analysis reads per state only these (the worlds are not kept)
     goals = {f"goal {n}": _goal(P.LIVENESS[n]) for n in search.live}
@@ -582,7 +600,7 @@ def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
               if P.LIVENESS[n].ignore_deadlock is not None}
     preset = varied_preset(spec.policy.name)
     watch = None if preset is None else _GrowthWatch(part, spec.policy.name, preset,
-                                                     search.symmetry, say or _say)
+                                                     search.symmetry, say or _say, search.clock)
     ex = engine.explore(
         [w0], successors,
         invariants={n: P.SAFETY[n].check for n in search.safety},
@@ -608,7 +626,7 @@ def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
             taken[lab] = taken.get(lab, 0) + k
     return _PartOutcome(
         PartStats(part.name, ex.stats, ex.reduction_factor, getattr(canon, "group_size", 1),
-                  watch.line if watch is not None else None),
+                  watch.line if watch is not None else None, reductions_of(canon)),
         spec,
         [k for k, f in ex.witnesses.items() if f is not None],
         [(n, f.initial, list(f.trace), f.world) for n, f in ex.violations.items()],

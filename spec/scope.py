@@ -75,6 +75,7 @@ from failclosed.model.config import ConfigError, UsageError, check_keys, parse_c
 from failclosed.model.state import ASYNC, NO_TRANSPORT, SYNC
 from failclosed.model.steps import fault_kinds
 from failclosed.model.vocab import FaultKind
+from failclosed.spec.vocab import Reduction
 
 SCOPE_DIR = Path(__file__).resolve().parent / "scopes"
 _ROOT = Path(__file__).resolve().parent.parent
@@ -479,34 +480,38 @@ class TaskResult:
     truncated: bool
     violations: dict[str, dict[str, Any]]  # property -> {length, kind, explanation}
     cached: bool = False
+    reductions: tuple[str, ...] = ()  # what the search ran under (spec.vocab.Reduction)
 
     def to_json(self) -> dict[str, Any]:
         return {"member": self.member, "policy": self.policy, "states": self.states,
                 "transitions": self.transitions, "seconds": round(self.seconds, 3),
-                "truncated": self.truncated, "violations": self.violations}
+                "truncated": self.truncated, "violations": self.violations,
+                "reductions": list(self.reductions)}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TaskResult:
         return cls(d["member"], d["policy"], d["states"], d["transitions"], d["seconds"],
-                   d["truncated"], d["violations"])
+                   d["truncated"], d["violations"], reductions=tuple(d.get("reductions", ())))
 
 
 def check_member(name: str, data: dict[str, Any], policy: str,
                  properties: Sequence[str] | None = None,
                  max_states: int | None = None,
-                 on_progress: Callable[[int, int], None] | None = None) -> TaskResult:
+                 on_progress: Callable[[int, int], None] | None = None,
+                 clock: bool = True) -> TaskResult:
     """Check one member under one policy (no witnesses, no coverage: verdicts only).
-    ``on_progress(stored, expanded)``: the running search's progress (spec.engine.explore)."""
+    ``on_progress(stored, expanded)``: the running search's progress (spec.engine.explore);
+    ``clock``: under the clock regions (spec/symmetry.py; False: the time shift only)."""
     from failclosed.spec.checker import ConfigPart, check
 
     res = check(policy, ConfigPart(name, "", data), properties, witnesses=False,
-                coverage=False, max_states=max_states, on_progress=on_progress)
+                coverage=False, max_states=max_states, on_progress=on_progress, clock=clock)
     viol = {
         n: {"length": r.trace_length, "kind": r.kind, "explanation": r.explanation}
         for n, r in res.properties.items() if not r.holds
     }
     return TaskResult(name, policy, res.states, res.transitions, res.seconds,
-                      not res.complete, viol)
+                      not res.complete, viol, reductions=res.reductions)
 
 
 # A worker process's channel to its parent for the progress of the task it runs (set by
@@ -518,14 +523,15 @@ def _init_progress(queue: Any) -> None:
     _PROGRESS[0] = queue
 
 
-def _task(args: tuple[str, dict[str, Any], str, tuple[str, ...] | None, int | None]) -> dict[str, Any]:
-    name, data, policy, props, max_states = args
+def _task(args: tuple[str, dict[str, Any], str, tuple[str, ...] | None, int | None, bool]
+          ) -> dict[str, Any]:
+    name, data, policy, props, max_states, clock = args
     queue = _PROGRESS[0]
     report = None
     if queue is not None:
         def report(stored: int, expanded: int) -> None:
             queue.put(((name, policy), stored))
-    return check_member(name, data, policy, props, max_states, report).to_json()
+    return check_member(name, data, policy, props, max_states, report, clock).to_json()
 
 
 CACHE_VARIABLE = "FAILCLOSED_CACHE"  # the cache's root (README, the notebooks, docs/SCOPES.md)
@@ -557,8 +563,12 @@ class Cache:
         return Path(base) / "failclosed"
 
     def key(self, m: Member, policy: str, props: Sequence[str] | None,
-            max_states: int | None) -> str:
-        raw = json.dumps([self.version, m.key, policy, sorted(props or []), max_states])
+            max_states: int | None, reductions: dict[str, bool] | None = None) -> str:
+        """``reductions``: the search's reduction switches, on or off by Reduction
+        (``{Reduction.CLOCK_REGIONS: False}``: without the clock regions); a result under
+        other switches is another entry."""
+        raw = json.dumps([self.version, m.key, policy, sorted(props or []), max_states,
+                          dict(sorted((reductions or {}).items()))])
         return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
     def path(self, key: str) -> Path | None:
@@ -599,12 +609,14 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
               *, jobs: int = 1, dask: str | None = None, max_states: int | None = None,
               cache: Cache | None = None,
               on_result: Callable[[TaskResult], None] | None = None,
-              on_running: Callable[[int], None] | None = None) -> list[TaskResult]:
+              on_running: Callable[[int], None] | None = None,
+              clock: bool = True) -> list[TaskResult]:
     """Every (member, policy) checked once; cached results are not recomputed. ``on_result``
     sees each result as it arrives (progress); the list comes back in task order.
     ``on_running(states)``: the states stored so far by the searches still running (every
     few thousand states of each, and at least every few seconds on local processes, so a
-    progress display can show life while a large member runs); Dask tasks report none."""
+    progress display can show life while a large member runs); Dask tasks report none.
+    ``clock``: every search under the clock regions (spec/symmetry.py; False: without)."""
     props = tuple(properties) if properties else None
     tasks = [(m, p) for p in policies for m in scope.members]
     results: dict[int, TaskResult] = {}
@@ -612,7 +624,7 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
     keys: dict[int, str] = {}
     for i, (m, p) in enumerate(tasks):
         if cache is not None:
-            keys[i] = cache.key(m, p, props, max_states)
+            keys[i] = cache.key(m, p, props, max_states, {Reduction.CLOCK_REGIONS: clock})
             hit = cache.get(keys[i], m.name)
             if hit is not None:
                 results[i] = hit
@@ -642,14 +654,16 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
         if on_result:
             on_result(r)
 
-    args = {i: (tasks[i][0].name, tasks[i][0].data, tasks[i][1], props, max_states) for i in todo}
+    args = {i: (tasks[i][0].name, tasks[i][0].data, tasks[i][1], props, max_states, clock)
+            for i in todo}
     if dask:
         _run_dask(dask, args, done)
     elif jobs <= 1 or len(todo) <= 1:
         for i in todo:
             a = args[i]
             key = (a[0], a[2])
-            done(i, check_member(*a, on_progress=lambda n, _e, k=key: progress(k, n)).to_json())
+            done(i, check_member(*a[:5], on_progress=lambda n, _e, k=key: progress(k, n),
+                                 clock=a[5]).to_json())
     else:
         run_local(jobs, args, done, on_progress=progress if on_running is not None else None)
     return [results[i] for i in range(len(tasks))]
@@ -791,6 +805,13 @@ class ScopeResult:
     def cached(self) -> int:
         return sum(r.cached for r in self.results)
 
+    @property
+    def reductions(self) -> tuple[str, ...]:
+        """The reductions any member's search ran under (spec.vocab.Reduction)."""
+        from failclosed.spec.checker import reductions_union
+
+        return reductions_union(r.reductions for r in self.results)
+
     def reach(self, policy: str | None = None) -> str:
         """What a ``holds`` here means (under ``policy``, or all): never a bare one."""
         rs = [r for r in self.results if policy is None or r.policy == policy]
@@ -803,7 +824,11 @@ class ScopeResult:
         txt += f" (fingerprint collision probability {p:.0e})"
         if cut:
             txt += f"; {len(cut)} truncated (holds up to the bound there)"
-        return txt
+        from failclosed.spec.checker import reductions_union
+
+        reds = reductions_union(r.reductions for r in rs)
+        return txt + f"; reductions: {', '.join(reds) or 'none'}"
+
 
     def cell(self, policy: str, prop: str) -> dict[str, Any]:
         v = self.verdicts[policy][prop]
@@ -825,6 +850,7 @@ class ScopeResult:
             "seconds": round(self.seconds, 3),
             "truncated": self.truncated,
             "complete": not self.truncated,
+            "reductions": list(self.reductions),
             "properties": self.properties,
             "policies": {p: {n: self.cell(p, n) for n in self.properties} for p in self.policies},
         }

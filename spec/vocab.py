@@ -48,3 +48,15 @@ class PropertyName(Closed):
 
 
 describe(PropertyName, "property")
+
+
+class Reduction(Closed):
+    """A state-space reduction the checker's search runs under, as its verdict and stats
+    lines and ``--json`` name it (a run lists the ones it applied, in this order)."""
+
+    SYMMETRY = "symmetry"  # spec/symmetry.py: workers and identical runs permuted
+    TIME_SHIFT = "time shift"  # spec/symmetry.py: every instant moved by one constant
+    CLOCK_REGIONS = "clock regions"  # spec/symmetry.py: instants before now by order only
+
+
+describe(Reduction, "reduction")
