@@ -1,9 +1,23 @@
-"""Fixtures shared by the tests that declare into the model's tables at run time (the recipes
-of docs/CHANGING.md made in a fixture)."""
+"""Fixtures shared by the tests: the scope cache of the session, and the tables the tests that
+declare into the model's tables at run time restore (the recipes of docs/CHANGING.md made in a
+fixture)."""
 
 from __future__ import annotations
 
 import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _scope_cache_of_this_session(tmp_path_factory):
+    """``FAILCLOSED_CACHE`` (the scope cache, default ~/.cache/failclosed) is a directory of
+    this session's, inherited by the commands the tests start: a test never reads results a
+    user's earlier run cached, never writes into the user's cache, and two sessions (or two
+    pytest-xdist workers, each with its own temporary root) never share one. A test that sets
+    or removes the variable itself (monkeypatch) still does."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("FAILCLOSED_CACHE", str(tmp_path_factory.mktemp("failclosed-cache")))
+    yield
+    mp.undo()
 
 
 @pytest.fixture
