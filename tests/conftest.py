@@ -1,6 +1,6 @@
-"""Fixtures shared by the tests: the scope cache of the session, and the tables the tests that
-declare into the model's tables at run time restore (the recipes of docs/CHANGING.md made in a
-fixture)."""
+"""Fixtures shared by the tests: the scope cache of the session, the width of piped output, and
+the tables the tests that declare into the model's tables at run time restore (the recipes of
+docs/CHANGING.md made in a fixture)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,14 @@ def _scope_cache_of_this_session(tmp_path_factory):
     mp.setenv("FAILCLOSED_CACHE", str(tmp_path_factory.mktemp("failclosed-cache")))
     yield
     mp.undo()
+
+
+@pytest.fixture(autouse=True)
+def _piped_width(monkeypatch):
+    """Every test starts without ``COLUMNS``: the command line's tables and wrapped lines are
+    then those of piped output (100 columns, cli/checking.table_width), whatever the shell
+    or the runner (an xdist worker) exported; a test about the width sets it itself."""
+    monkeypatch.delenv("COLUMNS", raising=False)
 
 
 @pytest.fixture
