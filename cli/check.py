@@ -16,6 +16,7 @@ from typing import Any
 
 from failclosed.cli.checking import (
     add_common,
+    add_memory_budget,
     check_outputs,
     column_chunks,
     config_help,
@@ -74,6 +75,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, metavar="N",
                    help="check the configuration's parts on N local processes (default: every "
                         "core)")
+    add_memory_budget(p, "with --jobs N each process gets MIB/N")
     p.add_argument("--wide", action="store_true", help="print each counterexample as the wide "
                    "table (one changed field per line) instead of one line per step")
     add_common(p)
@@ -192,7 +194,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         res = check(args.policy, args.config, args.properties, max_states=args.max_states,
                     witnesses=not args.properties, coverage=not args.properties,
                     on_part=lambda name, states: pg.advance(states=states), jobs=args.jobs,
-                    on_note=pg.note)
+                    on_note=pg.note, memory_budget_mib=args.memory_budget)
     cells = {(args.policy, n): not r.holds for n, r in res.properties.items()}
     failed = [r for r in res.properties.values() if not r.holds]
     notes: list[str] = []
@@ -285,18 +287,20 @@ def _cell(r: Any) -> dict[str, Any]:
 
 def run_matrix(config: str, policies: list[str],
                on_policy: Callable[[str, Any], None] | None = None,
-               max_states: int | None = None,
+               max_states: int | None = None, memory_budget_mib: float | None = None,
                ) -> tuple[list[str], dict[str, dict[str, Any]], list[Any]]:
     """Check every property under each policy: (properties, {policy: {property: cell}},
     the CheckResults). ``on_policy(policy, result)`` is called as each is done;
-    ``max_states`` bounds each part's search (``--max-states``)."""
+    ``max_states`` bounds each part's search (``--max-states``); ``memory_budget_mib``
+    what it may keep in memory (``--memory-budget``)."""
     from failclosed.spec.checker import check
 
     table: dict[str, dict[str, Any]] = {}
     results = []
     props: list[str] = []
     for pol in policies:
-        res = check(pol, config, None, witnesses=False, coverage=False, max_states=max_states)
+        res = check(pol, config, None, witnesses=False, coverage=False, max_states=max_states,
+                    memory_budget_mib=memory_budget_mib)
         results.append(res)
         props = list(res.properties)
         table[pol] = {n: _cell(r) for n, r in res.properties.items()}
@@ -327,7 +331,8 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
 
     with progress(args, "matrix", len(pols), "policies") as pg:
         props, table, results = run_matrix(
-            args.config, pols, lambda pol, res: pg.advance(states=res.states), args.max_states)
+            args.config, pols, lambda pol, res: pg.advance(states=res.states), args.max_states,
+            args.memory_budget)
     cells = {(pol, n): not table[pol][n]["holds"] for pol in pols for n in props}
     notes: list[str] = []
     if args.write_baseline:

@@ -14,6 +14,7 @@ from typing import Any
 
 from failclosed.cli.checking import (
     add_common,
+    add_memory_budget,
     check_outputs,
     emit_json,
     load_baseline_arg,
@@ -52,6 +53,8 @@ def add_scope_run(p: argparse.ArgumentParser) -> None:
                    "configurations are kept, so an interrupted or repeated run redoes only "
                    "what is missing (default: $FAILCLOSED_CACHE or ~/.cache/failclosed)")
     p.add_argument("--no-cache", action="store_true", help="recheck every configuration")
+    add_memory_budget(p, "the whole command's: each of the --jobs N local workers gets MIB/N "
+                         "(on --dask each task gets MIB)")
 
 
 def register_scope(subparsers: Any) -> None:
@@ -115,6 +118,7 @@ def run_scope_cli(scope_name: str, policies: list[str], properties: list[str] | 
         pg.note(_scope_header(scope, policies))
         return check_scope(scope, policies, properties, jobs=args.jobs, dask=args.dask,
                            max_states=args.max_states, cache=cache,
+                           memory_budget_mib=args.memory_budget,
                            on_result=lambda r: pg.advance(states=r.states),
                            on_running=lambda n: pg.running(states=n))
 

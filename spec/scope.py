@@ -436,7 +436,7 @@ def reduce_members(members: Sequence[Member]) -> tuple[list[Member], int, int]:
 # What a cached verdict depends on: the semantics (every module of model/), the checker and
 # the properties; and the layout of a cached result (RESULT_FORMAT). The command line, the
 # progress display and the orchestration here do not change a verdict.
-VERDICT_SOURCES = ("model", "spec/engine.py", "spec/checker.py", "spec/properties.py",
+VERDICT_SOURCES = ("model", "spec/engine.py", "spec/seen.py", "spec/checker.py", "spec/properties.py",
                    "spec/coverage.py")
 RESULT_FORMAT = 1
 
@@ -465,34 +465,42 @@ class TaskResult:
     truncated: bool
     violations: dict[str, dict[str, Any]]  # property -> {length, kind, explanation}
     cached: bool = False
+    peak_rss_mib: float = 0.0  # the largest resident size of the member's own search
+    seen: str = ""  # its seen set, if it left memory (spec/seen.py)
 
     def to_json(self) -> dict[str, Any]:
         return {"member": self.member, "policy": self.policy, "states": self.states,
                 "transitions": self.transitions, "seconds": round(self.seconds, 3),
-                "truncated": self.truncated, "violations": self.violations}
+                "truncated": self.truncated, "violations": self.violations,
+                "peak_rss_mib": round(self.peak_rss_mib, 1), "seen": self.seen}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TaskResult:
         return cls(d["member"], d["policy"], d["states"], d["transitions"], d["seconds"],
-                   d["truncated"], d["violations"])
+                   d["truncated"], d["violations"], peak_rss_mib=d.get("peak_rss_mib", 0.0),
+                   seen=d.get("seen", ""))
 
 
 def check_member(name: str, data: dict[str, Any], policy: str,
                  properties: Sequence[str] | None = None,
                  max_states: int | None = None,
-                 on_progress: Callable[[int, int], None] | None = None) -> TaskResult:
+                 on_progress: Callable[[int, int], None] | None = None,
+                 memory_budget_mib: float | None = None) -> TaskResult:
     """Check one member under one policy (no witnesses, no coverage: verdicts only).
-    ``on_progress(stored, expanded)``: the running search's progress (spec.engine.explore)."""
+    ``on_progress(stored, expanded)``: the running search's progress (spec.engine.explore);
+    ``memory_budget_mib``: what its search may store in memory (spec/seen.py)."""
     from failclosed.spec.checker import ConfigPart, check
 
     res = check(policy, ConfigPart(name, "", data), properties, witnesses=False,
-                coverage=False, max_states=max_states, on_progress=on_progress)
+                coverage=False, max_states=max_states, on_progress=on_progress,
+                memory_budget_mib=memory_budget_mib)
     viol = {
         n: {"length": r.trace_length, "kind": r.kind, "explanation": r.explanation}
         for n, r in res.properties.items() if not r.holds
     }
     return TaskResult(name, policy, res.states, res.transitions, res.seconds,
-                      not res.complete, viol)
+                      not res.complete, viol, peak_rss_mib=res.search_peak_rss_mib,
+                      seen="; ".join(res.seen))
 
 
 # A worker process's channel to its parent for the progress of the task it runs (set by
@@ -504,14 +512,15 @@ def _init_progress(queue: Any) -> None:
     _PROGRESS[0] = queue
 
 
-def _task(args: tuple[str, dict[str, Any], str, tuple[str, ...] | None, int | None]) -> dict[str, Any]:
-    name, data, policy, props, max_states = args
+def _task(args: tuple[str, dict[str, Any], str, tuple[str, ...] | None, int | None,
+                      float | None]) -> dict[str, Any]:
+    name, data, policy, props, max_states, budget = args
     queue = _PROGRESS[0]
     report = None
     if queue is not None:
         def report(stored: int, expanded: int) -> None:
             queue.put(((name, policy), stored))
-    return check_member(name, data, policy, props, max_states, report).to_json()
+    return check_member(name, data, policy, props, max_states, report, budget).to_json()
 
 
 CACHE_VARIABLE = "FAILCLOSED_CACHE"  # the cache's root (README, the notebooks, docs/SCOPES.md)
@@ -585,12 +594,16 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
               *, jobs: int = 1, dask: str | None = None, max_states: int | None = None,
               cache: Cache | None = None,
               on_result: Callable[[TaskResult], None] | None = None,
-              on_running: Callable[[int], None] | None = None) -> list[TaskResult]:
+              on_running: Callable[[int], None] | None = None,
+              memory_budget_mib: float | None = None) -> list[TaskResult]:
     """Every (member, policy) checked once; cached results are not recomputed. ``on_result``
     sees each result as it arrives (progress); the list comes back in task order.
     ``on_running(states)``: the states stored so far by the searches still running (every
     few thousand states of each, and at least every few seconds on local processes, so a
-    progress display can show life while a large member runs); Dask tasks report none."""
+    progress display can show life while a large member runs); Dask tasks report none.
+    ``memory_budget_mib``: what the searches may store in memory at once: each of the
+    ``jobs`` local workers gets ``memory_budget_mib / jobs`` (a Dask task, the whole of it:
+    the cluster sizes its own workers); None: no bound (spec/seen.py)."""
     props = tuple(properties) if properties else None
     tasks = [(m, p) for p in policies for m in scope.members]
     results: dict[int, TaskResult] = {}
@@ -628,7 +641,9 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
         if on_result:
             on_result(r)
 
-    args = {i: (tasks[i][0].name, tasks[i][0].data, tasks[i][1], props, max_states) for i in todo}
+    share = worker_share(memory_budget_mib, 1 if dask else min(jobs, len(todo)))
+    args = {i: (tasks[i][0].name, tasks[i][0].data, tasks[i][1], props, max_states, share)
+            for i in todo}
     if dask:
         _run_dask(dask, args, done)
     elif jobs <= 1 or len(todo) <= 1:
@@ -639,6 +654,11 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
     else:
         run_local(jobs, args, done, on_progress=progress if on_running is not None else None)
     return [results[i] for i in range(len(tasks))]
+
+
+def worker_share(budget_mib: float | None, workers: int) -> float | None:
+    """One worker's share of a memory budget that ``workers`` processes split evenly."""
+    return None if budget_mib is None else budget_mib / max(1, workers)
 
 
 def run_local(jobs: int, args: dict[int, tuple], done: Callable[[int, Any], None],
