@@ -18,7 +18,9 @@ for the property step, the next layer, and the initial worlds): traces are rebui
 re-executing ``successors`` from an initial world along the recorded parents, matching
 fingerprints. Two distinct keys with the same fingerprint would be taken for one state
 (:attr:`Stats.collision_probability`: about n^2 / 2^65 for n states, as TLC reports it);
-``keep_worlds=True`` keeps every world (tests compare reachable sets with it). Transitions are
+``keep_worlds=True`` keeps every world (tests compare reachable sets with it). Under a memory
+budget (``memory_budget_mib``) the seen set is tiered and spills to disk (spec/seen.py): the
+ids of the two live layers stay in a dict, the older ones in sorted runs. Transitions are
 interned to ints. With ``keep_graph=True`` the edges are three ``array('i')`` (src, dst,
 transition id); no networkx graph is built during the search. Ids are assigned in BFS order,
 so the frontier is just a cursor over the id range and the edge ``src`` array is sorted.

@@ -500,7 +500,7 @@ def check_member(name: str, data: dict[str, Any], policy: str,
     }
     return TaskResult(name, policy, res.states, res.transitions, res.seconds,
                       not res.complete, viol, peak_rss_mib=res.search_peak_rss_mib,
-                      seen="; ".join(res.seen))
+                      seen="; ".join(p.stats.seen for p in res.parts if p.stats.seen))
 
 
 # A worker process's channel to its parent for the progress of the task it runs (set by
@@ -650,7 +650,8 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
         for i in todo:
             a = args[i]
             key = (a[0], a[2])
-            done(i, check_member(*a, on_progress=lambda n, _e, k=key: progress(k, n)).to_json())
+            done(i, check_member(*a[:5], on_progress=lambda n, _e, k=key: progress(k, n),
+                                 memory_budget_mib=a[5]).to_json())
     else:
         run_local(jobs, args, done, on_progress=progress if on_running is not None else None)
     return [results[i] for i in range(len(tasks))]
@@ -833,7 +834,19 @@ class ScopeResult:
             "complete": not self.truncated,
             "properties": self.properties,
             "policies": {p: {n: self.cell(p, n) for n in self.properties} for p in self.policies},
+            "members": [self.member_json(r) for r in self.results],
         }
+
+    @staticmethod
+    def member_json(r: TaskResult) -> dict[str, Any]:
+        """One (member, policy) search's figures: states, seconds, peak RSS, seen set."""
+        return {"member": r.member, "policy": r.policy, "states": r.states,
+                "seconds": round(r.seconds, 3), "peak_rss_mib": round(r.peak_rss_mib, 1),
+                "seen": r.seen, "truncated": r.truncated, "cached": r.cached}
+
+    def largest(self, k: int) -> list[TaskResult]:
+        """The ``k`` searches that stored the most states (ties: scope order)."""
+        return sorted(self.results, key=lambda r: -r.states)[:k]
 
 
 def merge(scope: Scope, policies: Sequence[str], properties: Sequence[str],

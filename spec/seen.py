@@ -287,8 +287,9 @@ class SeenSet:
         disk = [r for r in self.runs if r.disk]
         n = len(self)
         size = f"{n / 1e6:.1f}M" if n >= 100_000 else f"{n:,}"
+        mib = self.disk_bytes() / (1 << 20)
         where = (f"{len(disk)} run{'s' * (len(disk) != 1)} on disk, "
-                 f"{self.disk_bytes() / (1 << 20):.0f} MiB" if disk
+                 f"{mib:.1f} MiB" if disk
                  else f"{len(self.runs)} run{'s' * (len(self.runs) != 1)} in memory")
         return f"seen set {size} fingerprints, {where}"
 
