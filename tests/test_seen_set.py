@@ -236,3 +236,33 @@ def test_directory_gone_after_sigterm_of_check(tmp_path: Path) -> None:
     _, err = p.communicate(timeout=60)
     assert p.returncode == 143, err
     assert _dirs(tmp_path) == []
+
+
+def test_scope_passes_the_budget_and_reports_each_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scope under a tiny budget: the same verdicts, every search that went past its first
+    layers says it spilled, and each search's figures (its own peak RSS) are in the JSON."""
+    from failclosed.spec.scope import check_scope, load_scope, worker_share
+
+    s = load_scope("quick")
+    s.members = s.members[:: max(1, len(s.members) // 6)]
+    a = check_scope(s, ["current"], jobs=1)
+    b = check_scope(s, ["current"], jobs=1, memory_budget_mib=TINY)
+    assert a.to_json()["policies"] == b.to_json()["policies"]
+    assert all(not r.seen for r in a.results)
+    assert all("on disk" in r.seen for r in b.results)
+    members = b.to_json()["members"]
+    assert [m["member"] for m in members] == [r.member for r in b.results]
+    assert all(m["peak_rss_mib"] > 0 and m["states"] > 0 for m in members)
+    assert worker_share(4000, 2) == 2000 and worker_share(None, 2) is None
+
+
+def test_check_json_names_the_spilled_part(tmp_path: Path) -> None:
+    import json
+
+    policy, config = _claim()
+    out = subprocess.run(
+        [sys.executable, "-m", "failclosed", "check", "--policy", policy, "--config", config,
+         "--memory-budget", "0.000001", "--json", "-", "--quiet", "--jobs", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    d = json.loads(out.stdout[: out.stdout.rindex("}") + 1])
+    assert len(d["seen_set"]) == 1 and "on disk" in d["seen_set"][0]
