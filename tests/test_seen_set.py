@@ -266,3 +266,22 @@ def test_check_json_names_the_spilled_part(tmp_path: Path) -> None:
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     d = json.loads(out.stdout[: out.stdout.rindex("}") + 1])
     assert len(d["seen_set"]) == 1 and "on disk" in d["seen_set"][0]
+
+
+def test_directory_gone_after_sigterm_of_scope_workers(tmp_path: Path) -> None:
+    """`failclosed scope --jobs 2 --memory-budget`: SIGTERM while workers spill stops them
+    (spec.pool.stop_pool terminates them), and neither leaves its directory behind."""
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    p = subprocess.Popen(
+        [sys.executable, "-m", "failclosed", "scope", "standard", "--jobs", "2", "--no-cache",
+         "--memory-budget", "0.000001", "--quiet"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not _dirs(tmp_path) and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.02)
+    assert _dirs(tmp_path), "no worker spilled"
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 143, err
+    time.sleep(0.5)  # the terminated workers' finally blocks have run by the time they exit
+    assert _dirs(tmp_path) == []
