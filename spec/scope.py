@@ -465,7 +465,7 @@ class TaskResult:
     truncated: bool
     violations: dict[str, dict[str, Any]]  # property -> {length, kind, explanation}
     cached: bool = False
-    peak_rss_mib: float = 0.0  # the largest resident size of the member's own search
+    peak_rss_mib: float = 0.0  # the member's own peak resident size (check_member)
     seen: str = ""  # its seen set, if it left memory (spec/seen.py)
 
     def to_json(self) -> dict[str, Any]:
@@ -490,16 +490,23 @@ def check_member(name: str, data: dict[str, Any], policy: str,
     ``on_progress(stored, expanded)``: the running search's progress (spec.engine.explore);
     ``memory_budget_mib``: what its search may store in memory (spec/seen.py)."""
     from failclosed.spec.checker import ConfigPart, check
+    from failclosed.spec.engine import _maxrss_mib
+    from failclosed.spec.seen import resident_mib
 
+    before = _maxrss_mib()
     res = check(policy, ConfigPart(name, "", data), properties, witnesses=False,
                 coverage=False, max_states=max_states, on_progress=on_progress,
                 memory_budget_mib=memory_budget_mib)
+    after = _maxrss_mib()
+    # the process's peak, if this member raised it (then it is the member's own); else the
+    # largest resident size sampled during its searches (a worker that ran a larger one)
+    peak = after if after > before else max(res.search_peak_rss_mib, resident_mib())
     viol = {
         n: {"length": r.trace_length, "kind": r.kind, "explanation": r.explanation}
         for n, r in res.properties.items() if not r.holds
     }
     return TaskResult(name, policy, res.states, res.transitions, res.seconds,
-                      not res.complete, viol, peak_rss_mib=res.search_peak_rss_mib,
+                      not res.complete, viol, peak_rss_mib=peak,
                       seen="; ".join(p.stats.seen for p in res.parts if p.stats.seen))
 
 
