@@ -87,16 +87,19 @@ class _Run:
         pos = np.searchsorted(self.fp, q)
         np.minimum(pos, n - 1, out=pos)
         hit = self.fp[pos] == q
-        ids = self.ids[pos[hit]]
+        return hit, self.ids[pos[hit]]
+
+    def release(self) -> None:
+        """A run on disk: give back the pages the look-ups of a layer made resident."""
         if self.disk:
             _drop_pages(self.fp)
             _drop_pages(self.ids)
-        return hit, ids
 
 
 def _drop_pages(a: np.ndarray) -> None:
     """Let the kernel take back the pages of a mapped run a search touched (they stay in the
-    file; the next look-up reads them again): the resident size stays that of memory runs."""
+    file; the next look-up reads them again): once a layer, at its boundary, so the pages a
+    layer's look-ups touch are read once and the resident size does not keep them."""
     m = getattr(a, "_mmap", None)
     if m is not None and hasattr(m, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
         m.madvise(mmap.MADV_DONTNEED)
@@ -182,6 +185,8 @@ class SeenSet:
         ``hot_lo..lo-1`` to a new run; if still over, write every memory run to disk."""
         rss = resident_mib()
         self.peak_rss_mib = max(self.peak_rss_mib, rss)
+        for r in self.runs:
+            r.release()
         if self.budget is None:
             return
         over_rss = rss * (1 << 20) > self.budget
