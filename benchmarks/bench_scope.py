@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
                           dashboard_address=None) as cluster, Client(cluster) as client:
             from failclosed.spec.scope import _task
 
-            args_ = (m.name, m.data, policies[0], None, None, True)
+            args_ = (m.name, m.data, policies[0], None, None, True, None)
             client.submit(_task, args_, pure=False).result()  # warm the worker
             t4 = time.perf_counter()
             futs = [client.submit(_task, args_, pure=False) for _ in range(reps)]

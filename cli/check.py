@@ -16,6 +16,7 @@ from typing import Any
 
 from failclosed.cli.checking import (
     add_common,
+    add_memory_budget,
     add_reductions,
     check_outputs,
     column_chunks,
@@ -75,6 +76,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, metavar="N",
                    help="check the configuration's parts on N local processes (default: every "
                         "core)")
+    add_memory_budget(p, "with --jobs N each process gets MIB/N")
     p.add_argument("--wide", action="store_true", help="print each counterexample as the wide "
                    "table (one changed field per line) instead of one line per step")
     add_reductions(p)
@@ -194,7 +196,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
         res = check(args.policy, args.config, args.properties, max_states=args.max_states,
                     witnesses=not args.properties, coverage=not args.properties,
                     on_part=lambda name, states: pg.advance(states=states), jobs=args.jobs,
-                    on_note=pg.note, clock=args.clock_regions)
+                    on_note=pg.note, clock=args.clock_regions,
+                    memory_budget_mib=args.memory_budget)
     cells = {(args.policy, n): not r.holds for n, r in res.properties.items()}
     failed = [r for r in res.properties.values() if not r.holds]
     notes: list[str] = []
@@ -288,11 +291,13 @@ def _cell(r: Any) -> dict[str, Any]:
 def run_matrix(config: str, policies: list[str],
                on_policy: Callable[[str, Any], None] | None = None,
                max_states: int | None = None, clock: bool = True,
+               memory_budget_mib: float | None = None,
                ) -> tuple[list[str], dict[str, dict[str, Any]], list[Any]]:
     """Check every property under each policy: (properties, {policy: {property: cell}},
     the CheckResults). ``on_policy(policy, result)`` is called as each is done;
     ``max_states`` bounds each part's search (``--max-states``); ``clock``: under the
-    clock regions (``--no-clock-reduction``: without)."""
+    clock regions (``--no-clock-reduction``: without); ``memory_budget_mib`` what it may
+    keep in memory (``--memory-budget``)."""
     from failclosed.spec.checker import check
 
     table: dict[str, dict[str, Any]] = {}
@@ -300,7 +305,7 @@ def run_matrix(config: str, policies: list[str],
     props: list[str] = []
     for pol in policies:
         res = check(pol, config, None, witnesses=False, coverage=False, max_states=max_states,
-                    clock=clock)
+                    clock=clock, memory_budget_mib=memory_budget_mib)
         results.append(res)
         props = list(res.properties)
         table[pol] = {n: _cell(r) for n, r in res.properties.items()}
@@ -332,7 +337,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     with progress(args, "matrix", len(pols), "policies") as pg:
         props, table, results = run_matrix(
             args.config, pols, lambda pol, res: pg.advance(states=res.states), args.max_states,
-            args.clock_regions)
+            args.clock_regions, args.memory_budget)
     cells = {(pol, n): not table[pol][n]["holds"] for pol in pols for n in props}
     notes: list[str] = []
     if args.write_baseline:

@@ -43,6 +43,28 @@ __all__ = [
 # =========================================================================================
 # arguments, checked before any work
 # =========================================================================================
+def positive_mib(text: str) -> float:
+    """An argparse type: a number of MiB > 0 (a usage error otherwise, exit 2)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of MiB > 0, got {text!r}") from None
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of MiB > 0, got {text}")
+    return v
+
+
+def add_memory_budget(p: argparse.ArgumentParser, split: str) -> None:
+    """``--memory-budget MIB``: what the searches may store in memory (spec/seen.py);
+    ``split``: how the command's processes share it, for the help."""
+    p.add_argument("--memory-budget", type=positive_mib, default=None, metavar="MIB",
+                   help="what the searches may keep in memory, in MiB: past it a search moves "
+                        "the fingerprints of its older layers to sorted runs and then to disk "
+                        f"(a temporary directory under $TMPDIR, removed at the end); {split}; "
+                        "the verdicts and traces are the same (default: no bound, all in "
+                        "memory)")
+
+
 def positive_int(text: str) -> int:
     """An argparse type: an integer >= 1 (a usage error otherwise, exit 2)."""
     try:

@@ -14,6 +14,7 @@ from typing import Any
 
 from failclosed.cli.checking import (
     add_common,
+    add_memory_budget,
     add_reductions,
     check_outputs,
     emit_json,
@@ -54,6 +55,8 @@ def add_scope_run(p: argparse.ArgumentParser) -> None:
                    "what is missing (default: $FAILCLOSED_CACHE or ~/.cache/failclosed)")
     p.add_argument("--no-cache", action="store_true", help="recheck every configuration")
     add_reductions(p)
+    add_memory_budget(p, "the whole command's: each of the --jobs N local workers gets MIB/N "
+                         "(on --dask each task gets MIB)")
 
 
 def register_scope(subparsers: Any) -> None:
@@ -118,6 +121,7 @@ def run_scope_cli(scope_name: str, policies: list[str], properties: list[str] | 
         return check_scope(scope, policies, properties, jobs=args.jobs, dask=args.dask,
                            max_states=args.max_states, cache=cache,
                            clock=args.clock_regions,
+                           memory_budget_mib=args.memory_budget,
                            on_result=lambda r: pg.advance(states=r.states),
                            on_running=lambda n: pg.running(states=n))
 
@@ -207,6 +211,7 @@ def _cmd_scope(args: argparse.Namespace) -> int:
             return rc
     width = table_width()
     _print_verdicts(res, policies, cmp, judged, width)
+    _print_largest(res, width)
     if res.truncated:
         say(f"truncated by --max-states: {', '.join(res.truncated[:10])}"
             + (f" and {len(res.truncated) - 10} more" if len(res.truncated) > 10 else ""), width)
@@ -220,6 +225,27 @@ def _cmd_scope(args: argparse.Namespace) -> int:
             f"{res.scope.name} --show NAME", width)
     print(summary)
     return rc
+
+
+LARGEST = 5  # members printed with their figures after the verdicts (every one in --json)
+
+
+def member_line(r: Any) -> str:
+    """``NAME under POLICY: 1,234 states, 5.6 s, peak RSS 78 MiB[, seen set ...]``."""
+    rss = f"peak RSS {r.peak_rss_mib:,.0f} MiB" if r.peak_rss_mib else "peak RSS not recorded"
+    extra = "".join(f", {x}" for x in (r.seen, "truncated" * r.truncated, "cached" * r.cached)
+                    if x)
+    return f"{r.member} under {r.policy}: {r.states:,} states, {r.seconds:.1f} s, {rss}{extra}"
+
+
+def _print_largest(res: Any, width: int) -> None:
+    """The largest searches, each with its peak resident memory (the member's own search)."""
+    big = res.largest(LARGEST)
+    if not big:
+        return
+    say(f"largest searches ({len(big)} of {len(res.results)}; every one in --json):", width)
+    for r in big:
+        print(f"  {member_line(r)}")
 
 
 def _list_or_show(args: argparse.Namespace) -> int:

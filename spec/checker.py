@@ -294,6 +294,16 @@ class CheckResult:
         return max((p.stats.peak_rss_mib for p in self.parts), default=0.0)
 
     @property
+    def search_peak_rss_mib(self) -> float:
+        """The largest resident size any part's own search reached (spec.engine.Stats)."""
+        return max((p.stats.search_peak_rss_mib for p in self.parts), default=0.0)
+
+    @property
+    def seen(self) -> list[str]:
+        """The parts whose seen set left memory, each as ``part: seen set ...``."""
+        return [f"{p.name}: {p.stats.seen}" for p in self.parts if p.stats.seen]
+
+    @property
     def complete(self) -> bool:
         return not any(p.stats.truncated for p in self.parts)
 
@@ -331,7 +341,7 @@ class CheckResult:
             f"{self.seconds:.2f}s ({sps:,.0f} states/s), peak memory {self.peak_rss_mib:.0f} MiB"
             f"{rtxt}, fingerprint collision probability {self.collision_probability:.1e}, "
             f"reductions: {', '.join(self.reductions) or 'none'}"
-            f"{'' if self.complete else ', TRUNCATED'}"
+            f"{''.join(f', {s}' for s in self.seen)}{'' if self.complete else ', TRUNCATED'}"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -349,6 +359,7 @@ class CheckResult:
             "depth": self.depth,
             "states_per_second": round(self.states / self.seconds) if self.seconds > 0 else None,
             "peak_rss_mib": round(self.peak_rss_mib, 1),
+            "seen_set": self.seen,
             "complete": self.complete,
             "collision_probability": self.collision_probability,
             "witnesses": {k: v is not None for k, v in self.witnesses.items()},
@@ -416,6 +427,7 @@ def check(
     jobs: int = 1,
     on_progress: Callable[[int, int], None] | None = None,
     on_note: Callable[[str], None] | None = None,
+    memory_budget_mib: float | None = None,
 ) -> CheckResult:
     """Check ``properties`` (None: all) on every part of ``config`` under ``policy`` (None:
     each part's own policy). ``config`` is a name, a path, or one :class:`ConfigPart` (a
@@ -428,7 +440,9 @@ def check(
     process prints it on stderr); it is in the result's ``growth`` as well.
     ``jobs`` > 1: the parts (independent searches) run on that many spawned processes
     (spec/scope.py's pool) and are merged in their order, so the result is the one of
-    ``jobs=1`` (but for the measured seconds and memory)."""
+    ``jobs=1`` (but for the measured seconds and memory).
+    ``memory_budget_mib``: what the searches may store in memory, shared by the ``jobs``
+    processes (each part's search gets its share: spec/seen.py); None: no bound."""
     t0 = time.perf_counter()
     pname = _policy_name(policy)
     if isinstance(config, ConfigPart):
@@ -440,8 +454,11 @@ def check(
         n: PropertyResult(n, "safety", True) for n in safety
     } | {n: PropertyResult(n, "liveness", True, under=P.LIVENESS[n].under) for n in live}
     reached: dict[str, str | None] = {k: None for k in WITNESSES} if witnesses else {}
+    from failclosed.spec.scope import worker_share
+
     search = _Search(pname, tuple(safety), tuple(live), coverage, symmetry, measure_reduction,
-                     max_states, clock)
+                     max_states, clock,
+                     worker_share(memory_budget_mib, min(jobs, len(parts))))
     if jobs > 1 and len(parts) > 1:
         outcomes = _parts_in_processes(parts, search, tuple(reached), jobs, on_part)
         for part, out in zip(parts, outcomes, strict=True):
@@ -482,6 +499,7 @@ class _Search:
     measure_reduction: bool
     max_states: int | None
     clock: bool = True  # the clock regions (spec/symmetry.py); False: the time shift only
+    memory_budget_mib: float | None = None  # one search's share (spec/seen.py)
 
 
 @dataclass
@@ -614,6 +632,7 @@ def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
         labels=goals,
         deadlock_labels=ignore,
         on_progress=_both(on_progress, watch),
+        memory_budget_mib=search.memory_budget_mib,
     )
     if watch is not None and watch.line is None and ex.truncated:
         watch.check(ex.stats.states, searching=False)

@@ -18,7 +18,9 @@ for the property step, the next layer, and the initial worlds): traces are rebui
 re-executing ``successors`` from an initial world along the recorded parents, matching
 fingerprints. Two distinct keys with the same fingerprint would be taken for one state
 (:attr:`Stats.collision_probability`: about n^2 / 2^65 for n states, as TLC reports it);
-``keep_worlds=True`` keeps every world (tests compare reachable sets with it). Transitions are
+``keep_worlds=True`` keeps every world (tests compare reachable sets with it). Under a memory
+budget (``memory_budget_mib``) the seen set is tiered and spills to disk (spec/seen.py): the
+ids of the two live layers stay in a dict, the older ones in sorted runs. Transitions are
 interned to ints. With ``keep_graph=True`` the edges are three ``array('i')`` (src, dst,
 transition id); no networkx graph is built during the search. Ids are assigned in BFS order,
 so the frontier is just a cursor over the id range and the edge ``src`` array is sorted.
@@ -40,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import networkx as nx
 import numpy as np
+from failclosed.spec.seen import PER_STATE_BYTES, SeenSet, resident_mib, sigterm_raises
 
 if TYPE_CHECKING:
     from failclosed.model.transition import Transition
@@ -81,6 +84,16 @@ class Stats:
     rss_delta_mib: float  # growth of ru_maxrss during the run (0 if an earlier peak was higher)
     truncated: bool  # max_states was hit: the state space is NOT exhausted
     stopped_early: bool  # stop_at_first_violation ended the search
+    # the largest resident size sampled at this search's layer boundaries and at its end
+    # (this search's own peak, where ru_maxrss is the process's since it started)
+    search_peak_rss_mib: float = 0.0
+    stored_bytes: int = 0  # estimate of what the search stores in memory (spec/seen.py)
+    seen: str = ""  # the tiered seen set at the end ("" if it never left memory)
+
+    @property
+    def bytes_per_state(self) -> float:
+        """The estimated bytes stored in memory per state (seen set and per-state arrays)."""
+        return self.stored_bytes / self.states if self.states else 0.0
 
     @property
     def collision_probability(self) -> float:
@@ -97,7 +110,8 @@ class Stats:
         return (
             f"{self.states} states, {self.transitions} transitions, depth {self.max_depth}, "
             f"{self.seconds:.2f}s ({self.states_per_second:,.0f} states/s), "
-            f"peak RSS {self.peak_rss_mib:.0f} MiB (+{self.rss_delta_mib:.0f}){flag}"
+            f"peak RSS {self.peak_rss_mib:.0f} MiB (+{self.rss_delta_mib:.0f})"
+            f"{', ' + self.seen if self.seen else ''}{flag}"
         )
 
 
@@ -121,7 +135,7 @@ class Finding:
 class Exploration:
     successors: Callable[[Any], Iterable[tuple[Transition, Any]]]
     canonical: Callable[[Any], Hashable] | None
-    index: dict[int, int]  # fingerprint of the key (hash(key)) -> state id
+    index: SeenSet  # fingerprint of the key (hash(key)) -> state id (spec/seen.py)
     worlds: list[Any | None]  # first concrete world seen per id (None once released)
     fingerprints: array  # 'q', state id -> fingerprint of its key
     labels: dict[str, bytearray]  # name -> per state id, the label predicate (0/1)
@@ -186,7 +200,8 @@ class Exploration:
 
     def state_id(self, world: Any) -> int | None:
         key = world if self.canonical is None else self.canonical(world)
-        return self.index.get(hash(key))
+        j: int | None = self.index.get(hash(key))
+        return j
 
     # -- traces -------------------------------------------------------------------------------
 
@@ -552,11 +567,12 @@ def _hashing(canonical: Callable[[W], Hashable] | None, seen: set[int]) -> Calla
 
 @dataclass
 class _Store:
-    """What the search stores: the seen set (fingerprint -> id), the worlds and fingerprints
-    per id, the parent/switch bookkeeping, the interned transitions, the edges (``keep_graph``)
-    and the deadlocks with their labels."""
+    """What the search stores: the seen set (fingerprint -> id; tiered and spilled to disk
+    under a memory budget: spec/seen.py), the worlds and fingerprints per id, the
+    parent/switch bookkeeping, the interned transitions, the edges (``keep_graph``) and the
+    deadlocks with their labels."""
 
-    index: dict[int, int]
+    index: SeenSet
     worlds: list[Any | None]
     fps: array  # 'q'
     paths: _Paths
@@ -566,10 +582,18 @@ class _Store:
     at_deadlock: list[tuple[Callable[[Any], bool], bytearray]]
 
     @staticmethod
-    def empty(keep_graph: bool, deadlock_labels: Mapping[str, Callable[[Any], bool]]) -> _Store:
+    def empty(keep_graph: bool, deadlock_labels: Mapping[str, Callable[[Any], bool]],
+              seen: SeenSet) -> _Store:
         edges = (array("i"), array("i"), array("i")) if keep_graph else None
-        return _Store({}, [], array("q"), _Paths(), _Transitions(), edges, array("i"),
+        return _Store(seen, [], array("q"), _Paths(), _Transitions(), edges, array("i"),
                       [(p, bytearray()) for p in deadlock_labels.values()])
+
+    def other_bytes(self, n_labels: int) -> int:
+        """The estimated bytes stored besides the seen set: the per-state arrays and labels,
+        the edges, the tying parents and the deadlocks."""
+        n_edges = len(self.edges[0]) if self.edges is not None else 0
+        return (len(self.fps) * (PER_STATE_BYTES + n_labels) + 12 * n_edges
+                + 200 * len(self.paths.alts) + len(self.deadlocks) * (4 + len(self.at_deadlock)))
 
     def deadlock(self, i: int, w: Any) -> None:
         """Record state ``i`` (world ``w``) as a deadlock, with its deadlock labels."""
@@ -587,7 +611,7 @@ def _seed(initial: Sequence[W], canon: Callable[[W], Hashable] | None, st: _Stor
             continue
         if len(st.worlds) >= max_n:
             return True
-        st.index[fp] = len(st.worlds)
+        st.index.hot[fp] = len(st.worlds)
         st.worlds.append(w)
         st.fps.append(fp)
         st.paths.add_root()
@@ -602,6 +626,7 @@ def _bfs(
     max_n: int,
     on_progress: Callable[[int, int], None] | None,
     progress_every: int,
+    n_labels: int = 0,
 ) -> tuple[int, bool, bool]:
     """The BFS core, one layer at a time: ids are assigned in BFS order, so when the search
     reaches the first state of a layer every state of that layer is stored (ids lo..hi-1) and
@@ -609,12 +634,14 @@ def _bfs(
     Returns ``(expanded, truncated, stopped)``; ids below ``expanded`` were expanded. If
     ``max_states`` cut the search short, the states stored of the last layer are left for the
     caller to check. ``on_progress(stored, expanded)`` is called every ``progress_every``
-    expanded states."""
+    expanded states. At each layer boundary the seen set may move the older layers out of
+    memory (a memory budget: spec/seen.py); ``n_labels``: the labels kept per state."""
     worlds, depth = st.worlds, st.paths.depth
     expand = _expander(st, successors, canon, max_n, on_progress, progress_every)
     lo = 0
     while lo < len(worlds):
         hi = len(worlds)
+        st.index.settle(lo, st.fps, st.other_bytes(n_labels))
         if props.check(lo, hi, worlds, st.paths):
             return lo, False, True  # stop_at_first_violation
         i = expand(lo, hi, depth[lo] + 1)
@@ -635,11 +662,16 @@ def _expander(
     """``expand(lo, hi, d1)``: store the successors of the layer ``lo..hi-1`` (each new key
     at depth ``d1``), keep the next layer's fewest-switch parents (:class:`_Paths`), record
     the edges and deadlocks; returns the first id not fully expanded (``hi`` unless
-    ``max_states`` was hit). The per-edge loop stays flat, on locals bound once per layer."""
+    ``max_states`` was hit). The per-edge loop stays flat, on locals bound once per layer.
+    Once the seen set is tiered (spec/seen.py), the successors of a chunk of the layer are
+    enumerated first and those not in the hot map looked up in the runs at once
+    (:func:`_prefetch`); the per-edge loop then reads the same (transition, world,
+    fingerprint) triples either way."""
     report = [progress_every if on_progress is not None else sys.maxsize]
 
     def expand(lo: int, hi: int, d1: int) -> int:
-        index, worlds, paths, trs = st.index, st.worlds, st.paths, st.trs
+        index, worlds, paths, trs = st.index.hot, st.worlds, st.paths, st.trs
+        succ_of, old_get = _triples(st, successors, canon, hi)
         parent, sw, in_tr, amask = paths.parent, paths.switches, paths.in_tr, paths.actor_mask
         alts, displaced, tr_get, intern = paths.alts, paths.displaced, trs.index.get, trs.intern
         tr_bit, tr_actor, enabled, taken = trs.bit, trs.actor, trs.enabled, trs.taken
@@ -657,29 +689,30 @@ def _expander(
             k = sw[i]
             m = amask[i]
             any_succ = False
-            for t, w2 in successors(w):
+            for t, w2, fp in succ_of(i, w):
                 any_succ = True
                 tid = tr_get(t)
                 if tid is None:
                     tid = intern(t)
                 enabled[tid] += 1
-                fp = hash(w2 if canon is None else canon(w2))
                 j = idx_get(fp)
                 if j is None:
-                    if n >= max_n:
-                        return i
-                    j = n
-                    n += 1
-                    index[fp] = j
-                    worlds_append(w2)
-                    fps_append(fp)
-                    parent_append(i)
-                    depth_append(d1)
-                    b = tr_bit[tid]
-                    sw_append(k if m & b else k + 1)
-                    in_tr_append(tid)
-                    amask_append(b)
-                    taken[tid] += 1
+                    j = old_get(fp)  # an older layer's state, in the runs (tiered only)
+                    if j is None:
+                        if n >= max_n:
+                            return i
+                        j = n
+                        n += 1
+                        index[fp] = j
+                        worlds_append(w2)
+                        fps_append(fp)
+                        parent_append(i)
+                        depth_append(d1)
+                        b = tr_bit[tid]
+                        sw_append(k if m & b else k + 1)
+                        in_tr_append(tid)
+                        amask_append(b)
+                        taken[tid] += 1
                 elif j >= hi:
                     # Another shortest-path parent of a next-layer state (see _Paths): keep
                     # the fewest switches, and one parent per further tying last actor.
@@ -710,8 +743,56 @@ def _expander(
     return expand
 
 
+_PREFETCH = 256  # states of a layer whose successors a tiered search looks up at once
+Triple = tuple["Transition", Any, int]
+
+
+def _triples(
+    st: _Store,
+    successors: Callable[[W], Iterable[tuple[Transition, W]]],
+    canon: Callable[[W], Hashable] | None,
+    hi: int,
+) -> tuple[Callable[[int, Any], Iterable[Triple]], Callable[[int], int | None]]:
+    """For one layer (ending before ``hi``): ``succ_of(i, world)``, the successors of state
+    ``i`` as (transition, world, fingerprint) triples, and ``old_get(fp)``, the id of a
+    fingerprint an older layer holds (None: not there). Untiered, the triples are made as the
+    successors come and there is no older layer; tiered (spec/seen.py), the successors of
+    ``_PREFETCH`` states are enumerated at once and their fingerprints not in the hot map
+    looked up in the runs in one search per run (``old_get`` then answers for that chunk)."""
+    if not st.index.tiered:
+        def lazy(i: int, w: Any) -> Iterable[Triple]:
+            return ((t, w2, hash(w2 if canon is None else canon(w2))) for t, w2 in successors(w))
+
+        none: dict[int, int] = {}
+
+        def nowhere(fp: int) -> int | None:
+            return none.get(fp)
+
+        return lazy, nowhere
+    worlds, hot = st.worlds, st.index.hot
+    chunk: list[list[Triple]] = []
+    old: dict[int, int] = {}
+    at = [0, 0]  # the chunk's ids: at[0]..at[1]-1
+
+    def prefetched(i: int, w: Any) -> Iterable[Triple]:
+        if i >= at[1]:
+            at[:] = [i, min(hi, i + _PREFETCH)]
+            chunk[:] = [[(t, w2, hash(w2 if canon is None else canon(w2)))
+                         for t, w2 in successors(x)]  # type: ignore[arg-type]
+                        for x in worlds[at[0]:at[1]]]
+            old.clear()
+            old.update(st.index.find_old(fp for succ in chunk for _, _, fp in succ
+                                         if fp not in hot))
+        return chunk[i - at[0]]
+
+    def old_get(fp: int) -> int | None:
+        return old.get(fp)
+
+    return prefetched, old_get
+
+
 def _stats(t0: float, rss0: float, st: _Store, expanded: int, truncated: bool,
-           stopped: bool) -> Stats:
+           stopped: bool, n_labels: int = 0) -> Stats:
     n = len(st.worlds)
     seconds = time.perf_counter() - t0
     rss1 = _maxrss_mib()
@@ -726,6 +807,9 @@ def _stats(t0: float, rss0: float, st: _Store, expanded: int, truncated: bool,
         rss_delta_mib=max(0.0, rss1 - rss0),
         truncated=truncated,
         stopped_early=stopped,
+        search_peak_rss_mib=max(st.index.peak_rss_mib, resident_mib()),
+        stored_bytes=st.index.nbytes() + st.other_bytes(n_labels),
+        seen=st.index.describe(),
     )
 
 
@@ -786,6 +870,8 @@ def explore(
     keep_worlds: bool = False,
     on_progress: Callable[[int, int], None] | None = None,
     progress_every: int = 16384,
+    memory_budget_mib: float | None = None,
+    spill_dir: str | None = None,
 ) -> Exploration:
     """Breadth-first exploration of every state reachable from ``initial`` (the search is
     described above :class:`_Transitions`; fingerprints in the module docstring).
@@ -816,6 +902,10 @@ def explore(
       traces are rebuilt by replay).
     * ``on_progress(stored, expanded)``: called every ``progress_every`` expanded states
       (progress of a long search; it must not change anything the search reads).
+    * ``memory_budget_mib``: what the search may store in memory (None: no bound, the seen
+      set is one dict). Over it, the older layers' fingerprints move to sorted runs, and
+      then to disk under ``spill_dir`` (None: ``$TMPDIR``), in a temporary directory removed
+      when the search ends, however it ends (spec/seen.py). The result is the same.
 
     Properties are checked one layer at a time, once the layer is complete (the property
     step); the verdicts and traces are those of checking each state as it is stored.
@@ -824,15 +914,20 @@ def explore(
     max_n = sys.maxsize if max_states is None else max_states
     seen: set[int] | None = set() if measure_reduction else None
     canon = canonical if seen is None else _hashing(canonical, seen)
-    st = _Store.empty(keep_graph, deadlock_labels)
+    st = _Store.empty(keep_graph, deadlock_labels, SeenSet(memory_budget_mib, spill_dir))
     props = _PropertyStep(invariants, witnesses, reads, stop_at_first_violation, labels,
                           keep_worlds)
-    seed_cut = _seed(initial, canon, st, max_n)  # 1. the initial states
-    props.n_initial = n_initial = len(st.worlds)
-    expanded, cut, stopped = _bfs(st, successors, canon, props, max_n, on_progress,
-                                  max(1, progress_every))  # 2. the layers, each checked
+    with sigterm_raises():
+        try:
+            seed_cut = _seed(initial, canon, st, max_n)  # 1. the initial states
+            props.n_initial = n_initial = len(st.worlds)
+            expanded, cut, stopped = _bfs(st, successors, canon, props, max_n, on_progress,
+                                          max(1, progress_every),
+                                          len(labels))  # 2. the layers, each checked
+        finally:
+            st.index.close()  # the spilled runs' directory (their mappings stay readable)
     props.check(props.checked, len(st.worlds), st.worlds, st.paths)  # 3. what a cut left
-    stats = _stats(t0, rss0, st, expanded, seed_cut or cut, stopped)
+    stats = _stats(t0, rss0, st, expanded, seed_cut or cut, stopped, len(labels))
     ex = _exploration(st, successors, canonical, props, deadlock_labels, n_initial, expanded,
                       seen, stats)  # 4. the result, and in it 5. each property's trace
     props.report(ex)

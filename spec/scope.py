@@ -451,7 +451,7 @@ def reduce_members(members: Sequence[Member]) -> tuple[list[Member], int, int]:
 # What a cached verdict depends on: the semantics (every module of model/), the checker and
 # the properties; and the layout of a cached result (RESULT_FORMAT). The command line, the
 # progress display and the orchestration here do not change a verdict.
-VERDICT_SOURCES = ("model", "spec/engine.py", "spec/checker.py", "spec/properties.py",
+VERDICT_SOURCES = ("model", "spec/engine.py", "spec/seen.py", "spec/checker.py", "spec/properties.py",
                    "spec/coverage.py")
 RESULT_FORMAT = 1
 
@@ -481,37 +481,52 @@ class TaskResult:
     violations: dict[str, dict[str, Any]]  # property -> {length, kind, explanation}
     cached: bool = False
     reductions: tuple[str, ...] = ()  # what the search ran under (spec.vocab.Reduction)
+    peak_rss_mib: float = 0.0  # the member's own peak resident size (check_member)
+    seen: str = ""  # its seen set, if it left memory (spec/seen.py)
 
     def to_json(self) -> dict[str, Any]:
         return {"member": self.member, "policy": self.policy, "states": self.states,
                 "transitions": self.transitions, "seconds": round(self.seconds, 3),
                 "truncated": self.truncated, "violations": self.violations,
-                "reductions": list(self.reductions)}
+                "reductions": list(self.reductions),
+                "peak_rss_mib": round(self.peak_rss_mib, 1), "seen": self.seen}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TaskResult:
         return cls(d["member"], d["policy"], d["states"], d["transitions"], d["seconds"],
-                   d["truncated"], d["violations"], reductions=tuple(d.get("reductions", ())))
+                   d["truncated"], d["violations"], reductions=tuple(d.get("reductions", ())),
+                   peak_rss_mib=d.get("peak_rss_mib", 0.0), seen=d.get("seen", ""))
 
 
 def check_member(name: str, data: dict[str, Any], policy: str,
                  properties: Sequence[str] | None = None,
                  max_states: int | None = None,
                  on_progress: Callable[[int, int], None] | None = None,
-                 clock: bool = True) -> TaskResult:
+                 clock: bool = True,
+                 memory_budget_mib: float | None = None) -> TaskResult:
     """Check one member under one policy (no witnesses, no coverage: verdicts only).
     ``on_progress(stored, expanded)``: the running search's progress (spec.engine.explore);
-    ``clock``: under the clock regions (spec/symmetry.py; False: the time shift only)."""
+    ``clock``: under the clock regions (spec/symmetry.py; False: the time shift only);
+    ``memory_budget_mib``: what its search may store in memory (spec/seen.py)."""
     from failclosed.spec.checker import ConfigPart, check
+    from failclosed.spec.engine import _maxrss_mib
+    from failclosed.spec.seen import resident_mib
 
+    before = _maxrss_mib()
     res = check(policy, ConfigPart(name, "", data), properties, witnesses=False,
-                coverage=False, max_states=max_states, on_progress=on_progress, clock=clock)
+                coverage=False, max_states=max_states, on_progress=on_progress, clock=clock,
+                memory_budget_mib=memory_budget_mib)
+    after = _maxrss_mib()
+    # the process's peak, if this member raised it (then it is the member's own); else the
+    # largest resident size sampled during its searches (a worker that ran a larger one)
+    peak = after if after > before else max(res.search_peak_rss_mib, resident_mib())
     viol = {
         n: {"length": r.trace_length, "kind": r.kind, "explanation": r.explanation}
         for n, r in res.properties.items() if not r.holds
     }
     return TaskResult(name, policy, res.states, res.transitions, res.seconds,
-                      not res.complete, viol, reductions=res.reductions)
+                      not res.complete, viol, reductions=res.reductions, peak_rss_mib=peak,
+                      seen="; ".join(p.stats.seen for p in res.parts if p.stats.seen))
 
 
 # A worker process's channel to its parent for the progress of the task it runs (set by
@@ -523,15 +538,15 @@ def _init_progress(queue: Any) -> None:
     _PROGRESS[0] = queue
 
 
-def _task(args: tuple[str, dict[str, Any], str, tuple[str, ...] | None, int | None, bool]
-          ) -> dict[str, Any]:
-    name, data, policy, props, max_states, clock = args
+def _task(args: tuple[str, dict[str, Any], str, tuple[str, ...] | None, int | None, bool,
+                      float | None]) -> dict[str, Any]:
+    name, data, policy, props, max_states, clock, budget = args
     queue = _PROGRESS[0]
     report = None
     if queue is not None:
         def report(stored: int, expanded: int) -> None:
             queue.put(((name, policy), stored))
-    return check_member(name, data, policy, props, max_states, report, clock).to_json()
+    return check_member(name, data, policy, props, max_states, report, clock, budget).to_json()
 
 
 CACHE_VARIABLE = "FAILCLOSED_CACHE"  # the cache's root (README, the notebooks, docs/SCOPES.md)
@@ -610,13 +625,17 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
               cache: Cache | None = None,
               on_result: Callable[[TaskResult], None] | None = None,
               on_running: Callable[[int], None] | None = None,
-              clock: bool = True) -> list[TaskResult]:
+              clock: bool = True,
+              memory_budget_mib: float | None = None) -> list[TaskResult]:
     """Every (member, policy) checked once; cached results are not recomputed. ``on_result``
     sees each result as it arrives (progress); the list comes back in task order.
     ``on_running(states)``: the states stored so far by the searches still running (every
     few thousand states of each, and at least every few seconds on local processes, so a
     progress display can show life while a large member runs); Dask tasks report none.
-    ``clock``: every search under the clock regions (spec/symmetry.py; False: without)."""
+    ``clock``: every search under the clock regions (spec/symmetry.py; False: without);
+    ``memory_budget_mib``: what the searches may store in memory at once: each of the
+    ``jobs`` local workers gets ``memory_budget_mib / jobs`` (a Dask task, the whole of it:
+    the cluster sizes its own workers); None: no bound (spec/seen.py)."""
     props = tuple(properties) if properties else None
     tasks = [(m, p) for p in policies for m in scope.members]
     results: dict[int, TaskResult] = {}
@@ -654,7 +673,8 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
         if on_result:
             on_result(r)
 
-    args = {i: (tasks[i][0].name, tasks[i][0].data, tasks[i][1], props, max_states, clock)
+    share = worker_share(memory_budget_mib, 1 if dask else min(jobs, len(todo)))
+    args = {i: (tasks[i][0].name, tasks[i][0].data, tasks[i][1], props, max_states, clock, share)
             for i in todo}
     if dask:
         _run_dask(dask, args, done)
@@ -663,10 +683,15 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
             a = args[i]
             key = (a[0], a[2])
             done(i, check_member(*a[:5], on_progress=lambda n, _e, k=key: progress(k, n),
-                                 clock=a[5]).to_json())
+                                 clock=a[5], memory_budget_mib=a[6]).to_json())
     else:
         run_local(jobs, args, done, on_progress=progress if on_running is not None else None)
     return [results[i] for i in range(len(tasks))]
+
+
+def worker_share(budget_mib: float | None, workers: int) -> float | None:
+    """One worker's share of a memory budget that ``workers`` processes split evenly."""
+    return None if budget_mib is None else budget_mib / max(1, workers)
 
 
 def run_local(jobs: int, args: dict[int, tuple], done: Callable[[int, Any], None],
@@ -853,7 +878,19 @@ class ScopeResult:
             "reductions": list(self.reductions),
             "properties": self.properties,
             "policies": {p: {n: self.cell(p, n) for n in self.properties} for p in self.policies},
+            "members": [self.member_json(r) for r in self.results],
         }
+
+    @staticmethod
+    def member_json(r: TaskResult) -> dict[str, Any]:
+        """One (member, policy) search's figures: states, seconds, peak RSS, seen set."""
+        return {"member": r.member, "policy": r.policy, "states": r.states,
+                "seconds": round(r.seconds, 3), "peak_rss_mib": round(r.peak_rss_mib, 1),
+                "seen": r.seen, "truncated": r.truncated, "cached": r.cached}
+
+    def largest(self, k: int) -> list[TaskResult]:
+        """The ``k`` searches that stored the most states (ties: scope order)."""
+        return sorted(self.results, key=lambda r: -r.states)[:k]
 
 
 def merge(scope: Scope, policies: Sequence[str], properties: Sequence[str],
