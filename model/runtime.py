@@ -95,7 +95,7 @@ from .steps import (
     declare_actor,
 )
 from .transition import Transition
-from .vocab import ActorKind, Decision, FaultKind, Label, Mark, OutcomeName, TransitionName
+from .vocab import ActorKind, Decision, FaultKind, Label, Mark, OutcomeName, Touch, TransitionName
 
 T = Transition.make
 
@@ -737,6 +737,11 @@ def _dispatch_queued(w: World, i: int, process: str, not_before: int,
 
 
 # -- reaper (section 10) ------------------------------------------------------------------
+# every reaper step reads or writes its tick's state, the rows (its tick reads them all), the
+# clock and the marks (model/footprint.py)
+_REAPER_TOUCHES = (Touch.REAPERS, Touch.ROW, Touch.CLOCK, Touch.MARKS)
+
+
 def _reaper(w: World, t: Transition) -> World:
     if t.name == TransitionName.CRASH:
         return w.set_reaper(t.actor, None)
@@ -746,7 +751,7 @@ def _reaper(w: World, t: Transition) -> World:
     return REAPER_ACTIONS[r.pc].effect(w, r, t)
 
 
-@action(REAPER_TICK, actor=REAPER, fires=store.FIND_STALE_RUNNING, faults=(FaultKind.STORE_ERROR, FaultKind.DECODE_ERROR),
+@action(REAPER_TICK, actor=REAPER, touches=_REAPER_TOUCHES, fires=store.FIND_STALE_RUNNING, faults=(FaultKind.STORE_ERROR, FaultKind.DECODE_ERROR),
         cost=STORE, then=(Label.ROW, END), args=("order",), place="T10; 10")
 def _r_tick(w: World, r: None, t: Transition) -> World:
     if t.fault:
@@ -771,7 +776,7 @@ def _row_move(w: World, r: ReaperState) -> Transition:
     return T(name, r.name, run=w.run_id(run), reason=reason)
 
 
-@action(REAPER_DECISION, actor=REAPER, fires=(store.REQUEUE_STALE, store.DEAD_LETTER_STALE), faults=STORE_FAULTS,
+@action(REAPER_DECISION, actor=REAPER, touches=_REAPER_TOUCHES, fires=(store.REQUEUE_STALE, store.DEAD_LETTER_STALE), faults=STORE_FAULTS,
         cost=STORE, then=(Label.DISPATCH, Label.ROW, END), args=("reason",), move=_row_move,
         place="T11, T12; 10 branches 1-4")
 def _r_row(w: World, r: ReaperState, t: Transition) -> World:
@@ -787,7 +792,7 @@ def _r_row(w: World, r: ReaperState, t: Transition) -> World:
     return _reaper_next(w, r)
 
 
-@action(Label.DISPATCH, actor=REAPER, fires=TransitionName.DISPATCH, faults=(FaultKind.DISPATCH_FAILS,), cost=DISPATCH,
+@action(Label.DISPATCH, actor=REAPER, touches=_REAPER_TOUCHES, fires=TransitionName.DISPATCH, faults=(FaultKind.DISPATCH_FAILS,), cost=DISPATCH,
         then=(Label.MAX_SEQUENCE, Label.NESTED, Label.ROW, END), place="10 branch 5")
 def _r_dispatch(w: World, r: ReaperState, t: Transition) -> World:
     if t.fault:
@@ -800,7 +805,7 @@ def _r_dispatch(w: World, r: ReaperState, t: Transition) -> World:
     return _reaper_next(w, r)
 
 
-@action(Label.MAX_SEQUENCE, actor=REAPER, fires=TransitionName.MAX_SEQUENCE, faults=STORE_FAULTS, cost=STORE,
+@action(Label.MAX_SEQUENCE, actor=REAPER, touches=_REAPER_TOUCHES, fires=TransitionName.MAX_SEQUENCE, faults=STORE_FAULTS, cost=STORE,
         then=(Label.SETTLE, Label.ROW, END), place="4.2; 10 branch 5 (fail-closed dispatch)")
 def _r_max_sequence(w: World, r: ReaperState, t: Transition) -> World:
     if t.fault:
@@ -812,7 +817,7 @@ def _r_settle_move(w: World, r: ReaperState) -> Transition:
     return T(TransitionName.SETTLE_FAILED, r.name, run=w.run_id(r.rows[r.idx][0]), reason="provider_failed")
 
 
-@action(Label.SETTLE, actor=REAPER, fires=TransitionName.SETTLE_FAILED, faults=STORE_FAULTS, cost=STORE,
+@action(Label.SETTLE, actor=REAPER, touches=_REAPER_TOUCHES, fires=TransitionName.SETTLE_FAILED, faults=STORE_FAULTS, cost=STORE,
         then=(Label.ROW, END), args=("reason",), move=_r_settle_move,
         place="T8 via 4.3; 10 branch 5 (fail-closed dispatch)")
 def _r_settle(w: World, r: ReaperState, t: Transition) -> World:

@@ -316,6 +316,26 @@ class Decision(Closed):
     INPUT = "input"
 
 
+class Touch(Closed):
+    """What a transition may read or write (its footprint, ``model.footprint``): a part of
+    the world. ``ROW`` and ``RUN_INPUTS`` are per run (the run the transition names), ``SELF``
+    is the acting process's own entry of ``World.procs``; the others are one part each."""
+
+    ROW = "row"  # World.rows[run]
+    RUN_INPUTS = "run_inputs"  # World.started / cancels / decisions / resumes [run]
+    SELF = "self"  # the acting process's entry of World.procs (its frames included)
+    PROCS = "procs"  # which processes exist (a spawn, an end) and the other processes
+    EVENTS = "events"
+    LEDGER = "ledger"
+    OUTCOMES = "outcomes"
+    MESSAGES = "messages"
+    CLOCK = "clock"
+    MARKS = "marks"
+    CATALOGUE = "catalogue"  # World.removed
+    REAPERS = "reapers"
+    BUDGET = "budget"  # World.faults
+
+
 describe(Label, "step label")
 describe(TransitionName, "transition")
 describe(FaultKind, "fault kind")
@@ -323,3 +343,4 @@ describe(ActorKind, "actor kind")
 describe(OutcomeName, "outcome")
 describe(Mark, "mark")
 describe(Decision, "decision")
+describe(Touch, "footprint part")

@@ -1,0 +1,119 @@
+"""Footprints (model/footprint.py): what each transition may read or write, derived from the
+step table. Random walks over every member of ``quick`` and a few named configurations, and
+an exhaustive search of ``tiny``, fire every enabled transition and check it changes nothing
+outside its footprint (a World field, another run's row or inputs, another process); a
+declaration made too narrow fails the check. Partial-order reduction (spec/por.py) reads
+these footprints: tests/test_por.py."""
+
+from __future__ import annotations
+
+import random
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from failclosed.model import footprint as fp  # noqa: E402
+from failclosed.model import steps  # noqa: E402
+from failclosed.model.config import initial_world, parse_config  # noqa: E402
+from failclosed.model.runtime import successors  # noqa: E402
+from failclosed.model.state import World  # noqa: E402
+from failclosed.model.transition import Transition  # noqa: E402
+from failclosed.model.vocab import Label, Touch  # noqa: E402
+from failclosed.spec.checker import load_config  # noqa: E402
+from failclosed.spec.scope import load_scope  # noqa: E402
+
+WORLD_FIELDS = tuple(f for f in World.__slots__ if f != "config")
+
+
+# --------------------------------------------------------------------------------------------
+# footprints
+# --------------------------------------------------------------------------------------------
+def outside(w: World, t: Transition, w2: World) -> list[str]:
+    """What firing ``t`` in ``w`` (giving ``w2``) changed outside ``t``'s footprint."""
+    foot = fp.footprint(w, t)
+    allowed = fp.fields(foot)
+    out = [f for f in WORLD_FIELDS
+           if f not in allowed and getattr(w2, f) is not getattr(w, f)
+           and getattr(w2, f) != getattr(w, f)]
+    for part in (Touch.ROW, Touch.RUN_INPUTS):
+        runs = {i for k, i in foot if k == part}
+        if not runs or fp.ANY in runs:
+            continue
+        for f in fp.FIELDS[part]:
+            out += [f"{f}[{j}]" for j, (a, b) in enumerate(zip(getattr(w, f), getattr(w2, f),
+                                                              strict=True))
+                    if j not in runs and a != b]
+    if not any(k == Touch.PROCS for k, _ in foot):
+        before = {p.name: p for p in w.procs}
+        after = {p.name: p for p in w2.procs}
+        if set(before) != set(after):
+            out.append("procs (which exist)")
+        out += [f"procs[{n}]" for n, p in before.items()
+                if n != t.actor and n in after and after[n] != p]
+    return out
+
+
+def _configs() -> list[tuple[str, dict]]:
+    out = [(m.name, m.data) for m in load_scope("quick").members]
+    for name in ("small", "small-sync", "cancel-probe-sync", "small-input", "medium-queued"):
+        out += [(p.name, p.data) for p in load_config(name)[1]]
+    return out
+
+
+def _walk(configs: list[tuple[str, dict]], walks: int, depth: int, seed: int = 29
+          ) -> dict[tuple[str, str], list[str]]:
+    """Per (step, transition label) that changed something outside its footprint, what."""
+    rng = random.Random(seed)
+    bad: dict[tuple[str, str], list[str]] = {}
+    for _name, data in configs:
+        spec, budget = parse_config(data, None)
+        w0 = initial_world(spec, budget)
+        for _ in range(walks):
+            w = w0
+            for _ in range(depth):
+                succ = successors(w)
+                if not succ:
+                    break
+                for t, w2 in succ:
+                    v = outside(w, t, w2)
+                    if v:
+                        d = fp.declared(w, t)
+                        bad.setdefault((str(getattr(d, "pc", t.name)), t.label()), v)
+                w = rng.choice(succ)[1]
+    return bad
+
+
+def test_every_fired_transition_stays_in_its_footprint() -> None:
+    assert _walk(_configs(), walks=4, depth=80) == {}
+
+
+def test_every_edge_of_tiny_stays_in_its_footprint() -> None:
+    spec, budget = parse_config(load_config("tiny")[1][0].data, None)
+    seen = {initial_world(spec, budget)}
+    todo = list(seen)
+    edges = 0
+    while todo:
+        w = todo.pop()
+        for t, w2 in successors(w):
+            edges += 1
+            assert outside(w, t, w2) == [], (str(t), outside(w, t, w2))
+            if w2 not in seen:
+                seen.add(w2)
+                todo.append(w2)
+    assert edges > len(seen)  # the search went somewhere: every state has a move or more
+
+
+def test_a_declaration_too_narrow_fails_the_walk(restore_tables) -> None:
+    """The reaper's steps declared without the rows: its per-row decision writes one."""
+    for pc, a in list(steps.REAPER_ACTIONS.items()):
+        steps.REAPER_ACTIONS[pc] = replace(a, touches=tuple(x for x in a.touches
+                                                            if x != Touch.ROW))
+    bad = _walk([(p.name, p.data) for p in load_config("small-zombie")[1]], walks=20, depth=80)
+    assert any(step == Label.ROW and "rows" in what for (step, _), what in bad.items()), bad
+
+
+def test_the_parts_map_to_world_fields() -> None:
+    assert set(fp.FIELDS) == set(Touch)
+    assert {f for fs in fp.FIELDS.values() for f in fs} == set(WORLD_FIELDS)
