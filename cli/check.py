@@ -16,6 +16,7 @@ from typing import Any
 
 from failclosed.cli.checking import (
     add_common,
+    add_por,
     check_outputs,
     column_chunks,
     config_help,
@@ -78,6 +79,7 @@ def register(subparsers: Any) -> None:
                    "table (one changed field per line) instead of one line per step")
     add_common(p)
     add_junit(p)
+    add_por(p)
     p.set_defaults(func=_cmd_check)
 
     m = subparsers.add_parser(
@@ -189,10 +191,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
     check_junit(args)
 
     with progress(args, "check", len(parts), "parts") as pg:
+        # coverage counts what a search fired: under reduction, not what the model enables
         res = check(args.policy, args.config, args.properties, max_states=args.max_states,
-                    witnesses=not args.properties, coverage=not args.properties,
+                    witnesses=not args.properties,
+                    coverage=not args.properties and not args.por,
                     on_part=lambda name, states: pg.advance(states=states), jobs=args.jobs,
-                    on_note=pg.note)
+                    on_note=pg.note, por=args.por)
     cells = {(args.policy, n): not r.holds for n, r in res.properties.items()}
     failed = [r for r in res.properties.values() if not r.holds]
     notes: list[str] = []
@@ -245,6 +249,8 @@ def _print_check(args: argparse.Namespace, res: Any, new: list[Any], cmp: Compar
             mark = "holds" if res.complete else f"holds up to {args.max_states:,} states per part (truncated)"
         else:
             mark = f"VIOLATED ({r.trace_length} steps, {r.part})"
+            if not r.shortest:
+                mark += ", not shortest (found under reduction; the bounded search was cut)"
             if n in known:
                 mark += f", known: {known[n].finding or 'in the baseline'}"
         if r.under:  # a liveness property: the fairness it was checked under
@@ -285,18 +291,19 @@ def _cell(r: Any) -> dict[str, Any]:
 
 def run_matrix(config: str, policies: list[str],
                on_policy: Callable[[str, Any], None] | None = None,
-               max_states: int | None = None,
+               max_states: int | None = None, por: bool = False,
                ) -> tuple[list[str], dict[str, dict[str, Any]], list[Any]]:
     """Check every property under each policy: (properties, {policy: {property: cell}},
     the CheckResults). ``on_policy(policy, result)`` is called as each is done;
-    ``max_states`` bounds each part's search (``--max-states``)."""
+    ``max_states`` bounds each part's search (``--max-states``); ``por``: ``--por``."""
     from failclosed.spec.checker import check
 
     table: dict[str, dict[str, Any]] = {}
     results = []
     props: list[str] = []
     for pol in policies:
-        res = check(pol, config, None, witnesses=False, coverage=False, max_states=max_states)
+        res = check(pol, config, None, witnesses=False, coverage=False, max_states=max_states,
+                    por=por)
         results.append(res)
         props = list(res.properties)
         table[pol] = {n: _cell(r) for n, r in res.properties.items()}
@@ -327,7 +334,8 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
 
     with progress(args, "matrix", len(pols), "policies") as pg:
         props, table, results = run_matrix(
-            args.config, pols, lambda pol, res: pg.advance(states=res.states), args.max_states)
+            args.config, pols, lambda pol, res: pg.advance(states=res.states), args.max_states,
+            args.por)
     cells = {(pol, n): not table[pol][n]["holds"] for pol in pols for n in props}
     notes: list[str] = []
     if args.write_baseline:

@@ -180,6 +180,18 @@ def add_common(p: argparse.ArgumentParser, *, baseline: bool = True, config: boo
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
+POR_HELP = ("partial-order reduction (spec/por.py): expand only an ample set of one process's "
+            "transitions where the footprints allow it; off for a search with a liveness "
+            "property (the fair-cycle analysis keeps the graph), and a violation found under "
+            "it is shortened by an unreduced search bounded at its length (default: off, "
+            "--no-por: see docs/SCOPES.md, partial-order reduction)")
+
+
+def add_por(p: argparse.ArgumentParser) -> None:
+    """``--por`` / ``--no-por`` of check, scope and matrix."""
+    p.add_argument("--por", action=argparse.BooleanOptionalAction, default=False, help=POR_HELP)
+
+
 def config_help(default: str = "") -> str:
     """``--config``'s help: every name that resolves (spec/configs), or a FILE."""
     from failclosed.spec.checker import config_names

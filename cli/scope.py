@@ -14,6 +14,7 @@ from typing import Any
 
 from failclosed.cli.checking import (
     add_common,
+    add_por,
     check_outputs,
     emit_json,
     load_baseline_arg,
@@ -52,6 +53,7 @@ def add_scope_run(p: argparse.ArgumentParser) -> None:
                    "configurations are kept, so an interrupted or repeated run redoes only "
                    "what is missing (default: $FAILCLOSED_CACHE or ~/.cache/failclosed)")
     p.add_argument("--no-cache", action="store_true", help="recheck every configuration")
+    add_por(p)
 
 
 def register_scope(subparsers: Any) -> None:
@@ -114,7 +116,7 @@ def run_scope_cli(scope_name: str, policies: list[str], properties: list[str] | 
                   enabled=not args.quiet) as pg:
         pg.note(_scope_header(scope, policies))
         return check_scope(scope, policies, properties, jobs=args.jobs, dask=args.dask,
-                           max_states=args.max_states, cache=cache,
+                           max_states=args.max_states, cache=cache, por=args.por,
                            on_result=lambda r: pg.advance(states=r.states),
                            on_running=lambda n: pg.running(states=n))
 
@@ -275,6 +277,8 @@ def _print_verdicts(res: Any, policies: list[str], cmp: Comparison, judged: bool
             else:
                 word = (f"VIOLATED: {v.length} steps in {v.member} ({v.violating} of "
                         f"{len(res.scope.members)} configurations)")
+                if not v.shortest:
+                    word += ", not shortest (found under reduction)"
                 if (pol, n) in known:
                     word += f", known: {known[pol, n].finding or 'in the baseline'}"
                 elif judged:

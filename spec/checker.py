@@ -34,6 +34,7 @@ from failclosed.model.vocab import OutcomeName
 from failclosed.spec import engine
 from failclosed.spec import properties as P
 from failclosed.spec.coverage import expected_labels
+from failclosed.spec.por import Reduction, independent_steps, visible_fields
 from failclosed.spec.symmetry import make_canonical
 from failclosed.spec.vocab import PropertyName
 
@@ -249,6 +250,9 @@ class PropertyResult:
     complete: bool = True
     # liveness: the fairness it was checked under, tersely (spec.properties LivenessProperty)
     under: str = ""
+    # the trace is a shortest one (False: found under partial-order reduction and not
+    # shortened, as the bounded unreduced search was cut by --max-states)
+    shortest: bool = True
 
     @property
     def trace_length(self) -> int | None:
@@ -262,6 +266,14 @@ class PartStats:
     reduction: float | None
     group: int
     growth: str | None = None  # the growth line of a varied policy (see _GrowthWatch)
+    # the reductions the search ran under, in order (symmetry, time shift, por), and why one
+    # asked for did not run ("por off: liveness keeps the graph")
+    reductions: tuple[str, ...] = ()
+    off: tuple[str, ...] = ()
+    # partial-order reduction's counts (spec/por.py): states an ample set was offered for,
+    # taken, expanded in full by the cycle proviso, and why each process's transitions were
+    # refused as an ample set
+    por: dict[str, Any] | None = None
 
 
 @dataclass
@@ -306,6 +318,13 @@ class CheckResult:
         return [w for w in self.required_witnesses if self.witnesses.get(w) is None]
 
     @property
+    def reductions(self) -> list[str]:
+        """The reductions the parts' searches ran under (in order, each once), or what was
+        asked for and did not run."""
+        out = list(dict.fromkeys(r for p in self.parts for r in p.reductions))
+        return out + [o for o in dict.fromkeys(o for p in self.parts for o in p.off)]
+
+    @property
     def growth(self) -> list[str]:
         """The growth lines of the parts (a varied policy far past its preset's states)."""
         return [p.growth for p in self.parts if p.growth]
@@ -322,6 +341,7 @@ class CheckResult:
             f"{self.states} distinct states, {self.transitions} transitions, depth {self.depth}, "
             f"{self.seconds:.2f}s ({sps:,.0f} states/s), peak memory {self.peak_rss_mib:.0f} MiB"
             f"{rtxt}, fingerprint collision probability {self.collision_probability:.1e}"
+            f", reductions: {', '.join(self.reductions) or 'none'}"
             f"{'' if self.complete else ', TRUNCATED'}"
         )
 
@@ -349,6 +369,8 @@ class CheckResult:
             ),
             "coverage_never_enabled": self.coverage.never_enabled if self.coverage else None,
             "growth": self.growth,
+            "reductions": self.reductions,
+            "shortest": {n: r.shortest for n, r in self.properties.items() if not r.holds},
         }
 
 
@@ -399,6 +421,7 @@ def check(
     jobs: int = 1,
     on_progress: Callable[[int, int], None] | None = None,
     on_note: Callable[[str], None] | None = None,
+    por: bool = False,
 ) -> CheckResult:
     """Check ``properties`` (None: all) on every part of ``config`` under ``policy`` (None:
     each part's own policy). ``config`` is a name, a path, or one :class:`ConfigPart` (a
@@ -411,7 +434,11 @@ def check(
     process prints it on stderr); it is in the result's ``growth`` as well.
     ``jobs`` > 1: the parts (independent searches) run on that many spawned processes
     (spec/scope.py's pool) and are merged in their order, so the result is the one of
-    ``jobs=1`` (but for the measured seconds and memory)."""
+    ``jobs=1`` (but for the measured seconds and memory).
+    ``por``: partial-order reduction (spec/por.py) for the parts' searches that keep no
+    graph (no liveness property is checked: the reduction is not claimed sound for the fair
+    cycle analysis); a violation found under it is shortened by an unreduced search bounded
+    at its length (:func:`_shortest`). ``CheckResult.reductions`` says what ran."""
     t0 = time.perf_counter()
     pname = _policy_name(policy)
     if isinstance(config, ConfigPart):
@@ -424,7 +451,7 @@ def check(
     } | {n: PropertyResult(n, "liveness", True, under=P.LIVENESS[n].under) for n in live}
     reached: dict[str, str | None] = {k: None for k in WITNESSES} if witnesses else {}
     search = _Search(pname, tuple(safety), tuple(live), coverage, symmetry, measure_reduction,
-                     max_states)
+                     max_states, por)
     if jobs > 1 and len(parts) > 1:
         outcomes = _parts_in_processes(parts, search, tuple(reached), jobs, on_part)
         for part, out in zip(parts, outcomes, strict=True):
@@ -464,6 +491,12 @@ class _Search:
     symmetry: bool
     measure_reduction: bool
     max_states: int | None
+    por: bool = False
+
+    @property
+    def por_runs(self) -> bool:
+        """Partial-order reduction runs: asked for, and no liveness property keeps the graph."""
+        return self.por and not self.live
 
 
 @dataclass
@@ -474,8 +507,9 @@ class _PartOutcome:
     stats: PartStats
     config: Config
     witnesses: list[str]  # reached in this part
-    # safety: (name, initial world, trace, the violating world), in the engine's order
-    violations: list[tuple[str, World, list[tuple[Transition, World]], World]]
+    # safety: (name, initial world, trace, the violating world, it is a shortest trace), in
+    # the engine's order
+    violations: list[tuple[str, World, list[tuple[Transition, World]], World, bool]]
     # liveness: (name, the analysis was complete, its counterexample or None)
     liveness: list[tuple[str, bool, PropertyResult | None]]
     enabled: dict[str, int]  # coverage: label -> times enabled, in first-seen order
@@ -582,6 +616,12 @@ def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
     preset = varied_preset(spec.policy.name)
     watch = None if preset is None else _GrowthWatch(part, spec.policy.name, preset,
                                                      search.symmetry, say or _say)
+    reads = ({n: P.SAFETY[n].reads for n in search.safety if P.SAFETY[n].reads}
+             | {k: WITNESSES[k].reads for k in wit})
+    reduce = None
+    if search.por_runs and independent_steps():
+        reduce = Reduction(visible_fields([P.SAFETY[n].reads for n in search.safety]
+                                          + [WITNESSES[k].reads for k in wit]))
     ex = engine.explore(
         [w0], successors,
         invariants={n: P.SAFETY[n].check for n in search.safety},
@@ -590,12 +630,15 @@ def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
         keep_graph=bool(search.live),
         measure_reduction=search.measure_reduction and canon is not None,
         max_states=search.max_states,
-        reads={n: P.SAFETY[n].reads for n in search.safety if P.SAFETY[n].reads}
-        | {k: WITNESSES[k].reads for k in wit},
+        reads=reads,
         labels=goals,
         deadlock_labels=ignore,
         on_progress=_both(on_progress, watch),
+        reduce=reduce,
     )
+    violations = {n: (f, True) for n, f in ex.violations.items()}
+    if reduce is not None and ex.violations:
+        violations = _shortest(w0, canon, reads, ex.violations, search.max_states)
     if watch is not None and watch.line is None and ex.truncated:
         watch.check(ex.stats.states, searching=False)
     enabled: dict[str, int] = {}
@@ -607,13 +650,62 @@ def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
             taken[lab] = taken.get(lab, 0) + k
     return _PartOutcome(
         PartStats(part.name, ex.stats, ex.reduction_factor, getattr(canon, "group_size", 1),
-                  watch.line if watch is not None else None),
+                  watch.line if watch is not None else None,
+                  _reductions(spec, canon, reduce is not None),
+                  _por_off(search, reduce),
+                  None if reduce is None else reduce.counts()),
         spec,
         [k for k, f in ex.witnesses.items() if f is not None],
-        [(n, f.initial, list(f.trace), f.world) for n, f in ex.violations.items()],
+        [(n, f.initial, list(f.trace), f.world, shortest)
+         for n, (f, shortest) in violations.items()],
         [_liveness(part, spec, ex, n) for n in search.live],
         enabled, taken,
     )
+
+
+POR_OFF_LIVENESS = "por off (liveness keeps the graph)"
+POR_OFF_DEPENDENT = "por off (every step shares a part with another actor's)"
+
+
+def _por_off(search: _Search, reduce: Reduction | None) -> tuple[str, ...]:
+    """Why partial-order reduction asked for did not run: a liveness property keeps the
+    graph, or no process step is independent of the other actors' (spec.por, C1)."""
+    if not search.por or reduce is not None:
+        return ()
+    return (POR_OFF_LIVENESS,) if search.live else (POR_OFF_DEPENDENT,)
+
+
+def _reductions(spec: Config, canon: Any, por: bool) -> tuple[str, ...]:
+    """What a part's search ran under: the symmetry of its configuration (a group larger
+    than one), the time shift (no horizon: spec.symmetry.make_canonical), partial-order
+    reduction."""
+    out = []
+    if canon is not None and getattr(canon, "group_size", 1) > 1:
+        out.append("symmetry")
+    if canon is not None and spec.horizon is None:
+        out.append("time shift")
+    if por:
+        out.append("por")
+    return tuple(out)
+
+
+def _shortest(w0: World, canon: Any, reads: dict[str, Any], found: dict[str, engine.Finding],
+              max_states: int | None) -> dict[str, tuple[engine.Finding, bool]]:
+    """The violations a reduced search found, each replaced by the shortest, fewest-switch
+    one: an unreduced search of the violated invariants bounded at the deepest of them (a
+    reduced trace is a real path, so the unreduced BFS meets each at that depth or before).
+    A violation the bounded search does not reach (``max_states`` cut it) keeps its reduced
+    trace, marked not shortest."""
+    bound = max(f.depth for f in found.values())
+    ex = engine.explore([w0], successors,
+                        invariants={n: P.SAFETY[n].check for n in found}, canonical=canon,
+                        reads={n: r for n, r in reads.items() if n in found},
+                        max_states=max_states, max_depth=bound)
+    out: dict[str, tuple[engine.Finding, bool]] = {}
+    for n, f in found.items():
+        g = ex.violations.get(n)
+        out[n] = (f, False) if g is None else (g, True)
+    return out
 
 
 def _liveness(part: ConfigPart, spec: Config, ex: Any, n: str) -> tuple[str, bool, PropertyResult | None]:
@@ -656,11 +748,11 @@ def _merge_part(results: dict[str, PropertyResult], reached: dict[str, str | Non
     for k in out.witnesses:
         if reached.get(k) is None:
             reached[k] = part.name
-    for n, initial, trace, world in out.violations:
+    for n, initial, trace, world, shortest in out.violations:
         r = results[n]
         if r.holds or len(trace) < len(r.trace):
             results[n] = PropertyResult(n, "safety", False, part.name, part.data, initial, trace,
-                                        explanation=P.explain(n, world))
+                                        explanation=P.explain(n, world), shortest=shortest)
     for n, complete, cx in out.liveness:
         r = results[n]
         r.complete = r.complete and complete

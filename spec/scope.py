@@ -463,36 +463,41 @@ class TaskResult:
     transitions: int
     seconds: float
     truncated: bool
-    violations: dict[str, dict[str, Any]]  # property -> {length, kind, explanation}
+    violations: dict[str, dict[str, Any]]  # property -> {length, kind, explanation, shortest}
     cached: bool = False
+    reductions: tuple[str, ...] = ()  # what the search ran under (CheckResult.reductions)
 
     def to_json(self) -> dict[str, Any]:
         return {"member": self.member, "policy": self.policy, "states": self.states,
                 "transitions": self.transitions, "seconds": round(self.seconds, 3),
-                "truncated": self.truncated, "violations": self.violations}
+                "truncated": self.truncated, "violations": self.violations,
+                "reductions": list(self.reductions)}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TaskResult:
         return cls(d["member"], d["policy"], d["states"], d["transitions"], d["seconds"],
-                   d["truncated"], d["violations"])
+                   d["truncated"], d["violations"], reductions=tuple(d.get("reductions", ())))
 
 
 def check_member(name: str, data: dict[str, Any], policy: str,
                  properties: Sequence[str] | None = None,
                  max_states: int | None = None,
-                 on_progress: Callable[[int, int], None] | None = None) -> TaskResult:
+                 on_progress: Callable[[int, int], None] | None = None,
+                 por: bool = False) -> TaskResult:
     """Check one member under one policy (no witnesses, no coverage: verdicts only).
-    ``on_progress(stored, expanded)``: the running search's progress (spec.engine.explore)."""
+    ``on_progress(stored, expanded)``: the running search's progress (spec.engine.explore);
+    ``por``: partial-order reduction (spec.checker.check)."""
     from failclosed.spec.checker import ConfigPart, check
 
     res = check(policy, ConfigPart(name, "", data), properties, witnesses=False,
-                coverage=False, max_states=max_states, on_progress=on_progress)
+                coverage=False, max_states=max_states, on_progress=on_progress, por=por)
     viol = {
-        n: {"length": r.trace_length, "kind": r.kind, "explanation": r.explanation}
+        n: {"length": r.trace_length, "kind": r.kind, "explanation": r.explanation,
+            "shortest": r.shortest}
         for n, r in res.properties.items() if not r.holds
     }
     return TaskResult(name, policy, res.states, res.transitions, res.seconds,
-                      not res.complete, viol)
+                      not res.complete, viol, reductions=tuple(res.reductions))
 
 
 # A worker process's channel to its parent for the progress of the task it runs (set by
@@ -504,14 +509,15 @@ def _init_progress(queue: Any) -> None:
     _PROGRESS[0] = queue
 
 
-def _task(args: tuple[str, dict[str, Any], str, tuple[str, ...] | None, int | None]) -> dict[str, Any]:
-    name, data, policy, props, max_states = args
+def _task(args: tuple[str, dict[str, Any], str, tuple[str, ...] | None, int | None, bool]
+          ) -> dict[str, Any]:
+    name, data, policy, props, max_states, por = args
     queue = _PROGRESS[0]
     report = None
     if queue is not None:
         def report(stored: int, expanded: int) -> None:
             queue.put(((name, policy), stored))
-    return check_member(name, data, policy, props, max_states, report).to_json()
+    return check_member(name, data, policy, props, max_states, report, por).to_json()
 
 
 CACHE_VARIABLE = "FAILCLOSED_CACHE"  # the cache's root (README, the notebooks, docs/SCOPES.md)
@@ -519,7 +525,8 @@ OLD_CACHE_VARIABLE = "FAILCLOSED_CACHE_DIR"  # its former second name: refused, 
 
 
 class Cache:
-    """One JSON file per (member, policy, properties, bound, model version) under ``root``."""
+    """One JSON file per (member, policy, properties, bound, reduction, model version) under
+    ``root``."""
 
     def __init__(self, root: Path | None, version: str) -> None:
         self.root = root
@@ -543,8 +550,10 @@ class Cache:
         return Path(base) / "failclosed"
 
     def key(self, m: Member, policy: str, props: Sequence[str] | None,
-            max_states: int | None) -> str:
-        raw = json.dumps([self.version, m.key, policy, sorted(props or []), max_states])
+            max_states: int | None, por: bool = False) -> str:
+        # por joins the key only when on, so every key of an unreduced run is what it was
+        raw = json.dumps([self.version, m.key, policy, sorted(props or []), max_states]
+                         + (["por"] if por else []))
         return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
     def path(self, key: str) -> Path | None:
@@ -585,7 +594,8 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
               *, jobs: int = 1, dask: str | None = None, max_states: int | None = None,
               cache: Cache | None = None,
               on_result: Callable[[TaskResult], None] | None = None,
-              on_running: Callable[[int], None] | None = None) -> list[TaskResult]:
+              on_running: Callable[[int], None] | None = None,
+              por: bool = False) -> list[TaskResult]:
     """Every (member, policy) checked once; cached results are not recomputed. ``on_result``
     sees each result as it arrives (progress); the list comes back in task order.
     ``on_running(states)``: the states stored so far by the searches still running (every
@@ -598,7 +608,7 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
     keys: dict[int, str] = {}
     for i, (m, p) in enumerate(tasks):
         if cache is not None:
-            keys[i] = cache.key(m, p, props, max_states)
+            keys[i] = cache.key(m, p, props, max_states, por)
             hit = cache.get(keys[i], m.name)
             if hit is not None:
                 results[i] = hit
@@ -628,14 +638,16 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
         if on_result:
             on_result(r)
 
-    args = {i: (tasks[i][0].name, tasks[i][0].data, tasks[i][1], props, max_states) for i in todo}
+    args = {i: (tasks[i][0].name, tasks[i][0].data, tasks[i][1], props, max_states, por)
+            for i in todo}
     if dask:
         _run_dask(dask, args, done)
     elif jobs <= 1 or len(todo) <= 1:
         for i in todo:
             a = args[i]
             key = (a[0], a[2])
-            done(i, check_member(*a, on_progress=lambda n, _e, k=key: progress(k, n)).to_json())
+            done(i, check_member(*a[:5], on_progress=lambda n, _e, k=key: progress(k, n),
+                                 por=por).to_json())
     else:
         run_local(jobs, args, done, on_progress=progress if on_running is not None else None)
     return [results[i] for i in range(len(tasks))]
@@ -754,6 +766,7 @@ class Verdict:
     explanation: str = ""
     violating: int = 0  # members with a counterexample
     kind: str = "safety"
+    shortest: bool = True  # False: found under reduction and not shortened (spec.checker)
 
 
 @dataclass
@@ -789,7 +802,12 @@ class ScopeResult:
         txt += f" (fingerprint collision probability {p:.0e})"
         if cut:
             txt += f"; {len(cut)} truncated (holds up to the bound there)"
-        return txt
+        return txt + f"; reductions: {', '.join(self.reductions) or 'none'}"
+
+    @property
+    def reductions(self) -> list[str]:
+        """What the members' searches ran under (each once, in first-seen order)."""
+        return list(dict.fromkeys(x for r in self.results for x in r.reductions))
 
     def cell(self, policy: str, prop: str) -> dict[str, Any]:
         v = self.verdicts[policy][prop]
@@ -797,6 +815,8 @@ class ScopeResult:
         if not v.holds:
             d["config"] = v.member
             d["violating_configurations"] = v.violating
+            if not v.shortest:
+                d["shortest"] = False
         return d
 
     def to_json(self) -> dict[str, Any]:
@@ -811,6 +831,7 @@ class ScopeResult:
             "seconds": round(self.seconds, 3),
             "truncated": self.truncated,
             "complete": not self.truncated,
+            "reductions": self.reductions,
             "properties": self.properties,
             "policies": {p: {n: self.cell(p, n) for n in self.properties} for p in self.policies},
         }
@@ -836,6 +857,7 @@ def merge(scope: Scope, policies: Sequence[str], properties: Sequence[str],
             if cur.holds or v["length"] < (cur.length or 0):
                 cur.holds, cur.length, cur.member = False, v["length"], r.member
                 cur.explanation, cur.kind = v.get("explanation", ""), v.get("kind", cur.kind)
+                cur.shortest = v.get("shortest", True)
     return ScopeResult(scope, list(policies), list(properties), verdicts, res, seconds)
 
 

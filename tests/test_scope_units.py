@@ -301,7 +301,7 @@ def test_scope_result_states_its_reach():
                 [_r("a", x=2), _r("b", "proposed", truncated=True)], seconds=1.23456)
     assert res.states == 20 and res.truncated == ["b"] and res.cached == 0
     assert res.reach() == ("scope s: 2 configurations, 20 states (fingerprint collision probability "
-                           "5e-18); 1 truncated (holds up to the bound there)")
+                           "5e-18); 1 truncated (holds up to the bound there); reductions: none")
     assert res.reach("current").startswith("scope s: 2 configurations, 10 states")
     d = res.to_json()
     assert (d["scope"], d["configurations"], d["states"], d["seconds"]) == ("s", 2, 20, 1.235)
