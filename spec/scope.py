@@ -806,8 +806,12 @@ class ScopeResult:
 
     @property
     def reductions(self) -> list[str]:
-        """What the members' searches ran under (each once, in first-seen order)."""
-        return list(dict.fromkeys(x for r in self.results for x in r.reductions))
+        """What the members' searches ran under (each once, in first-seen order), then what
+        was asked for and did not run (spec.checker's notes)."""
+        from failclosed.spec.checker import POR_OFF_DEPENDENT, POR_OFF_LIVENESS
+
+        seen = list(dict.fromkeys(x for r in self.results for x in r.reductions))
+        return sorted(seen, key=lambda x: x in (POR_OFF_DEPENDENT, POR_OFF_LIVENESS))
 
     def cell(self, policy: str, prop: str) -> dict[str, Any]:
         v = self.verdicts[policy][prop]
