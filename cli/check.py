@@ -16,7 +16,7 @@ from typing import Any
 
 from failclosed.cli.checking import (
     add_common,
-    add_por,
+    add_reductions,
     check_outputs,
     column_chunks,
     config_help,
@@ -77,9 +77,9 @@ def register(subparsers: Any) -> None:
                         "core)")
     p.add_argument("--wide", action="store_true", help="print each counterexample as the wide "
                    "table (one changed field per line) instead of one line per step")
+    add_reductions(p)
     add_common(p)
     add_junit(p)
-    add_por(p)
     p.set_defaults(func=_cmd_check)
 
     m = subparsers.add_parser(
@@ -196,7 +196,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
                     witnesses=not args.properties,
                     coverage=not args.properties and not args.por,
                     on_part=lambda name, states: pg.advance(states=states), jobs=args.jobs,
-                    on_note=pg.note, por=args.por)
+                    on_note=pg.note, clock=args.clock_regions, por=args.por)
     cells = {(args.policy, n): not r.holds for n, r in res.properties.items()}
     failed = [r for r in res.properties.values() if not r.holds]
     notes: list[str] = []
@@ -291,11 +291,12 @@ def _cell(r: Any) -> dict[str, Any]:
 
 def run_matrix(config: str, policies: list[str],
                on_policy: Callable[[str, Any], None] | None = None,
-               max_states: int | None = None, por: bool = False,
+               max_states: int | None = None, clock: bool = True, por: bool = False,
                ) -> tuple[list[str], dict[str, dict[str, Any]], list[Any]]:
     """Check every property under each policy: (properties, {policy: {property: cell}},
     the CheckResults). ``on_policy(policy, result)`` is called as each is done;
-    ``max_states`` bounds each part's search (``--max-states``); ``por``: ``--por``."""
+    ``max_states`` bounds each part's search (``--max-states``); ``clock``: under the
+    clock regions (``--no-clock-reduction``: without); ``por``: ``--por``."""
     from failclosed.spec.checker import check
 
     table: dict[str, dict[str, Any]] = {}
@@ -303,7 +304,7 @@ def run_matrix(config: str, policies: list[str],
     props: list[str] = []
     for pol in policies:
         res = check(pol, config, None, witnesses=False, coverage=False, max_states=max_states,
-                    por=por)
+                    clock=clock, por=por)
         results.append(res)
         props = list(res.properties)
         table[pol] = {n: _cell(r) for n, r in res.properties.items()}
@@ -335,7 +336,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     with progress(args, "matrix", len(pols), "policies") as pg:
         props, table, results = run_matrix(
             args.config, pols, lambda pol, res: pg.advance(states=res.states), args.max_states,
-            args.por)
+            args.clock_regions, args.por)
     cells = {(pol, n): not table[pol][n]["holds"] for pol in pols for n in props}
     notes: list[str] = []
     if args.write_baseline:

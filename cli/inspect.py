@@ -172,7 +172,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:  # noqa: C901 - input checks,
 
 
 def _json(rep: Any, verdicts: dict[int, Any], labeller: Any, elapsed: float, args: Any, policy: str) -> dict[str, Any]:
-    from failclosed.sim.inspect import CHECKS, DETECTABLE, LIMITS
+    from failclosed.sim.inspect import CHECKS, DETECTABLE, LIMITS, footprints
 
     by = rep.by_check()
     anomalies = []
@@ -191,6 +191,7 @@ def _json(rep: Any, verdicts: dict[int, Any], labeller: Any, elapsed: float, arg
                     "by_certainty": dict(Counter(a.certainty for a in by[c[0]])), "new": sum(1 for a in by[c[0]] if verdicts[id(a)] is None),
                     "unsupported": rep.unsupported.get(c[0])} for c in CHECKS],
         "anomalies": anomalies,
+        "proposals": footprints(rep),
         "notices": [{"notice": n, "runs": c, "examples": rep.notice_runs.get(n, [])} for n, c in rep.notices.items()],
         "unreadable": rep.unreadable.to_json(),
         "memory_budget_bytes": args.memory_budget,
@@ -200,7 +201,7 @@ def _json(rep: Any, verdicts: dict[int, Any], labeller: Any, elapsed: float, arg
 
 
 def _print(rep: Any, verdicts: dict[int, Any], labeller: Any, elapsed: float, args: Any, new: list) -> None:
-    from failclosed.sim.inspect import CHECKS, LIMITS
+    from failclosed.sim.inspect import CHECKS, LIMITS, applies
     from rich.console import Console
 
     con = Console(highlight=False, soft_wrap=True)
@@ -215,7 +216,10 @@ def _print(rep: Any, verdicts: dict[int, Any], labeller: Any, elapsed: float, ar
         certainty = "/".join(sorted({a.certainty for a in by[cid]})) or certainty  # what this export proves
         cell = "[green]0[/]" if not n else (f"[yellow]{n} known[/]" if k == n else f"[bold red]{n}[/]" + (f" ({k} known)" if k else ""))
         note = f"  ({rep.unsupported[cid]})" if cid in rep.unsupported else ""
+        if not applies(rep, cid):  # said once, in the proposals' footprints below
+            cell, note = "n/a", ""
         con.print(f"{cid:27} {section:10} {certainty:10} {cell}{note}")
+    _print_footprints(con, rep)
     for cid, *_ in CHECKS:
         items = by[cid]
         if not items:
@@ -247,6 +251,22 @@ def _print(rep: Any, verdicts: dict[int, Any], labeller: Any, elapsed: float, ar
         style = "bold red" if new else "bold yellow"
         extra = f": {len(new)} new, {len(rep.anomalies) - len(new)} known" if args.baseline else ""
         con.print(f"[{style}]{plural(len(rep.anomalies), 'anomaly', 'anomalies')} in {plural(runs, 'run')}{extra}[/]")
+
+
+def _print_footprints(con: Any, rep: Any) -> None:
+    """Per proposal (docs/PROPOSALS.md): the anomalies that would show it not working in a
+    database taken after the change, or why its check does not apply here."""
+    from failclosed.sim.inspect import footprints
+
+    con.print("the proposals' footprints (docs/PROPOSALS.md; zero in a database taken after the change):")
+    for f in footprints(rep):
+        what = f["check"] + (f" ({f['detail'].replace('_', ' ')})" if f["detail"] else "")
+        if not f["applies"]:
+            con.print(f"  {f['proposal']} {f['switch']}: {what}: {f['text']}", markup=False)
+            continue
+        n = f["anomalies"]
+        cell = "[green]0[/]" if not n else f"[bold red]{n}[/]"
+        con.print(f"  {f['proposal']} {f['switch']}: {what}: {cell}" + (f" ({f['text']})" if not n else ""))
 
 
 def _print_unreadable(con: Any, un: Any) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from failclosed.cli.checking import (
     add_common,
-    add_por,
+    add_reductions,
     check_outputs,
     emit_json,
     load_baseline_arg,
@@ -53,7 +53,7 @@ def add_scope_run(p: argparse.ArgumentParser) -> None:
                    "configurations are kept, so an interrupted or repeated run redoes only "
                    "what is missing (default: $FAILCLOSED_CACHE or ~/.cache/failclosed)")
     p.add_argument("--no-cache", action="store_true", help="recheck every configuration")
-    add_por(p)
+    add_reductions(p)
 
 
 def register_scope(subparsers: Any) -> None:
@@ -116,7 +116,8 @@ def run_scope_cli(scope_name: str, policies: list[str], properties: list[str] | 
                   enabled=not args.quiet) as pg:
         pg.note(_scope_header(scope, policies))
         return check_scope(scope, policies, properties, jobs=args.jobs, dask=args.dask,
-                           max_states=args.max_states, cache=cache, por=args.por,
+                           max_states=args.max_states, cache=cache,
+                           clock=args.clock_regions, por=args.por,
                            on_result=lambda r: pg.advance(states=r.states),
                            on_running=lambda n: pg.running(states=n))
 

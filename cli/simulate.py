@@ -25,7 +25,9 @@ simulate
     ``"baseline": {"file", "known", "new", "fixed"}`` (property names), and ``"faults":
     {"drawn", "never_drawn", "warning"}``: how often each enabled fault kind was drawn, and
     from ``sim.records.NEVER_DRAWN_RUNS`` runs simulated a warning naming the kinds enabled
-    but never drawn (also printed). Counterexample scenarios
+    but never drawn (also printed); without a transport (``[transport] kind = "none"``,
+    RUNTIME 6.4) also ``"refusals"``: how many enqueues and reaper ticks were refused up
+    front, by transition (also printed). Counterexample scenarios
     (``failclosed replay FILE`` reproduces each) are written only under an explicit
     ``--violations-dir``: the first ``--max-scenarios N`` violations of each property per
     policy (default ``SCENARIOS_PER_PROPERTY``, ``all``: every one); the output and the JSON's
@@ -743,6 +745,7 @@ def report(results, path, total, verdict, *, stop, known, baseline_path, headlin
     for t in fit_tables("property", pols, _property_rows(results, verdict, known), width):
         con.print(t)
     _report_faults(con, results)
+    _report_refusals(con, results)
     _report_files(con, results, violations_dir)
     if known is not None:
         _report_meaning(con, verdict, known, pols)
@@ -778,6 +781,15 @@ def rel_path(path: str | None) -> str:
     except ValueError:  # another drive
         return os.path.abspath(path)
     return rel if not rel.startswith("..") else os.path.abspath(path)
+
+
+def _report_refusals(con, results) -> None:
+    """One line per simulation that the runtime refused something in up front (without a
+    transport, RUNTIME 6.4: every enqueue and every reaper tick), by transition."""
+    for r in results:
+        if r.get("refusals"):
+            parts = ", ".join(f"{k} {n:,}" for k, n in r["refusals"].items())
+            con.print(f"refused up front, no transport ({r['policy']}): {parts}", markup=False)
 
 
 def _report_faults(con, results) -> None:

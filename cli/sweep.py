@@ -131,11 +131,14 @@ def cached_sweep(raw: dict[str, Any], grid: list[tuple[str, list[Any]]], seeds: 
     """The sweep of ``grid`` x ``seeds`` seeds over the config ``raw``, cached on disk: the
     CSV ``directory/NAME-<config digest>.csv`` is the sweep's own ``--out`` file, so a rerun
     simulates only the (grid point, seed) rows it lacks (the sweep's resume) and a changed
-    config gets a new file. Returns (path, header, the rows of this grid and these seeds)."""
+    config gets a new file; so does a change of the sweep's columns (a metric added: the digest
+    is over the config and the columns, so a cache of other columns is left, not refused).
+    Returns (path, header, the rows of this grid and these seeds)."""
     names = [n for n, _ in grid]
     points = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*[v for _, v in grid])]
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, f"{name}-{config_digest(raw)}.csv")
+    digest = config_digest({"config": raw, "columns": sweep_columns(names)})
+    path = os.path.join(directory, f"{name}-{digest}.csv")
     tasks, _ran = run_grid(raw, points, list(range(1, seeds + 1)), path, names, jobs, None, quiet, label=name)
     header, rows = _rows_of(path, names, tasks)
     return path, header, rows

@@ -19,7 +19,12 @@ add ``[[steps]]``). Every key is validated: a typo, a wrong type or a negative l
     reapers = 1                        # reapers racing on the store (10), named reaper, reaper#2, ...
     horizon = 5000                     # the clock never moves past it
     transport = "async"                # async (default here) | sync (the runtime's default:
-                                       # dispatch runs the handler nested, RUNTIME 6.3)
+                                       # dispatch runs the handler nested, RUNTIME 6.3) |
+                                       # none (no bus: enqueue and the reaper's tick fail
+                                       # up front, RUNTIME 6.4)
+    operator_cancels = ["r1", ""]      # the ids the operator's cancel command is given, in
+                                       # order, each once (RUNTIME 11): a run's id, "" (no
+                                       # id: refused) or an id no run has (unknown)
     refusals = ["ApproverNotPermitted", "InvalidInputSubmission", "ConfigurationGone"]
                                        # explore both answers of gate 2 (12.2 step 8), input
                                        # validation (12.3) and the configuration check (12.2
@@ -38,8 +43,17 @@ add ``[[steps]]``). Every key is validated: a typo, a wrong type or a negative l
     server_flag = 0                    # remote only: operator approval declaration
     needs_input = false
     removable = false
+    [principals]                       # who makes requests (RUNTIME 16.18); default: one
+    owner = { kind = "user" }          # user "owner", who owns every run and makes every
+    mallory = { kind = "user" }        # decision and cancel of [[runs]]; kind: user | admin
+    ops = { kind = "admin" }           # | service_account, with scopes of AGENT_CANCEL,
+    bot = { kind = "service_account", scopes = ["AGENT_CANCEL"] }  # AGENT_APPROVE, AGENT_STATUS
     [[runs]]
     id = "r1"
+    owner = "owner"                    # the principal who owns the run (a user)
+    requests = [{ by = "mallory", request = "approve" }, { by = "bot", request = "events",
+                after_sequence = 0, limit = 2 }]  # each made at most once, by a declared principal:
+                                       # approve | deny | input | cancel | status | events
     entry = "queued"                   # queued (enqueue) | interactive (start_run)
     plan = [{tools = ["create_page_draft"]}, {final = "completed"}]
     cap = 5                            # explicit round cap (clamped to MAX_ITERATIONS)
@@ -59,6 +73,8 @@ from . import names
 from .constants import CONSTANT_MAX, CONSTANT_NAMES, Constants
 from .policy import SWITCHES, Policy, UnknownPolicy, parse_policy
 from .state import (
+    DEFAULT_OWNER,
+    DEFAULT_PRINCIPALS,
     EFFECTS,
     FAILURE_CLASSES,
     READ_ONLY,
@@ -66,13 +82,15 @@ from .state import (
     STATUSES,
     TRANSPORTS,
     Answer,
+    Ask,
     Config,
+    Principal,
     Row,
     RunSpec,
     Tool,
     World,
 )
-from .vocab import Decision, FaultKind
+from .vocab import Decision, FaultKind, PrincipalKind, Request, Scope
 
 
 class ConfigError(ValueError):
@@ -94,7 +112,7 @@ def _expect(value: Any, typ: type | tuple[type, ...], field: str, fix: str) -> A
 # ``[table]`` header into that table, so ``messages = [...]`` below ``[model]`` becomes
 # ``model.messages``: the error says where the key belongs instead of "unknown key".
 TOP_LEVEL_ONLY = frozenset({"policy", "description", "messages", "switches", "constants", "model",
-                            "tools", "runs", "steps", "expect"})
+                            "tools", "runs", "steps", "expect", "principals"})
 
 
 def misplaced(key: str, where: str) -> str | None:
@@ -178,11 +196,15 @@ def tool_effect(t: dict[str, Any], where: str) -> str:
 MAX_WORKERS = 64  # workers of a bounded configuration (refused above: memory, not a search)
 MAX_REAPERS = 8  # reapers racing on one store (each one more process to interleave)
 
-TOP_KEYS = {"policy", "switches", "constants", "model", "tools", "runs", "steps", "description", "expect"}
+TOP_KEYS = {"policy", "switches", "constants", "model", "tools", "runs", "steps", "description", "expect",
+            "principals"}
 MODEL_KEYS = {"workers", "faults", "fault_budget", "provider_faults", "fault_ops", "reaper_limit", "reapers",
-              "horizon", "transport", "refusals", "read_only_builtins", "unknown_tools"}
+              "horizon", "transport", "refusals", "read_only_builtins", "unknown_tools",
+              "operator_cancels"}
 TOOL_KEYS = {"name", "effect", "remote", "approval", "server_flag", "needs_input", "removable"}
-RUN_KEYS = {"id", "entry", "plan", "cap", "observer", "cancels", "decisions", "row"}
+RUN_KEYS = {"id", "entry", "plan", "cap", "observer", "cancels", "decisions", "row", "owner", "requests"}
+PRINCIPAL_KEYS = {"kind", "scopes"}
+ASK_KEYS = {"by", "request", "after_sequence", "limit"}
 ROW_KEYS = {f.name for f in fields(Row)}
 
 
@@ -201,7 +223,10 @@ def parse_config(data: dict[str, Any], policy_override: str | None = None) -> tu
     unknown = _names(m, "unknown_tools", "tool names no catalogue knows")
     _declared_calls(runs, tools, read_only, unknown)
     tools += _default_registry(tools, runs, read_only)
-    spec = Config(policy=policy, constants=constants, tools=tuple(tools), runs=tuple(runs), **model)
+    principals = _principals(data)
+    _declared_principals(runs, principals)
+    spec = Config(policy=policy, constants=constants, tools=tuple(tools), runs=tuple(runs),
+                  principals=principals, **model)
     return spec, budget
 
 
@@ -260,12 +285,24 @@ def _model(data: dict[str, Any], constants: Constants) -> tuple[dict[str, Any], 
         _nonneg(horizon, "model.horizon")
     transport = m.get("transport", "async")
     if transport not in TRANSPORTS:
-        raise ConfigError(f"model.transport: {transport!r} is not a transport; use \"async\" or \"sync\"")
+        use = ", ".join(f'"{x}"' for x in TRANSPORTS)
+        raise ConfigError(f"model.transport: {transport!r} is not a transport; use one of {use}")
     refusals = _refusals(m)
     return dict(
         workers=workers, faults=frozenset(faults), provider_faults=tuple(pf),
         fault_ops=frozenset(fault_ops) if fault_ops is not None else None, reaper_limit=limit, reapers=reapers, horizon=horizon, transport=transport, refusals=frozenset(refusals),
+        operator_cancels=_operator_cancels(m),
     ), budget
+
+
+def _operator_cancels(m: dict[str, Any]) -> tuple[str, ...]:
+    """``model.operator_cancels``: the ids the operator's cancel command is given, in order
+    (a run's id, "" for none, or an id no run has)."""
+    ids = m.get("operator_cancels", [])
+    _expect(ids, list, "model.operator_cancels", 'a list of run ids (a run\'s id, "" or an unknown id)')
+    for x in ids:
+        _expect(x, str, "model.operator_cancels[]", 'a run id as a string ("" for none)')
+    return tuple(ids)
 
 
 def _workers(m: dict[str, Any]) -> tuple[str, ...]:
@@ -408,12 +445,92 @@ def _run(r: Any, n: int, taken: set[str]) -> RunSpec:
         if not Decision.known(d):
             raise ConfigError(f"{where}decisions: {d!r}; use approve, deny or input")
     row = _row(r["row"], where + "row.") if "row" in r else None
+    owner = _expect(r.get("owner", DEFAULT_OWNER), str, where + "owner", "a principal's name")
     return RunSpec(
         id=rid, entry=entry, plan=plan, cap=cap,
         observer=_expect(r.get("observer", False), bool, where + "observer", "true or false"),
         cancels=_nonneg(r.get("cancels", 0), where + "cancels"),
         decisions=tuple(Decision(d) for d in decisions), initial=row,
+        owner=owner, requests=_asks(r.get("requests", []), where + "requests"),
     )
+
+
+MAX_REQUESTS = 8  # requests by named principals per run (each one more branch to interleave)
+
+
+def _asks(raw: Any, where: str) -> tuple[Ask, ...]:
+    """``runs[n].requests``: each a table ``{by, request, after_sequence, limit}``."""
+    _expect(raw, list, where, "a list of tables such as [{ by = \"mallory\", request = \"approve\" }]")
+    if len(raw) > MAX_REQUESTS:
+        raise ConfigError(f"{where}: {len(raw)} requests, above the limit of {MAX_REQUESTS}; "
+                          "give fewer")
+    out = []
+    for k, a in enumerate(raw):
+        at = f"{where}[{k}]"
+        _expect(a, dict, at, "a table with by and request")
+        check_keys(a, ASK_KEYS, at + ".")
+        for key in ("by", "request"):
+            if key not in a:
+                raise ConfigError(f"{at}.{key}: missing; every request names by and request")
+        by = _expect(a["by"], str, at + ".by", "a principal's name")
+        req = a["request"]
+        if not Request.known(req):
+            raise ConfigError(f"{at}.request: {req!r}; use one of {', '.join(Request)}")
+        after = a.get("after_sequence", -1)
+        _expect(after, int, at + ".after_sequence", "an event sequence (-1: from the first)")
+        if after < -1:
+            raise ConfigError(f"{at}.after_sequence: must be >= -1, got {after}")
+        limit = a.get("limit", 100)
+        _expect(limit, int, at + ".limit", "an integer >= 1")
+        if limit < 1:
+            raise ConfigError(f"{at}.limit: must be >= 1, got {limit}")
+        if Request(req) != Request.EVENTS and ("after_sequence" in a or "limit" in a):
+            raise ConfigError(f"{at}: after_sequence and limit page the events; remove them "
+                              f"from a {req} request")
+        out.append(Ask(by=by, request=Request(req), after=after, limit=limit))
+    return tuple(out)
+
+
+def _principals(data: dict[str, Any]) -> tuple[Principal, ...]:
+    """``[principals]``: name -> {kind, scopes}; absent: the owner alone."""
+    raw = data.get("principals")
+    if raw is None:
+        return DEFAULT_PRINCIPALS
+    _expect(raw, dict, "principals", "a table of name = { kind = \"user\" }")
+    if not raw:
+        raise ConfigError("principals: empty; declare at least the runs' owner, or remove the table")
+    out = []
+    for name, d in raw.items():
+        at = f"principals.{name}"
+        _expect(d, dict, at, "a table such as { kind = \"service_account\", scopes = [\"AGENT_CANCEL\"] }")
+        check_keys(d, PRINCIPAL_KEYS, at + ".")
+        kind = d.get("kind", PrincipalKind.USER)
+        if not PrincipalKind.known(kind):
+            raise ConfigError(f"{at}.kind: {kind!r}; use one of {', '.join(PrincipalKind)}")
+        scopes = d.get("scopes", [])
+        _expect(scopes, list, at + ".scopes", f"a list of {', '.join(Scope)}")
+        for x in scopes:
+            if not Scope.known(x):
+                raise ConfigError(f"{at}.scopes: {x!r} is not a scope; use {', '.join(Scope)}")
+        if scopes and PrincipalKind(kind) != PrincipalKind.SERVICE_ACCOUNT:
+            raise ConfigError(f"{at}.scopes: only a service_account has scopes; remove them or "
+                              "write kind = \"service_account\"")
+        out.append(Principal(name, PrincipalKind(kind), frozenset(Scope(x) for x in scopes)))
+    return tuple(out)
+
+
+def _declared_principals(runs: list[RunSpec], principals: tuple[Principal, ...]) -> None:
+    """Every run's owner is a declared user; every request names a declared principal."""
+    kinds = {p.name: p.kind for p in principals}
+    for n, r in enumerate(runs):
+        if kinds.get(r.owner) != PrincipalKind.USER:
+            what = "is not declared" if r.owner not in kinds else f"is a {kinds[r.owner]}"
+            raise ConfigError(f"runs[{n}].owner: {r.owner!r} {what}; a run's owner is a user of "
+                              "[principals]")
+        for k, a in enumerate(r.requests):
+            if a.by not in kinds:
+                raise ConfigError(f"runs[{n}].requests[{k}].by: {a.by!r} is not declared; "
+                                  f"declare it in [principals] or use one of {', '.join(kinds)}")
 
 
 def _default_registry(tools: list[Tool], runs: list[RunSpec], read_only: list[str]) -> list[Tool]:

@@ -17,9 +17,9 @@ declaration does not imply it:
 * ``touches=`` of ``@action`` / ``Other`` adds the rest.
 
 :data:`FIELDS` maps each part to the World fields it is. Partial-order reduction
-(spec/por.py) reads the footprints for its dependence and its visibility; tests/test_por.py
-walks the model and checks that every fired transition changes nothing outside its
-footprint.
+(spec/por.py) reads the footprints for its dependence and its visibility;
+tests/test_footprints.py walks the model and checks that every fired transition changes
+nothing outside its footprint.
 """
 
 from __future__ import annotations
@@ -63,6 +63,9 @@ FIELDS: dict[Touch, tuple[str, ...]] = {
     Touch.CATALOGUE: ("removed",),
     Touch.REAPERS: ("reapers",),
     Touch.BUDGET: ("faults",),
+    Touch.COMMANDS: ("commands",),
+    Touch.ASKED: ("asked",),
+    Touch.MADE: ("made",),
 }
 
 Footprint = frozenset[tuple[Touch, Any]]
@@ -112,14 +115,17 @@ def _tables() -> tuple[dict[int, frozenset[Touch]], dict[str, frozenset[Touch]]]
 
 def declared(w: Any, t: Any) -> Action | Other:
     """The declaration ``t`` fires in ``w``: the step the acting process (or reaper) is at,
-    or the other transition of its name."""
+    or the other transition of its name (a crash; an idle reaper's tick refused, which its
+    tick step does not fire)."""
     if t.name != TransitionName.CRASH:
         p = w.proc(t.actor)
         if p is not None:
             return ACTIONS[p.pc]
         if t.actor in _reaper_names(w):
             r = w.reaper(t.actor)
-            return REAPER_ACTIONS[REAPER_TICK if r is None else r.pc]
+            a = REAPER_ACTIONS[REAPER_TICK if r is None else r.pc]
+            if t.name in a.fires:
+                return a
     return OTHER_TRANSITIONS[t.name]
 
 

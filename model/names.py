@@ -103,10 +103,11 @@ def identity_process(identity: str) -> str:
 
 def process_names(config: object) -> tuple[str, ...]:
     """Every process name a configuration can create: its workers, each run's caller (an
-    interactive run's or an enqueue caller) and one resume per caller decision. The reapers
+    interactive run's or an enqueue caller) and one resume per caller decision (the owner's,
+    and the named principals' approve, deny and input requests). The reapers
     (:func:`reaper_names`) are not in it: each has a fairness class of its own."""
     names = list(config.workers)  # type: ignore[attr-defined]
     for r in config.runs:  # type: ignore[attr-defined]
         names.append(caller_process(r.id) if r.entry == "interactive" else enqueue_process(r.id))
-        names.extend(resume_process(r.id, k) for k in range(1, len(r.decisions) + 1))
+        names.extend(resume_process(r.id, k) for k in range(1, len(r.resume_decisions) + 1))
     return tuple(names)

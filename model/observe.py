@@ -11,7 +11,8 @@ the things the runtime has rather than after the records that hold them:
 * ``events <run id>``: the run's audit events in order; ``ledger <run id>``: the effects
   that landed in the outside world for it (each a dict by field name, without ``run``);
 * ``bus``: the messages in flight (``run`` is the run id); ``outcomes``: what processes
-  returned, in order;
+  returned, in order; ``commands``: what the runtime's console commands ended with, in
+  order (only once one has: no key while there is none);
 * ``proc <name>`` (True while the process lives) and ``proc <name>.<field>``: a process by
   its actor name, the fields of its kind's part (a queued worker's ``worker``, a resume's
   ``decision``, ...) as its own; ``proc <name>.outer`` the frames a sync dispatch suspended;
@@ -44,8 +45,8 @@ __all__ = ["observe", "changes"]
 
 # the World fields observe names by entity (any other shows as ``world.<field>``)
 _NAMED = frozenset({"clock", "rows", "events", "ledger", "messages", "procs", "reapers",
-                    "outcomes", "started", "cancels", "decisions", "resumes", "removed",
-                    "faults", "marks"})
+                    "outcomes", "commands", "started", "cancels", "decisions", "resumes",
+                    "removed", "faults", "marks"})
 
 
 def _fields(v: Any) -> list[tuple[str, Any, Any]]:
@@ -99,6 +100,12 @@ def _reapers(w: World) -> list[tuple[str, Any]]:
     return [(r.name, r) for r in w.reapers]
 
 
+def _commands(w: World, defaults: bool) -> dict[str, Any]:
+    """``commands``: what the runtime's console commands ended with, once one has (so a
+    world in which none ran has the view it had before commands were modelled)."""
+    return {"commands": _plain(w, w.commands, defaults)} if w.commands or defaults else {}
+
+
 def observe(world: World, defaults: bool = True) -> dict[str, Any]:
     """The observable view of ``world`` (module docstring); ``defaults=False`` leaves out
     every field at its declared default."""
@@ -123,6 +130,7 @@ def observe(world: World, defaults: bool = True) -> dict[str, Any]:
                 view[f"{name} {rid}"] = mine
     view["bus"] = _plain(w, w.messages, defaults)
     view["outcomes"] = _plain(w, w.outcomes, defaults)
+    view.update(_commands(w, defaults))
     for p in w.procs:
         view[f"proc {p.name}"] = True
         for k, v in _proc(w, p, defaults).items():

@@ -90,6 +90,20 @@ class Policy:
     # again cannot suspend the next claim's run (T6 has no claimed_by predicate, RUNTIME 4.1).
     # FINDINGS.md F6.
     suspend_guarded_by_claim: bool = False
+    # P6: the reaper's tick also sweeps QUEUED rows whose dispatch is overdue (T2, T9, T11 write
+    # dispatch_deadline; T14 selects the overdue rows, T15 moves the deadline on, and the row is
+    # dispatched again): a process death between a requeue or T2 and its dispatch no longer
+    # orphans the row. FINDINGS.md 3 (no_orphan_queued_run), docs/PROPOSALS.md P6.
+    overdue_queued_redispatched: bool = False
+    # P7: the event insert of a segment with a lease owner (record_step, record_approval,
+    # record_input) is INSERT ... SELECT ... WHERE the row is still claimed by it and its lease
+    # is live, in one transaction: a stalled segment's insert cannot land beside a later
+    # claim's. FINDINGS.md 5 (no_zombie_append), docs/PROPOSALS.md P7.
+    event_insert_owner_guarded: bool = False
+    # P8: (run, sequence) is a UNIQUE key of the event table; an insert that meets a taken key
+    # re-reads max(sequence) and inserts at max + 1. FINDINGS.md 2 (stream_order after an
+    # ambiguous commit), docs/PROPOSALS.md P8.
+    event_sequence_unique: bool = False
     # -- mutants: deliberately BROKEN variants for the vacuity check (`failclosed mutants`,
     # spec/mutants.py MUTANT_SWITCHES); never a runtime stage, off in every preset. Each removes
     # one guard so that the property it protects must be seen to fail. ------------------------
@@ -107,6 +121,22 @@ class Policy:
     # T11 and T12 do not re-check the stale predicate inside the statement: they act on the
     # reaper's SELECT snapshot (kills race_safe_staleness).
     mutant_reaper_trusts_snapshot: bool = False
+    # Without a transport (RUNTIME 6.4), enqueue stores its row (T2) before it fails, instead of
+    # failing before anything is stored: a queued row no message will ever wake (kills
+    # no_orphan_queued_run).
+    mutant_enqueue_stores_before_transport_check: bool = False
+    # The access check (RUNTIME 16.18) is skipped where a store change follows it: a cancel by
+    # any principal runs T13 (kills no_store_change_without_access).
+    mutant_cancel_skips_access: bool = False
+    # A resume skips AccessDenied (12.2 step 2): anyone's approval claims the run
+    # (kills no_approval_without_access).
+    mutant_resume_skips_access: bool = False
+    # The reads skip the access check: anyone is shown a run's status and events
+    # (kills no_read_without_access).
+    mutant_read_skips_access: bool = False
+    # The status view returns the row's suspended state and stored request too
+    # (kills status_view_strips_suspended_state).
+    mutant_status_view_keeps_state: bool = False
 
     def with_(self, name: str | None = None, **switches: bool) -> Policy:
         for k in switches:
@@ -175,12 +205,22 @@ def _build() -> dict[str, Policy]:
         probe_persists_own_claim_only=True,
         failure_settles_own_claim=True,
         suspend_guarded_by_claim=True,
+        overdue_queued_redispatched=True,
+        event_insert_owner_guarded=True,
+        event_sequence_unique=True,
     )
     return out
 
 
 PRESETS: dict[str, Policy] = _build()
 PRESET_ORDER: tuple[str, ...] = tuple(name for name, _ in _STEPS)
+
+
+def proposal_switches() -> tuple[str, ...]:
+    """The switches ``proposed`` turns on over ``current`` (docs/PROPOSALS.md's proposals), in
+    declaration order: what ``failclosed proposals`` turns off one at a time."""
+    cur, prop = PRESETS["current"], PRESETS["proposed"]
+    return tuple(s for s in SWITCHES if getattr(prop, s) != getattr(cur, s))
 
 
 class UnknownPolicy(ValueError):

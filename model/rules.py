@@ -15,6 +15,7 @@ from .state import (
     RETRYABLE_CLASSES,
     Config,
 )
+from .vocab import PrincipalKind, Request, Scope
 
 # Error kinds the runtime raises (RUNTIME 2) that reach the ladder's generic arm.
 AUDIT_PERSISTENCE_FAILED = "AuditPersistenceFailed"
@@ -104,3 +105,28 @@ def write_turn(spec: Config, removed: frozenset[str], calls: tuple[str, ...]) ->
     if not spec.policy.tool_effect:
         return True
     return any(is_write(resolve_by_name(spec, removed, c)) for c in calls)
+
+
+# -- access (RUNTIME 16.18): who may make which request of which run ------------------------
+# What each scope of a service account grants. A service account acts only through its
+# scopes, on any run (it owns none); without a scope it may do nothing.
+SCOPE_GRANTS: dict[str, frozenset[str]] = {
+    Scope.AGENT_CANCEL: frozenset({Request.CANCEL}),  # 11 step 1
+    Scope.AGENT_APPROVE: frozenset({Request.APPROVE, Request.DENY}),
+    Scope.AGENT_STATUS: frozenset({Request.STATUS, Request.EVENTS}),
+}
+
+
+def may(spec: Config, by: str, request: str, run: int) -> bool:
+    """Whether principal ``by`` may make ``request`` of run ``run`` (RUNTIME 16.18): a user may
+    make every request of the runs it owns and none of another's, an admin every request of
+    every run, a service account what its scopes grant (:data:`SCOPE_GRANTS`), of any run. A
+    principal the configuration does not declare may do nothing."""
+    p = spec.principal(by)
+    if p is None:
+        return False
+    if p.kind == PrincipalKind.ADMIN:
+        return True
+    if p.kind == PrincipalKind.USER:
+        return spec.runs[run].owner == by
+    return any(request in SCOPE_GRANTS.get(s, frozenset()) for s in p.scopes)

@@ -47,18 +47,27 @@ from .state import (
     ENQUEUE,
     FAILED,
     INVALID_INPUT_SUBMISSION,
+    NO_TRANSPORT,
     QUEUED,
+    REQUEST,
     RESUME,
     RUNNING,
+    STATUS_VIEW,
+    SUSPENDED_FIELDS,
     SYNC,
     SYNCHRONOUS,
     WAITING_FOR_APPROVAL,
     WAITING_FOR_INPUT,
     WORKER,
     Application,
+    Asked,
+    CommandResult,
+    Config,
     Event,
+    Made,
     Message,
     Outcome,
+    OverdueRow,
     Proc,
     ReaperState,
     ResumePart,
@@ -83,6 +92,8 @@ from .steps import (
     REAPER,
     REAPER_ACTIONS,
     REAPER_DECISION,
+    REAPER_REDISPATCH,
+    REAPER_RESEND,
     REAPER_TICK,
     SETTLE,
     STAMP,
@@ -95,7 +106,17 @@ from .steps import (
     declare_actor,
 )
 from .transition import Transition
-from .vocab import ActorKind, Decision, FaultKind, Label, Mark, OutcomeName, Touch, TransitionName
+from .vocab import (
+    ActorKind,
+    Decision,
+    FaultKind,
+    Label,
+    Mark,
+    OutcomeName,
+    Request,
+    Touch,
+    TransitionName,
+)
 
 T = Transition.make
 
@@ -247,6 +268,8 @@ def _caller_moves(w: World, only: list[int] | None = None) -> list[Transition]:
         if not w.started[i]:
             if r.entry == "interactive":
                 out.extend(_with_faults(w, T(store.START_RUN, ActorKind.CALLER, run=rid), _other_faults(store.START_RUN)))
+            elif pol.queue and spec.transport == NO_TRANSPORT:
+                out.append(T(store.ENQUEUE_RUN, ActorKind.CALLER, run=rid))  # 6.4: no T2 to fail
             elif pol.queue:
                 out.extend(_with_faults(w, T(store.ENQUEUE_RUN, ActorKind.CALLER, run=rid), _other_faults(store.ENQUEUE_RUN)))
             continue
@@ -269,6 +292,47 @@ def _caller_moves(w: World, only: list[int] | None = None) -> list[Transition]:
                         out.append(T(name, ActorKind.CALLER, run=rid, valid=False))
                 elif APPROVER_NOT_PERMITTED in spec.refusals:
                     out.append(T(name, ActorKind.CALLER, run=rid, permitted=False))
+        if r.requests:
+            out.extend(_request_moves(w, i))
+    return out
+
+
+# A named principal's request (RunSpec.requests) -> the transition that makes it; a decision
+# waits for the row's waiting status, as the owner's do
+_REQUEST_MOVES: dict[str, str] = {
+    Request.APPROVE: TransitionName.APPROVE, Request.DENY: TransitionName.DENY,
+    Request.INPUT: TransitionName.SUBMIT_INPUT, Request.CANCEL: store.CANCEL,
+    Request.STATUS: TransitionName.READ_STATUS, Request.EVENTS: TransitionName.READ_EVENTS,
+}
+# the transitions only a named principal's request fires (the owner's decisions and cancels
+# fire the others too): a configuration without RunSpec.requests never enables these
+REQUEST_ONLY: frozenset[str] = frozenset(_REQUEST_MOVES.values()) - {
+    TransitionName.APPROVE, TransitionName.DENY, TransitionName.SUBMIT_INPUT, store.CANCEL}
+_REQUEST_DECISION: dict[str, str] = {
+    Request.APPROVE: Decision.APPROVE, Request.DENY: Decision.DENY, Request.INPUT: Decision.INPUT,
+}
+
+
+def _request_moves(w: World, i: int) -> list[Transition]:
+    """Run ``i``'s requests by named principals not made yet (RUNTIME 16.18), each once: a
+    decision while the row waits for it, any other once the run is started."""
+    r = w.config.runs[i]
+    row = w.rows[i]
+    out: list[Transition] = []
+    for k, a in enumerate(r.requests):
+        if Asked(i, k) in w.asked:
+            continue
+        decision = _REQUEST_DECISION.get(a.request)
+        if decision is not None:
+            want = WAITING_FOR_INPUT if decision == Decision.INPUT else WAITING_FOR_APPROVAL
+            if row is None or row.status != want:
+                continue
+        name = _REQUEST_MOVES[a.request]
+        if a.request == Request.EVENTS:
+            out.append(T(name, ActorKind.CALLER, run=r.id, by=a.by, after_sequence=a.after,
+                         limit=a.limit))
+        else:
+            out.append(T(name, ActorKind.CALLER, run=r.id, by=a.by))
     return out
 
 
@@ -307,11 +371,34 @@ def _bus_moves(w: World) -> list[Transition]:
 
 
 def _operator_moves(w: World) -> list[Transition]:
-    return [
+    out = [
         T(TransitionName.REMOVE_TOOL, ActorKind.OPERATOR, tool=tool.name)
         for tool in w.config.tools
         if tool.removable and tool.name not in w.removed
     ]
+    return out + _cancel_command_moves(w)
+
+
+def _cancel_command_moves(w: World) -> list[Transition]:
+    """The operator's next cancel command (RUNTIME 11), each of ``Config.operator_cancels``
+    once and in order: ``run=<id>`` for a run's id (with the fault branches of its T13),
+    ``uuid=<id>`` for "" or an id no run has."""
+    ids = w.config.operator_cancels
+    if not ids:
+        return []
+    k = _commands_issued(w)
+    if k >= len(ids):
+        return []
+    uuid = ids[k]
+    name = TransitionName.CANCEL_COMMAND
+    if uuid and any(r.id == uuid for r in w.config.runs):
+        return _with_faults(w, T(name, ActorKind.OPERATOR, run=uuid), _other_faults(name))
+    return [T(name, ActorKind.OPERATOR, uuid=uuid)]
+
+
+def _commands_issued(w: World) -> int:
+    """How many cancel commands the operator has run so far."""
+    return sum(1 for c in w.commands if c.command == TransitionName.CANCEL_COMMAND)
 
 
 def _clock_moves(w: World) -> list[Transition]:
@@ -359,6 +446,8 @@ def _reapers_moves(w: World, name: str | None, one_order: bool) -> list[Transiti
 def _reaper_moves(w: World, name: str, one_order: bool = False) -> list[Transition]:
     r = w.reaper(name)
     if r is None:
+        if w.config.transport == NO_TRANSPORT:  # 6.4: the tick fails before its SELECT
+            return [T(TransitionName.TICK_REFUSED, name)]
         return _tick_moves(w, name, one_order)
     if r.pc == Label.NESTED:
         return []  # sync: blocked in its dispatch; the nested segment's moves are a proc's
@@ -447,6 +536,8 @@ def waiting_instants(w: World) -> list[int]:
     for m in w.messages:
         if m.not_before > now:
             deadlines.add(m.not_before)
+    if w.config.policy.overdue_queued_redispatched:
+        deadlines.update(_overdue_instants(w))
     if not deadlines:
         return []
     lease_now = now + w.config.constants.LEASE_SECONDS
@@ -455,6 +546,21 @@ def waiting_instants(w: World) -> list[int]:
     ):
         deadlines.add(now + 1)  # before 2029c781 a renewal in the same second fails
     return sorted(deadlines)
+
+
+def _overdue_instants(w: World) -> list[int]:
+    """Proposal P6: the first instant a QUEUED row with no message on the bus is overdue
+    (``store.overdue``). The model assumes the bus delivers a message within the grace of its
+    deadline, so a row whose message is pending waits on its delivery, not on its deadline (a
+    late second delivery is the fault ``duplicate_message``); time moved on for another
+    reason still lets the sweep find such a row overdue."""
+    now = w.clock
+    pending = {m.run for m in w.messages}
+    return [
+        row.dispatch_deadline + 1 for i, row in enumerate(w.rows)
+        if row is not None and row.status == QUEUED and row.dispatch_deadline > 0
+        and i not in pending and row.dispatch_deadline + 1 > now
+    ]
 
 
 def _time_targets(w: World) -> list[int]:
@@ -640,12 +746,17 @@ def _caller(w: World, t: Transition) -> World:
         return _enter_round(w, p)
     if name == store.ENQUEUE_RUN:
         w = replace(w, started=_set_tuple(w.started, i, True))
+        if spec.transport == NO_TRANSPORT:
+            return _enqueue_refused(w, i)
         if t.fault:
             return w  # EnqueueFailed, no message
         w, _ = store.enqueue_run(w, i)
         p = Proc(name=names.enqueue_process(rid), kind=ENQUEUE, run=i, pc=Label.DISPATCH,
                  seg=names.enqueue_process(rid))
         return _spawn(w, p)
+    by = t.arg("by")
+    if by is not None:
+        return _request(w, t, i, by)
     if name == store.CANCEL:
         w = replace(w, cancels=_set_tuple(w.cancels, i, w.cancels[i] + 1))
         if t.fault:
@@ -653,30 +764,121 @@ def _caller(w: World, t: Transition) -> World:
         w, ok = store.cancel(w, i)
         return w
     if name in (TransitionName.APPROVE, TransitionName.DENY, TransitionName.SUBMIT_INPUT):
-        k = w.resumes[i] + 1
-        w = replace(
-            w,
-            decisions=_set_tuple(w.decisions, i, w.decisions[i] + 1),
-            resumes=_set_tuple(w.resumes, i, k),
-        )
-        row = w.rows[i]
-        by_name: dict[str, str] = {TransitionName.APPROVE: Decision.APPROVE, TransitionName.DENY: Decision.DENY, TransitionName.SUBMIT_INPUT: Decision.INPUT}
-        decision = by_name[name]
-        label = names.resume_process(rid, k)
-        refusal = ""
-        if t.arg("configured") is False:
-            refusal = CONFIGURATION_GONE
-        elif t.arg("permitted") is False and decision == Decision.APPROVE:
-            refusal = APPROVER_NOT_PERMITTED  # gate 2 checks an approval only (12.2 step 8)
-        elif t.arg("valid") is False:
-            refusal = INVALID_INPUT_SUBMISSION
-        p = Proc(
-            name=label, kind=RESUME, run=i, pc=Label.RESUME_READ, seg=label, identity=label,
-            observer=r.observer,
-            part=ResumePart(decision, row.suspended_state if row is not None else -1, refusal),
-        )
-        return _spawn(w, p)
+        return _resume(w, t, i)
     raise AssertionError(t)  # pragma: no cover
+
+
+def _enqueue_refused(w: World, i: int) -> World:
+    """6.4: without a transport, enqueue fails up front (EnqueueFailed) before anything is
+    stored: no T2, no row, no message. The mutant stores the row first and then fails,
+    leaving a queued row no message will ever wake (it kills no_orphan_queued_run)."""
+    if w.config.policy.mutant_enqueue_stores_before_transport_check:
+        w, _ = store.enqueue_run(w, i)
+    caller = names.enqueue_process(w.run_id(i))
+    return replace(w, outcomes=w.outcomes + (Outcome(caller, i, ENQUEUE, OutcomeName.ENQUEUE_FAILED),))
+
+
+# -- the operator's cancel command (11) ----------------------------------------------------
+def _operator(w: World, t: Transition) -> World:
+    if t.name == TransitionName.CANCEL_COMMAND:
+        return _cancel_command(w, t)
+    return replace(w, removed=w.removed | {t.arg("tool")})
+
+
+def _cancel_command(w: World, t: Transition) -> World:
+    """``nrllm:agent:cancel <uuid>`` (11): an empty id is refused before the runtime is
+    called (UUID_REQUIRED); otherwise the runtime's cancel runs T13 and the command reports
+    whether the row transitioned (RUN_CANCELLED), or not: an unknown run (no row matches),
+    a finished one (T13's guard) and a store error alike (NOT_CANCELLED, 11 step 3)."""
+    rid = t.arg("run")
+    uuid = rid if rid is not None else t.arg("uuid")
+    if not uuid:
+        outcome = OutcomeName.UUID_REQUIRED
+    elif rid is None or t.fault:
+        outcome = OutcomeName.NOT_CANCELLED
+    else:
+        w, ok = store.cancel(w, w.config.run_index(rid))
+        outcome = OutcomeName.RUN_CANCELLED if ok else OutcomeName.NOT_CANCELLED
+    done = CommandResult(ActorKind.OPERATOR, TransitionName.CANCEL_COMMAND, uuid, outcome)
+    return replace(w, commands=w.commands + (done,))
+def _resume(w: World, t: Transition, i: int, by: str = "", k: int = 0) -> World:
+    """A decision starts a resume process (12.2, 12.3): one of RunSpec.decisions, made by the
+    run's owner (``by`` ""; the run's next resume number), or a named principal's request,
+    whose access the resume checks at step 2 (``_h_resume_read``), as resume ``k``
+    (``RunSpec.resume_decisions``)."""
+    r = w.config.runs[i]
+    if not by:
+        k = w.resumes[i] + 1
+        w = replace(w, resumes=_set_tuple(w.resumes, i, k),
+                    decisions=_set_tuple(w.decisions, i, w.decisions[i] + 1))
+    row = w.rows[i]
+    by_name: dict[str, str] = {TransitionName.APPROVE: Decision.APPROVE, TransitionName.DENY: Decision.DENY, TransitionName.SUBMIT_INPUT: Decision.INPUT}
+    decision = by_name[t.name]
+    label = names.resume_process(r.id, k)
+    refusal = ""
+    if t.arg("configured") is False:
+        refusal = CONFIGURATION_GONE
+    elif t.arg("permitted") is False and decision == Decision.APPROVE:
+        refusal = APPROVER_NOT_PERMITTED  # gate 2 checks an approval only (12.2 step 8)
+    elif t.arg("valid") is False:
+        refusal = INVALID_INPUT_SUBMISSION
+    p = Proc(
+        name=label, kind=RESUME, run=i, pc=Label.RESUME_READ, seg=label, identity=label,
+        observer=r.observer,
+        part=ResumePart(decision, row.suspended_state if row is not None else -1, refusal, by),
+    )
+    return _spawn(w, p)
+
+
+def _request(w: World, t: Transition, i: int, by: str) -> World:
+    """A named principal's request (RunSpec.requests), made once. A decision starts a resume
+    (which checks access at 12.2 step 2); a cancel checks access first (11 step 1), then runs
+    T13; a read checks access, then answers without a store change (16.18). A refusal is the
+    outcome AccessDenied, before any store change."""
+    spec = w.config
+    r = spec.runs[i]
+    k = next(k for k, a in enumerate(r.requests)
+             if a.by == by and _REQUEST_MOVES[a.request] == t.name and Asked(i, k) not in w.asked
+             and (a.request != Request.EVENTS
+                  or (a.after, a.limit) == (t.arg("after_sequence"), t.arg("limit"))))
+    req = r.requests[k].request
+    w = replace(w, asked=w.asked | {Asked(i, k)})
+    if req in _REQUEST_DECISION:  # resume number: after the owner's, in request order
+        n = len(r.decisions) + sum(1 for a in r.requests[:k + 1] if a.request in _REQUEST_DECISION)
+        return _resume(w, t, i, by, n)
+    pol = spec.policy
+    skip = pol.mutant_cancel_skips_access if req == Request.CANCEL else pol.mutant_read_skips_access
+    if not (skip or rules.may(spec, by, req, i)):
+        return _refused(w, i, by)
+    if req == Request.CANCEL:
+        w, ok = store.cancel(w, i)
+        return _made(w, Made(by, i, req)) if ok else w
+    row = w.rows[i]
+    if req == Request.STATUS:
+        return _made(w, Made(by, i, req, view=_status_view(w, row)))
+    after, limit = t.arg("after_sequence"), t.arg("limit")
+    seqs = sorted(e.seq for e in w.events if e.run == i and e.seq > after)[:limit]
+    return _made(w, Made(by, i, req, seqs=tuple(seqs)))
+
+
+def _status_view(w: World, row) -> tuple[tuple[str, object], ...]:
+    """The status view of a row (RUNTIME 16.18): the fields of ``STATUS_VIEW``, the suspended
+    state stripped (the mutant mutant_status_view_keeps_state returns it too)."""
+    if row is None:
+        return ()
+    keep = STATUS_VIEW + (SUSPENDED_FIELDS if w.config.policy.mutant_status_view_keeps_state else ())
+    return tuple((f, getattr(row, f)) for f in keep)
+
+
+def _refused(w: World, i: int, by: str) -> World:
+    """The access check refused a named principal's command or read: AccessDenied, nothing
+    written (its outcome names the principal as its segment)."""
+    return replace(w, outcomes=w.outcomes + (Outcome(by, i, REQUEST, OutcomeName.ACCESS_DENIED),))
+
+
+def _made(w: World, m: Made) -> World:
+    """Record what a named principal's request changed or read (the access properties)."""
+    return replace(w, made=w.made + (m,))
 
 
 def _cap(w: World, i: int) -> int:
@@ -745,19 +947,31 @@ _REAPER_TOUCHES = (Touch.REAPERS, Touch.ROW, Touch.CLOCK, Touch.MARKS)
 def _reaper(w: World, t: Transition) -> World:
     if t.name == TransitionName.CRASH:
         return w.set_reaper(t.actor, None)
+    if t.name == TransitionName.TICK_REFUSED:
+        return _tick_refused(w, t.actor)
     r = w.reaper(t.actor)
     if r is None:
         return REAPER_ACTIONS[REAPER_TICK].effect(w, None, t)
     return REAPER_ACTIONS[r.pc].effect(w, r, t)
 
 
-@action(REAPER_TICK, actor=REAPER, touches=_REAPER_TOUCHES, fires=store.FIND_STALE_RUNNING, faults=(FaultKind.STORE_ERROR, FaultKind.DECODE_ERROR),
-        cost=STORE, then=(Label.ROW, END), args=("order",), place="T10; 10")
+def tick_selects(config: Config) -> tuple[TransitionName, ...]:
+    """The SELECTs one reaper tick (its transition ``find_stale_running``) issues, in order:
+    T10, then, under proposal P6, T14 in the same read transaction."""
+    if config.policy.overdue_queued_redispatched:
+        return (store.FIND_STALE_RUNNING, store.FIND_OVERDUE_QUEUED)
+    return (store.FIND_STALE_RUNNING,)
+
+
+@action(REAPER_TICK, actor=REAPER, touches=_REAPER_TOUCHES,
+        fires=store.FIND_STALE_RUNNING,
+        faults=(FaultKind.STORE_ERROR, FaultKind.DECODE_ERROR),
+        cost=STORE, then=(REAPER_DECISION, REAPER_REDISPATCH, END), args=("order",), place="T10; 10")
 def _r_tick(w: World, r: None, t: Transition) -> World:
     if t.fault:
         return w  # [] : the tick does nothing
     config = w.config
-    rows = store.find_stale_running(w, w.clock, config.reaper_limit)
+    rows: tuple[StaleRow | OverdueRow, ...] = store.find_stale_running(w, w.clock, config.reaper_limit)
     order = t.arg("order")
     if order is not None:  # ties in lease_expires: the order this transition names
         rows = tuple(
@@ -765,19 +979,42 @@ def _r_tick(w: World, r: None, t: Transition) -> World:
             for i, row in ((i, w.rows[i]) for i in map(config.run_index, order.split(",")))
             if row is not None  # always: the order names stale rows (T10)
         )
+    if store.FIND_OVERDUE_QUEUED in tick_selects(config):
+        # proposal P6: T14 in the tick's read transaction (one snapshot with T10); its rows
+        # follow the stale ones, each redispatched in turn (T15, then a dispatch)
+        rows += store.find_overdue_queued(w, w.clock, config.reaper_limit)
     if not rows:
         return w
-    return w.set_reaper(t.actor, ReaperState(name=t.actor, pc=Label.ROW, now=w.clock, rows=rows))
+    return w.set_reaper(t.actor, ReaperState(name=t.actor, pc=_row_label(rows[0]), now=w.clock,
+                                             rows=rows))
+
+
+def _row_label(row: StaleRow | OverdueRow) -> Label:
+    """The reaper's label for a row of its snapshot: a stale row's decision (T11 / T12), or
+    an overdue row's redispatch (T15, P6)."""
+    return REAPER_REDISPATCH if isinstance(row, OverdueRow) else REAPER_DECISION
+
+
+def _tick_refused(w: World, reaper: str) -> World:
+    """6.4: without a transport the reaper's command fails before its SELECT (no T10, no
+    row touched; NO_MESSAGE_BUS). Recorded once per reaper: each later tick is refused the
+    same way and changes nothing."""
+    done = CommandResult(reaper, TransitionName.TICK_REFUSED, "", OutcomeName.NO_MESSAGE_BUS)
+    return w if done in w.commands else replace(w, commands=w.commands + (done,))
 
 
 def _row_move(w: World, r: ReaperState) -> Transition:
-    run, pending, has_request, count = r.rows[r.idx]
+    row = r.rows[r.idx]
+    assert isinstance(row, StaleRow)  # the decision's label is a stale row's (_row_label)
+    run, pending, has_request, count = row
     name, reason = _reaper_branch(w, pending, has_request, count)
     return T(name, r.name, run=w.run_id(run), reason=reason)
 
 
-@action(REAPER_DECISION, actor=REAPER, touches=_REAPER_TOUCHES, fires=(store.REQUEUE_STALE, store.DEAD_LETTER_STALE), faults=STORE_FAULTS,
-        cost=STORE, then=(Label.DISPATCH, Label.ROW, END), args=("reason",), move=_row_move,
+@action(REAPER_DECISION, actor=REAPER, touches=_REAPER_TOUCHES,
+        fires=(store.REQUEUE_STALE, store.DEAD_LETTER_STALE), faults=STORE_FAULTS,
+        cost=STORE, then=(Label.DISPATCH, REAPER_DECISION, REAPER_REDISPATCH, END),
+        args=("reason",), move=_row_move,
         place="T11, T12; 10 branches 1-4")
 def _r_row(w: World, r: ReaperState, t: Transition) -> World:
     if t.fault:
@@ -792,8 +1029,11 @@ def _r_row(w: World, r: ReaperState, t: Transition) -> World:
     return _reaper_next(w, r)
 
 
-@action(Label.DISPATCH, actor=REAPER, touches=_REAPER_TOUCHES, fires=TransitionName.DISPATCH, faults=(FaultKind.DISPATCH_FAILS,), cost=DISPATCH,
-        then=(Label.MAX_SEQUENCE, Label.NESTED, Label.ROW, END), place="10 branch 5")
+@action(Label.DISPATCH, actor=REAPER, touches=_REAPER_TOUCHES,
+        fires=TransitionName.DISPATCH,
+        faults=(FaultKind.DISPATCH_FAILS,), cost=DISPATCH,
+        then=(Label.MAX_SEQUENCE, Label.NESTED, REAPER_DECISION, REAPER_REDISPATCH, END),
+        place="10 branch 5")
 def _r_dispatch(w: World, r: ReaperState, t: Transition) -> World:
     if t.fault:
         if w.config.policy.reaper_dispatch_failclosed:
@@ -805,8 +1045,10 @@ def _r_dispatch(w: World, r: ReaperState, t: Transition) -> World:
     return _reaper_next(w, r)
 
 
-@action(Label.MAX_SEQUENCE, actor=REAPER, touches=_REAPER_TOUCHES, fires=TransitionName.MAX_SEQUENCE, faults=STORE_FAULTS, cost=STORE,
-        then=(Label.SETTLE, Label.ROW, END), place="4.2; 10 branch 5 (fail-closed dispatch)")
+@action(Label.MAX_SEQUENCE, actor=REAPER, touches=_REAPER_TOUCHES,
+        fires=TransitionName.MAX_SEQUENCE, faults=STORE_FAULTS,
+        cost=STORE, then=(Label.SETTLE, REAPER_DECISION, REAPER_REDISPATCH, END),
+        place="4.2; 10 branch 5 (fail-closed dispatch)")
 def _r_max_sequence(w: World, r: ReaperState, t: Transition) -> World:
     if t.fault:
         return _reaper_next(w, r)
@@ -817,8 +1059,10 @@ def _r_settle_move(w: World, r: ReaperState) -> Transition:
     return T(TransitionName.SETTLE_FAILED, r.name, run=w.run_id(r.rows[r.idx][0]), reason="provider_failed")
 
 
-@action(Label.SETTLE, actor=REAPER, touches=_REAPER_TOUCHES, fires=TransitionName.SETTLE_FAILED, faults=STORE_FAULTS, cost=STORE,
-        then=(Label.ROW, END), args=("reason",), move=_r_settle_move,
+@action(Label.SETTLE, actor=REAPER, touches=_REAPER_TOUCHES,
+        fires=TransitionName.SETTLE_FAILED, faults=STORE_FAULTS,
+        cost=STORE, then=(REAPER_DECISION, REAPER_REDISPATCH, END), args=("reason",),
+        move=_r_settle_move,
         place="T8 via 4.3; 10 branch 5 (fail-closed dispatch)")
 def _r_settle(w: World, r: ReaperState, t: Transition) -> World:
     if not t.fault:
@@ -826,11 +1070,43 @@ def _r_settle(w: World, r: ReaperState, t: Transition) -> World:
     return _reaper_next(w, r)
 
 
+@action(REAPER_REDISPATCH, actor=REAPER, touches=_REAPER_TOUCHES,
+        fires=store.REDISPATCH_QUEUED, faults=STORE_FAULTS,
+        cost=STORE, then=(REAPER_RESEND, REAPER_DECISION, REAPER_REDISPATCH, END),
+        place="proposal P6 (the overdue sweep's guarded update)")
+def _r_redispatch(w: World, r: ReaperState, t: Transition) -> World:
+    """Proposal P6: T15 moves an overdue row's deadline on; matched, the row is dispatched
+    again. A store error, or a row claimed or settled since T14, skips it."""
+    ok = False
+    if not t.fault:
+        w, ok = store.redispatch_queued(w, r.rows[r.idx][0], r.now)
+    if ok:
+        return w.set_reaper(r.name, replace(r, pc=REAPER_RESEND))
+    return _reaper_next(w, r)
+
+
+@action(REAPER_RESEND, actor=REAPER, touches=_REAPER_TOUCHES,
+        fires=TransitionName.DISPATCH,
+        faults=(FaultKind.DISPATCH_FAILS,), cost=DISPATCH,
+        then=(Label.NESTED, REAPER_DECISION, REAPER_REDISPATCH, END),
+        place="proposal P6 (the overdue sweep's dispatch)")
+def _r_resend(w: World, r: ReaperState, t: Transition) -> World:
+    """Proposal P6: dispatch ``queued(uuid)`` without a delay. A failed dispatch settles
+    nothing: the row stays QUEUED with its new deadline and the next sweep after it tries
+    again."""
+    if t.fault:
+        return _reaper_next(w, r)
+    w, nested = _dispatch_queued(w, r.rows[r.idx][0], r.name, w.clock)
+    if nested:  # sync: the run executes inside the reaper's process
+        return w.set_reaper(r.name, replace(r, pc=Label.NESTED))
+    return _reaper_next(w, r)
+
+
 def _reaper_next(w: World, r: ReaperState) -> World:
     """Reaper ``r`` goes on with its next row, or its tick ends after the last."""
     if r.idx + 1 >= len(r.rows):
         return w.set_reaper(r.name, None)
-    return w.set_reaper(r.name, replace(r, pc=Label.ROW, idx=r.idx + 1))
+    return w.set_reaper(r.name, replace(r, pc=_row_label(r.rows[r.idx + 1]), idx=r.idx + 1))
 
 
 # -- segments -----------------------------------------------------------------------------
@@ -955,13 +1231,14 @@ def _h_persist(w: World, p: Proc, t: Transition) -> World:
     if stored:
         step = p.step
         row = w.rows[p.run]
-        if row is not None and p.epoch and row.epoch != p.epoch:
+        event = Event(p.run, p.handle, step.kind, step.turn, step.call, step.tool, p.seg)
+        w, got = store.append_event(w, p.run, event, p.owner, p.cancelled)
+        if got != store.INSERT_STORED:
+            if reported:
+                return _insert_not_stored(w, p, got)
+            stored = False  # an ambiguous commit of an insert that stored nothing: a failure
+        elif row is not None and p.epoch and row.epoch != p.epoch:
             w = w.mark(Mark.ZOMBIE_APPEND.fact(w.run_id(p.run)))
-        w = replace(
-            w,
-            events=w.events
-            + (Event(p.run, p.handle, step.kind, step.turn, step.call, step.tool, p.seg),),
-        )
     if reported:
         p = replace(p, handle=p.handle + 1)
     else:
@@ -978,6 +1255,16 @@ def _h_persist(w: World, p: Proc, t: Transition) -> World:
     if p.owner and w.config.policy.fence_cleared_after_audit and _write_boundary(w, p):
         return _put(w, replace(p, pc=Label.CLEAR))
     return _continue(w, p)
+
+
+def _insert_not_stored(w: World, p: Proc, got: str) -> World:
+    """An event insert that reported storing nothing (proposals P7 and P8). Refused, the row
+    is no longer this segment's: ``LeaseLost``, the step is not persisted (as a failed
+    renewal). A duplicate key: the insert re-reads ``max(sequence)`` and the segment inserts
+    the same event again at ``max + 1`` (it stays at its insert)."""
+    if got == store.INSERT_REFUSED:
+        return _ladder(w, p, LEASE_LOST, "")
+    return _put(w, replace(p, handle=store.max_sequence(w, p.run) + 1))
 
 
 def _clear_move(w: World, p: Proc) -> Transition:
@@ -1258,7 +1545,8 @@ def _h_requeue(w: World, p: Proc, t: Transition) -> World:
     if not t.fault:
         if not rules.class_is_retryable(p.eclass):
             w = w.mark(Mark.RETRY_OF_NON_RETRYABLE.fact(w.run_id(p.run)))
-        w, ok = store.requeue(w, p.run, p.identity, p)
+        delay = w.config.constants.retry_delay_s(p.count)  # step 7's backoff (P6's deadline)
+        w, ok = store.requeue(w, p.run, p.identity, p, delay)
     if not ok:
         return _end(w, p, OutcomeName.LEASE_LOST)
     return _put(w, replace(p, pc=Label.DISPATCH))
@@ -1322,6 +1610,9 @@ def _h_pickup_position(w: World, p: Proc, t: Transition) -> World:
 
 
 # -- resume (12.2, 12.3) ------------------------------------------------------------------
+_DECISION_REQUEST: dict[str, str] = {d: q for q, d in _REQUEST_DECISION.items()}
+
+
 def _resume_read_faults(w: World, p: Proc) -> tuple[str, ...]:
     """12.2 steps 1 and 2: a row awaiting this decision has its stored state decoded before
     the claim (fault decode_error: CorruptSuspendedState)."""
@@ -1339,6 +1630,9 @@ def _h_resume_read(w: World, p: Proc, t: Transition) -> World:
     want = WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL
     if row is None or row.status != want:
         return _end(w, p, "NotAwaitingInput" if _input_side(p) else "NotAwaitingApproval")
+    if p.by and not (w.config.policy.mutant_resume_skips_access
+                          or rules.may(w.config, p.by, _DECISION_REQUEST[p.decision], p.run)):
+        return _end(w, p, OutcomeName.ACCESS_DENIED)  # step 2: the actor may not act on the run
     if p.refusal == CONFIGURATION_GONE:  # step 2: the run's configuration no longer exists
         return _end(w, p, CONFIGURATION_GONE)
     if t.fault == FaultKind.DECODE_ERROR:  # step 2: the stored state does not decode
@@ -1364,7 +1658,8 @@ def _resume_claim_move(w: World, p: Proc) -> Transition:
 
 
 @action(Label.RESUME_CLAIM, fires=(TransitionName.CLAIM_FOR_RESUME, TransitionName.CLAIM_FOR_RESUME_FROM_INPUT), faults=STORE_FAULTS,
-        cost=STORE, then=(Label.RESUME_POSITION, END), move=_resume_claim_move, place="T7; 12.2 step 4")
+        cost=STORE, then=(Label.RESUME_POSITION, END), move=_resume_claim_move, place="T7; 12.2 step 4",
+        touches=(Touch.MADE,))  # a named principal's decision: its claim is what it made
 def _h_resume_claim(w: World, p: Proc, t: Transition) -> World:
     pol = w.config.policy
     ok = False
@@ -1373,6 +1668,8 @@ def _h_resume_claim(w: World, p: Proc, t: Transition) -> World:
         w, ok = store.claim_for_resume(w, p.run, frm, p.identity, pol.lease_all_segments)
     if not ok:
         return _end(w, p, "AlreadyResuming")
+    if p.by:  # a named principal's decision changed the row: its claim
+        w = _made(w, Made(p.by, p.run, _DECISION_REQUEST[p.decision]))
     row = w.rows[p.run]
     assert row is not None  # the claim matched it
     owner = p.identity if pol.lease_all_segments else ""
@@ -1420,13 +1717,18 @@ def _record_decision_move(w: World, p: Proc) -> Transition:
     return T(name, p.name, run=w.run_id(p.run))
 
 
-@action(Label.RECORD_DECISION, fires=(TransitionName.RECORD_APPROVAL, TransitionName.RECORD_INPUT), faults=(FaultKind.AUDIT_INSERT_FAILS,),
-        cost=AUDIT, then=(Label.RELEASE,) + LOOP, move=_record_decision_move, place="4.2; 12.2 step 9, 12.3")
+@action(Label.RECORD_DECISION, fires=(TransitionName.RECORD_APPROVAL, TransitionName.RECORD_INPUT),
+        faults=(FaultKind.AUDIT_INSERT_FAILS,), cost=AUDIT,
+        then=(Label.RELEASE, Label.RECORD_DECISION) + LOOP, move=_record_decision_move,
+        place="4.2; 12.2 step 9, 12.3")
 def _h_record_decision(w: World, p: Proc, t: Transition) -> World:
     spec = w.config
     if not t.fault:
         kind = "input" if _input_side(p) else "approval"
-        w = replace(w, events=w.events + (Event(p.run, p.handle, kind, p.turn, -1, "", p.seg),))
+        event = Event(p.run, p.handle, kind, p.turn, -1, "", p.seg)
+        w, got = store.append_event(w, p.run, event, p.owner)
+        if got != store.INSERT_STORED:
+            return _insert_not_stored(w, p, got)
         p = replace(p, handle=p.handle + 1)
     elif (
         p.decision == Decision.APPROVE
@@ -1552,9 +1854,9 @@ declare_actor(ActorKind.REAPER, place="10", answers=lambda w, name: name in name
               fire=_reaper, instances=names.reaper_names, fairness=Fair.WEAK,
               takes=_reaper_takes,
               says="a reaper step without a fault (tick, per-row decision, dispatch)")
-declare_actor(ActorKind.OPERATOR, place="14.2 a tool removed between attempts", answers=_is(ActorKind.OPERATOR),
+declare_actor(ActorKind.OPERATOR, place="14.2 a tool removed between attempts; 11 the cancel command", answers=_is(ActorKind.OPERATOR),
               moves=lambda w, name, one_order, slots: _operator_moves(w),
-              fire=lambda w, t: replace(w, removed=w.removed | {t.arg("tool")}))
+              fire=_operator)
 declare_actor(ActorKind.CLOCK, place="conventions: one clock", answers=_is(ActorKind.CLOCK),
               moves=lambda w, name, one_order, slots: _clock_moves(w),
               fire=lambda w, t: replace(w, clock=t.arg("to")), fairness=Fair.WEAK,

@@ -54,6 +54,7 @@ regression test (docs/DESIGN.md, "Scenarios"). This module reads, validates and 
     rows.r1 = { status = "failed", termination_reason = "not_retryable" }
     outcomes = [{ seg = "w1/r1#1", outcome = "FAILED" }]       # each must be present
     no_outcomes = [{ outcome = "LEASE_LOST" }]                 # none may be present
+    commands = [{ actor = "operator", uuid = "r1", outcome = "RUN_CANCELLED", exit = 0 }]
     events.r1 = { count = 5, kinds = ["request", "llm"], sequences = [0, 1] }
     ledger = [{ run = "r1", tool = "W", count = 2 }]   # applications matching the filter
     messages = 0                       # pending messages: a count, or [{run, not_before}]
@@ -68,15 +69,25 @@ regression test (docs/DESIGN.md, "Scenarios"). This module reads, validates and 
     order = [{ do = "requeue_stale" }, { do = "claim_queued", actor = "w2" }]
     reaper = { finished = true, requeued = 1, snapshot = ["r1"] }
     enqueue.r1 = { error = "EnqueueFailed", returned = true }
+    seen = [{ by = "bot", request = "events", sequences = [1, 2] }]
 
 Expectation keys and what they compare (model/scenario_check.py reads each off the world
 and the trace, one checker per key; ``_VALIDATORS`` below checks their shape at load):
 
 - ``rows.<run>``: the listed row fields (``Row``: status, claimed_by, lease_expires,
   pending_effect, requeue_count, queued_request, suspended_state, termination_reason,
-  error_class, and the ghosts epoch, attempts); ``rows.<run> = "absent"`` for no row.
+  error_class, dispatch_deadline (proposal P6), and the ghosts epoch, attempts); ``rows.<run> = "absent"`` for no row.
 - ``outcomes`` / ``no_outcomes``: entries of ``World.outcomes`` matched on the given keys
   among ``seg``, ``run``, ``kind``, ``outcome``.
+- ``commands``: entries of ``World.commands`` (what the runtime's console commands ended
+  with: the operator's ``cancel_command``, a reaper's ``tick_refused``), each must be
+  present, matched on the given keys among ``actor``, ``command``, ``uuid`` (the id it was
+  given), ``outcome``, ``exit`` and ``message`` (model/commands.py).
+  among ``seg``, ``run``, ``kind``, ``outcome`` (a named principal's refused cancel or read:
+  ``seg`` is the principal, ``kind`` ``request``, ``outcome`` ``AccessDenied``).
+- ``seen``: entries of ``World.made`` (RUNTIME 16.18: a named principal's request that took
+  effect) matched on ``by``, ``run``, ``request``, ``fields`` (a status view's field names,
+  in order) and ``sequences`` (an events page's).
 - ``events.<run>``: ``count``, ``kinds`` and ``sequences`` (in stored order), ``tools``
   (tool names of the ``tool`` events), ``tool_errors`` (per ``tool`` event, in stored
   order: its call got an error result, i.e. ``invoke`` took the ``tool_error`` fault or
@@ -95,12 +106,14 @@ and the trace, one checker per key; ``_VALIDATORS`` below checks their shape at 
   progress), ``pc``, ``now``, ``snapshot`` (its SELECT, oldest lease first: run ids, or
   tables of ``run``, ``pending_effect``, ``queued_request``, ``requeue_count``),
   ``finished`` (the tick decided every row; false while it runs or if it died), the tick's
+  ``overdue`` (proposal P6: the run ids of its sweep's T14, after the stale rows),
   counters ``requeued`` (T11 matched and its dispatch did not raise), ``dead_lettered``
   (T12 matched, or branch 5's settle after a failed dispatch matched), ``skipped`` (T11 or
-  T12 matched nothing or hit a store error), ``dispatch_failed``; and ``ticks`` (SELECTs
+  T12 matched nothing or hit a store error), ``dispatch_failed``, ``redispatched`` (P6: an
+  overdue row's T15 matched and its dispatch did not raise); and ``ticks`` (SELECTs
   run so far).
 - ``enqueue.<run>``: the enqueue caller (6.1): ``error`` (``"EnqueueFailed"`` when T2
-  failed or the dispatch raised, ``""`` otherwise) and ``returned`` (the call has
+  failed, the dispatch raised or there is no transport (6.4), ``""`` otherwise) and ``returned`` (the call has
   returned: on the sync transport only after the nested run ends; false if it died).
 - ``result`` (a store step's own ``expect`` only): what the statement returned: ``true`` or
   ``false`` (the guard matched), for ``find_run`` the row (a table of row fields, or
@@ -128,8 +141,11 @@ clear), ``suspend`` / ``suspend_for_input`` (T6: turn, default 0), ``claim_for_r
 ``claim_for_resume_from_input`` (T7: owner, leased), ``finish_run`` (T8: status, reason,
 error_class, owner = owner-guarded), ``requeue`` (T9: owner), ``find_stale_running`` (T10:
 now, limit), ``requeue_stale`` (T11: now), ``dead_letter_stale`` (T12: reason, now),
-``cancel`` (T13), and the reads ``find_run`` and ``max_sequence``. ``now`` defaults to the
-clock. Every one but T10 names its ``run``.
+``cancel`` (T13), and the reads ``find_run`` and ``max_sequence``; the statements of the
+proposals (docs/PROPOSALS.md): ``append_event`` (the event insert, P7 and P8: seq, kind,
+owner; true when it stored the event), ``find_overdue_queued`` (T14 of P6: now, limit) and
+``redispatch_queued`` (T15 of P6: now). ``now`` defaults to the clock. Every one but T10 and
+T14 names its ``run``.
 
 ``load_scenario(path, policy)`` reads a file under ``policy`` (its own ``policy`` and
 ``[switches]`` set aside); ``failclosed replay`` (cli/replay.py) replays files and the shipped
@@ -151,8 +167,10 @@ from .names import TRANSITIONS
 from .runtime import GuardFailed, apply, enabled
 from .scenario_check import (
     CHECKERS,
+    COMMAND_KEYS,
     OUTCOME_KEYS,
     ROW_FIELDS,
+    SEEN_KEYS,
     SNAPSHOT_KEYS,
     Failure,
     History,
@@ -161,9 +179,13 @@ from .scenario_check import (
     _is_cmp,
     _row_dict,
     check,
+    command_dicts,
+    overdue_ids,
+    snapshot,
 )
 from .scenario_check import register_property_evaluator as register_property_evaluator
 from .state import (
+    NO_TRANSPORT,
     REASONS,
     STATUSES,
     TERMINAL,
@@ -174,6 +196,7 @@ from .state import (
 )
 from .steps import arg_keys
 from .transition import Transition
+from .vocab import TransitionName
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 
@@ -188,16 +211,17 @@ STORE_ARG_KEYS = frozenset(k for st in STATEMENTS.values() for k in st.args)
 STORE_ACTOR = "store"  # the actor of a store statement in the trace
 STEP_KEYS = frozenset({"do", "actor", "until", "store", "expect", "note"}) | ARG_KEYS | STORE_ARG_KEYS
 EXPECT_KEYS = frozenset({
-    "rows", "outcomes", "no_outcomes", "events", "ledger", "messages", "marks", "no_marks",
-    "clock", "procs", "holds", "violates", "fired", "never", "order", "reaper", "enqueue",
-    "result",
+    "rows", "outcomes", "no_outcomes", "commands", "events", "ledger", "messages", "marks",
+    "no_marks", "clock", "procs", "holds", "violates", "fired", "never", "order", "reaper",
+    "enqueue", "result", "seen",
 })
 EVENT_KEYS = frozenset({"count", "kinds", "sequences", "tools", "tool_errors",
                         "duplicate_sequences"})
 LEDGER_KEYS = frozenset({"run", "tool", "turn", "call", "effect", "seg", "audited", "count"})
 TRACE_KEYS = frozenset({"do", "actor", "result", "times"}) | ARG_KEYS | STORE_ARG_KEYS
 REAPER_KEYS = frozenset({"active", "pc", "now", "snapshot", "finished", "requeued",
-                         "dead_lettered", "skipped", "dispatch_failed", "ticks", "name"})
+                         "dead_lettered", "skipped", "dispatch_failed", "ticks", "name",
+                         "overdue", "redispatched"})
 ENQUEUE_KEYS = frozenset({"error", "returned"})
 SEED_EVENT_KEYS = frozenset({"kind", "sequence", "turn", "call", "tool", "seg"})
 SEED_EVENT_KINDS = ("request", "llm", "tool", "approval", "input")
@@ -316,8 +340,7 @@ def world_dict(w: World) -> dict[str, Any]:
     def tick(r: Any) -> dict[str, Any] | None:
         return None if r is None else {
             "pc": r.pc, "now": r.now, "row": r.idx,
-            "snapshot": [dict(zip(SNAPSHOT_KEYS, (w.run_id(x[0]), *x[1:]), strict=True))
-                         for x in r.rows]}
+            "snapshot": snapshot(w, r.rows), "overdue": overdue_ids(w, r.rows)}
 
     reapers = names.reaper_names(w.config)
     out = {
@@ -336,6 +359,7 @@ def world_dict(w: World) -> dict[str, Any]:
         "reaper": tick(w.reaper(reapers[0])),
         "outcomes": [dict(zip(OUTCOME_KEYS, (s, w.run_id(i), k, o), strict=True))
                      for s, i, k, o in w.outcomes],
+        "commands": command_dicts(w),
         "marks": sorted(w.marks),
         "faults_left": w.faults,
         "removed": sorted(w.removed),
@@ -387,6 +411,9 @@ def scenario_from_dict(data: dict[str, Any], name: str = "scenario", path: str =
         nb = m.get("not_before", 0)
         if not isinstance(nb, int) or isinstance(nb, bool) or nb < 0:
             raise ConfigError(f"messages[{n}].not_before: expected an integer >= 0, got {nb!r}")
+    if msgs and spec.transport == NO_TRANSPORT:
+        raise ConfigError("messages: with model.transport = \"none\" there is no bus to hold a "
+                          "message (RUNTIME 6.4); remove messages or choose another transport")
     if msgs:
         world = replace(world, messages=tuple(sorted(
             (Message(spec.run_index(m["run"]), m.get("not_before", 0)) for m in msgs),
@@ -733,6 +760,13 @@ def _v_outcomes(v: Any, w: str, run_ids: set[str], statement: str | None) -> Non
     _values_of_tables(v, w)
 
 
+def _v_commands(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
+    _list_of_tables(v, w, set(COMMAND_KEYS))
+def _v_seen(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
+    _list_of_tables(v, w, set(SEEN_KEYS))
+    _values_of_tables(v, w)
+
+
 def _v_events(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
     _per_run_tables(v, w, run_ids, EVENT_KEYS, "{ count = 3 }")
 
@@ -835,17 +869,20 @@ def _v_result(v: Any, w: str, run_ids: set[str], statement: str | None) -> None:
         _row_fields(v, w)
         return
     _check_value(v, w)
-    if statement not in ("find_run", "max_sequence", "find_stale_running") and not isinstance(v, (bool, dict)):
+    reads = (TransitionName.FIND_RUN, TransitionName.MAX_SEQUENCE, store.FIND_STALE_RUNNING,
+             store.FIND_OVERDUE_QUEUED)
+    if statement not in reads and not isinstance(v, (bool, dict)):
         raise ConfigError(f"{w}: {statement} returns true or false, got {v!r}")
 
 
 # expectation key -> its validator (scenario_check.CHECKERS: what each key means)
 _VALIDATORS: dict[str, Callable[[Any, str, set[str], str | None], None]] = {
-    "rows": _v_rows, "outcomes": _v_outcomes, "no_outcomes": _v_outcomes, "events": _v_events,
+    "rows": _v_rows, "outcomes": _v_outcomes, "no_outcomes": _v_outcomes,
+    "commands": _v_commands, "events": _v_events,
     "ledger": _v_ledger, "messages": _v_messages, "marks": _v_names, "no_marks": _v_names,
     "holds": _v_names, "violates": _v_names, "procs": _v_procs, "clock": _v_clock,
     "fired": _v_fired, "never": _v_never_order, "order": _v_never_order, "reaper": _v_reaper,
-    "enqueue": _v_enqueue, "result": _v_result,
+    "enqueue": _v_enqueue, "result": _v_result, "seen": _v_seen,
 }
 assert set(_VALIDATORS) == EXPECT_KEYS == set(CHECKERS), "an expectation key without its validator or checker"
 

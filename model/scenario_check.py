@@ -16,14 +16,30 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from . import names
+from .commands import exit_code, message
 from .config import ConfigError
-from .state import Row, World
+from .state import OverdueRow, Row, StaleRow, World
+from .steps import REAPER_RESEND
+from .vocab import OutcomeName, TransitionName
 
 if TYPE_CHECKING:
     from .scenario import StepResult
 
 OUTCOME_KEYS = ("seg", "run", "kind", "outcome")
+COMMAND_KEYS = ("actor", "command", "uuid", "outcome", "exit", "message")
 SNAPSHOT_KEYS = ("run", "pending_effect", "queued_request", "requeue_count")
+
+
+def snapshot(w: World, rows: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """A tick's T10 rows as tables of ``SNAPSHOT_KEYS`` (the overdue rows of proposal P6's
+    sweep, ``OverdueRow``, are listed by :func:`overdue_ids`)."""
+    return [dict(zip(SNAPSHOT_KEYS, (w.run_id(x[0]), *x[1:]), strict=True))
+            for x in rows if isinstance(x, StaleRow)]
+
+
+def overdue_ids(w: World, rows: tuple[Any, ...]) -> list[str]:
+    """The run ids of a tick's overdue rows (T14, proposal P6), in the order returned."""
+    return [w.run_id(x[0]) for x in rows if isinstance(x, OverdueRow)]
 OPS = ("==", "!=", ">", ">=", "<", "<=", "prefix", "contains", "not contains", "in", "not in")
 ROW_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Row))
 
@@ -159,8 +175,9 @@ class History:
         """Reaper ``name``'s current tick (or its last): RUNTIME 10, counted off its
         transitions."""
         ticks = 0
-        cur: dict[str, Any] = {"now": None, "snapshot": [], "finished": None, "requeued": 0,
-                               "dead_lettered": 0, "skipped": 0, "dispatch_failed": 0}
+        cur: dict[str, Any] = {"now": None, "snapshot": [], "overdue": [], "finished": None,
+                               "requeued": 0, "dead_lettered": 0, "skipped": 0,
+                               "dispatch_failed": 0, "redispatched": 0}
         for before, s in self.pairs():
             t, after = s.transition, s.world
             if t.actor != name or s.is_store:
@@ -177,8 +194,8 @@ class History:
                 rows = nxt.rows if nxt is not None else ()
                 cur = {"now": before.clock, "finished": nxt is None, "requeued": 0,
                        "dead_lettered": 0, "skipped": 0, "dispatch_failed": 0,
-                       "snapshot": [dict(zip(SNAPSHOT_KEYS, (before.run_id(x[0]), *x[1:]),
-                                             strict=True)) for x in rows]}
+                       "redispatched": 0, "snapshot": snapshot(before, rows),
+                       "overdue": overdue_ids(before, rows)}
                 continue
             if t.name == "crash":
                 cur["finished"] = False
@@ -190,6 +207,8 @@ class History:
                     cur["skipped"] += 1  # matched nothing, or a store error
             elif t.name == "dead_letter_stale":
                 cur["dead_lettered" if (changed and not t.fault) else "skipped"] += 1
+            elif t.name == TransitionName.DISPATCH and r.pc == REAPER_RESEND:  # P6's sweep
+                cur["dispatch_failed" if t.fault else "redispatched"] += 1
             elif t.name == "dispatch":
                 cur["dispatch_failed" if t.fault else "requeued"] += 1
             elif t.name == "settle_failed" and changed and not t.fault:
@@ -208,7 +227,10 @@ class History:
             if s.is_store:
                 continue
             if t.actor == "caller" and t.name == "enqueue_run":
-                out[t.arg("run")] = {"error": "EnqueueFailed" if t.fault else ""}
+                rid = t.arg("run")
+                refused = (f"enqueue:{rid}", OutcomeName.ENQUEUE_FAILED) in {
+                    (o[0], o[3]) for o in s.world.outcomes}  # no transport (6.4)
+                out[rid] = {"error": "EnqueueFailed" if t.fault or refused else ""}
             elif t.actor.startswith("enqueue:"):
                 rid = t.actor.removeprefix("enqueue:")
                 if t.name == "dispatch" and t.fault and rid in out:
@@ -292,6 +314,23 @@ def _outcome_hit(pat: dict[str, Any], have: list[dict[str, Any]]) -> bool:
     return any(all(_match(x, o[k]) for k, x in pat.items()) for o in have)
 
 
+SEEN_KEYS = ("by", "run", "request", "fields", "sequences")
+
+
+def _seen_dicts(w: World) -> list[dict[str, Any]]:
+    """``World.made``: what the named principals' requests changed or read (16.18): the
+    status view's field names, the events page's sequences."""
+    return [dict(zip(SEEN_KEYS, (m.by, w.run_id(m.run), str(m.request), [f for f, _ in m.view],
+                                 list(m.seqs)), strict=True)) for m in w.made]
+
+
+def _seen(w: World, v: Any, hist: History, fail: Fail) -> None:
+    have = _seen_dicts(w)
+    for pat in v:
+        if not _outcome_hit(pat, have):
+            fail(f"seen contains {_fmt(pat)}", "present", have)
+
+
 def _outcomes(w: World, v: Any, hist: History, fail: Fail) -> None:
     have = _outcome_dicts(w)
     for pat in v:
@@ -304,6 +343,20 @@ def _no_outcomes(w: World, v: Any, hist: History, fail: Fail) -> None:
     for pat in v:
         if _outcome_hit(pat, have):
             fail(f"no_outcomes {_fmt(pat)}", "absent", have)
+
+
+def command_dicts(w: World) -> list[dict[str, Any]]:
+    """``World.commands`` as tables of ``COMMAND_KEYS``: each result with its exit code and
+    message (model/commands.py)."""
+    return [dict(zip(COMMAND_KEYS, (*c, exit_code(c.outcome), message(c.outcome, c.uuid)),
+                     strict=True)) for c in w.commands]
+
+
+def _commands(w: World, v: Any, hist: History, fail: Fail) -> None:
+    have = command_dicts(w)
+    for pat in v:
+        if not _outcome_hit(pat, have):
+            fail(f"commands contains {_fmt(pat)}", "present", have)
 
 
 def _events(w: World, v: Any, hist: History, fail: Fail) -> None:
@@ -472,11 +525,12 @@ def _result(w: World, v: Any, hist: History, fail: Fail) -> None:
 
 # expectation key -> its checker (model/scenario.py validates the same keys, EXPECT_KEYS)
 CHECKERS: dict[str, Checker] = {
-    "rows": _rows, "outcomes": _outcomes, "no_outcomes": _no_outcomes, "events": _events,
+    "rows": _rows, "outcomes": _outcomes, "no_outcomes": _no_outcomes, "commands": _commands,
+    "events": _events,
     "ledger": _ledger, "messages": _messages, "marks": _marks, "no_marks": _no_marks,
     "clock": _clock, "procs": _procs, "holds": _holds, "violates": _violates,
     "fired": _fired, "never": _never, "order": _order, "reaper": _reaper,
-    "enqueue": _enqueue, "result": _result,
+    "enqueue": _enqueue, "result": _result, "seen": _seen,
 }
 
 

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from .constants import Constants
 from .policy import Policy
 from .records import Record, field, ghost, picklable, record, replace
+from .vocab import Decision, PrincipalKind
 from .vocab import OutcomeName as OutcomeName  # re-exported: the outcomes' vocabulary
 
 # -- vocabulary (RUNTIME section 2), spelled as stored ---------------------------------
@@ -55,15 +56,55 @@ WORKER = "worker"
 SYNCHRONOUS = "synchronous"
 RESUME = "resume"
 ENQUEUE = "enqueue"
+REQUEST = "request"  # a named principal's command or read refused at once (an Outcome's kind)
 
 # Message transports (RUNTIME 1.1, 6.3). The runtime's default is sync; the model's
 # configurations default to async (model/config.py) so that every existing bound is unchanged.
+# ``none``: no message bus is wired (6.4): enqueue and the reaper's tick fail up front.
 ASYNC = "async"
 SYNC = "sync"
-TRANSPORTS = (ASYNC, SYNC)
+NO_TRANSPORT = "none"
+TRANSPORTS = (ASYNC, SYNC, NO_TRANSPORT)
+
+
+# The principals (RUNTIME 16.18). A configuration that declares none has one: the user
+# ``owner``, who owns every run and makes every request of RunSpec.decisions and cancels.
+DEFAULT_OWNER = "owner"
+
+# The status view (RUNTIME 16.18): the row fields a status read returns, in order. The
+# suspended state (the pending tool call and its arguments) and the stored request are
+# stripped: a view never carries them (spec/properties.py status_view_strips_suspended_state).
+STATUS_VIEW = ("status", "termination_reason", "error_class", "requeue_count")
+SUSPENDED_FIELDS = ("suspended_state", "queued_request")  # what the view strips
 
 
 # -- static configuration -----------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who makes a request (RUNTIME 16.18): a user, an admin or a service account (its
+    ``scopes``: ``model.vocab.Scope`` members)."""
+
+    name: str
+    kind: str = PrincipalKind.USER
+    scopes: frozenset[str] = frozenset()
+
+
+DEFAULT_PRINCIPALS = (Principal(DEFAULT_OWNER),)
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """A request a principal may make of a run once (``RunSpec.requests``): approve, deny,
+    input or cancel (the caller's commands made by ``by``), or a read of the status view or
+    of the events page (the events with ``seq > after`` (TOML ``after_sequence``), ordered
+    by sequence, at most ``limit``)."""
+
+    by: str
+    request: str  # a model.vocab.Request member
+    after: int = -1
+    limit: int = 100
+
+
 @dataclass(frozen=True, slots=True)
 class Tool:
     """A catalogue entry (RUNTIME 14). ``effect`` is what the tool declares in code."""
@@ -108,9 +149,20 @@ class RunSpec:
     cancels: int = 0  # how many cancel commands a caller may issue
     decisions: tuple[str, ...] = ()  # approver decisions, in order: approve | deny | input
     initial: Row | None = None  # a row that exists before anything happens
+    owner: str = DEFAULT_OWNER  # the principal who owns the run (RUNTIME 16.18)
+    requests: tuple[Ask, ...] = ()  # requests by named principals, each made at most once
 
     def answer(self, turn: int) -> Answer:
         return self.plan[turn] if turn < len(self.plan) else FINAL_ANSWER
+
+    @property
+    def resume_decisions(self) -> tuple[str, ...]:
+        """The decision of each resume this run can start, resume ``k`` at ``k - 1``: the
+        owner's decisions in order (resumes 1 to len(decisions)), then the named principals'
+        approve, deny and input requests in the order of ``requests`` (each one resume of a
+        fixed number)."""
+        return self.decisions + tuple(Decision(a.request) for a in self.requests
+                                      if Decision.known(a.request))
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,11 +178,23 @@ class Config:
     reaper_limit: int = 50
     reapers: int = 1  # reapers racing on one store (10: the scheduler on several hosts)
     horizon: int | None = None  # the clock never advances past it (None: unbounded)
-    transport: str = ASYNC  # async: dispatch adds a message; sync: the handler runs nested (6.3)
+    transport: str = ASYNC  # async: dispatch adds a message; sync: the handler runs nested (6.3);
+    # none: no bus, enqueue and the reaper's tick fail up front (6.4)
     # resume refusals after the claim that a caller's request may meet (12.2 gate 2, 12.3 input
     # validation): each named one doubles the caller's decision (a permitted / valid variant
     # and one refused at the check); empty: every approver is permitted, every input valid
     refusals: frozenset[str] = frozenset()
+    # the run ids the operator's cancel command is given, in order, each once (RUNTIME 11):
+    # a run's id, "" (no id: refused) or an id no run has (unknown)
+    operator_cancels: tuple[str, ...] = ()
+    # the principals requests name (RUNTIME 16.18); the default: the owner alone
+    principals: tuple[Principal, ...] = DEFAULT_PRINCIPALS
+
+    def principal(self, name: str) -> Principal | None:
+        for p in self.principals:
+            if p.name == name:
+                return p
+        return None
 
     def tool(self, name: str) -> Tool | None:
         for t in self.tools:
@@ -161,6 +225,9 @@ class Row(Record):
     suspended_state: int = -1  # the suspended turn (plan index) or -1 = empty
     termination_reason: str = ""
     error_class: str = ""
+    # proposal P6 (``overdue_queued_redispatched``; 0 otherwise): a QUEUED row's message must
+    # have been taken by this instant, or the reaper's sweep dispatches it again
+    dispatch_deadline: int = 0
     epoch: int = ghost(default=0)  # claims so far (T1, T3, T7)
     attempts: int = ghost(default=0)  # executions of the stored request (T3)
 
@@ -230,12 +297,30 @@ class StaleRow(NamedTuple):
     requeue_count: int
 
 
+class OverdueRow(NamedTuple):
+    """A row of the overdue sweep's snapshot (T14, proposal P6): the reaper dispatches it
+    again if T15 still finds it overdue."""
+
+    run: int
+
+
 class Outcome(NamedTuple):
     """What a process returned (RUNTIME 2's outcomes, or a resume's refusal)."""
 
     seg: str  # the segment label (the process name for an enqueue caller)
     run: int
     kind: str  # the process kind
+    outcome: str
+
+
+class CommandResult(NamedTuple):
+    """What one of the runtime's console commands ended with (``World.commands``): the actor
+    that ran it, the transition it fired, the run id it was given ("" for none) and its
+    outcome; model/commands.py gives the outcome's exit code and message."""
+
+    actor: str
+    command: str
+    uuid: str
     outcome: str
 
 
@@ -310,6 +395,12 @@ class Proc(Record):
         part = self.part
         return part.refusal if part.__class__ is ResumePart else ""
 
+    @property
+    def by(self) -> str:
+        """The named principal whose request a resume carries ("": the run's owner)."""
+        part = self.part
+        return part.by if part.__class__ is ResumePart else ""
+
 
 @record
 class WorkerPart(Record):
@@ -330,6 +421,31 @@ class ResumePart(Record):
     # before the claim), InvalidInputSubmission (12.3, before anything is probed or claimed)
     # or ApproverNotPermitted (gate 2 after the claim, an approval of a write turn only)
     refusal: str = ""
+    # the principal who made the request, when it is a named one (RunSpec.requests); "": the
+    # run's owner, making one of RunSpec.decisions
+    by: str = ""
+
+
+@record
+class Made(Record):
+    """A request of a named principal that took effect (ghost, read by the access
+    properties): a store change on its behalf (a cancel that matched, a resume's claim), or
+    a read it was answered (``view``: the status view's (field, value) pairs; ``seqs``: the
+    events page's sequences)."""
+
+    by: str
+    run: int
+    request: str  # a model.vocab.Request member
+    view: tuple[tuple[str, Any], ...] = ()
+    seqs: tuple[int, ...] = ()
+
+
+@record
+class Asked(Record):
+    """A request of ``RunSpec.requests`` that has been made (``k``: its index)."""
+
+    run: int
+    k: int
 
 
 @record
@@ -339,8 +455,9 @@ class ReaperState(Record):
 
     name: str  # the reaper's process name (``names.reaper_name``)
     pc: str  # "dispatch" | "max_sequence" | "settle" | "row" | "nested" (sync: the handler runs)
+    #          | "redispatch" | "resend" (the overdue sweep, P6)
     now: int  # read once per tick
-    rows: tuple[StaleRow, ...]  # T10's snapshot
+    rows: tuple[StaleRow | OverdueRow, ...]  # T10's snapshot (then T14's, under P6)
     idx: int = 0
 
 
@@ -354,6 +471,10 @@ class World(Record):
     procs: tuple[Proc, ...] = ()  # a set, sorted by name (runtime._spawn)
     reapers: tuple[ReaperState, ...] = ()  # the ticks in progress, sorted by reaper name
     outcomes: tuple[Outcome, ...] = ()
+    # the runtime's console commands that have ended, in order: each operator cancel; a
+    # reaper's tick refused for want of a transport, once per reaper (its later ticks are
+    # refused the same way and change nothing)
+    commands: tuple[CommandResult, ...] = ()
     started: tuple[bool, ...] = ()  # per run: the caller has started or enqueued it
     cancels: tuple[int, ...] = ()  # per run: cancel commands issued
     decisions: tuple[int, ...] = ()  # per run: approver decisions consumed
@@ -361,6 +482,8 @@ class World(Record):
     removed: frozenset[str] = frozenset()  # tools removed from the catalogue
     faults: int = 0  # remaining fault budget
     marks: frozenset[str] = ghost(default=frozenset())  # history facts the spec reads
+    asked: frozenset[Asked] = frozenset()  # the named principals' requests made so far
+    made: tuple[Made, ...] = ghost(default=())  # what they changed or read (the access properties)
     config: Config = field(compare=False, hash=False, repr=False, kw_only=True)  # always given
 
     # small helpers -------------------------------------------------------------------
@@ -406,6 +529,139 @@ class World(Record):
 
 
 
+# -- instants (the model's declared time facts) ---------------------------------------------
+class Instant(NamedTuple):
+    """A record field that holds an instant (seconds on the model's clock). ``none``: the
+    value that means "no instant" (kept as it is by every time abstraction), or None when
+    every value is an instant."""
+
+    record: type
+    field: str
+    none: int | None = None
+
+
+# Every field that holds an instant, the one list (spec/symmetry.py's time shift and clock
+# regions read it): adding an instant field to a record is adding its line here.
+INSTANTS: tuple[Instant, ...] = (
+    Instant(World, "clock"),
+    Instant(Row, "lease_expires", none=0),
+    Instant(Row, "dispatch_deadline", none=0),  # proposal P6 (0: none)
+    Instant(Message, "not_before"),
+    Instant(ReaperState, "now"),
+)
+
+
+class _InstantPlan(NamedTuple):
+    """Where the instants of a world are: World fields that are instants, and World fields
+    that hold (tuples of) records with instant fields, each with ``{type: ((field, none),
+    ...)}``. Derived once from :data:`INSTANTS` and World's field annotations."""
+
+    direct: tuple[str, ...]
+    nested: tuple[tuple[str, dict[type, tuple[tuple[str, int | None], ...]]], ...]
+
+
+def _instant_plan() -> _InstantPlan:
+    import dataclasses
+    import re
+
+    by_type: dict[type, list[tuple[str, int | None]]] = {}
+    for ins in INSTANTS:
+        by_type.setdefault(ins.record, []).append((ins.field, ins.none))
+        if ins.field not in {f.name for f in dataclasses.fields(ins.record)}:
+            raise TypeError(f"INSTANTS: {ins.record.__name__} has no field {ins.field!r}")
+    direct = tuple(f for f, none in by_type.pop(World, []))
+    names = {t.__name__: t for t in by_type}
+    nested = []
+    for f in dataclasses.fields(World):
+        ann = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+        held = {names[n]: tuple(by_type[names[n]]) for n in re.findall(r"\w+", ann) if n in names}
+        if held:
+            nested.append((f.name, held))
+    placed = {t for _, held in nested for t in held}
+    if placed != set(by_type):  # an instant in a record no World field holds directly
+        missing = ", ".join(sorted(t.__name__ for t in set(by_type) - placed))
+        raise TypeError(f"INSTANTS: no World field holds {missing}")
+    return _InstantPlan(direct, tuple(nested))
+
+
+INSTANT_PLAN = _instant_plan()
+
+
+def _instants_source(plan: _InstantPlan) -> tuple[str, dict[str, Any]]:
+    """The source of :func:`instants` for ``plan``: one loop per World field and record type
+    (generated once: the checker's key reads every world's instants)."""
+    ns: dict[str, Any] = {}
+    lines = ["def instants(w):", "    out = [" + ", ".join(f"w.{f}" for f in plan.direct) + "]"]
+    for name, held in plan.nested:
+        lines.append(f"    v = w.{name}")
+        lines.append("    for x in (v if v.__class__ is tuple else (v,)):")
+        for k, (typ, spec) in enumerate(held.items()):
+            ns[f"T{name}{k}"] = typ
+            lines.append(f"        {'if' if k == 0 else 'elif'} x.__class__ is T{name}{k}:")
+            for f, none in spec:
+                if none is None:
+                    lines.append(f"            out.append(x.{f})")
+                else:
+                    lines.append(f"            t = x.{f}")
+                    lines.append(f"            if t != {none!r}:")
+                    lines.append("                out.append(t)")
+    lines.append("    return out")
+    return "\n".join(lines) + "\n", ns
+
+
+def _make_instants(plan: _InstantPlan) -> Any:
+    src, ns = _instants_source(plan)
+    exec(src, ns)  # noqa: S102 - generated from the declaration INSTANTS
+    fn = ns["instants"]
+    fn.__doc__ = """Every instant of ``w`` (its "no instant" values left out), in no particular
+    order (generated from :data:`INSTANTS`: :func:`_instants_source`)."""
+    return fn
+
+
+instants: Any = _make_instants(INSTANT_PLAN)
+
+
+def _map_source(plan: _InstantPlan) -> tuple[str, dict[str, Any]]:
+    """The source of :func:`map_instants` for ``plan`` (as :func:`_instants_source`)."""
+    ns: dict[str, Any] = {"replace": replace}
+    lines = ["def map_instants(w, move):",
+             "    ch = {" + ", ".join(f"{f!r}: move(w.{f})" for f in plan.direct) + "}"]
+    for name, held in plan.nested:
+        lines += [f"    v = w.{name}", "    one = v.__class__ is not tuple",
+                  "    new = []", "    changed = False",
+                  "    for x in ((v,) if one else v):"]
+        for k, (typ, spec) in enumerate(held.items()):
+            ns[f"T{name}{k}"] = typ
+            lines.append(f"        {'if' if k == 0 else 'elif'} x.__class__ is T{name}{k}:")
+            lines.append("            c = {}")
+            for f, none in spec:
+                lines.append(f"            t = x.{f}")
+                guard = "" if none is None else f" and t != {none!r}"
+                lines.append("            u = move(t)" if none is None else
+                             f"            u = move(t) if t != {none!r} else t")
+                lines.append(f"            if u != t{guard}:")
+                lines.append(f"                c[{f!r}] = u")
+            lines += ["            if c:", "                x = replace(x, **c)",
+                      "                changed = True"]
+        lines += ["        new.append(x)", "    if changed:",
+                  f"        ch[{name!r}] = new[0] if one else tuple(new)"]
+    lines.append("    return replace(w, **ch)")
+    return "\n".join(lines) + "\n", ns
+
+
+def _make_map(plan: _InstantPlan) -> Any:
+    src, ns = _map_source(plan)
+    exec(src, ns)  # noqa: S102 - generated from the declaration INSTANTS
+    fn = ns["map_instants"]
+    fn.__doc__ = """The same world with every instant ``t`` replaced by ``move(t)`` ("no instant"
+    values kept; a record none of whose instants moves is kept as the same object; generated
+    from :data:`INSTANTS`: :func:`_map_source`)."""
+    return fn
+
+
+map_instants: Any = _make_map(INSTANT_PLAN)
+
+
 # worlds cross process boundaries (check --jobs, mutants --jobs, scopes): see records.picklable
 picklable(Policy, Constants, Tool, Answer, RunSpec, Config, Row, Event, Application, Message, Proc,
-          WorkerPart, ResumePart, ReaperState, World)
+          WorkerPart, ResumePart, ReaperState, World, Principal, Ask, Made, Asked)

@@ -78,6 +78,8 @@ PICK_UP = Label.RUN_QUEUED  # pick-up step 1 (6.2): a free worker's delivery, or
 STAMP = Label.STAMP  # the before-tool hook's T5 stamp of a write (7.3)
 REAPER_DECISION = Label.ROW  # the reaper's per-row decision on its snapshot (10 branches 1-4)
 REAPER_TICK = Label.TICK  # the reaper's SELECT (T10)
+REAPER_REDISPATCH = Label.REDISPATCH  # proposal P6: the sweep's T15 on an overdue QUEUED row
+REAPER_RESEND = Label.RESEND  # proposal P6: the sweep's dispatch of that row
 SETTLE = Label.SETTLE  # a segment's settle (T8 via 4.3), the last step of an arm of the ladder
 
 
@@ -296,15 +298,26 @@ OTHER_TRANSITIONS: dict[str, Other] = _Table(TransitionName, {
     # callers (6.1, 11, 12)
     store.START_RUN: Other(A.CALLER, STORE_FAULTS, "T1",
                            touches=(X.RUN_INPUTS, X.ROW, X.PROCS, X.CLOCK, X.EVENTS)),
+    # (without a transport the enqueue fails up front: its outcome, 6.4)
     store.ENQUEUE_RUN: Other(A.CALLER, STORE_FAULTS, "T2",
-                             touches=(X.RUN_INPUTS, X.ROW, X.PROCS, X.CLOCK, X.EVENTS)),
-    store.CANCEL: Other(A.CALLER, STORE_FAULTS, "T13", touches=(X.RUN_INPUTS, X.ROW, X.MARKS)),
-    N.APPROVE: Other(A.CALLER, (), "12.2", ("permitted", "configured"),
-                     touches=(X.RUN_INPUTS, X.ROW, X.PROCS)),
-    N.DENY: Other(A.CALLER, (), "12.2", ("permitted", "configured"),
-                  touches=(X.RUN_INPUTS, X.ROW, X.PROCS)),
-    N.SUBMIT_INPUT: Other(A.CALLER, (), "12.3", ("valid", "configured"),
-                          touches=(X.RUN_INPUTS, X.ROW, X.PROCS)),
+                             touches=(X.RUN_INPUTS, X.ROW, X.PROCS, X.CLOCK, X.EVENTS,
+                                      X.OUTCOMES)),
+    # (``by``: a named principal's request, RunSpec.requests; none: the run's owner's. A
+    # request is made once (``asked``), enabled once its run is started; a refusal is an
+    # outcome, what it changed or read a ``made``)
+    store.CANCEL: Other(A.CALLER, STORE_FAULTS, "T13; 11 step 1", ("by",),
+                        touches=(X.RUN_INPUTS, X.ROW, X.MARKS, X.ASKED, X.MADE, X.OUTCOMES)),
+    N.APPROVE: Other(A.CALLER, (), "12.2", ("permitted", "configured", "by"),
+                     touches=(X.RUN_INPUTS, X.ROW, X.PROCS, X.ASKED)),
+    N.DENY: Other(A.CALLER, (), "12.2", ("permitted", "configured", "by"),
+                  touches=(X.RUN_INPUTS, X.ROW, X.PROCS, X.ASKED)),
+    N.SUBMIT_INPUT: Other(A.CALLER, (), "12.3", ("valid", "configured", "by"),
+                          touches=(X.RUN_INPUTS, X.ROW, X.PROCS, X.ASKED)),
+    # a principal's reads: they change nothing but what it has seen (17)
+    N.READ_STATUS: Other(A.CALLER, (), "16.18 the status view", ("by",),
+                         touches=(X.RUN_INPUTS, X.ROW, X.ASKED, X.MADE, X.OUTCOMES)),
+    N.READ_EVENTS: Other(A.CALLER, (), "16.18 the events page", ("by", "after_sequence", "limit"),
+                         touches=(X.RUN_INPUTS, X.ROW, X.EVENTS, X.ASKED, X.MADE, X.OUTCOMES)),
     # a free worker takes a delivered message (async transport; 6.2 step 1)
     N.RUN_QUEUED: Other(A.WORKER, STORE_FAULTS, "6.2 step 1 (async: a delivery)", ("not_before",),
                         touches=(X.MESSAGES, X.PROCS, X.ROW, X.CLOCK, X.MARKS, X.OUTCOMES)),
@@ -318,6 +331,13 @@ OTHER_TRANSITIONS: dict[str, Other] = _Table(TransitionName, {
     N.DUPLICATE_MESSAGE: Other(A.BUS, (), "1.3, 6.3", ("not_before",), touches=(X.MESSAGES,)),
     N.REMOVE_TOOL: Other(A.OPERATOR, (), "14.2 a tool removed between attempts", ("tool",),
                          touches=(X.CATALOGUE,)),
+    # the runtime's console commands (model/commands.py: their outcomes' exit codes); the
+    # operator's next cancel is the one after those ended (``commands``), a refused tick is
+    # a reaper's while it is idle
+    N.CANCEL_COMMAND: Other(A.OPERATOR, STORE_FAULTS, "11 the cancel command; T13", ("uuid",),
+                            touches=(X.COMMANDS, X.ROW, X.MARKS)),
+    N.TICK_REFUSED: Other(A.REAPER, (), "6.4 no transport: the reaper's tick fails before T10",
+                          touches=(X.COMMANDS, X.REAPERS)),
 })
 
 

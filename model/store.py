@@ -22,6 +22,8 @@ from .state import (
     TERMINAL,
     WAITING_FOR_APPROVAL,
     WAITING_FOR_INPUT,
+    Event,
+    OverdueRow,
     Proc,
     Row,
     StaleRow,
@@ -41,6 +43,8 @@ FIND_STALE_RUNNING = TransitionName.FIND_STALE_RUNNING
 REQUEUE_STALE = TransitionName.REQUEUE_STALE
 DEAD_LETTER_STALE = TransitionName.DEAD_LETTER_STALE
 CANCEL = TransitionName.CANCEL
+FIND_OVERDUE_QUEUED = TransitionName.FIND_OVERDUE_QUEUED
+REDISPATCH_QUEUED = TransitionName.REDISPATCH_QUEUED
 
 
 def _lease(w: World) -> int:
@@ -92,9 +96,28 @@ def start_run(w: World, i: int, identity: str, leased: bool) -> tuple[World, boo
     return w.set_row(i, row), True
 
 
+def dispatch_deadline(w: World, delay: int = 0) -> int:
+    """Proposal P6: what T2, T9, T11 and T15 write into ``dispatch_deadline``, the instant by
+    which the message they are followed by (due in ``delay`` seconds) must have been taken:
+    ``now + delay + LEASE_SECONDS`` (one lease of grace). 0 without the proposal."""
+    if not w.config.policy.overdue_queued_redispatched:
+        return 0
+    return w.clock + delay + w.config.constants.LEASE_SECONDS
+
+
+def overdue(w: World, row: Row | None, now: int) -> bool:
+    """The overdue predicate of T14 / T15 (P6): ``status = 'queued' AND dispatch_deadline > 0
+    AND dispatch_deadline < now`` (strict, as the stale predicate)."""
+    return (
+        row is not None and row.status == QUEUED and row.dispatch_deadline > 0
+        and now > row.dispatch_deadline
+    )
+
+
 # T2
 def enqueue_run(w: World, i: int) -> tuple[World, bool]:
-    return w.set_row(i, Row(status=QUEUED, queued_request=True)), True
+    row = Row(status=QUEUED, queued_request=True, dispatch_deadline=dispatch_deadline(w))
+    return w.set_row(i, row), True
 
 
 def _claimable(w: World, row: Row | None, from_status: str) -> bool:
@@ -128,6 +151,7 @@ def claim_queued(w: World, i: int, worker: str) -> tuple[World, bool]:
             status=RUNNING,
             claimed_by=worker,
             lease_expires=_lease(w),
+            dispatch_deadline=0,
             epoch=_claim_epoch(row),
             attempts=row.attempts + 1,
         ),
@@ -243,7 +267,7 @@ def finish_run(
     ), True
 
 
-def _requeued(w: World, row: Row) -> Row:
+def _requeued(w: World, row: Row, delay: int = 0) -> Row:
     return replace(
         row,
         status=QUEUED,
@@ -251,17 +275,21 @@ def _requeued(w: World, row: Row) -> Row:
         claimed_by="",
         lease_expires=0,
         pending_effect="" if w.config.policy.clear_fence_on_requeue else row.pending_effect,
+        dispatch_deadline=dispatch_deadline(w, delay),
     )
 
 
 # T9
-def requeue(w: World, i: int, me: str, p: Proc | None = None) -> tuple[World, bool]:
+def requeue(
+    w: World, i: int, me: str, p: Proc | None = None, delay: int = 0
+) -> tuple[World, bool]:
+    """``delay``: the backoff of the dispatch that follows (9 step 7), for P6's deadline."""
     row = w.rows[i]
     if not owner_guard(row, me, w):
         return w, False
     assert row is not None  # owner_guard is False for no row
     w = _ghost_owner(w, i, p, Mark.ZOMBIE_SETTLE)
-    return w.set_row(i, _requeued(w, row)), True
+    return w.set_row(i, _requeued(w, row, delay)), True
 
 
 # T10 (a read): the reaper's SELECT, oldest lease first, at most ``limit`` rows.
@@ -308,6 +336,28 @@ def dead_letter_stale(w: World, i: int, now: int, reason: str) -> tuple[World, b
     ), True
 
 
+# T14 (a read, proposal P6): the sweep's SELECT, ``ORDER BY dispatch_deadline, uuid``,
+# at most ``limit`` rows.
+def find_overdue_queued(w: World, now: int, limit: int) -> tuple[OverdueRow, ...]:
+    rows = sorted(
+        (r.dispatch_deadline, i) for i, r in enumerate(w.rows)
+        if r is not None and overdue(w, r, now)
+    )
+    return tuple(OverdueRow(i) for _, i in rows[:limit])
+
+
+# T15 (proposal P6)
+def redispatch_queued(w: World, i: int, now: int) -> tuple[World, bool]:
+    """``UPDATE run SET dispatch_deadline = :now + LEASE_SECONDS WHERE uuid = ? AND`` the
+    overdue predicate, re-checked inside the statement: of reapers racing on one row one
+    wins, and a row claimed since the SELECT is left alone."""
+    row = w.rows[i]
+    if not overdue(w, row, now):
+        return w, False
+    assert row is not None  # overdue is False for no row
+    return w.set_row(i, replace(row, dispatch_deadline=now + w.config.constants.LEASE_SECONDS)), True
+
+
 # T13
 def cancel(w: World, i: int) -> tuple[World, bool]:
     row = w.rows[i]
@@ -344,6 +394,61 @@ def max_sequence(w: World, i: int) -> int:
         if e.run == i and e.seq > m:
             m = e.seq
     return m
+
+
+# -- the event insert (4.2 record_step, record_approval, record_input) ------------------------
+# What an insert did: stored the event, stored nothing because the row is no longer the
+# segment's (proposal P7), or stored nothing because its (run, sequence) is taken (P8).
+INSERT_STORED = "stored"
+INSERT_REFUSED = "refused"
+INSERT_CONFLICT = "conflict"
+
+
+def claim_live(w: World, row: Row | None, me: str, now: int) -> bool:
+    """The guard of an owner-guarded event insert (P7): the owner guard and a live lease,
+    ``status = 'running' AND claimed_by = :me AND lease_expires >= :now`` (the stale
+    predicate's complement for a row with a lease)."""
+    return owner_guard(row, me, w) and not stale(w, row, now)
+
+
+def sequence_taken(w: World, i: int, seq: int) -> bool:
+    """An event of run ``i`` holds sequence ``seq`` (the UNIQUE key of P8)."""
+    return any(e.run == i and e.seq == seq for e in w.events)
+
+
+def append_event(
+    w: World, i: int, event: Event, owner: str = "", cancelled: bool = False
+) -> tuple[World, str]:
+    """The event insert. Without the proposals a plain insert that always stores. With
+    ``event_insert_owner_guarded`` and a segment that has a lease ``owner``: ``INSERT ...
+    SELECT ... FROM run WHERE`` :func:`claim_live` (or, on the cancellation probe's path,
+    ``status = 'cancelled'``, which the probe has just read and nothing moves on), in one
+    transaction with the row. With ``event_sequence_unique``: a taken ``(run, sequence)`` is
+    a duplicate key and nothing is stored. Returns (world, ``INSERT_*``)."""
+    pol = w.config.policy
+    if pol.event_insert_owner_guarded and owner:
+        row = w.rows[i]
+        if cancelled:
+            owned = row is not None and row.status == CANCELLED
+        else:
+            owned = claim_live(w, row, owner, w.clock)
+        if not owned:
+            return w, INSERT_REFUSED
+    if pol.event_sequence_unique and sequence_taken(w, i, event.seq):
+        return w, INSERT_CONFLICT
+    return replace(w, events=w.events + (event,)), INSERT_STORED
+
+
+def _append_statement(
+    w: World, i: int, seq: int, kind: str, owner: str
+) -> tuple[World, bool]:
+    """:func:`append_event` as a scenario runs it (``store = "append_event"``): an event of
+    ``kind`` at ``seq``, by no segment; matched = stored."""
+    w, got = append_event(w, i, Event(i, seq, kind, 0, -1, "", ""), owner)
+    return w, got == INSERT_STORED
+
+
+APPEND_EVENT = TransitionName.APPEND_EVENT
 
 
 # =========================================================================================
@@ -426,8 +531,13 @@ STATEMENTS: dict[str, Statement] = _table(
     S(DEAD_LETTER_STALE, "T12", ("run", "now", "reason"), ("run", "reason"), {"now": _now},
       dead_letter_stale),
     S(CANCEL, "T13", ("run",), ("run",), {}, cancel),
+    S(FIND_OVERDUE_QUEUED, "T14", ("now", "limit"), (), {"now": _now, "limit": _limit},
+      find_overdue_queued, read=True),
+    S(REDISPATCH_QUEUED, "T15", ("run", "now"), ("run",), {"now": _now}, redispatch_queued),
     S(TransitionName.FIND_RUN, "4.2", ("run",), ("run",), {}, find_run, read=True),
     S(TransitionName.MAX_SEQUENCE, "4.2", ("run",), ("run",), {}, max_sequence, read=True),
+    S(APPEND_EVENT, "4.2", ("run", "seq", "kind", "owner"), ("run", "seq"),
+      {"kind": "llm", "owner": ""}, _append_statement),
 )
 """Every store statement a scenario may run, in RUNTIME 4 order (the scenario format's
 ``store`` steps, their keys and defaults are read from here)."""

@@ -193,6 +193,9 @@ class Label(Closed):
     MAX_SEQUENCE = "max_sequence"
     NESTED = "nested"  # no step of its own: the reaper waits while a run it dispatched
     # executes inside its process (sync transport)
+    # the reaper's overdue-queued sweep (proposal P6, docs/PROPOSALS.md)
+    REDISPATCH = "redispatch"  # T15 on an overdue QUEUED row of T14's snapshot
+    RESEND = "resend"  # the sweep's dispatch of that row
 
 
 class TransitionName(Closed):
@@ -215,8 +218,11 @@ class TransitionName(Closed):
     REQUEUE_STALE = "requeue_stale"
     DEAD_LETTER_STALE = "dead_letter_stale"
     CANCEL = "cancel"
+    FIND_OVERDUE_QUEUED = "find_overdue_queued"  # T14 (proposal P6)
+    REDISPATCH_QUEUED = "redispatch_queued"  # T15 (proposal P6)
     FIND_RUN = "find_run"
     MAX_SEQUENCE = "max_sequence"
+    APPEND_EVENT = "append_event"  # the event insert as a scenario runs it (4.2; P7, P8)
     # the other steps of a process
     RUN_QUEUED = "run_queued"
     ON_STEP = "on_step"
@@ -238,6 +244,13 @@ class TransitionName(Closed):
     CRASH = "crash"
     DUPLICATE_MESSAGE = "duplicate_message"
     REMOVE_TOOL = "remove_tool"
+    # the runtime's console commands (model/commands.py): the operator's cancel, and a
+    # reaper's tick refused up front for want of a transport (RUNTIME 6.4)
+    CANCEL_COMMAND = "cancel_command"
+    TICK_REFUSED = "tick_refused"
+    # a principal's reads (RUNTIME 16.18: the status view and the events page); no store change
+    READ_STATUS = "read_status"
+    READ_EVENTS = "read_events"
 
 
 class FaultKind(Closed):
@@ -271,7 +284,8 @@ class ActorKind(Closed):
 
 
 class OutcomeName(Closed):
-    """What a segment or a caller returns (``World.outcomes``; RUNTIME 5, 9, 11, 12)."""
+    """What a segment or a caller returns (``World.outcomes``; RUNTIME 5, 9, 11, 12), and
+    what the runtime's console commands end with (``World.commands``)."""
 
     COMPLETED = "COMPLETED"
     AWAITING_APPROVAL = "AWAITING_APPROVAL"
@@ -283,6 +297,18 @@ class OutcomeName(Closed):
     CANCELLED = "CANCELLED"
     REQUEUED = "REQUEUED"
     LEASE_LOST = "LEASE_LOST"
+    # a caller's enqueue refused up front: no transport (RUNTIME 6.4), nothing stored
+    ENQUEUE_FAILED = "EnqueueFailed"
+    # what the runtime's console commands end with (``World.commands``; model/commands.py
+    # holds each one's exit code and message): the operator's cancel (RUNTIME 11) and a
+    # reaper's tick without a transport (6.4)
+    RUN_CANCELLED = "RUN_CANCELLED"
+    NOT_CANCELLED = "NOT_CANCELLED"
+    UUID_REQUIRED = "UUID_REQUIRED"
+    NO_MESSAGE_BUS = "NO_MESSAGE_BUS"
+    # a request refused by the access check (RUNTIME 12.2 step 2, 11 step 1, 16.18), before any
+    # store change: a resume's outcome, or a caller's command's (cancel, a read)
+    ACCESS_DENIED = "AccessDenied"
 
 
 class Mark(Closed):
@@ -316,6 +342,36 @@ class Decision(Closed):
     INPUT = "input"
 
 
+class Request(Closed):
+    """What a principal asks of a run (RUNTIME 11, 12, 16.18): the caller's commands and the two
+    reads. The access check (``model.rules.may``) is keyed by these."""
+
+    APPROVE = "approve"
+    DENY = "deny"
+    INPUT = "input"
+    CANCEL = "cancel"
+    STATUS = "status"
+    EVENTS = "events"
+
+
+class PrincipalKind(Closed):
+    """Who a principal is (RUNTIME 16.18): a backend user (acts on the runs it owns), an admin
+    (acts on every run), or a service account (acts only as its scopes grant)."""
+
+    USER = "user"
+    ADMIN = "admin"
+    SERVICE_ACCOUNT = "service_account"
+
+
+class Scope(Closed):
+    """A service account's scope (RUNTIME 11 step 1 names ``AGENT_CANCEL``; 16.18): each grants
+    the requests of ``model.rules.SCOPE_GRANTS``."""
+
+    AGENT_CANCEL = "AGENT_CANCEL"
+    AGENT_APPROVE = "AGENT_APPROVE"
+    AGENT_STATUS = "AGENT_STATUS"
+
+
 class Touch(Closed):
     """What a transition may read or write (its footprint, ``model.footprint``): a part of
     the world. ``ROW`` and ``RUN_INPUTS`` are per run (the run the transition names), ``SELF``
@@ -334,6 +390,9 @@ class Touch(Closed):
     CATALOGUE = "catalogue"  # World.removed
     REAPERS = "reapers"
     BUDGET = "budget"  # World.faults
+    COMMANDS = "commands"  # World.commands (the console commands that have ended)
+    ASKED = "asked"  # World.asked (the named principals' requests made so far)
+    MADE = "made"  # World.made (what those requests changed or read: a ghost)
 
 
 describe(Label, "step label")
@@ -343,4 +402,7 @@ describe(ActorKind, "actor kind")
 describe(OutcomeName, "outcome")
 describe(Mark, "mark")
 describe(Decision, "decision")
+describe(Request, "request")
+describe(PrincipalKind, "principal kind")
+describe(Scope, "scope")
 describe(Touch, "footprint part")

@@ -80,7 +80,8 @@ def simulate_one(
         "history_sha256": sim.history.hexdigest(),
         "outcomes": metrics.outcomes(recs),
         "violations": viol,
-        "metrics": metrics.compute(recs, sim.seed, cfg.lease_seconds()),
+        "metrics": metrics.compute(recs, sim.seed, cfg.lease_seconds(), sim.window.unattributed,
+                                   cfg.reaper_period if cfg.reaper_enabled else None),
         "transitions": sim.fired,
         "asserted_enabled": sim.checked,
         "properties": sim.properties_source,
@@ -88,6 +89,8 @@ def simulate_one(
         "elapsed_seconds": round(elapsed, 3),
         "faults": sim.fault_report(),
     }
+    if sim.refused:  # only without a transport (RUNTIME 6.4): transition -> how many
+        result["refusals"] = dict(sorted(sim.refused.items()))
     if sim.observer is not None:
         result["export"] = {"path": export, "privacy": export_privacy, **sim.observer.counts}
     return result, sim

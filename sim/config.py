@@ -100,6 +100,11 @@ Schema (defaults in brackets)::
     [workload.cancels]
     probability = 0.0                    # a caller cancels the run ...
     delay = 60.0                         # ... this long after it arrived
+    [workload.strangers]                 # requests by other principals (RUNTIME 16.18):
+    probability = 0.0                    # the fraction of runs a stranger (another user)
+    delay = 60.0                         # approves, cancels and reads, and a service account
+                                         # without scopes cancels and pages the events of,
+                                         # this long after the run arrived; each is refused
     [faults]                             # any other declared fault kind (model/steps.py FAULTS),
     decode_error = 0.001                 # by name: its probability at each step that may take
     observer_error = 0.0                 # it now (its faults / faults_now), drawn by the
@@ -117,6 +122,10 @@ exposed to ``crashes.web_rate_per_hour`` while it does), recovery runs its retry
 the failing segment's process, and the reaper runs a reclaimed run before its next row. No
 message is ever sent, so the workers stay idle and the bus's delivery delay and duplicates
 do not apply; ``bus.dispatch_failure_probability`` and ``bus.dispatch_latency`` still do.
+``none`` (RUNTIME 6.4): no bus is wired. Every enqueue fails up front (EnqueueFailed,
+nothing stored: the run ends ``never_stored``) and every reaper tick fails before its
+SELECT; interactive runs run as usual. The result counts both (``"refusals"``, and a line
+of the report).
 """
 
 from __future__ import annotations
@@ -256,6 +265,8 @@ class SimConfig:
     not_permitted_probability: float = 0.0
     cancel_probability: float = 0.0
     cancel_delay: Dist = ZERO
+    stranger_probability: float = 0.0  # [workload.strangers]: requests by other principals
+    stranger_delay: Dist = ZERO
     observer_fraction: float = 0.0
     # [faults]: (kind, probability at each step that may take it), in the table's order
     fault_probabilities: tuple[tuple[str, float], ...] = ()
@@ -659,11 +670,11 @@ def _tool_error_mix(v: Any, f: str) -> tuple[tuple[str, str, float], ...]:
 
 
 def _workload(data: dict[str, Any], tool_names: tuple[str, ...]) -> dict[str, Any]:
-    """``[workload]`` and its ``approvals`` and ``cancels`` tables; ``tool_mix`` weighs
+    """``[workload]`` and its ``approvals``, ``cancels`` and ``strangers`` tables; ``tool_mix`` weighs
     ``tool_names`` (the [[tools]])."""
     wl = _table(data, "workload")
     _unknown(wl, {"queued_fraction", "rounds", "calls_per_round", "tool_mix", "cap", "approvals", "cancels",
-                  "observer_fraction"}, "workload.")
+                  "observer_fraction", "strangers"}, "workload.")
     kw: dict[str, Any] = {}
     kw["queued_fraction"] = _prob(wl.get("queued_fraction", 1.0), "workload.queued_fraction")
     kw["rounds"] = parse_dist(wl.get("rounds", 1), "workload.rounds")
@@ -687,6 +698,10 @@ def _workload(data: dict[str, Any], tool_names: tuple[str, ...]) -> dict[str, An
     _unknown(ca, {"probability", "delay"}, "workload.cancels.")
     kw["cancel_probability"] = _prob(ca.get("probability", 0.0), "workload.cancels.probability")
     kw["cancel_delay"] = parse_dist(ca.get("delay", 60.0), "workload.cancels.delay")
+    st = _table(wl, "strangers", "workload.")
+    _unknown(st, {"probability", "delay"}, "workload.strangers.")
+    kw["stranger_probability"] = _prob(st.get("probability", 0.0), "workload.strangers.probability")
+    kw["stranger_delay"] = parse_dist(st.get("delay", 60.0), "workload.strangers.delay")
     return kw
 
 

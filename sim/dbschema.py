@@ -42,9 +42,15 @@ EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("kind", "TEXT"), ("round", "INTEGER"), ("duration_ms", "REAL"), ("payload", "TEXT"),
     ("crdate", "INTEGER"),
 )
+# Proposal P6's migration (docs/PROPOSALS.md): the run row's ``dispatch_deadline``, the instant
+# by which a QUEUED row's message must have been taken (0: none). A database of the runtime
+# before the change has no such column; inspect reads it where it exists.
+DISPATCH_DEADLINE = "dispatch_deadline"
+OPTIONAL_RUN_COLUMNS: tuple[tuple[str, str], ...] = ((DISPATCH_DEADLINE, "INTEGER"),)
 RUN_NAMES = tuple(c for c, _ in RUN_COLUMNS)
 EVENT_NAMES = tuple(c for c, _ in EVENT_COLUMNS)
-INT_COLUMNS = frozenset(c for c, t in RUN_COLUMNS + EVENT_COLUMNS if t.startswith("INTEGER"))
+INT_COLUMNS = frozenset(c for c, t in RUN_COLUMNS + OPTIONAL_RUN_COLUMNS + EVENT_COLUMNS
+                        if t.startswith("INTEGER"))
 REAL_COLUMNS = frozenset(c for c, t in RUN_COLUMNS + EVENT_COLUMNS if t == "REAL")
 
 # The events the model stores (model.state.Event.kind) and the kinds only the runtime writes
@@ -78,19 +84,25 @@ assert {r for rs in REASONS_BY_STATUS.values() for r in rs} == set(REASONS)
 assert set(FENCE_LEFT_REASONS) <= set(REASONS)
 
 __all__ = [
-    "AWAITING", "CLAIM_PREFIXES", "DEFAULT_PRIVACY", "EVENT_COLUMNS", "EVENT_NAMES", "EVENT_TABLE",
-    "FENCE_LEFT_REASONS", "FENCE_VALUES", "INT_COLUMNS", "KINDS", "MODEL_KINDS", "PRIVACY_LEVELS",
+    "AWAITING", "CLAIM_PREFIXES", "DEFAULT_PRIVACY", "DISPATCH_DEADLINE", "EVENT_COLUMNS", "EVENT_NAMES", "EVENT_TABLE",
+    "FENCE_LEFT_REASONS", "FENCE_VALUES", "INT_COLUMNS", "KINDS", "MODEL_KINDS", "OPTIONAL_RUN_COLUMNS", "PRIVACY_LEVELS",
     "QUEUED", "REAL_COLUMNS", "REASONS_BY_STATUS", "ROUND_ZERO_KINDS", "RUNNING", "RUNTIME_ONLY_KINDS",
     "RUN_COLUMNS", "RUN_NAMES", "RUN_TABLE", "STATUSES", "TERMINAL", "create_sql",
 ]
 
 
-def create_sql() -> list[str]:
+def create_sql(deadline: bool = False, unique_sequence: bool = False) -> list[str]:
     """The statements that create both tables and the runtime's two plain indexes
-    (``run_sequence (run, sequence)`` is not UNIQUE, ``run_uuid`` neither)."""
+    (``run_sequence (run, sequence)`` is not UNIQUE, ``run_uuid`` neither). After the
+    migration of docs/PROPOSALS.md: ``deadline`` (P6) adds ``dispatch_deadline`` and its index
+    ``run_overdue``; ``unique_sequence`` (P8) makes ``run_sequence`` UNIQUE."""
     def table(name: str, cols: tuple[tuple[str, str], ...]) -> str:
         return f"CREATE TABLE {name} ({', '.join(f'{c} {t}' for c, t in cols)})"
 
-    return [table(RUN_TABLE, RUN_COLUMNS), table(EVENT_TABLE, EVENT_COLUMNS),
-            f"CREATE INDEX run_uuid ON {RUN_TABLE} (uuid)",
-            f"CREATE INDEX run_sequence ON {EVENT_TABLE} (run, sequence)"]
+    run_cols = RUN_COLUMNS + (OPTIONAL_RUN_COLUMNS if deadline else ())
+    out = [table(RUN_TABLE, run_cols), table(EVENT_TABLE, EVENT_COLUMNS),
+           f"CREATE INDEX run_uuid ON {RUN_TABLE} (uuid)",
+           f"CREATE {'UNIQUE ' if unique_sequence else ''}INDEX run_sequence ON {EVENT_TABLE} (run, sequence)"]
+    if deadline:
+        out.append(f"CREATE INDEX run_overdue ON {RUN_TABLE} (status, {DISPATCH_DEADLINE})")
+    return out

@@ -39,7 +39,7 @@ from failclosed.model.runtime import GuardFailed, apply, clock_move, enabled, fi
 from failclosed.model.state import TERMINAL, WAITING_FOR_APPROVAL, World, replace
 from failclosed.model.steps import costs, fault_kinds, injected
 from failclosed.model.transition import Transition
-from failclosed.model.vocab import FaultKind, TransitionName
+from failclosed.model.vocab import FaultKind, OutcomeName, TransitionName
 
 from .checks import Checks
 from .config import SimConfig
@@ -125,6 +125,9 @@ class Simulation:
         self.fired = 0  # transitions fired (advance_time included)
         # fault kind -> transitions fired on its fault branch (``model.steps.injected``)
         self.drawn: Counter[str] = Counter()
+        # what the runtime refused up front, by transition: without a transport (RUNTIME
+        # 6.4) each enqueue (``enqueue_run``) and each reaper tick (``tick_refused``)
+        self.refused: Counter[str] = Counter()
         self.checked = 0  # transitions asserted enabled before firing
         self.violations: list[Violation] = []
         self.stopped = False
@@ -165,6 +168,10 @@ class Simulation:
             },
             "tools": [dict(t.model) for t in cfg.tools],
         }
+        if cfg.stranger_probability > 0:  # requests by other principals (16.18)
+            from .processes import PRINCIPALS
+
+            self.model_config["principals"] = {k: dict(v) for k, v in PRINCIPALS.items()}
         data = dict(self.model_config)
         data["model"] = dict(data["model"], fault_budget=0)
         data["runs"] = [{"id": f"_slot{i}", "entry": "queued"} for i in range(cfg.slots)]
@@ -229,6 +236,8 @@ class Simulation:
         kind = injected(t)
         if kind is not None:
             self.drawn[kind] += 1
+        if t.name in _REFUSABLE and _refused(w, t, w2):
+            self.refused[t.name] += 1
         now = self.env.now
         self.history.add(now, t, note(w, t, w2) if self.history.annotate else None)
         rid = t.arg("run")
@@ -239,6 +248,7 @@ class Simulation:
             self.window.note_tick(w2, t, self.fired, now)
         elif rid is not None:
             i = self.window.slot_of.get(rid)
+        self.window.count_statement(w, w2, t, i, now)
         if i is not None and self.window.account(w, w2, t, i, self.fired, now):
             self.env.process(self.procs.approver(i, rid))
         if self.observer is not None:
@@ -345,6 +355,18 @@ def _crash(en: list[Transition], pred) -> Transition | None:
         if t.name == TransitionName.CRASH and (pred is None or pred(t)):
             return t
     return None
+
+
+# the transitions the runtime may refuse up front (RUNTIME 6.4), counted in ``refused``
+_REFUSABLE = frozenset({store.ENQUEUE_RUN, TransitionName.TICK_REFUSED})
+
+
+def _refused(w: World, t: Transition, w2: World) -> bool:
+    """``t`` was refused up front: a reaper's tick without a transport, or an enqueue that
+    ended EnqueueFailed with nothing stored (no transport)."""
+    if t.name == TransitionName.TICK_REFUSED:
+        return True
+    return len(w2.outcomes) > len(w.outcomes) and w2.outcomes[-1].outcome == OutcomeName.ENQUEUE_FAILED
 
 
 def _undeclared(w: World, actor: str, fault: str) -> None:

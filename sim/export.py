@@ -52,12 +52,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from failclosed.model import steps
+from failclosed.model.policy import parse_policy
 from failclosed.model.state import COMPLETED, RUNNING, TERMINAL, Row, World
 from failclosed.model.store import CLAIM_QUEUED, START_RUN
 from failclosed.model.transition import Transition
 from failclosed.model.vocab import Decision
 
 from .dbschema import (
+    DISPATCH_DEADLINE,
     EVENT_NAMES,
     EVENT_TABLE,
     PRIVACY_LEVELS,
@@ -136,7 +138,12 @@ class Exporter:
         self.db = sqlite3.connect(self.db_path)
         self.db.execute("PRAGMA journal_mode=OFF")
         self.db.execute("PRAGMA synchronous=OFF")
-        for stmt in create_sql():
+        # the schema after the migrations of the policy's proposals (docs/PROPOSALS.md): P6's
+        # dispatch_deadline column, P8's UNIQUE (run, sequence)
+        pol = parse_policy(policy)
+        self.deadline = pol.overdue_queued_redispatched
+        self.run_names = RUN_NAMES + ((DISPATCH_DEADLINE,) if self.deadline else ())
+        for stmt in create_sql(deadline=self.deadline, unique_sequence=pol.event_sequence_unique):
             self.db.execute(stmt)
         self.runs: dict[int, _Run] = {}  # slot -> the run in it, while it has a row
         self.next_run = 1
@@ -182,8 +189,8 @@ class Exporter:
             if w is not None:  # a run whose insert failed: the runtime stores no row for it
                 self.counts["runs_without_row"] += 1
             return
-        self.db.execute(f"INSERT INTO {RUN_TABLE} VALUES ({','.join('?' * len(RUN_NAMES))})",
-                        [run.cols[c] for c in RUN_NAMES])
+        self.db.execute(f"INSERT INTO {RUN_TABLE} VALUES ({','.join('?' * len(self.run_names))})",
+                        [run.cols[c] for c in self.run_names])
         self.db.executemany(f"INSERT INTO {EVENT_TABLE} VALUES ({','.join('?' * len(EVENT_NAMES))})",
                             run.events)
         self.counts["runs"] += 1
@@ -221,6 +228,8 @@ class Exporter:
             "queued_request": self._sealed(run, "request") if r1.queued_request else "",
             "suspended_state": self._sealed(run, f"state{r1.suspended_state}") if r1.suspended_state >= 0 else "",
         }
+        if self.deadline:  # P6: the instant by which the row's message must have been taken
+            new[DISPATCH_DEADLINE] = EPOCH + r1.dispatch_deadline if r1.dispatch_deadline > 0 else 0
         if any(c.get(k) != v for k, v in new.items()):
             c.update(new)
             c["tstamp"] = _ts(now)
@@ -342,7 +351,7 @@ class Exporter:
             os.replace(self.db_path, self.target)
             return
         try:
-            for table, names, order in ((RUN_TABLE, RUN_NAMES, "uid"),
+            for table, names, order in ((RUN_TABLE, self.run_names, "uid"),
                                         (EVENT_TABLE, EVENT_NAMES, "run, sequence, uid")):
                 final = os.path.join(self.target, f"{table}.csv")
                 part = os.path.join(self.target, f".{table}.csv.partial")

@@ -42,6 +42,7 @@ from failclosed.model.config import (
     tool_effect,
 )
 from failclosed.model.constants import Constants
+from failclosed.model.policy import SWITCHES
 from failclosed.model.rules import approval_bound, is_write
 from failclosed.model.state import (
     AWAITING,
@@ -57,6 +58,7 @@ from failclosed.spec.vocab import PropertyName
 
 from .dbschema import (
     CLAIM_PREFIXES,
+    DISPATCH_DEADLINE,
     EVENT_TABLE,
     FENCE_LEFT_REASONS,
     FENCE_VALUES,
@@ -88,8 +90,30 @@ CHECKS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
     ("approvals", "7.9", "an approval-bound tool only after its approval, and never after a denial", CERTAIN, (PropertyName.NO_WRITE_WITHOUT_RECORDED_APPROVAL,)),
     ("totals", "7.10", "a completed run never requeued: its last round is iterations or iterations + 1", CERTAIN, ()),
     ("orphan_queued", "3.3, FINDINGS F3", "a queued row nothing has touched for longer than a lease and the longest backoff", HEURISTIC, (PropertyName.NO_ORPHAN_QUEUED_RUN, PropertyName.EVERY_RUN_TERMINATES)),
+    ("overdue_queued", "P6", "a queued row whose dispatch_deadline passed more than a lease before the export's last write, or that has none: an orphan the sweep missed", HEURISTIC, (PropertyName.NO_ORPHAN_QUEUED_RUN, PropertyName.EVERY_RUN_TERMINATES)),
 )
 CHECK_IDS = tuple(c[0] for c in CHECKS)
+
+# the two footprints of sequence_reused (Anomaly.detail)
+DUPLICATE = "duplicate"  # a (run, sequence) stored twice
+OUT_OF_ORDER = "out_of_order"  # a sequence inserted after a higher one: two writers interleaved
+
+# The footprint each proposal of docs/PROPOSALS.md would leave if it did not work, so that a
+# database taken after the change can be checked for it: (proposal, its switch of
+# model.policy.Policy, the check, the anomalies of that check it counts (Anomaly.detail; ""
+# every one), what zero of them shows).
+FOOTPRINTS: tuple[tuple[str, str, str, str, str], ...] = (
+    ("P6", "overdue_queued_redispatched", "overdue_queued", "",
+     "no queued row overdue past a lease or without a deadline: the sweep re-dispatches every orphan"),
+    ("P7", "event_insert_owner_guarded", "sequence_reused", OUT_OF_ORDER,
+     "no event inserted after a higher sequence: no segment's insert landed after its lease moved on"),
+    ("P8", "event_sequence_unique", "sequence_reused", DUPLICATE,
+     "no (run, sequence) stored twice: the key is UNIQUE"),
+)
+assert all(f[1] in SWITCHES for f in FOOTPRINTS) and all(f[2] in CHECK_IDS for f in FOOTPRINTS)
+# the P6 check needs the migration's column (sim/dbschema.py); without it, this says why
+NO_DEADLINE = (f"does not apply: {RUN_TABLE} has no {DISPATCH_DEADLINE} column (the runtime before "
+               "P6's migration, docs/PROPOSALS.md)")
 
 # Which violations of the simulator's checks (spec.properties.SAFETY) an export shows, by
 # property: "yes" (every violation leaves the footprint of the check named), "partly" (some do)
@@ -144,6 +168,7 @@ class Anomaly:
     certainty: str
     properties: tuple[str, ...] = ()
     events: tuple[tuple[int, int, str], ...] = ()  # (sequence, event uid, kind)
+    detail: str = ""  # which footprint of its check (sequence_reused: DUPLICATE, OUT_OF_ORDER)
 
     def to_json(self) -> dict[str, Any]:
         return {"check": self.check, "run_uuid": self.uuid, "run_uid": self.run, "text": self.text,
@@ -259,7 +284,9 @@ class _Ctx:
         self.cat = catalogue
         self.privacy = privacy
         self.k = constants
-        self.queued: list[tuple[int, str, int]] = []  # (uid, uuid, tstamp) of queued rows
+        # (uid, uuid, tstamp, dispatch_deadline or None, crdate, requeue_count) of queued rows
+        self.queued: list[tuple[int, str, int, int | None, int, int]] = []
+        self.deadline: int | None = None  # the run row's index of dispatch_deadline (P6), if read
         self.horizon = 0
         self.notices: Counter = Counter()
         self.notice_runs: dict[str, list[str]] = {}
@@ -308,10 +335,10 @@ class _Run:
         self.out: list[Anomaly] = []
 
     def add(self, check: str, text: str, certainty: str = CERTAIN, events: list[tuple] = (),
-            properties: tuple[str, ...] | None = None) -> None:
+            properties: tuple[str, ...] | None = None, detail: str = "") -> None:
         props = next(c[4] for c in CHECKS if c[0] == check) if properties is None else properties
         self.out.append(Anomaly(check, self.uuid, self.uid, text, certainty, props,
-                                tuple(_ev(e) for e in events)))
+                                tuple(_ev(e) for e in events), detail))
 
     def col(self, name: str) -> Any:
         return self.row[R[name]]
@@ -345,13 +372,14 @@ class _Run:
         if dup:
             involved = [e for e in evs if e[_SEQ] in set(dup)]
             self.add("sequence_reused", f"sequence {', '.join(map(str, dup[:5]))}{' ...' if len(dup) > 5 else ''} "
-                     f"stored {max(seqs.values())} times (the key (run, sequence) is not UNIQUE)", events=involved[:10])
+                     f"stored {max(seqs.values())} times (the key (run, sequence) is not UNIQUE)", events=involved[:10],
+                     detail=DUPLICATE)
         else:
             by_uid = sorted(evs, key=lambda e: e[_UID])
             for a, b in zip(by_uid, by_uid[1:], strict=False):
                 if b[_SEQ] <= a[_SEQ]:
                     self.add("sequence_reused", f"sequence {b[_SEQ]} inserted after sequence {a[_SEQ]}",
-                             events=[a, b])
+                             events=[a, b], detail=OUT_OF_ORDER)
                     break
         if evs and len(seqs) != max(seqs) + 1:
             missing = sorted(set(range(max(seqs) + 1)) - set(seqs))
@@ -574,7 +602,9 @@ class _Run:
         if self.columns_ok:
             self.totals()
         if self.status == QUEUED:
-            self.ctx.queued.append((self.uid, self.uuid, self.col("tstamp") or 0))
+            deadline = self.row[self.ctx.deadline] if self.ctx.deadline is not None else None
+            self.ctx.queued.append((self.uid, self.uuid, self.col("tstamp") or 0, deadline,
+                                    self.col("crdate"), self.col("requeue_count")))
         return self.out
 
 
@@ -690,6 +720,8 @@ def inspect(source: Source, catalogue: Catalogue | None = None, privacy: str = "
     cat = catalogue or Catalogue()
     k = constants or Constants()
     ctx = _Ctx(cat, privacy, k)
+    run_read = getattr(source, "run_read", RUN_READ)
+    ctx.deadline = run_read.index(DISPATCH_DEADLINE) if DISPATCH_DEADLINE in run_read else None
     rep = Report(source.where, tools=cat.source, privacy=privacy)
     un = rep.unreadable
     horizon = 0
@@ -730,13 +762,14 @@ def _finish(rep: Report, ctx: _Ctx, k: Constants, horizon: int) -> None:
     unreadable rows make uncertain."""
     un = rep.unreadable
     wait = k.LEASE_SECONDS + k.REQUEUE_BACKOFF_CAP_MS // 1000
-    for uid, uuid, ts in ctx.queued:
+    for uid, uuid, ts, _deadline, _crdate, _count in ctx.queued:
         if ts < horizon - wait:
             rep.anomalies.append(Anomaly("orphan_queued", uuid, uid,
                                          f"queued, last written {horizon - ts} s before the export's last write "
                                          f"(more than LEASE_SECONDS + the longest backoff = {wait} s): no wake-up "
                                          "is coming (FINDINGS F3: the dispatch never happened)", HEURISTIC,
                                          (PropertyName.NO_ORPHAN_QUEUED_RUN, PropertyName.EVERY_RUN_TERMINATES)))
+    _overdue(rep, ctx, k, horizon)
     if un.no_uid:
         for a in rep.anomalies:
             if a.check == "orphan_events":
@@ -744,3 +777,52 @@ def _finish(rep: Report, ctx: _Ctx, k: Constants, horizon: int) -> None:
                 a.text += f"; {un.no_uid} run row(s) have no readable uid, and one of them may be its row"
     rep.notices, rep.notice_runs = ctx.notices, ctx.notice_runs
     rep.unknown_tools = sorted(ctx.unknown_names)
+
+
+REDISPATCHED = ("a queued row the sweep re-dispatched (P6): never requeued, and its dispatch_deadline "
+                "moved on past the one its enqueue wrote (T15)")
+
+
+def _overdue(rep: Report, ctx: _Ctx, k: Constants, horizon: int) -> None:
+    """Proposal P6's footprint on the queued rows, where the run table has its column: a row
+    whose deadline passed more than a lease before the export's last write (a sweep every
+    period would have moved it on by then: T15 writes now + a lease), or that has none (T2, T9
+    and T11 write one: the sweep never selects such a row), is an orphan the sweep missed; a
+    row never requeued whose deadline lies past its enqueue's (T2: crdate + a lease) shows a
+    re-dispatch (a notice). Without the column the check does not apply (one line)."""
+    if ctx.deadline is None:
+        rep.unsupported["overdue_queued"] = NO_DEADLINE
+        return
+    lease = k.LEASE_SECONDS
+    for uid, uuid, _ts, deadline, crdate, count in ctx.queued:
+        if deadline == 0:
+            rep.anomalies.append(Anomaly(
+                "overdue_queued", uuid, uid, f"queued with {DISPATCH_DEADLINE} = 0: the sweep (T14) never "
+                "selects it (a row left from before the migration, which gives every queued row one)",
+                HEURISTIC, (PropertyName.NO_ORPHAN_QUEUED_RUN, PropertyName.EVERY_RUN_TERMINATES)))
+        elif deadline < horizon - lease:
+            rep.anomalies.append(Anomaly(
+                "overdue_queued", uuid, uid, f"queued, its {DISPATCH_DEADLINE} passed {horizon - deadline} s "
+                f"before the export's last write (more than LEASE_SECONDS = {lease} s): the sweep did not "
+                "re-dispatch it (is the reaper running, with the sweep?)", HEURISTIC,
+                (PropertyName.NO_ORPHAN_QUEUED_RUN, PropertyName.EVERY_RUN_TERMINATES)))
+        elif count == 0 and deadline > crdate + lease + 1:  # a second's slack: T2's now and crdate
+            ctx.notice(REDISPATCHED, uuid)
+
+
+def applies(rep: Report, check: str) -> bool:
+    """Whether ``check`` can run on this export at all (P6's needs its column)."""
+    return not rep.unsupported.get(check, "").startswith("does not apply")
+
+
+def footprints(rep: Report) -> list[dict[str, Any]]:
+    """Per proposal of :data:`FOOTPRINTS`: whether its check applies to this export, and the
+    anomalies that would show it not working (zero: nothing of it shows)."""
+    out = []
+    for proposal, switch, check, detail, zero in FOOTPRINTS:
+        n = sum(a.check == check and (not detail or a.detail == detail) for a in rep.anomalies)
+        ok = applies(rep, check)
+        out.append({"proposal": proposal, "switch": switch, "check": check, "detail": detail,
+                    "applies": ok, "anomalies": n if ok else None,
+                    "text": zero if ok else rep.unsupported[check]})
+    return out

@@ -25,7 +25,7 @@ from decimal import Decimal
 from typing import Any
 
 from .dbschema import INT_COLUMNS, REAL_COLUMNS
-from .inspect_sources import BAD_RECORD, EVENT_READ, PRESENCE_COLUMNS, RUN_READ
+from .inspect_sources import BAD_RECORD, EVENT_READ, OPTIONAL_RUN_READ, PRESENCE_COLUMNS, RUN_READ
 
 # the markers ContentRedactor leaves at REDACTED (EXPORT.md 2.3): a name carrying one may not
 # be the name the model requested
@@ -64,13 +64,16 @@ _RUN_TYPES = tuple((int,) if c in INT_COLUMNS else (int, float, Decimal) if c in
 
 def read_run(raw: tuple) -> tuple[tuple | None, str]:
     """``(row, reason)``: the row (None when even its ``uid`` is unreadable) and why it cannot be
-    checked ('' when every column has the runtime's type)."""
-    if all(type(v) in t for v, t in zip(raw, _RUN_TYPES, strict=True)):
+    checked ('' when every column has the runtime's type). A row longer than RUN_READ holds
+    the optional columns its table has (``OPTIONAL_RUN_READ``, integers), after those."""
+    n = len(RUN_READ)
+    if all(type(v) in t for v, t in zip(raw[:n], _RUN_TYPES, strict=True)) and all(
+            type(v) is int for v in raw[n:]):
         return raw, ""
     uid = raw[0]
     if not _is_int(uid):
         return None, _column_reason("uid", uid) or "uid is not an integer"
-    for col, v in zip(RUN_READ, raw, strict=True):
+    for col, v in zip(RUN_READ + OPTIONAL_RUN_READ[:len(raw) - n], raw, strict=True):
         why = _column_reason(col, v)
         if why:
             return raw, why

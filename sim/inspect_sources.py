@@ -37,13 +37,15 @@ from typing import Any
 
 from failclosed.model.config import ConfigError
 
-from .dbschema import EVENT_TABLE, INT_COLUMNS, REAL_COLUMNS, RUN_TABLE
+from .dbschema import EVENT_TABLE, INT_COLUMNS, OPTIONAL_RUN_COLUMNS, REAL_COLUMNS, RUN_TABLE
 
 RUN_READ = ("uid", "uuid", "status", "iterations", "truncated", "estimated_cost", "error_class",
             "termination_reason", "suspended_state", "queued_request", "claimed_by",
             "lease_expires", "requeue_count", "pending_effect", "started_at", "finished_at",
             "tstamp", "crdate")
 EVENT_READ = ("uid", "run", "sequence", "kind", "round", "duration_ms", "payload", "crdate")
+# run columns read where the table has them, after RUN_READ's (a migration's: P6's deadline)
+OPTIONAL_RUN_READ = tuple(c for c, _ in OPTIONAL_RUN_COLUMNS)
 RUN_ORDER = "uid"
 EVENT_ORDER = "run, sequence, uid"
 # sealed blobs the checks only test for presence: a database source reads their first
@@ -59,7 +61,7 @@ MIN_BUDGET = 16 * MiB
 RUN_PAGE = 1024  # run rows per page of a URL source (each a few hundred bytes, see above)
 _ROW_OVERHEAD = 256  # bytes of a fetched row beyond its payload text (tuple, ints, short strings)
 
-__all__ = ["DEFAULT_BUDGET", "EVENT_READ", "MIN_BUDGET", "RUN_READ", "Source", "mask_url",
+__all__ = ["DEFAULT_BUDGET", "EVENT_READ", "MIN_BUDGET", "OPTIONAL_RUN_READ", "RUN_READ", "Source", "mask_url",
            "open_source", "parse_budget", "payload_limit"]
 
 
@@ -95,6 +97,12 @@ class Source:
     def __init__(self, where: str, budget: int = DEFAULT_BUDGET):
         self.where = where
         self.budget = budget
+        # the run columns each run row holds: RUN_READ, then the OPTIONAL_RUN_READ the table has
+        self.run_read: tuple[str, ...] = RUN_READ
+
+    def _optional(self, have: set[str]) -> None:
+        """Read the optional run columns the run table ``have``s, after RUN_READ's."""
+        self.run_read = RUN_READ + tuple(c for c in OPTIONAL_RUN_READ if c in have)
 
     def chunks(self) -> Iterator[tuple[Iterator[tuple], Iterator[tuple]]]:
         """``(runs, events)`` pairs: the events of a pair are those whose ``run`` falls between
@@ -155,6 +163,8 @@ class SqliteSource(Source):
                 raise ConfigError(f"SOURCE {path}: no table {table}; export both {RUN_TABLE} and {EVENT_TABLE}")
             have = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
             _need(path, table, cols, have)
+            if table == RUN_TABLE:
+                self._optional(have)
         self.db.execute("BEGIN")  # both cursors read inside this one read transaction: one snapshot
 
     def _stream(self, sql: str, text_col: int | None) -> Iterator[tuple]:
@@ -173,7 +183,7 @@ class SqliteSource(Source):
                               "check the file is a whole copy of the database") from None
 
     def runs(self) -> Iterator[tuple]:
-        return self._stream(_select(RUN_TABLE, RUN_READ, RUN_ORDER), None)
+        return self._stream(_select(RUN_TABLE, self.run_read, RUN_ORDER), None)
 
     def events(self) -> Iterator[tuple]:
         # the payload as bytes: one that is not UTF-8 is counted unreadable, not a failed read
@@ -280,7 +290,10 @@ class UrlSource(Source):
             for table, cols in ((RUN_TABLE, RUN_READ), (EVENT_TABLE, EVENT_READ)):
                 if not insp.has_table(table):
                     raise ConfigError(f"SOURCE {shown}: no table {table}; point the URL at the runtime's database")
-                _need(shown, table, cols, {c["name"] for c in insp.get_columns(table)})
+                have = {c["name"] for c in insp.get_columns(table)}
+                _need(shown, table, cols, have)
+                if table == RUN_TABLE:
+                    self._optional(have)
         except ConfigError:
             self.close()
             raise
@@ -315,7 +328,7 @@ class UrlSource(Source):
         lo = None
         while True:
             where, params = (" WHERE uid > :lo", {"lo": lo}) if lo is not None else ("", {})
-            sql = _select(RUN_TABLE, RUN_READ, RUN_ORDER, where, self.quote) + f" LIMIT {RUN_PAGE}"
+            sql = _select(RUN_TABLE, self.run_read, RUN_ORDER, where, self.quote) + f" LIMIT {RUN_PAGE}"
             try:
                 rows = [tuple(r) for r in conn.execute(self.sa.text(sql), params).fetchall()]
             except Exception as e:
@@ -401,6 +414,12 @@ class DirectorySource(Source):
         self.files = {t: self._find(path, t) for t in (RUN_TABLE, EVENT_TABLE)}
         # a field up to the budget is read (and one past payload_limit counted unreadable)
         csv.field_size_limit(max(csv.field_size_limit(), budget))
+        records = self._records(self.files[RUN_TABLE])
+        try:  # the run table's columns: its header, or a JSON-lines file's first object
+            head = next((r for r in records if r is not None), None)
+        finally:
+            records.close()
+        self._optional(set(head) if head is not None else set())
 
     @staticmethod
     def _find(path: str, table: str) -> str:
@@ -472,7 +491,7 @@ class DirectorySource(Source):
             yield row
 
     def runs(self) -> Iterator[tuple]:
-        return self._stream(RUN_TABLE, RUN_READ, (0,))
+        return self._stream(RUN_TABLE, self.run_read, (0,))
 
     def events(self) -> Iterator[tuple]:
         return self._stream(EVENT_TABLE, EVENT_READ, (1, 2, 0))

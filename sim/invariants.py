@@ -49,6 +49,8 @@ def project(w: World, i: int, events: tuple | None = None, ledger: tuple | None 
         reapers=reapers,
         outcomes=tuple(o for o in w.outcomes if o[1] == i),
         marks=frozenset(m for m in w.marks if m.endswith(suffix)),
+        asked=frozenset(a for a in w.asked if a.run == i) if w.asked else w.asked,
+        made=tuple(m for m in w.made if m.run == i) if w.made else w.made,
     )
 
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
 from failclosed.model.state import IDEMPOTENT_WRITE, NON_IDEMPOTENT_WRITE
+from failclosed.model.steps import AUDIT, DISPATCH, STORE
+from failclosed.model.vocab import OutcomeName
 
 from . import stats
 from .engine import RunRecord
@@ -156,9 +158,46 @@ def _double_calls(r: RunRecord, effect: str) -> tuple[int, int]:
     return sum(n > 1 for n in calls.values()), len(calls)
 
 
-def compute(records: list[RunRecord], seed: int, lease_seconds: int) -> dict[str, Any]:
+def statements(records: list[RunRecord], unattributed: Mapping[str, int] | None = None
+               ) -> dict[str, Any]:
+    """The statements the runtime issued, by class (``sim.window.STATEMENT_COSTS``: run-store
+    statements, audit inserts, dispatches): the runs' own plus ``unattributed`` (the
+    reaper's SELECTs, T10 and T14, which name no run), in total and per run."""
+    from .window import STATEMENT_COSTS
+
+    extra = dict(unattributed or {})
+    out: dict[str, Any] = {}
+    for cost in STATEMENT_COSTS:
+        own = sum(r.statements.get(cost, 0) for r in records)
+        total = own + extra.get(cost, 0)
+        out[cost] = {"total": total, "of_runs": own,
+                     "per_run": (total / len(records)) if records else None}
+    return out
+
+
+def redispatches(records: list[RunRecord], reaper_period: float | None = None) -> dict[str, Any]:
+    """Proposal P6's sweep: how many times it re-dispatched a QUEUED row (T15 matched), per
+    run, and the distribution of the wait from the row's dispatch deadline passing (its
+    orphaning) to that T15, over every re-dispatch; beside it the reaper's period, which
+    bounds the wait of a row the sweep finds at its first tick after the deadline."""
+    waits = sorted(w for r in records for w in r.redispatch_waits)
+    out: dict[str, Any] = {"count": len(waits), "runs": sum(bool(r.redispatch_waits) for r in records),
+                           "per_run": (len(waits) / len(records)) if records else None,
+                           "reaper_period_s": reaper_period}
+    if waits:
+        out["wait_s"] = {"mean": float(np.mean(waits)),
+                         **{f"p{q}": float(np.percentile(waits, q)) for q in (50, 90, 99)},
+                         "max": waits[-1]}
+    return out
+
+
+def compute(records: list[RunRecord], seed: int, lease_seconds: int,
+            unattributed: Mapping[str, int] | None = None,
+            reaper_period: float | None = None) -> dict[str, Any]:
     """The metrics of one simulation (``seed`` is recorded; the intervals are batch means
-    over sections of consecutive runs, ``sim.stats.sectioned``)."""
+    over sections of consecutive runs, ``sim.stats.sectioned``). ``unattributed``: the
+    statements no run's record holds (``Window.unattributed``); ``reaper_period``: the
+    reaper's period, reported beside the sweep's waits."""
     records = sorted(records, key=lambda r: r.arrival)
     fin = [r for r in records if r.finished]
     m: dict[str, Any] = {"runs": len(records), "finished": len(fin), "unfinished": len(records) - len(fin),
@@ -225,8 +264,25 @@ def compute(records: list[RunRecord], seed: int, lease_seconds: int) -> dict[str
     else:
         m["throughput_per_hour"] = 0.0
     m["lease_seconds"] = lease_seconds
+    m["statements"] = statements(records, unattributed)
+    m["redispatches"] = redispatches(records, reaper_period)
     m["failures"] = failures(records)
+    if any(r.spec is not None and r.spec.requests for r in records):  # [workload.strangers]
+        m["access"] = access(records)
     return m
+
+
+def access(records: list[RunRecord]) -> dict[str, int]:
+    """The requests by other principals: how many runs had them, how many the access check
+    refused (``AccessDenied``), how many took effect, and of those how many the access rule
+    does not let their principal make (a landed refusal: 0 unless the check is broken)."""
+    made = [x for r in records for x in r.made]
+    return {
+        "runs": sum(1 for r in records if r.spec is not None and r.spec.requests),
+        "refused": sum(1 for r in records for o in r.outcomes if o[2] == OutcomeName.ACCESS_DENIED),
+        "took_effect": len(made),
+        "landed_without_access": sum(1 for _by, _req, ok in made if not ok),
+    }
 
 
 FLAT_COLUMNS = (
@@ -234,6 +290,8 @@ FLAT_COLUMNS = (
     "nonidem_double", "p_double_nonidem", "idem_calls", "idem_double", "applications", "unaudited",
     "unaudited_in_completed", "unaudited_in_failed", "unaudited_in_dead_lettered", "completed_unaudited",
     "reaped_alive", "wasted_s", "busy_s", "throughput_per_hour", "e2e_p50_s", "e2e_p99_s",
+    "store_statements", "reaper_selects", "audit_inserts", "dispatches", "redispatches", "redispatch_wait_s",
+    "redispatch_wait_max_s",
 )
 
 
@@ -243,6 +301,7 @@ def flat(m: dict[str, Any]) -> dict[str, Any]:
     ni = m["writes"][NON_IDEMPOTENT_WRITE]
     iw = m["writes"][IDEMPOTENT_WRITE]
     u = m["unaudited_by_outcome"]
+    rd = m["redispatches"]
     return {
         "finished": m["finished"],
         "unfinished": m["unfinished"],
@@ -267,6 +326,13 @@ def flat(m: dict[str, Any]) -> dict[str, Any]:
         "throughput_per_hour": m["throughput_per_hour"],
         "e2e_p50_s": (m["end_to_end_s"].get("p50") or [None])[0],
         "e2e_p99_s": (m["end_to_end_s"].get("p99") or [None])[0],
+        "store_statements": m["statements"][STORE]["total"],
+        "reaper_selects": m["statements"][STORE]["total"] - m["statements"][STORE]["of_runs"],
+        "audit_inserts": m["statements"][AUDIT]["total"],
+        "dispatches": m["statements"][DISPATCH]["total"],
+        "redispatches": rd["count"],
+        "redispatch_wait_s": rd["wait_s"]["mean"] * rd["count"] if rd["count"] else 0.0,
+        "redispatch_wait_max_s": rd["wait_s"]["max"] if rd["count"] else None,
     }
 
 
@@ -317,4 +383,18 @@ SUMMARY_METRICS: dict[str, SummaryMetric] = {
     "e2e_p50_s": SummaryMetric("mean", "e2e_p50_s", "", "end-to-end time, median of a simulation (s)"),
     "e2e_p99_s": SummaryMetric("mean", "e2e_p99_s", "", "end-to-end time, p99 of a simulation (s)"),
     "violations": SummaryMetric("mean", "violations", "", "violating runs per simulation"),
+    # what each proposal costs (docs/PROPOSALS.md "The cost of each proposal")
+    "store_statements_per_run": SummaryMetric("ratio", "store_statements", "runs",
+                                              "run-store statements per run (the reaper's SELECTs included)"),
+    "reaper_selects_per_run": SummaryMetric("ratio", "reaper_selects", "runs",
+                                            "the reaper's SELECTs per run (T10, and T14 under P6)"),
+    "audit_inserts_per_run": SummaryMetric("ratio", "audit_inserts", "runs", "audit inserts per run"),
+    "dispatches_per_run": SummaryMetric("ratio", "dispatches", "runs", "dispatches onto the bus per run"),
+    "redispatches_per_run": SummaryMetric("ratio", "redispatches", "runs",
+                                          "re-dispatches of an overdue QUEUED row by the sweep (P6) per run"),
+    "redispatch_wait_s": SummaryMetric("ratio", "redispatch_wait_s", "redispatches",
+                                       "seconds from a row's dispatch deadline passing to the sweep's "
+                                       "re-dispatch, mean over re-dispatches"),
+    "redispatch_wait_max_s": SummaryMetric("mean", "redispatch_wait_max_s", "",
+                                           "that wait's maximum in a simulation (s)"),
 }

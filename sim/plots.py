@@ -564,7 +564,7 @@ def read_sweep_csv(csv_path: str, required: tuple[str, ...] = SWEEP_COLUMNS_NEED
         raise ConfigError(f"CSV {csv_path}: a header but no rows; run the sweep first ({fix})")
     numeric = [c for c in (*required, "violations", *FLAT_COLUMNS)
                if c in header and c not in ("policy", "p_dead_letter", "p_double_nonidem",
-                                            "e2e_p50_s", "e2e_p99_s")]
+                                            "e2e_p50_s", "e2e_p99_s", "redispatch_wait_max_s")]
     for k, r in enumerate(rows, 2):
         for c in dict.fromkeys(numeric):
             try:

@@ -27,10 +27,17 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import simpy
 from failclosed.model import names
 from failclosed.model.runtime import next_step, step_faults
-from failclosed.model.state import FINAL_ANSWER, Answer, RunSpec
+from failclosed.model.state import DEFAULT_OWNER, FINAL_ANSWER, Answer, Ask, RunSpec
 from failclosed.model.steps import NONE, OTHER_TRANSITIONS, PICK_UP
 from failclosed.model.store import CANCEL, ENQUEUE_RUN, START_RUN
-from failclosed.model.vocab import ActorKind, Decision, FaultKind, TransitionName
+from failclosed.model.vocab import (
+    ActorKind,
+    Decision,
+    FaultKind,
+    PrincipalKind,
+    Request,
+    TransitionName,
+)
 
 from .config import SimConfig
 from .faults import NOTHING, Component
@@ -40,6 +47,17 @@ from .window import reaper_slot
 
 # an approver's decisions (12.2, 12.3): the transitions one of which the model enables
 DECISIONS = (TransitionName.APPROVE, TransitionName.DENY, TransitionName.SUBMIT_INPUT)
+
+# [workload.strangers] (RUNTIME 16.18): the principals of a simulation that has them, and
+# the requests a run drawn for them gets: a stranger (another user) approves, cancels and reads
+# the status view; a service account without scopes cancels and pages the events. None may.
+STRANGER = "stranger"
+SERVICE_ACCOUNT = "service"
+PRINCIPALS = {DEFAULT_OWNER: {"kind": PrincipalKind.USER}, STRANGER: {"kind": PrincipalKind.USER},
+              SERVICE_ACCOUNT: {"kind": PrincipalKind.SERVICE_ACCOUNT}}
+STRANGER_REQUESTS = (Ask(STRANGER, Request.APPROVE), Ask(STRANGER, Request.CANCEL),
+                     Ask(STRANGER, Request.STATUS), Ask(SERVICE_ACCOUNT, Request.CANCEL),
+                     Ask(SERVICE_ACCOUNT, Request.EVENTS))
 
 if TYPE_CHECKING:
     from .engine import Simulation
@@ -141,6 +159,8 @@ class Processes:
             sim.step(ActorKind.CALLER, fault, lambda t: t.name == name, run=rs.id)
             if rs.cancels:
                 env.process(self.canceller(i, rs.id, caller))
+            if rs.requests:
+                env.process(self.stranger(i, rs.id))
             if rs.entry == "queued":
                 if sim.world.proc(names.enqueue_process(rs.id)) is not None:
                     # sync: the whole run executes in the caller's (web) process
@@ -159,6 +179,27 @@ class Processes:
         _comp, fault = self.other_fault(rng, CANCEL)
         try:
             sim.step(ActorKind.CALLER, fault, lambda t: t.name == CANCEL, run=rid)
+        except Stop:
+            return
+
+    def stranger(self, i: int, rid: str):
+        """The requests by other principals of the run in slot ``i`` (``RunSpec.requests``):
+        after the delay, each one the model enables then, in the model's order; a decision's
+        resume is driven to its end (the access check refuses it at 12.2 step 2)."""
+        sim = self.sim
+        rng = stream(self.seed, f"stranger:{rid}")
+        yield self.env.timeout(self.cfg.stranger_delay.sample(rng))
+        try:
+            for _ in STRANGER_REQUESTS:
+                if self.window.slot_of.get(rid) != i or sim.stopped:
+                    return
+                before = {p.name for p in sim.world.procs}
+                t = sim.step(ActorKind.CALLER, None, lambda t: t.arg("by") is not None, run=rid)
+                if t is None:
+                    return
+                for name in [p.name for p in sim.world.procs if p.name not in before]:
+                    yield from self.drive(name, stream(self.seed, name), web=True)
+            sim.maybe_archive(i)
         except Stop:
             return
 
@@ -397,5 +438,8 @@ def plan(cfg: SimConfig, seed: int, k: int) -> RunSpec:
                            for _ in range(4))
     # drawn last, and only when configured: the plans of workloads without observers stay
     observer = cfg.observer_fraction > 0 and rng.random() < cfg.observer_fraction
+    # after it, on the same terms: requests by other principals ([workload.strangers])
+    strangers = cfg.stranger_probability > 0 and rng.random() < cfg.stranger_probability
     return RunSpec(id=f"r{k}", entry=entry, plan=tuple(answers), cap=cfg.cap, cancels=cancels,
-                   decisions=decisions, observer=observer)
+                   decisions=decisions, observer=observer,
+                   requests=STRANGER_REQUESTS if strangers else ())

@@ -46,6 +46,15 @@ class RunRecord:
     # class) of a tool call ("" error and class: the tool's error_mix is not given)
     provider_errors: list[tuple[str, str]] = field(default_factory=list)
     tool_errors: list[tuple[str, str, str]] = field(default_factory=list)
+    # the requests by other principals that took effect (RUNTIME 16.18): (principal, request,
+    # whether the access rule lets it make it)
+    made: list[tuple[str, str, bool]] = field(default_factory=list)
+    # the statements the run's transitions issued, by the cost class of the step that fired
+    # each (model/steps.py: store, audit, dispatch; a statement that errored counts too)
+    statements: dict[str, int] = field(default_factory=dict)
+    # proposal P6: per re-dispatch of the run's QUEUED row by the sweep (T15 matched), the
+    # seconds from its dispatch deadline passing (the row orphaned) to that T15
+    redispatch_waits: list[float] = field(default_factory=list)
 
 
 # how many violations of each property a simulation gives their scenario (replayed at its end)

@@ -12,9 +12,9 @@ from typing import Any, NamedTuple
 from failclosed.model import store
 from failclosed.model.config import load_world
 from failclosed.model.runtime import clock_move, enabled, fire
-from failclosed.model.state import Answer, World
+from failclosed.model.state import DEFAULT_OWNER, Answer, Ask, World
 from failclosed.model.transition import Transition
-from failclosed.model.vocab import ActorKind, FaultKind, TransitionName
+from failclosed.model.vocab import ActorKind, FaultKind, Request, TransitionName
 
 from .records import Culprit, RunRecord, SimulationError, Step
 
@@ -145,4 +145,15 @@ def _run_table(rec: RunRecord) -> dict[str, Any]:
         d["observer"] = True
     if rec.spec.decisions:
         d["decisions"] = list(rec.spec.decisions)
+    if rec.spec.owner != DEFAULT_OWNER:
+        d["owner"] = rec.spec.owner
+    if rec.spec.requests:  # requests by other principals (RUNTIME 16.18), as the TOML says them
+        d["requests"] = [_ask_table(a) for a in rec.spec.requests]
+    return d
+
+
+def _ask_table(a: Ask) -> dict[str, Any]:
+    d: dict[str, Any] = {"by": a.by, "request": str(a.request)}
+    if a.request == Request.EVENTS:
+        d.update(after_sequence=a.after, limit=a.limit)
     return d

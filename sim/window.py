@@ -18,10 +18,12 @@ archived (:meth:`Window.close`, then :meth:`Window.release` of its slot).
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import NamedTuple
 
 import simpy
-from failclosed.model import store
+from failclosed.model import rules, steps, store
+from failclosed.model.runtime import tick_selects
 from failclosed.model.state import (
     AWAITING,
     ENQUEUE,
@@ -42,6 +44,23 @@ from .records import Culprit, RunRecord, Step
 
 # the reaper's own moves of a stale row (T11, T12)
 _REAPER_SETTLES = (store.REQUEUE_STALE, store.DEAD_LETTER_STALE)
+
+# the cost classes whose transitions are statements the runtime issues: a run-store
+# statement, an audit insert, a dispatch onto the bus (the simulator counts them per run)
+STATEMENT_COSTS = (steps.STORE, steps.AUDIT, steps.DISPATCH)
+
+
+def transition_costs() -> dict[str, str]:
+    """Each transition name's cost class, read from the step table as it is now: the cost of
+    the process or reaper step that fires it (``Action.fires``), else that of a transition no
+    step fires (``OTHER_TRANSITIONS``). Only the statement classes (``STATEMENT_COSTS``)."""
+    out: dict[str, str] = {}
+    for a in (*steps.ACTIONS.values(), *steps.REAPER_ACTIONS.values()):
+        for name in a.fires:
+            out.setdefault(name, a.cost)
+    for name, o in steps.OTHER_TRANSITIONS.items():
+        out.setdefault(name, o.cost)
+    return {n: c for n, c in out.items() if c in STATEMENT_COSTS}
 
 
 class Closed(NamedTuple):
@@ -64,6 +83,29 @@ class Window:
         self.trace: dict[int, list[Step]] = {}  # slot -> the steps of the run in it
         self.archived = 0
         self.busy: dict[str, float] = {}  # provider + tool seconds of each live segment
+        self.costs = transition_costs()  # transition name -> its statement class
+        # statements no run's record holds: the reaper's SELECTs (T10, T14), by class
+        self.unattributed: Counter[str] = Counter()
+
+    def count_statement(self, w: World, w2: World, t: Transition, i: int | None, now: float) -> None:
+        """Count ``t`` as a statement of the run in slot ``i`` (or of none) when its cost
+        class is a statement's, and, for the sweep's T15 that matched (proposal P6), the
+        seconds since the row's dispatch deadline passed."""
+        cost = self.costs.get(t.name)
+        if cost is None:
+            return
+        rec = self.live.get(i) if i is not None else None
+        if rec is None:
+            # a reaper tick issues T10 and, under P6, T14 (an errored T10: that one alone)
+            tick = t.name == store.FIND_STALE_RUNNING and t.fault is None
+            self.unattributed[cost] += len(tick_selects(w.config)) if tick else 1
+            return
+        rec.statements[cost] = rec.statements.get(cost, 0) + 1
+        if t.name == store.REDISPATCH_QUEUED and t.fault is None and i is not None:
+            r0, r1 = w.rows[i], w2.rows[i]
+            if r0 is not None and r1 is not r0 and r1 is not None \
+                    and r1.dispatch_deadline != r0.dispatch_deadline:
+                rec.redispatch_waits.append(now - r0.dispatch_deadline)
 
     def admit(self, w: World, i: int, rs: RunSpec, arrival: float, now: float) -> World:
         """``w`` with the run ``rs`` in the free slot ``i`` (not started yet)."""
@@ -166,6 +208,8 @@ class Window:
             (a.turn, a.call, a.tool, a.effect, a.seg, (a.turn, a.call, a.seg) in audited)
             for a in ledger
         ]
+        rec.made = [(m.by, str(m.request), rules.may(w.config, m.by, m.request, i))
+                    for m in w.made if m.run == i]
         pw = project(w, i, events=events, ledger=ledger)
         return Closed(Culprit(i, rec.id, rec, self.trace.pop(i)), pw, other_events, other_ledger)
 
@@ -185,6 +229,8 @@ class Window:
             decisions=_set(w.decisions, i, 0),
             resumes=_set(w.resumes, i, 0),
             started=_set(w.started, i, True),
+            asked=frozenset(a for a in w.asked if a.run != i),
+            made=tuple(m for m in w.made if m.run != i),
         )
         del self.slot_of[rid]
         self.archived += 1

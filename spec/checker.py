@@ -19,24 +19,25 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from failclosed.model import names, rules
+from failclosed.model.commands import exit_code
 from failclosed.model.config import ConfigError, parse_config, read_toml
 from failclosed.model.policy import parse_policy, varied_preset
 from failclosed.model.runtime import successors
 from failclosed.model.state import Config, World
 from failclosed.model.transition import Transition
-from failclosed.model.vocab import OutcomeName
+from failclosed.model.vocab import OutcomeName, Request, TransitionName
 from failclosed.spec import engine
 from failclosed.spec import properties as P
 from failclosed.spec.coverage import expected_labels
-from failclosed.spec.por import Reduction, independent_steps, visible_fields
-from failclosed.spec.symmetry import make_canonical
-from failclosed.spec.vocab import PropertyName
+from failclosed.spec.por import AmpleSets, independent_steps, visible_fields
+from failclosed.spec.symmetry import make_canonical, reductions_of
+from failclosed.spec.vocab import PropertyName, Reduction
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 FINDINGS_DIR = Path(__file__).resolve().parent / "findings"
@@ -266,8 +267,8 @@ class PartStats:
     reduction: float | None
     group: int
     growth: str | None = None  # the growth line of a varied policy (see _GrowthWatch)
-    # the reductions the search ran under, in order (symmetry, time shift, por), and why one
-    # asked for did not run ("por off: liveness keeps the graph")
+    # what its search ran under (spec.vocab.Reduction, in its order), and why one asked for
+    # did not run ("por off (liveness keeps the graph)")
     reductions: tuple[str, ...] = ()
     off: tuple[str, ...] = ()
     # partial-order reduction's counts (spec/por.py): states an ample set was offered for,
@@ -318,16 +319,17 @@ class CheckResult:
         return [w for w in self.required_witnesses if self.witnesses.get(w) is None]
 
     @property
-    def reductions(self) -> list[str]:
-        """The reductions the parts' searches ran under (in order, each once), or what was
-        asked for and did not run."""
-        out = list(dict.fromkeys(r for p in self.parts for r in p.reductions))
-        return out + [o for o in dict.fromkeys(o for p in self.parts for o in p.off)]
-
-    @property
     def growth(self) -> list[str]:
         """The growth lines of the parts (a varied policy far past its preset's states)."""
         return [p.growth for p in self.parts if p.growth]
+
+    @property
+    def reductions(self) -> tuple[str, ...]:
+        """The reductions any part's search ran under (spec.vocab.Reduction), in their
+        order; a reduction appends its name to a part's ``reductions``. Then what was asked
+        for and did not run (a part's ``off``: "por off (...)")."""
+        return reductions_union(p.reductions for p in self.parts) + tuple(
+            dict.fromkeys(o for p in self.parts for o in p.off))
 
     @property
     def ok(self) -> bool:
@@ -340,8 +342,8 @@ class CheckResult:
         return (
             f"{self.states} distinct states, {self.transitions} transitions, depth {self.depth}, "
             f"{self.seconds:.2f}s ({sps:,.0f} states/s), peak memory {self.peak_rss_mib:.0f} MiB"
-            f"{rtxt}, fingerprint collision probability {self.collision_probability:.1e}"
-            f", reductions: {', '.join(self.reductions) or 'none'}"
+            f"{rtxt}, fingerprint collision probability {self.collision_probability:.1e}, "
+            f"reductions: {', '.join(self.reductions) or 'none'}"
             f"{'' if self.complete else ', TRUNCATED'}"
         )
 
@@ -367,11 +369,17 @@ class CheckResult:
             "reduction_factor": max(
                 (p.reduction for p in self.parts if p.reduction is not None), default=None
             ),
+            "reductions": list(self.reductions),
             "coverage_never_enabled": self.coverage.never_enabled if self.coverage else None,
             "growth": self.growth,
-            "reductions": self.reductions,
             "shortest": {n: r.shortest for n, r in self.properties.items() if not r.holds},
         }
+
+
+def reductions_union(each: Iterable[Sequence[str]]) -> tuple[str, ...]:
+    """The reductions named by any of ``each`` (one tuple per search), in Reduction's order."""
+    names = {n for r in each for n in r}
+    return tuple(r for r in Reduction if r in names) + tuple(sorted(names - set(Reduction)))
 
 
 def resolve_properties(names: Sequence[str] | None) -> tuple[list[str], list[str]]:
@@ -415,6 +423,7 @@ def check(
     witnesses: bool = True,
     coverage: bool = True,
     symmetry: bool = True,
+    clock: bool = True,
     measure_reduction: bool = False,
     max_states: int | None = None,
     on_part: Callable[[str, int], None] | None = None,
@@ -451,7 +460,7 @@ def check(
     } | {n: PropertyResult(n, "liveness", True, under=P.LIVENESS[n].under) for n in live}
     reached: dict[str, str | None] = {k: None for k in WITNESSES} if witnesses else {}
     search = _Search(pname, tuple(safety), tuple(live), coverage, symmetry, measure_reduction,
-                     max_states, por)
+                     max_states, clock, por)
     if jobs > 1 and len(parts) > 1:
         outcomes = _parts_in_processes(parts, search, tuple(reached), jobs, on_part)
         for part, out in zip(parts, outcomes, strict=True):
@@ -491,6 +500,7 @@ class _Search:
     symmetry: bool
     measure_reduction: bool
     max_states: int | None
+    clock: bool = True  # the clock regions (spec/symmetry.py); False: the time shift only
     por: bool = False
 
     @property
@@ -543,8 +553,9 @@ class _GrowthWatch:
     none."""
 
     def __init__(self, part: ConfigPart, policy: str, preset: str, symmetry: bool,
-                 say: Callable[[str], None]) -> None:
+                 say: Callable[[str], None], clock: bool = True) -> None:
         self.part, self.policy, self.preset, self.symmetry = part, policy, preset, symmetry
+        self.clock = clock
         self.say = say
         self.checkpoint = 0
         self.line: str | None = None
@@ -561,7 +572,7 @@ class _GrowthWatch:
         self.checkpoint = 2 * stored
         cfg, budget = parse_config(self.part.data, self.preset)
         probe = engine.explore([initial_world(cfg, budget)], successors, invariants={},
-                               canonical=make_canonical(cfg, self.symmetry),
+                               canonical=make_canonical(cfg, self.symmetry, self.clock),
                                max_states=max(1, stored // GROWTH))
         if probe.truncated:
             return
@@ -607,7 +618,7 @@ def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
 
     spec, budget = parse_config(part.data, search.policy)
     w0 = initial_world(spec, budget)
-    canon = make_canonical(spec, search.symmetry)
+    canon = make_canonical(spec, search.symmetry, search.clock)
     wit = {k: WITNESSES[k].holds for k in witnesses}
     # the liveness analysis reads per state only these (the worlds are not kept)
     goals = {f"goal {n}": _goal(P.LIVENESS[n]) for n in search.live}
@@ -615,12 +626,12 @@ def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
               if P.LIVENESS[n].ignore_deadlock is not None}
     preset = varied_preset(spec.policy.name)
     watch = None if preset is None else _GrowthWatch(part, spec.policy.name, preset,
-                                                     search.symmetry, say or _say)
+                                                     search.symmetry, say or _say, search.clock)
     reads = ({n: P.SAFETY[n].reads for n in search.safety if P.SAFETY[n].reads}
              | {k: WITNESSES[k].reads for k in wit})
     reduce = None
     if search.por_runs and independent_steps():
-        reduce = Reduction(visible_fields([P.SAFETY[n].reads for n in search.safety]
+        reduce = AmpleSets(visible_fields([P.SAFETY[n].reads for n in search.safety]
                                           + [WITNESSES[k].reads for k in wit]))
     ex = engine.explore(
         [w0], successors,
@@ -651,7 +662,7 @@ def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
     return _PartOutcome(
         PartStats(part.name, ex.stats, ex.reduction_factor, getattr(canon, "group_size", 1),
                   watch.line if watch is not None else None,
-                  _reductions(spec, canon, reduce is not None),
+                  reductions_of(canon) + ((Reduction.POR,) if reduce is not None else ()),
                   _por_off(search, reduce),
                   None if reduce is None else reduce.counts()),
         spec,
@@ -667,26 +678,12 @@ POR_OFF_LIVENESS = "por off (liveness keeps the graph)"
 POR_OFF_DEPENDENT = "por off (every step shares a part with another actor's)"
 
 
-def _por_off(search: _Search, reduce: Reduction | None) -> tuple[str, ...]:
+def _por_off(search: _Search, reduce: AmpleSets | None) -> tuple[str, ...]:
     """Why partial-order reduction asked for did not run: a liveness property keeps the
     graph, or no process step is independent of the other actors' (spec.por, C1)."""
     if not search.por or reduce is not None:
         return ()
     return (POR_OFF_LIVENESS,) if search.live else (POR_OFF_DEPENDENT,)
-
-
-def _reductions(spec: Config, canon: Any, por: bool) -> tuple[str, ...]:
-    """What a part's search ran under: the symmetry of its configuration (a group larger
-    than one), the time shift (no horizon: spec.symmetry.make_canonical), partial-order
-    reduction."""
-    out = []
-    if canon is not None and getattr(canon, "group_size", 1) > 1:
-        out.append("symmetry")
-    if canon is not None and spec.horizon is None:
-        out.append("time shift")
-    if por:
-        out.append("por")
-    return tuple(out)
 
 
 def _shortest(w0: World, canon: Any, reads: dict[str, Any], found: dict[str, engine.Finding],
@@ -860,7 +857,7 @@ def _diff_rows(a: World, b: World) -> list[str]:
 
 def _diff_appended(a: World, b: World) -> list[str]:
     """What ``b`` appended to the append-only parts of ``a``: events, ledger entries,
-    outcomes, marks."""
+    outcomes, the commands' results, marks."""
     out: list[str] = []
     for e in b.events[len(a.events):]:
         what = f" {e.tool}" if e.tool else ""
@@ -869,8 +866,20 @@ def _diff_appended(a: World, b: World) -> list[str]:
         out.append(f"LEDGER +{x.tool} ({x.effect}) {b.run_id(x.run)} turn {x.turn} call {x.call} by {x.seg}")
     for s, _i, _k, o in b.outcomes[len(a.outcomes):]:
         out.append(f"outcome {s}: {o}")
+    for c in b.commands[len(a.commands):]:
+        given = f" {c.uuid!r}" if c.command == TransitionName.CANCEL_COMMAND else ""
+        out.append(f"command {c.actor} {c.command}{given}: {c.outcome} (exit {exit_code(c.outcome)})")
     for m in sorted(b.marks - a.marks):
         out.append(f"mark {m}")
+    for x in b.made[len(a.made):]:  # a named principal's request took effect (16.18)
+        rid = b.run_id(x.run)
+        if x.view:
+            shown = ", ".join(f"{k}={v!r}" for k, v in x.view)
+            out.append(f"{x.by} read the status of {rid}: {shown}")
+        elif x.request == Request.EVENTS:
+            out.append(f"{x.by} read the events of {rid}: sequences {list(x.seqs)}")
+        else:
+            out.append(f"{x.by}'s {x.request} of {rid} took effect")
     return out
 
 

@@ -37,13 +37,21 @@ def fault_kinds_used() -> set[str]:
 
 def expected_labels(specs: Iterable[Config]) -> list[str]:
     """Every ``name[fault]`` label the model can produce for the given configurations:
-    the provider-fault labels are the union of the configurations' failure classes."""
+    the provider-fault labels are the union of the configurations' failure classes; the
+    transitions only a named principal's request fires (``runtime.REQUEST_ONLY``: the reads,
+    RUNTIME 16.18) only where some run has such requests (none given: every label)."""
+    from failclosed.model.runtime import REQUEST_ONLY
+
+    specs = list(specs)
     classes: list[str] = []
     for s in specs:
         for c in s.provider_faults:
             if c not in classes:
                 classes.append(c)
-    return names.labels(tuple(classes))
+    out = names.labels(tuple(classes))
+    if specs and not any(r.requests for s in specs for r in s.runs):
+        out = [x for x in out if x.split("[")[0] not in REQUEST_ONLY]
+    return out
 
 
 
@@ -74,7 +82,11 @@ def random_walk_coverage(world, steps: int, seed: int = 0, restart_after: int = 
         idle = idle + 1 if w2 == w else 0  # only idle ticks left: start a new history
         w = w2
         k += 1
-    never = tuple(n for n in names.TRANSITIONS if n not in seen)
+    from failclosed.model.runtime import REQUEST_ONLY
+
+    asks = any(r.requests for r in world.config.runs)  # else the reads can never be enabled
+    never = tuple(n for n in names.TRANSITIONS
+                  if n not in seen and (asks or n not in REQUEST_ONLY))
     return WalkCoverage(steps, seen, never)
 
 

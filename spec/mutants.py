@@ -36,6 +36,15 @@ MUTANT_SWITCHES: dict[str, tuple[str, str]] = {
     "mutant_requeue_keeps_count": (PropertyName.BOUNDED_ATTEMPTS, "zombie.toml"),
     "mutant_recovery_ignores_class": (PropertyName.NO_RETRY_OF_NON_RETRYABLE, "zombie.toml"),
     "mutant_reaper_trusts_snapshot": (PropertyName.RACE_SAFE_STALENESS, "zombie.toml"),
+    "mutant_enqueue_stores_before_transport_check": (PropertyName.NO_ORPHAN_QUEUED_RUN,
+                                                     "no-transport.toml"),
+    # the access check and the status view (RUNTIME 17): a stranger's and a scopeless
+    # service account's requests, and the owner's status read, on one interactive run
+    "mutant_cancel_skips_access": (PropertyName.NO_STORE_CHANGE_WITHOUT_ACCESS, "access.toml"),
+    "mutant_resume_skips_access": (PropertyName.NO_APPROVAL_WITHOUT_ACCESS, "access.toml"),
+    "mutant_read_skips_access": (PropertyName.NO_READ_WITHOUT_ACCESS, "access.toml"),
+    "mutant_status_view_keeps_state": (PropertyName.STATUS_VIEW_STRIPS_SUSPENDED_STATE,
+                                       "access.toml"),
 }
 
 

@@ -34,7 +34,7 @@ is not claimed**: the reduced graph may drop the edges a fairness class is judge
 class "taken inside the SCC"), so a search that keeps the graph for ``check_liveness`` runs
 unreduced and its verdict says so. No sleep sets.
 
-:attr:`Reduction.refused` counts why a state was expanded in full (per process tried: its
+:attr:`AmpleSets.refused` counts why a state was expanded in full (per process tried: its
 first failing proviso and, for C1, the part another actor may touch), which is what limits
 the reduction on a configuration (benchmarks/bench_scope.py prints it).
 """
@@ -51,7 +51,7 @@ from failclosed.model.runtime import enabled, fire
 from failclosed.model.transition import Transition
 from failclosed.model.vocab import Touch
 
-__all__ = ["Reduction", "foreign_parts", "independent_steps", "visible_fields", "who_touches"]
+__all__ = ["AmpleSets", "foreign_parts", "independent_steps", "visible_fields", "who_touches"]
 
 Step = tuple[Transition, Any]
 
@@ -112,7 +112,7 @@ def visible_fields(reads: Iterable[Sequence[str] | None]) -> frozenset[str] | No
     return frozenset(out)
 
 
-class Reduction:
+class AmpleSets:
     """The ample-set choice for one search: ``reduction(world)`` is ``(steps, ample)``, the
     ample set's ``[(transition, world'), ...]`` (``ample`` True), or every successor (the
     engine applies C3 to an ample set)."""

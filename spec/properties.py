@@ -37,7 +37,7 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from failclosed.model import names, runtime, steps, store
+from failclosed.model import names, rules, runtime, steps, store
 from failclosed.model import scenario as _scenario
 from failclosed.model.state import (
     AWAITING,
@@ -48,6 +48,8 @@ from failclosed.model.state import (
     QUEUED,
     RESUME,
     RUNNING,
+    STATUS_VIEW,
+    SUSPENDED_FIELDS,
     SYNCHRONOUS,
     TERMINAL,
     WORKER,
@@ -58,7 +60,7 @@ from failclosed.model.state import (
 )
 from failclosed.model.steps import Fair
 from failclosed.model.transition import Transition
-from failclosed.model.vocab import Decision, Mark, OutcomeName
+from failclosed.model.vocab import Decision, Mark, OutcomeName, Request
 
 from .vocab import PropertyName
 
@@ -308,12 +310,13 @@ def _never_marked(name: str, prefix: str, text: str, *, source: str) -> Finder:
 
 
 def _resume_decision(w: World, a_run: int, seg: str) -> str:
-    """The k-th resume process of a run (label ``resume:<run>#<k>``) consumed the run's k-th
-    caller decision (approve / deny / submit_input each start exactly one resume)."""
+    """The k-th resume process of a run (label ``resume:<run>#<k>``) made the run's k-th
+    resume decision (approve / deny / submit_input each start exactly one resume: the
+    owner's decisions, then the named principals' requests, ``RunSpec.resume_decisions``)."""
     k = names.resume_number(seg)
     if k is None:
         return ""
-    decisions = w.config.runs[a_run].decisions
+    decisions = w.config.runs[a_run].resume_decisions
     return decisions[k - 1] if 0 < k <= len(decisions) else ""
 
 
@@ -740,6 +743,80 @@ _never_marked(
     "a suspend (T6) moved a terminal row back to waiting",
     source="ADR-101; RUNTIME 16.16",
 )
+
+
+# -- access (RUNTIME 16.18): what a named principal's request changed or read ---------------
+# ``World.made`` (ghost) holds each request of a named principal that took effect: a store
+# change on its behalf (a cancel that matched, a resume's claim) or a read it was answered.
+# Each property judges it by the access rule of model/rules.py ``may``.
+_CHANGES = frozenset({Request.CANCEL, Request.APPROVE, Request.DENY, Request.INPUT})
+_READS = frozenset({Request.STATUS, Request.EVENTS})
+
+
+def _made_without_access(w: World, requests: frozenset[str], what: str) -> str | None:
+    for m in w.made:
+        if m.request in requests and not rules.may(w.config, m.by, m.request, m.run):
+            return f"{m.by} {what} run {w.run_id(m.run)} ({m.request}), which it may not"
+    return None
+
+
+@always(
+    P.NO_STORE_CHANGE_WITHOUT_ACCESS,
+    """
+    □ ∀m∈made: m.request ∈ {cancel, approve, deny, input} ⇒ may(m.by, m.request, m.run)
+    """,
+    source="RUNTIME 16.18, 11 step 1, 12.2 step 2", reads=("made",), stable=True,
+)
+def _find_change_without_access(w: World) -> str | None:
+    if not w.made:
+        return None
+    return _made_without_access(w, _CHANGES, "changed")
+
+
+@always(
+    P.NO_APPROVAL_WITHOUT_ACCESS,
+    """
+    □ ∀m∈made: m.request = approve ⇒ may(m.by, approve, m.run)
+    """,
+    source="RUNTIME 16.18, 16.11, 12.2 step 2", reads=("made",), stable=True,
+)
+def _find_approval_without_access(w: World) -> str | None:
+    if not w.made:
+        return None
+    return _made_without_access(w, frozenset({Request.APPROVE}), "approved")
+
+
+@always(
+    P.NO_READ_WITHOUT_ACCESS,
+    """
+    □ ∀m∈made: m.request ∈ {status, events} ⇒ may(m.by, m.request, m.run)
+    """,
+    source="RUNTIME 16.18", reads=("made",), stable=True,
+)
+def _find_read_without_access(w: World) -> str | None:
+    if not w.made:
+        return None
+    return _made_without_access(w, _READS, "read")
+
+
+@always(
+    P.STATUS_VIEW_STRIPS_SUSPENDED_STATE,
+    """
+    □ ∀m∈made: m.request = status ⇒ fields(m.view) ⊆ STATUS_VIEW ∧ suspended_state ∉ fields(m.view)
+    """,
+    source="RUNTIME 16.18", reads=("made",), stable=True,
+)
+def _find_status_view_with_state(w: World) -> str | None:
+    if not w.made:
+        return None
+    for m in w.made:
+        if m.request != Request.STATUS:
+            continue
+        carried = [f for f, _ in m.view if f in SUSPENDED_FIELDS or f not in STATUS_VIEW]
+        if carried:
+            return (f"the status view {m.by} read of run {w.run_id(m.run)} carries "
+                    f"{', '.join(carried)}")
+    return None
 
 
 # =========================================================================================

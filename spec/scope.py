@@ -21,6 +21,10 @@ in some small instance). A scope is data, a TOML file under spec/scopes/:
     [ends]                                 # how a run's plan ends, after its tool round
     completed = { final = "completed" }
 
+    [principals]                           # model/config.py's [principals] (RUNTIME 16.18),
+    owner = { kind = "user" }              # given to every member whose runs' shapes name a
+    mallory = { kind = "user" }            # principal (``owner`` or ``requests``)
+
     [[product]]                            # one cartesian product of the dimensions
     name = "queued"
     workers = [1, 2]
@@ -68,8 +72,10 @@ from pathlib import Path
 from typing import Any
 
 from failclosed.model.config import ConfigError, UsageError, check_keys, parse_config, read_toml
+from failclosed.model.state import ASYNC, NO_TRANSPORT, SYNC
 from failclosed.model.steps import fault_kinds
 from failclosed.model.vocab import FaultKind
+from failclosed.spec.vocab import Reduction
 
 SCOPE_DIR = Path(__file__).resolve().parent / "scopes"
 _ROOT = Path(__file__).resolve().parent.parent
@@ -90,7 +96,7 @@ __all__ = [
 ]
 
 FAULT_SET_KINDS = ("none", "singles", "pairs", "all")
-TOP_KEYS = {"description", "configs", "constants", "tools", "shapes", "ends", "product"}
+TOP_KEYS = {"description", "configs", "constants", "tools", "shapes", "ends", "product", "principals"}
 PRODUCT_KEYS = {"name", "workers", "reapers", "transport", "runs", "tools", "ends", "faults", "faults_except", "fault_sets",
                 "fault_budget", "provider_faults", "fault_ops", "horizon", "observer", "cancels"}
 
@@ -190,6 +196,7 @@ def expand(data: dict[str, Any], where: str, base: Path) -> list[Member]:
                        "name, e.g. name = \"lookup_page\"")
     shapes = _table_of_tables(data.get("shapes", {}), f"{where}: shapes")
     ends = _table_of_tables(data.get("ends", {}), f"{where}: ends")
+    principals = _table_of_tables(data.get("principals", {}), f"{where}: principals")
     products = data.get("product", [])
     if not isinstance(products, list):
         raise _err(f"{where}: product", "expected an array of [[product]] tables")
@@ -203,7 +210,7 @@ def expand(data: dict[str, Any], where: str, base: Path) -> list[Member]:
         if pname in names:
             raise _err(f"{pw}.name", f"duplicate product name {pname!r}; give each its own")
         names.add(pname)
-        out.extend(_expand_product(prod, pname, pw, constants, tools, shapes, ends))
+        out.extend(_expand_product(prod, pname, pw, constants, tools, shapes, ends, principals))
     if not out:
         raise _err(where, "declares no member: add configs = [...] or a [[product]]")
     return out
@@ -217,7 +224,7 @@ def _table_of_tables(v: Any, where: str) -> dict[str, dict[str, Any]]:
 
 def _expand_product(prod: dict[str, Any], pname: str, pw: str, constants: dict[str, Any],
                     tools: dict[str, dict], shapes: dict[str, dict], ends: dict[str, dict],
-                    ) -> list[Member]:
+                    principals: dict[str, dict] | None = None) -> list[Member]:
     workers, transports, runs, tool_keys, end_keys, fault_sets, budgets, horizons = (
         _product_axes(prod, pw, tools, shapes, ends))
     reapers = _list_of(prod.get("reapers", [1]), f"{pw}.reapers", "reaper counts", int)
@@ -243,6 +250,8 @@ def _expand_product(prod: dict[str, Any], pname: str, pw: str, constants: dict[s
             run_tables.append(r)
         data = {"policy": "current", "constants": dict(constants), "model": model,
                 "tools": [dict(tools[tk])], "runs": run_tables}
+        if principals and any("owner" in r or "requests" in r for r in run_tables):
+            data["principals"] = {k: dict(v) for k, v in principals.items()}
         fault_txt = "+".join(fs) if fs else "nofault"
         name = (f"{pname}:w{w}-{tr}-{'+'.join(shape_names)}-{tk}-{ek}-{fault_txt}-b{b}"
                 + (f"-h{h}" if len(horizons) > 1 else "") + (f"-r{nr}" if nr != 1 else ""))
@@ -363,15 +372,21 @@ def _normal(data: dict[str, Any]) -> dict[str, Any]:
     model["workers"] = len(w) if isinstance(w, list) else w
     if model.get("reapers", 1) == 1:
         model.pop("reapers", None)  # the default count: the same member
-    model.setdefault("transport", "async")
-    if model["transport"] == "sync":
+    model.setdefault("transport", ASYNC)
+    if model["transport"] in (SYNC, NO_TRANSPORT):
         # No message is ever sent on sync (dispatch runs the pick-up nested in the
-        # dispatching process), so workers never act: their number is a renaming.
+        # dispatching process) nor without a transport (6.4), so workers never act: their
+        # number is a renaming.
         model["workers"] = 1
     d["model"] = model
     d["tools"] = sorted(json.dumps(t, sort_keys=True) for t in d.get("tools", []))
-    runs = [{k: v for k, v in r.items() if k != "id"} for r in d.get("runs", [])]
-    d["runs"] = sorted(json.dumps(r, sort_keys=True) for r in runs)
+    runs = {r.get("id"): json.dumps({k: v for k, v in r.items() if k != "id"}, sort_keys=True)
+            for r in d.get("runs", [])}
+    d["runs"] = sorted(runs.values())
+    if model.get("operator_cancels"):
+        # the operator's cancel command names runs by id: name each by what it is instead,
+        # so a renaming keeps its commands and members that cancel different runs differ
+        model["operator_cancels"] = [runs.get(x, x) if x else x for x in model["operator_cancels"]]
     return d
 
 
@@ -483,21 +498,23 @@ def check_member(name: str, data: dict[str, Any], policy: str,
                  properties: Sequence[str] | None = None,
                  max_states: int | None = None,
                  on_progress: Callable[[int, int], None] | None = None,
-                 por: bool = False) -> TaskResult:
+                 clock: bool = True, por: bool = False) -> TaskResult:
     """Check one member under one policy (no witnesses, no coverage: verdicts only).
     ``on_progress(stored, expanded)``: the running search's progress (spec.engine.explore);
+    ``clock``: under the clock regions (spec/symmetry.py; False: the time shift only);
     ``por``: partial-order reduction (spec.checker.check)."""
     from failclosed.spec.checker import ConfigPart, check
 
     res = check(policy, ConfigPart(name, "", data), properties, witnesses=False,
-                coverage=False, max_states=max_states, on_progress=on_progress, por=por)
+                coverage=False, max_states=max_states, on_progress=on_progress, clock=clock,
+                por=por)
     viol = {
         n: {"length": r.trace_length, "kind": r.kind, "explanation": r.explanation,
             "shortest": r.shortest}
         for n, r in res.properties.items() if not r.holds
     }
     return TaskResult(name, policy, res.states, res.transitions, res.seconds,
-                      not res.complete, viol, reductions=tuple(res.reductions))
+                      not res.complete, viol, reductions=res.reductions)
 
 
 # A worker process's channel to its parent for the progress of the task it runs (set by
@@ -509,15 +526,15 @@ def _init_progress(queue: Any) -> None:
     _PROGRESS[0] = queue
 
 
-def _task(args: tuple[str, dict[str, Any], str, tuple[str, ...] | None, int | None, bool]
+def _task(args: tuple[str, dict[str, Any], str, tuple[str, ...] | None, int | None, bool, bool]
           ) -> dict[str, Any]:
-    name, data, policy, props, max_states, por = args
+    name, data, policy, props, max_states, clock, por = args
     queue = _PROGRESS[0]
     report = None
     if queue is not None:
         def report(stored: int, expanded: int) -> None:
             queue.put(((name, policy), stored))
-    return check_member(name, data, policy, props, max_states, report, por).to_json()
+    return check_member(name, data, policy, props, max_states, report, clock, por).to_json()
 
 
 CACHE_VARIABLE = "FAILCLOSED_CACHE"  # the cache's root (README, the notebooks, docs/SCOPES.md)
@@ -550,10 +567,12 @@ class Cache:
         return Path(base) / "failclosed"
 
     def key(self, m: Member, policy: str, props: Sequence[str] | None,
-            max_states: int | None, por: bool = False) -> str:
-        # por joins the key only when on, so every key of an unreduced run is what it was
-        raw = json.dumps([self.version, m.key, policy, sorted(props or []), max_states]
-                         + (["por"] if por else []))
+            max_states: int | None, reductions: dict[str, bool] | None = None) -> str:
+        """``reductions``: the search's reduction switches, on or off by Reduction
+        (``{Reduction.CLOCK_REGIONS: False}``: without the clock regions); a result under
+        other switches is another entry."""
+        raw = json.dumps([self.version, m.key, policy, sorted(props or []), max_states,
+                          dict(sorted((reductions or {}).items()))])
         return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
     def path(self, key: str) -> Path | None:
@@ -595,12 +614,13 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
               cache: Cache | None = None,
               on_result: Callable[[TaskResult], None] | None = None,
               on_running: Callable[[int], None] | None = None,
-              por: bool = False) -> list[TaskResult]:
+              clock: bool = True, por: bool = False) -> list[TaskResult]:
     """Every (member, policy) checked once; cached results are not recomputed. ``on_result``
     sees each result as it arrives (progress); the list comes back in task order.
     ``on_running(states)``: the states stored so far by the searches still running (every
     few thousand states of each, and at least every few seconds on local processes, so a
-    progress display can show life while a large member runs); Dask tasks report none."""
+    progress display can show life while a large member runs); Dask tasks report none.
+    ``clock``: every search under the clock regions (spec/symmetry.py; False: without)."""
     props = tuple(properties) if properties else None
     tasks = [(m, p) for p in policies for m in scope.members]
     results: dict[int, TaskResult] = {}
@@ -608,7 +628,9 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
     keys: dict[int, str] = {}
     for i, (m, p) in enumerate(tasks):
         if cache is not None:
-            keys[i] = cache.key(m, p, props, max_states, por)
+            # por joins the key only when on, so every key of an unreduced run is what it was
+            switches = {Reduction.CLOCK_REGIONS: clock} | ({Reduction.POR: True} if por else {})
+            keys[i] = cache.key(m, p, props, max_states, switches)
             hit = cache.get(keys[i], m.name)
             if hit is not None:
                 results[i] = hit
@@ -638,7 +660,7 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
         if on_result:
             on_result(r)
 
-    args = {i: (tasks[i][0].name, tasks[i][0].data, tasks[i][1], props, max_states, por)
+    args = {i: (tasks[i][0].name, tasks[i][0].data, tasks[i][1], props, max_states, clock, por)
             for i in todo}
     if dask:
         _run_dask(dask, args, done)
@@ -647,7 +669,7 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
             a = args[i]
             key = (a[0], a[2])
             done(i, check_member(*a[:5], on_progress=lambda n, _e, k=key: progress(k, n),
-                                 por=por).to_json())
+                                 clock=a[5], por=a[6]).to_json())
     else:
         run_local(jobs, args, done, on_progress=progress if on_running is not None else None)
     return [results[i] for i in range(len(tasks))]
@@ -790,6 +812,13 @@ class ScopeResult:
     def cached(self) -> int:
         return sum(r.cached for r in self.results)
 
+    @property
+    def reductions(self) -> tuple[str, ...]:
+        """The reductions any member's search ran under (spec.vocab.Reduction)."""
+        from failclosed.spec.checker import reductions_union
+
+        return reductions_union(r.reductions for r in self.results)
+
     def reach(self, policy: str | None = None) -> str:
         """What a ``holds`` here means (under ``policy``, or all): never a bare one."""
         rs = [r for r in self.results if policy is None or r.policy == policy]
@@ -802,16 +831,11 @@ class ScopeResult:
         txt += f" (fingerprint collision probability {p:.0e})"
         if cut:
             txt += f"; {len(cut)} truncated (holds up to the bound there)"
-        return txt + f"; reductions: {', '.join(self.reductions) or 'none'}"
+        from failclosed.spec.checker import reductions_union
 
-    @property
-    def reductions(self) -> list[str]:
-        """What the members' searches ran under (each once, in first-seen order), then what
-        was asked for and did not run (spec.checker's notes)."""
-        from failclosed.spec.checker import POR_OFF_DEPENDENT, POR_OFF_LIVENESS
+        reds = reductions_union(r.reductions for r in rs)
+        return txt + f"; reductions: {', '.join(reds) or 'none'}"
 
-        seen = list(dict.fromkeys(x for r in self.results for x in r.reductions))
-        return sorted(seen, key=lambda x: x in (POR_OFF_DEPENDENT, POR_OFF_LIVENESS))
 
     def cell(self, policy: str, prop: str) -> dict[str, Any]:
         v = self.verdicts[policy][prop]
@@ -835,7 +859,7 @@ class ScopeResult:
             "seconds": round(self.seconds, 3),
             "truncated": self.truncated,
             "complete": not self.truncated,
-            "reductions": self.reductions,
+            "reductions": list(self.reductions),
             "properties": self.properties,
             "policies": {p: {n: self.cell(p, n) for n in self.properties} for p in self.policies},
         }

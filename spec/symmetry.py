@@ -1,4 +1,5 @@
-"""State abstraction for the exhaustive checker: symmetry reduction and the time shift.
+"""State abstraction for the exhaustive checker: symmetry reduction, the time shift and the
+clock regions.
 
 Symmetry: workers are interchangeable (their names only appear as identities and labels),
 and so are runs whose ``RunSpec`` differs only in its id. :func:`make_canonical` returns a
@@ -9,8 +10,42 @@ labels, identities, ``claimed_by`` and marks) and keeps the least serialised for
 Time: without a horizon only the differences between instants matter, so every key is taken
 of the world shifted as early as it goes (:func:`shift_time`).
 
-Both are abstractions in the sense of ``spec.engine.explore``'s ``canonical``: worlds with
-the same key have successors with matching keys.
+Clock regions (:func:`clock_regions`): of the instants *before* now only their order
+matters, so the gaps between them are closed up to one second each. The instants are the
+fields ``model.state.INSTANTS`` declares (the clock, a row's lease, a message's not_before,
+a reaper tick's now; "no instant" values such as a lease of 0 are left alone). The
+argument that worlds with one key have the same futures (an exact bisimulation, up to the
+instants' values in transition labels):
+
+* What the model does with instants (model/store.py, model/runtime.py): every guard compares
+  an instant with the clock or with another instant, with a constant of 0 or 1
+  (``store.stale``: ``lease_expires + 1 <= now`` through ``store.lapses_at``, now being the
+  clock, a tick's now or the clock's next instant; a pick-up's ``not_before <= now``; T10's
+  order by ``lease_expires``, ties included; ``waiting_instants``' ``lease_expires == now +
+  LEASE_SECONDS`` and its ``not_before > now``), and every write is now + c with c one of
+  ``Constants.time_offsets()`` (all >= 0) or a copy of now (a tick's now). The clock only
+  moves forward, to the instants ``waiting_instants`` names, which are later than now.
+* An instant x before now (x < now) therefore stays before every later now, before every
+  instant written from now on (now' + c >= now > x) and before every instant at or after
+  now; each guard on x alone is decided (stale, deliverable, no same-second renewal, no
+  clock target). What is left are comparisons of two instants both before now, and those
+  read their order only (equal, or one earlier: integers one second apart already satisfy
+  ``x + 1 <= y``). Closing each gap below now to one second keeps that order and every
+  equality, and moves nothing at or after now: the worlds have the same guards' values now
+  and after every step, step for step, so the same futures.
+* The instants at or after now keep their exact distance from now: each was written as
+  now + c for a constant c, so none lies more than ``max(time_offsets())`` ahead (the classic
+  region bound; no gap there is "far") and their differences decide what the clock's next
+  instants are and how new leases order against them.
+* The properties read instants only through the same predicates (``stale`` at a tick's now,
+  ``not_before <= now``, ``lease_expires > 0``); none reads a duration.
+* With a horizon the clock is compared with an absolute instant (``to <= horizon``), but only
+  instants at or after now are, and those are not moved: the regions are taken anchored at
+  the clock there (no translation), without a horizon before the time shift.
+
+Every abstraction here is one in the sense of ``spec.engine.explore``'s ``canonical``: worlds
+with the same key have successors with matching keys. A key names the reductions it applies
+in its ``reductions`` attribute (``REDUCTIONS`` for the names).
 """
 
 from __future__ import annotations
@@ -21,9 +56,10 @@ from collections.abc import Callable, Hashable
 from dataclasses import fields, replace
 from typing import Any
 
-from failclosed.model.state import Config, Message, World
+from failclosed.model.state import Config, World, instants, map_instants
+from failclosed.spec.vocab import Reduction
 
-__all__ = ["make_canonical", "shift_time"]
+__all__ = ["clock_regions", "make_canonical", "reductions_of", "shift_time"]
 
 
 # =========================================================================================
@@ -34,27 +70,73 @@ def shift_time(w: World) -> World:
     instant positive. Every guard compares instants with each other (``lease_expires < now``,
     ``not_before <= now``) or writes ``now + LEASE_SECONDS``, and ``0`` ("no lease") is kept,
     so the shifted world has exactly the same futures, moved in time. The checker uses it as
-    a state abstraction (time symmetry); with a horizon there is nothing to shift against."""
+    a state abstraction (time symmetry); with a horizon there is nothing to shift against.
+    The instants are those ``model.state.INSTANTS`` declares."""
     if w.config.horizon is not None:
         return w
-    times = [w.clock]
-    for r in w.rows:
-        if r is not None and r.lease_expires > 0:
-            times.append(r.lease_expires)
-    for m in w.messages:
-        times.append(m.not_before)
-    for t in w.reapers:  # every reaper's tick in progress
-        times.append(t.now)
-    d = min(times) - 1
+    d = min(instants(w)) - 1
     if d <= 0:
         return w
-    rows = tuple(
-        r if r is None or r.lease_expires == 0 else replace(r, lease_expires=r.lease_expires - d)
-        for r in w.rows
-    )
-    msgs = tuple(Message(m.run, m.not_before - d) for m in w.messages)
-    reapers = tuple(replace(t, now=t.now - d) for t in w.reapers)
-    return replace(w, clock=w.clock - d, rows=rows, messages=msgs, reapers=reapers)
+    return map_instants(w, lambda t: t - d)
+
+
+# the gap an instant before now keeps to the next one (see the module docstring: order only)
+PAST_GAP = 1
+
+
+def clock_regions(w: World, past_gap: int = PAST_GAP, future_gap: int | None = None) -> World:
+    """The representative of ``w``'s clock region: every gap between two successive instants
+    before now (the last of them and now included) closed to at most ``past_gap`` seconds,
+    the instants at or after now kept where they are, then (without a horizon) every instant
+    moved by one constant so the earliest is 1. ``future_gap`` (None: none) closes the gaps
+    after now too: unsound for any value below the largest time offset, there only for the
+    tests that show the checks catch it."""
+    now = w.clock
+    ts = instants(w)
+    lo = min(ts)
+    moves: dict[int, int] = {}
+    # no gap to close when every instant before now is now - 1 (or none is: lo is now)
+    if lo < now - 1 or (past_gap != 1 and lo < now):
+        below = sorted({t for t in ts if t < now})
+        prev_old = prev_new = now
+        for t in reversed(below):
+            new = prev_new - min(prev_old - t, past_gap)
+            if new != t:
+                moves[t] = new
+            prev_old, prev_new = t, new
+    if future_gap is not None:
+        prev_old = prev_new = now
+        for t in sorted({t for t in ts if t > now}):
+            new = prev_new + min(t - prev_old, future_gap)
+            if new != t:
+                moves[t] = new
+            prev_old, prev_new = t, new
+    d = 0
+    if w.config.horizon is None:  # the earliest instant at 1 (0 too: a lease is never 0)
+        d = moves.get(lo, lo) - 1
+    if not moves:
+        return w if d == 0 else map_instants(w, lambda t: t - d)
+
+    def move(t: int) -> int:
+        return moves.get(t, t) - d
+
+    return map_instants(w, move)
+
+
+def _time_key(spec: Config, clock: bool) -> tuple[Callable[[World], World] | None,
+                                                  tuple[Reduction, ...]]:
+    """The time abstraction of ``spec`` and the reductions it applies (None: none)."""
+    if clock:
+        shift = (Reduction.TIME_SHIFT,) if spec.horizon is None else ()
+        return clock_regions, shift + (Reduction.CLOCK_REGIONS,)
+    if spec.horizon is None:
+        return shift_time, (Reduction.TIME_SHIFT,)
+    return None, ()
+
+
+def reductions_of(canonical: Callable[[World], Hashable] | None) -> tuple[Reduction, ...]:
+    """The reductions a key from :func:`make_canonical` applies (none for None)."""
+    return getattr(canonical, "reductions", ())
 
 
 # =========================================================================================
@@ -66,10 +148,14 @@ _TOKEN = re.compile(r"[^:/#]+|[:/#]")
 def _sym_runs(spec: Config) -> list[list[int]]:
     """Classes of interchangeable runs: identical RunSpec up to the id. (T10 orders rows by
     lease only; the model lets rows of equal lease come back in any order, so no transition
-    depends on a run's index and permuting identical runs is a symmetry.)"""
+    depends on a run's index and permuting identical runs is a symmetry.) A run the
+    operator's cancel command names (``Config.operator_cancels``) is in no class: the
+    command's next id is fixed by the configuration, not by the world, so permuting that run
+    with another would change which one is cancelled next."""
+    named = set(spec.operator_cancels)
     classes: dict[Any, list[int]] = {}
     for i, r in enumerate(spec.runs):
-        classes.setdefault(replace(r, id=""), []).append(i)
+        classes.setdefault((replace(r, id=""), r.id if r.id in named else ""), []).append(i)
     return [c for c in classes.values() if len(c) > 1]
 
 
@@ -101,8 +187,9 @@ def _group(spec: Config) -> list[tuple[dict[str, str], list[int]]] | None:
     return group
 
 
-def make_canonical(spec: Config, symmetry: bool = True) -> Callable[[World], Hashable] | None:
-    """A canonical key over the symmetry group of ``spec`` (None: the group is trivial).
+def make_canonical(spec: Config, symmetry: bool = True,
+                   clock: bool = True) -> Callable[[World], Hashable] | None:
+    """A canonical key over the symmetry group of ``spec`` (None: no reduction applies).
 
     Key = min over the permutations of a serialised form of the world. A permutation renames
     the workers (Proc.name/worker/identity/seg/owner/guard, Row.claimed_by, Event.seg,
@@ -111,16 +198,22 @@ def make_canonical(spec: Config, symmetry: bool = True) -> Callable[[World], Has
     outcome tuples), and the run ids inside strings: labels, identities, marks). Processes
     and messages are multisets (sorted). tests/test_checker.py checks on
     ``medium-symmetric`` that the reduced search stores exactly one world per orbit of the
-    plain search's worlds. Without a horizon every key is taken of the time-shifted world;
-    with a trivial group (or ``symmetry=False``) that shift alone is the key (None with a
-    horizon)."""
-    if not symmetry:
-        return shift_time if spec.horizon is None else None
-    group = _group(spec)
-    if group is None:
-        return None  # a worker name that is also a run id: renaming would be ambiguous
-    if len(group) == 1:
-        return shift_time if spec.horizon is None else None
+    plain search's worlds. Every key is taken of the world's time representative: its clock
+    region (:func:`clock_regions`; ``clock=False``: the time shift alone, and nothing with a
+    horizon); with a trivial group (or ``symmetry=False``) that representative alone is the
+    key. The key's ``reductions`` attribute names what it applies, in this order: symmetry,
+    time shift, clock regions."""
+    time, treds = _time_key(spec, clock)
+    group = _group(spec) if symmetry else None
+    if group is None or len(group) == 1:  # None: a worker name that is also a run id
+        if time is None:
+            return None
+
+        def timed(w: World) -> Hashable:
+            return time(w)
+
+        timed.reductions = treds  # type: ignore[attr-defined]
+        return timed
 
     n = len(spec.runs)
     world_fields = tuple(f.name for f in fields(World) if f.name != "config")
@@ -128,10 +221,15 @@ def make_canonical(spec: Config, symmetry: bool = True) -> Callable[[World], Has
     ser = _serialiser([_field_serialiser(_value_serialiser(smap, rp, field_names), rp, n)
                        for smap, rp in group], world_fields)
 
-    def canonical(w: World) -> Hashable:
-        return min(ser(shift_time(w)))  # time symmetry: only the instants' differences matter
+    if time is None:
+        def canonical(w: World) -> Hashable:
+            return min(ser(w))
+    else:
+        def canonical(w: World) -> Hashable:
+            return min(ser(time(w)))  # only the instants' order and near differences matter
 
     canonical.group_size = len(group)  # type: ignore[attr-defined]
+    canonical.reductions = (Reduction.SYMMETRY,) + treds  # type: ignore[attr-defined]
     return canonical
 
 

@@ -37,6 +37,10 @@ class PropertyName(Closed):
     RACE_SAFE_STALENESS = "race_safe_staleness"
     COOPERATIVE_CANCEL = "cooperative_cancel"
     NO_RESURRECTION_BY_SUSPEND = "no_resurrection_by_suspend"
+    NO_STORE_CHANGE_WITHOUT_ACCESS = "no_store_change_without_access"
+    NO_APPROVAL_WITHOUT_ACCESS = "no_approval_without_access"
+    NO_READ_WITHOUT_ACCESS = "no_read_without_access"
+    STATUS_VIEW_STRIPS_SUSPENDED_STATE = "status_view_strips_suspended_state"
     # liveness
     LEASED_RUNS_LEAVE_RUNNING = "leased_runs_leave_running"
     NO_ORPHAN_QUEUED_RUN = "no_orphan_queued_run"
@@ -44,3 +48,16 @@ class PropertyName(Closed):
 
 
 describe(PropertyName, "property")
+
+
+class Reduction(Closed):
+    """A state-space reduction the checker's search runs under, as its verdict and stats
+    lines and ``--json`` name it (a run lists the ones it applied, in this order)."""
+
+    SYMMETRY = "symmetry"  # spec/symmetry.py: workers and identical runs permuted
+    TIME_SHIFT = "time shift"  # spec/symmetry.py: every instant moved by one constant
+    CLOCK_REGIONS = "clock regions"  # spec/symmetry.py: instants before now by order only
+    POR = "por"  # spec/por.py: ample sets (partial-order reduction, opt-in with --por)
+
+
+describe(Reduction, "reduction")

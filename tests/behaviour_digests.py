@@ -3,7 +3,9 @@
 behaviour (a speed-up, a refactoring, a new record field; issue 12, issue 26).
 
 * checker: for every shipped configuration (``spec/configs/*.toml``) and each policy of
-  ``POLICIES``, the states and transitions explored, the witnesses reached, and per property
+  ``POLICIES``, searched without and with the clock regions (spec/symmetry.py; a key
+  ``config|policy`` is the search without them, as every digest was recorded before they
+  existed, ``config|policy|clock regions`` the default search with them), the states and transitions explored, the witnesses reached, and per property
   whether it holds, the shortest counterexample's length, part, lasso cycle start and kind,
   and the SHA-256 of its steps: each step's actor, transition name, fault and arguments and
   what it changed in the model's observable view (``model.observe``: fields by entity and
@@ -44,6 +46,21 @@ SIM_SEEDS = (1, 2, 3)
 FAST_SIM = {("small", p, s) for p in POLICIES for s in SIM_SEEDS}
 
 
+# a checker digest key's third part -> the search's ``clock`` switch (none: without the
+# clock regions, the meaning the two-part keys were recorded with)
+CLOCK_KEYS = {"": False, "clock regions": True}
+
+
+def checker_key(config: str, policy: str, clock: bool) -> str:
+    return f"{config}|{policy}" + ("|clock regions" if clock else "")
+
+
+def parse_checker_key(key: str) -> tuple[str, str, bool]:
+    """(configuration, policy, clock) of a checker digest key."""
+    config, policy, *flag = key.split("|")
+    return config, policy, CLOCK_KEYS[flag[0] if flag else ""]
+
+
 def _step(t: Any) -> list[Any]:
     """A transition as ``[actor, name, fault, {argument: value}]`` (the fault out of the
     arguments: ``None`` on the normal branch)."""
@@ -76,10 +93,10 @@ def checker_configs() -> list[str]:
     return sorted(p.stem for p in CONFIG_DIR.glob("*.toml"))
 
 
-def checker_digest(config: str, policy: str) -> dict[str, Any]:
+def checker_digest(config: str, policy: str, clock: bool = False) -> dict[str, Any]:
     from failclosed.spec.checker import check
 
-    res = check(policy, config, None)
+    res = check(policy, config, None, clock=clock)
     out: dict[str, Any] = {}
     for n, r in res.properties.items():
         cell: dict[str, Any] = {"holds": r.holds, "trace_length": r.trace_length}
@@ -119,7 +136,8 @@ def sim_digest(raw: dict[str, Any], policy: str, seed: int, runs: int | None = N
 
     cfg = sconfig.load(raw)
     sim = Simulation(cfg, policy=policy, seed=seed, runs=runs, keep_going=True, **kw).run()
-    summary = metrics.flat(metrics.compute(sim.all_records(), sim.seed, cfg.lease_seconds()))
+    summary = metrics.flat(metrics.compute(sim.all_records(), sim.seed, cfg.lease_seconds(),
+                                           sim.window.unattributed))
     return {
         "history_sha256": sim.history.hexdigest(),
         "fired": sim.fired,
@@ -144,10 +162,12 @@ def compute(only: str | None = None, fast: bool = False, verbose: bool = False) 
             if fast and c not in FAST_CONFIGS:
                 continue
             for p in POLICIES:
-                t0 = time.process_time()
-                out["checker"][f"{c}|{p}"] = checker_digest(c, p)
-                if verbose:
-                    print(f"checker {c} {p}: {time.process_time() - t0:.1f} s", file=sys.stderr)
+                for clock in CLOCK_KEYS.values():
+                    t0 = time.process_time()
+                    out["checker"][checker_key(c, p, clock)] = checker_digest(c, p, clock)
+                    if verbose:
+                        print(f"checker {c} {p} clock={clock}: "
+                              f"{time.process_time() - t0:.1f} s", file=sys.stderr)
     if only in (None, "sim"):
         loads = sim_workloads()
         for name, raw in loads.items():

@@ -18,14 +18,28 @@ CLOSED_BY_PROPOSAL = (
     "interrupted_non_idempotent_write_not_repeated--current",  # F1, by P1
     "no_zombie_append--current--cancel-probe",  # F4, by P3
     "no_zombie_settle--current--pause-after-claim",  # F6, by P4 and P5
+    "stream_order--current",  # F2, by P8
+    "no_zombie_append--current--pause-after-renewal",  # F5, by P7
 )
 # and those it leaves open, each for the reason FINDINGS.md gives
+# (F3's liveness lassos are closed by P6: docs/PROPOSALS.md's regression scenarios
+# proposal-p6-* replay them under proposed; a lasso is not a safety property's end state)
 OPEN_UNDER_PROPOSAL = (
-    "stream_order--current",  # F2: the audit store's lost acknowledgement
-    "no_orphan_queued_run--current",  # F3: a death between insert and dispatch
+    "no_orphan_queued_run--current",  # F3: a liveness lasso (closed by P6, see above)
     "every_run_terminates--current",  # F3
-    "no_zombie_append--current--pause-after-renewal",  # F5: an unguarded insert
+    "no_unaudited_write_settles_successfully--current--approve-then-deny",  # F7: open
 )
+
+
+def test_finding_7_stays_open_under_proposed():
+    """F7 (FINDINGS.md 7): no proposal stores the step of a write whose clear failed, so the
+    same steps violate the central guarantee under proposed too."""
+    stem = "no_unaudited_write_settles_successfully--current--approve-then-deny"
+    (path,) = [p for p in FINDINGS if p.stem == stem]
+    data = tomllib.loads(path.read_text())
+    data["policy"] = "proposed"
+    res = replay(scenario_from_dict(data, stem + "-proposed"))
+    assert res.ok and not SAFETY[stem.split("--")[0]].check(res.world), res.failures
 
 
 def test_every_finding_has_a_scenario():

@@ -21,8 +21,9 @@ from failclosed.model.config import initial_world, parse_config  # noqa: E402
 from failclosed.model.runtime import successors  # noqa: E402
 from failclosed.model.state import World  # noqa: E402
 from failclosed.model.transition import Transition  # noqa: E402
-from failclosed.model.vocab import Label, Touch  # noqa: E402
+from failclosed.model.vocab import Label, Touch, TransitionName  # noqa: E402
 from failclosed.spec.checker import load_config  # noqa: E402
+from failclosed.spec.mutants import MUTANT_CONFIG_DIR  # noqa: E402
 from failclosed.spec.scope import load_scope  # noqa: E402
 
 WORLD_FIELDS = tuple(f for f in World.__slots__ if f != "config")
@@ -61,11 +62,17 @@ POLICIES = (None, "proposed", "current+fence_cleared_after_audit")  # None: the 
 
 def _configs() -> list[tuple[str, dict]]:
     """Every quick member and the named configurations that reach the steps quick does not
-    (recovery, resume, input, the reaper's fail-closed dispatch)."""
+    (recovery, resume, input, the reaper's fail-closed dispatch); the access mutants' bound
+    (a run with requests by named principals: a stranger's approve, cancel and events page, a
+    scopeless service account's and the owner's status reads) and the no-transport one
+    (``transport = "none"``: the enqueue and the reaper's tick refused; ``operator_cancels``
+    with a run's id, no id and an unknown id). Every one is walked under ``proposed`` too,
+    whose overdue sweep (P6) redispatches a queued row its enqueue left without a message."""
     out = [(m.name, m.data) for m in load_scope("quick").members]
     for name in ("small", "small-sync", "cancel-probe-sync", "small-input", "medium-queued",
-                 "small-retry", "small-input-gates", "small-approval-gates",
-                 "small-history-suspend", "small-interactive"):
+                 "small-queued", "small-retry", "small-input-gates", "small-approval-gates",
+                 "small-history-suspend", "small-interactive",
+                 MUTANT_CONFIG_DIR / "access.toml", MUTANT_CONFIG_DIR / "no-transport.toml"):
         out += [(p.name, p.data) for p in load_config(name)[1]]
     return out
 
@@ -140,3 +147,27 @@ def test_a_declaration_too_narrow_fails_the_walk(restore_tables) -> None:
 def test_the_parts_map_to_world_fields() -> None:
     assert set(fp.FIELDS) == set(Touch)
     assert {f for fs in fp.FIELDS.values() for f in fs} == set(WORLD_FIELDS)
+
+
+def test_the_access_and_command_parts_are_each_needed(restore_tables) -> None:
+    """Each part the new transitions declare alone is what catches it declared too narrow:
+    a status read without ``made`` (what the owner's read was answered), a stranger's
+    request without ``asked``, the operator's cancel command without ``commands``, a refused
+    tick without ``commands``."""
+    cases = ((TransitionName.READ_STATUS, Touch.MADE, "access.toml", "made"),
+             (TransitionName.READ_EVENTS, Touch.ASKED, "access.toml", "asked"),
+             (TransitionName.CANCEL_COMMAND, Touch.COMMANDS, "no-transport.toml", "commands"),
+             (TransitionName.TICK_REFUSED, Touch.COMMANDS, "no-transport.toml", "commands"))
+    for name, part, config, field in cases:
+        o = steps.OTHER_TRANSITIONS[name]
+        steps.OTHER_TRANSITIONS[name] = replace(o, touches=tuple(x for x in o.touches
+                                                                 if x != part))
+        data = load_config(MUTANT_CONFIG_DIR / config)[1][0].data
+        bad = _walk([(config, data)], walks=8, depth=60)
+        steps.OTHER_TRANSITIONS[name] = o
+        assert field in bad.get((str(name), _label_of(bad, name)), []), (name, bad)
+
+
+def _label_of(bad: dict[tuple[str, str], list[str]], name: str) -> str:
+    """The transition label ``_walk`` keyed ``name``'s finding by (its first)."""
+    return next((lab for step, lab in bad if step == name), "")

@@ -26,7 +26,7 @@ from failclosed.sim import config as sconfig  # noqa: E402
 from failclosed.sim.batch import simulate_one  # noqa: E402
 from failclosed.sim.dbschema import EVENT_TABLE, RUN_TABLE, create_sql  # noqa: E402
 from failclosed.sim.export import EPOCH, run_uuid  # noqa: E402
-from failclosed.sim.inspect import DETECTABLE, Catalogue, inspect, load_catalogue  # noqa: E402
+from failclosed.sim.inspect import CHECKS, DETECTABLE, Catalogue, inspect, load_catalogue  # noqa: E402
 from failclosed.sim.inspect_sources import open_source  # noqa: E402
 
 DEFAULT = sconfig.default_path()
@@ -227,7 +227,7 @@ def test_report_files_baseline_and_exit_codes(tmp_mod, tmp_path, capsys):
     assert "failclosed replay stream_order--current" in out  # by name: it opens from anywhere
     suite = ET.parse(junit).getroot()
     cases = {c.get("name"): c for c in suite.iter("testcase")}
-    assert len(cases) == 13
+    assert len(cases) == len(CHECKS)
     failing = {n for n, c in cases.items() if c.find("failure") is not None}
     assert failing == {a.check for a in rep.anomalies}
     dup = cases["sequence_reused"].find("failure").text
@@ -239,10 +239,11 @@ def test_report_files_baseline_and_exit_codes(tmp_mod, tmp_path, capsys):
     assert re.search(r"0 new, \d+ known", out)
 
 
-def make_db(path: Path, runs: list[dict], events: list[tuple]) -> str:
-    """A hand-made export: run rows (defaults: a completed run) and events (uid, run, seq, kind, round, payload)."""
+def make_db(path: Path, runs: list[dict], events: list[tuple], deadline: bool = False) -> str:
+    """A hand-made export: run rows (defaults: a completed run) and events (uid, run, seq, kind, round, payload);
+    ``deadline``: the schema after P6's migration (a dispatch_deadline column)."""
     db = sqlite3.connect(path)
-    for s in create_sql():
+    for s in create_sql(deadline=deadline):
         db.execute(s)
     base = {"pid": 0, "status": "completed", "configuration_uid": 1, "configuration_identifier": "x", "be_user": 0,
             "iterations": 1, "truncated": 0, "total_prompt_tokens": 0, "total_completion_tokens": 0,

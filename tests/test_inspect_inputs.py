@@ -31,6 +31,7 @@ from failclosed.sim.dbschema import (  # noqa: E402
     EVENT_TABLE,
     INT_COLUMNS,
     KINDS,
+    OPTIONAL_RUN_COLUMNS,
     REAL_COLUMNS,
     RUN_COLUMNS,
     RUN_TABLE,
@@ -39,6 +40,7 @@ from failclosed.sim.inspect import CERTAIN, HEURISTIC, inspect  # noqa: E402
 from failclosed.sim.inspect_sources import (  # noqa: E402
     EVENT_READ,
     MIN_BUDGET,
+    OPTIONAL_RUN_READ,
     PRESENCE_COLUMNS,
     RUN_READ,
     mask_url,
@@ -67,11 +69,14 @@ def event(uid: int, run: Any, seq: Any, kind: Any, rnd: Any, payload: Any) -> di
             "duration_ms": 0, "payload": text, "crdate": 150}
 
 
-def write_db(path: Path, runs: list[dict], events: list[dict], drop: tuple[str, str] | None = None) -> str:
+def write_db(path: Path, runs: list[dict], events: list[dict], drop: tuple[str, str] | None = None,
+             migrated: bool = False) -> str:
     """The two tables in an SQLite file, every value stored as given (SQLite keeps a value of
-    another type in a column); ``drop``: (table, column) left out of the table."""
+    another type in a column); ``drop``: (table, column) left out of the table; ``migrated``:
+    the run table has the proposals' optional columns (P6's dispatch_deadline)."""
     db = sqlite3.connect(path)
-    for table, cols, rows in ((RUN_TABLE, RUN_COLUMNS, runs), (EVENT_TABLE, EVENT_COLUMNS, events)):
+    run_cols = RUN_COLUMNS + (OPTIONAL_RUN_COLUMNS if migrated else ())
+    for table, cols, rows in ((RUN_TABLE, run_cols, runs), (EVENT_TABLE, EVENT_COLUMNS, events)):
         keep = [(c, t) for c, t in cols if (table, c) != drop]
         db.execute(f"CREATE TABLE {table} ({', '.join(f'{c} {t}' for c, t in keep)})")
         for r in rows:
@@ -427,13 +432,15 @@ def exports(draw) -> tuple:
     many of each inspect must count unreadable through the SQL readers and the CSV one, and now
     and then a column inspect reads left out of its table."""
     n_runs = draw(st.integers(0, 4))
+    migrated = draw(st.booleans())  # the run table after P6's migration: its dispatch_deadline too
     runs, bad_runs, bad_runs_csv = [], 0, 0
     for uid in range(1, n_runs + 1):
         row, bad, bad_csv = {"uid": uid}, False, False
-        for col, _ in RUN_COLUMNS[1:]:
+        for col, _ in RUN_COLUMNS[1:] + (OPTIONAL_RUN_COLUMNS if migrated else ()):
             cell = draw(_int_cell(col) if col in INT_COLUMNS else _real_cell(col) if col in REAL_COLUMNS else _text_cell(col))
             row[col] = cell.value
-            if col in RUN_READ:  # a column inspect does not read is drawn too, and never makes a row unreadable
+            # a column inspect does not read is drawn too, and never makes a row unreadable
+            if col in RUN_READ or col in OPTIONAL_RUN_READ:
                 bad, bad_csv = bad or cell.bad, bad_csv or cell.bad_in_csv
         runs.append(row)
         bad_runs, bad_runs_csv = bad_runs + bad, bad_runs_csv + bad_csv
@@ -457,11 +464,11 @@ def exports(draw) -> tuple:
     drop = None
     if draw(st.integers(0, 7)) == 0:
         drop = draw(st.sampled_from([(RUN_TABLE, c) for c in RUN_READ[1:]] + [(EVENT_TABLE, c) for c in EVENT_READ[1:]]))
-    return runs, events, bad_runs, bad_events, bad_runs_csv, bad_events_csv, drop
+    return runs, events, bad_runs, bad_events, bad_runs_csv, bad_events_csv, drop, migrated
 
 
 def _fuzz(data: tuple, tmp: Path, capsys) -> None:
-    runs, events, bad_runs, bad_events, bad_runs_csv, bad_events_csv, drop = data
+    runs, events, bad_runs, bad_events, bad_runs_csv, bad_events_csv, drop, migrated = data
     for f in tmp.iterdir():
         if f.is_dir():
             for g in f.iterdir():
@@ -469,7 +476,7 @@ def _fuzz(data: tuple, tmp: Path, capsys) -> None:
             f.rmdir()
         else:
             f.unlink()
-    db = write_db(tmp / "x.sqlite", runs, events, drop)
+    db = write_db(tmp / "x.sqlite", runs, events, drop, migrated)
     sources = [(db, bad_runs, bad_events), (f"sqlite:///{db}", bad_runs, bad_events),
                (write_csv(tmp / "csv", db), bad_runs_csv, bad_events_csv)]
     for source, want_runs, want_events in sources:

@@ -228,3 +228,51 @@ def test_postgres_reads_one_snapshot(server, loaded, tmp_path, capsys, monkeypat
         with admin(server) as c:
             c.execute(f"DELETE FROM {RUN_TABLE} WHERE uid = 100000")
             c.execute(f"DELETE FROM {EVENT_TABLE} WHERE uid = 100000")
+
+
+def _postgres_migration() -> list[str]:
+    """The PostgreSQL migration of P6 and P8 as docs/PROPOSALS.md gives it, statement by statement."""
+    import re
+
+    text = (ROOT / "docs" / "PROPOSALS.md").read_text()
+    part = text.split("## Migration (P6, P7, P8)", 1)[1].split("PostgreSQL:", 1)[1]
+    block = re.search(r"```sql\n(.*?)```", part, re.S).group(1)
+    sql = "\n".join(line.split("--", 1)[0] for line in block.splitlines())
+    return [s.strip() for s in sql.split(";") if s.strip()]
+
+
+def test_postgres_after_the_migration_shows_the_proposals_footprints(server, tmp_path, capsys):
+    """The tables as TYPO3 creates them, migrated with docs/PROPOSALS.md's PostgreSQL statements,
+    filled with a proposed simulation's export (its dispatch_deadline too): the report equals
+    the SQLite file's, P6's check applies, and no proposal's footprint shows."""
+    from failclosed.sim.dbschema import DISPATCH_DEADLINE
+
+    path = str(tmp_path / "p.sqlite")
+    simulate_one(read_toml(DEFAULT), policy="proposed", seed=1, runs=20, keep_going=True, export=path)
+    with admin(server, "postgres") as c:
+        c.execute("CREATE DATABASE typo3p6")
+    src = sqlite3.connect(path)
+    pg = f"postgresql+psycopg://postgres@/typo3p6?host={server['host']}&port={server['port']}"
+    with psycopg.connect(host=server["host"], port=server["port"], user="postgres", dbname="typo3p6",
+                         autocommit=True) as c:
+        for stmt in DDL:
+            c.execute(stmt)
+        for stmt in _postgres_migration():  # the duplicates query among them returns no row
+            c.execute(stmt)
+        for table, cols in ((RUN_TABLE, RUN_NAMES + (DISPATCH_DEADLINE,)), (EVENT_TABLE, EVENT_NAMES)):
+            rows = src.execute(f"SELECT {', '.join(cols)} FROM {table}").fetchall()
+            with c.cursor() as cur:
+                cur.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))})",
+                                rows)
+        with pytest.raises(psycopg.errors.UniqueViolation):  # P8: the key is UNIQUE now
+            c.execute(f"INSERT INTO {EVENT_TABLE} (uid, run, sequence) SELECT uid + 100000, run, sequence "
+                      f"FROM {EVENT_TABLE} LIMIT 1")
+    src.close()
+    reports = []
+    for source in (path, pg):
+        code, rep, _text, err = inspect_json(source, tmp_path, capsys)
+        assert code in (0, 1) and err == "", err
+        rep.pop("source"), rep.pop("elapsed_seconds")
+        reports.append(rep)
+    assert reports[0] == reports[1]
+    assert all(p["applies"] and p["anomalies"] == 0 for p in reports[0]["proposals"]), reports[0]["proposals"]

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 from failclosed.cli import main
+from failclosed.spec.properties import LIVENESS, SAFETY
 
 junitparser = pytest.importorskip("junitparser")
+N_PROPS = len(SAFETY) + len(LIVENESS)  # every declared property: one case each
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -26,7 +28,7 @@ def test_matrix_scope_quick_junit_one_case_per_cell(tmp_path, capsys) -> None:
                "--quiet", "--no-cache", "--junit", str(f)])
     out = capsys.readouterr().out
     cases = _cases(f)
-    assert len(cases) == 2 * 21 and len({c.name for c in cases}) == 42
+    assert len(cases) == 2 * N_PROPS and len({c.name for c in cases}) == 2 * N_PROPS
     failed = [c for c in cases if _failed(c)]
     assert rc == 1 and failed  # no baseline: every violation is new
     n_viol = int(out.strip().splitlines()[-1].split(": ")[1].split(" cells")[0])
@@ -36,7 +38,7 @@ def test_matrix_scope_quick_junit_one_case_per_cell(tmp_path, capsys) -> None:
         pol, prop = c.name.split(" / ")
         assert text.startswith(f"{prop} violated (") and "step" in text and "| actor" in text
     xml = junitparser.JUnitXml.fromfile(str(f))
-    assert xml.failures == len(failed) and xml.tests == 42
+    assert xml.failures == len(failed) and xml.tests == 2 * N_PROPS
 
 
 def test_a_known_baseline_entry_is_not_a_failure(tmp_path, capsys) -> None:
@@ -54,7 +56,7 @@ def test_check_simulate_and_replay_write_junit(tmp_path, capsys) -> None:
     f = tmp_path / "c.xml"
     main(["check", "--policy", "current", "--config", "tiny", "--quiet", "--junit", str(f)])
     cases = _cases(f)
-    assert len(cases) == 21 and all(c.name.startswith("current / ") for c in cases)
+    assert len(cases) == N_PROPS and all(c.name.startswith("current / ") for c in cases)
     assert any(_failed(c) for c in cases)
     s = tmp_path / "s.xml"
     rc = main(["simulate", str(ROOT / "sim/configs/default.toml"), "--runs", "30", "--quiet",

@@ -319,7 +319,8 @@ def test_the_world_a_failed_replay_shows_names_every_part():
     stale = _walk(replace(standard_world().set_row(0, Row(status=RUNNING, claimed_by="w9", lease_expires=5)),
                           clock=10), "reaper: find_stale_running()")
     assert world_dict(stale)["reaper"] == {"pc": "row", "now": 10, "row": 0, "snapshot": [
-        {"run": "q1", "pending_effect": "", "queued_request": False, "requeue_count": 0}]}
+        {"run": "q1", "pending_effect": "", "queued_request": False, "requeue_count": 0}],
+        "overdue": []}
 
 
 # -- scenario expectations (model/scenario_check.py): what a failed expectation says --------

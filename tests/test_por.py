@@ -36,6 +36,7 @@ from failclosed.spec import properties as P  # noqa: E402
 from failclosed.spec.checker import ConfigPart, check  # noqa: E402
 from failclosed.spec.mutants import MUTANTS  # noqa: E402
 from failclosed.spec.scope import expand, load_scope  # noqa: E402
+from failclosed.spec.vocab import Reduction  # noqa: E402
 
 SAFETY = list(P.SAFETY)
 
@@ -179,7 +180,7 @@ def test_an_unsound_reduction_is_detected(monkeypatch) -> None:
     write the slow operation duplicates is then never reached on the reduced graph."""
     monkeypatch.setattr(por, "independent_steps", lambda: ["any"])
     monkeypatch.setattr(checker, "independent_steps", lambda: ["any"])
-    monkeypatch.setattr(por.Reduction, "_ample", lambda self, w, ts: True)
+    monkeypatch.setattr(por.AmpleSets, "_ample", lambda self, w, ts: True)
     m = next(m for m in load_scope("quick").members if m.name == HIDING)
     diff = _differ(m.name, m.data, "current")
     assert diff, "the unsound reduction hid nothing: the differential would not see it"
@@ -224,18 +225,23 @@ def test_check_says_what_it_ran_under(capsys, tmp_path) -> None:
 
     prop = P.PropertyName.NON_IDEMPOTENT_WRITE_AT_MOST_ONCE
     argv = ["check", "--policy", "current", "--config", "tiny", "--property", prop, "--quiet"]
-    main(argv)
-    plain = capsys.readouterr().out
-    assert "reductions: none" in plain
-    main([*argv, "--por", "--json", str(tmp_path / "r.json")])
-    out = capsys.readouterr().out
-    assert f"reductions: {checker.POR_OFF_DEPENDENT}" in out
     import json
 
+    main([*argv, "--json", str(tmp_path / "plain.json")])
+    plain = json.loads((tmp_path / "plain.json").read_text())["reductions"]
+    assert f"reductions: {', '.join(plain) or 'none'}" in capsys.readouterr().out
+    assert "por" not in " ".join(plain)
+    main([*argv, "--por", "--json", str(tmp_path / "r.json")])
+    out = capsys.readouterr().out
+    # what ran first (the clock regions, on by default), then what was asked for and did not
+    assert f"reductions: {', '.join([*plain, checker.POR_OFF_DEPENDENT])}" in out
     d = json.loads((tmp_path / "r.json").read_text())
-    assert d["reductions"] == [checker.POR_OFF_DEPENDENT]
+    assert d["reductions"] == [*plain, checker.POR_OFF_DEPENDENT]
     main([*argv, "--no-por"])
-    assert "reductions: none" in capsys.readouterr().out
+    assert f"reductions: {', '.join(plain) or 'none'}" in capsys.readouterr().out
+    # both switches on one command line
+    main([*argv, "--por", "--no-clock-reduction"])
+    assert f"reductions: {checker.POR_OFF_DEPENDENT}" in capsys.readouterr().out
 
 
 def test_the_cache_keeps_reduced_results_apart(tmp_path) -> None:
@@ -245,12 +251,14 @@ def test_the_cache_keeps_reduced_results_apart(tmp_path) -> None:
     first = replace(scope, members=scope.members[:2])
     cache = Cache(tmp_path, model_version())
     m = first.members[0]
-    assert cache.key(m, "current", None, None) != cache.key(m, "current", None, None, True)
+    on = {Reduction.CLOCK_REGIONS: True}
+    assert cache.key(m, "current", None, None, on) != cache.key(
+        m, "current", None, None, on | {Reduction.POR: True})
     plain = check_scope(first, ["current"], SAFETY, cache=cache)
     red = check_scope(first, ["current"], SAFETY, cache=cache, por=True)
     assert red.cached == 0 and plain.cached == 0
     assert "por" not in " ".join(plain.reductions)
-    assert red.reductions and all(x.startswith("por") or x == "symmetry" or x == "time shift"
+    assert red.reductions and all(x in set(Reduction) or x.startswith("por")
                                   for x in red.reductions)
     assert check_scope(first, ["current"], SAFETY, cache=cache, por=True).cached == 2
     assert "reductions:" in red.reach()

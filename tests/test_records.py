@@ -18,7 +18,9 @@ sys.path.insert(0, str(ROOT))
 from failclosed.model import enabled, fire, load_world, read_toml, records  # noqa: E402
 from failclosed.model.state import (  # noqa: E402
     Application,
+    Asked,
     Event,
+    Made,
     Message,
     Proc,
     ReaperState,
@@ -31,7 +33,8 @@ from failclosed.model.state import (  # noqa: E402
 STANDARD = read_toml(str(Path(__file__).parent / "data" / "standard.toml"))
 FAULTY = {**STANDARD, "model": {**STANDARD["model"], "fault_budget": 6}}
 SYNC = {**FAULTY, "model": {**FAULTY["model"], "transport": "sync"}}
-RECORDS = (Row, Event, Application, Message, Proc, WorkerPart, ResumePart, ReaperState, World)
+RECORDS = (Row, Event, Application, Message, Proc, WorkerPart, ResumePart, Made, Asked, ReaperState,
+           World)
 COMPILED = records.is_compiled(Row)  # pip install . with mypyc: the records' compiled form
 one_form = pytest.mark.skipif(COMPILED, reason="a compiled build's records have one form, the "
                               "compiled one; .ci/run compares the plain and fast forms on the "
@@ -126,7 +129,7 @@ def test_assigning_a_field_of_a_record_raises_in_both_forms(plain, plain_after):
 def test_records_declare_their_ghost_fields_once():
     assert records.ghosts(Row) == ("epoch", "attempts")
     assert records.ghosts(Proc) == ("epoch", "cancel_seen", "stamped")
-    assert records.ghosts(World) == ("marks",)
+    assert records.ghosts(World) == ("marks", "made")
     for cls in RECORDS:
         assert dataclasses.is_dataclass(cls)
         assert issubclass(cls, records.Record) != records.is_compiled(cls) == COMPILED

@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from failclosed.model.state import TRANSPORTS  # noqa: E402
 from failclosed.model.steps import fault_kinds  # noqa: E402
 from failclosed.spec.scope import (  # noqa: E402
     FAULT_SET_KINDS,
@@ -96,7 +97,7 @@ def products(draw: st.DrawFn, name: str, big: bool) -> dict:
     prod: dict = {
         "name": name,
         "workers": workers,
-        "transport": draw(_sub(["async", "sync"])),
+        "transport": draw(_sub(list(TRANSPORTS))),
         "runs": draw(_sub(RUN_SHAPES, 2)),
         "tools": draw(_sub(list(TOOLS), 2)),
         "ends": draw(_sub(list(ENDS), 2)),

@@ -113,6 +113,35 @@ def test_standard_covers_every_dimension_the_issue_names():
 
     assert {f for (f,) in singles} | {f for p in pairs for f in p} == set(fault_kinds())
     assert ("slow_operation", "pause") in pairs
+    # who may do what (RUNTIME 16.18): a stranger and service accounts, with and without
+    # scopes, make requests in some members, which then declare their principals; the others
+    # keep the default principal
+    access = [m.data for m in s.members if "principals" in m.data]
+    assert access and len(access) < len(s.members)
+    kinds = {(p["kind"], bool(p.get("scopes"))) for d in access for p in d["principals"].values()}
+    assert {("user", False), ("service_account", True), ("service_account", False)} <= kinds
+    asked = {(q["by"], q["request"]) for d in access for r in d["runs"] for q in r.get("requests", [])}
+    assert {("mallory", "approve"), ("mallory", "cancel"), ("mallory", "status"),
+            ("bot", "approve"), ("bot", "events"), ("nobody", "cancel")} <= asked
+    assert all("principals" not in m.data for m in s.members
+               if not any("requests" in r or "owner" in r for r in m.data["runs"]))
+
+
+def test_a_scope_gives_its_principals_only_to_members_whose_runs_name_one(tmp_path):
+    p = tmp_path / "access.toml"
+    p.write_text('[shapes.q]\nentry = "interactive"\n[shapes.s]\nentry = "interactive"\n'
+                 'requests = [{ by = "eve", request = "status" }]\n'
+                 '[principals]\nowner = { kind = "user" }\neve = { kind = "user" }\n'
+                 '[tools.t]\nname = "lookup_page"\n[ends]\nc = {final = "completed"}\n'
+                 '[[product]]\nruns = [["q"], ["s"]]\ntools = ["t"]\n')
+    s = load_scope(p)
+    by = {tuple(r.get("requests", [{}])[0].get("by", "") for r in m.data["runs"]):
+          m.data.get("principals") for m in s.members}
+    assert by == {("",): None, ("eve",): {"owner": {"kind": "user"}, "eve": {"kind": "user"}}}
+    bad = tmp_path / "bad.toml"
+    bad.write_text(p.read_text().replace('eve = { kind = "user" }', 'eve = { kind = "robot" }'))
+    with pytest.raises(ConfigError, match="principals.eve.kind"):
+        load_scope(bad)
 
 
 @pytest.mark.parametrize(("text", "field"), [
@@ -239,13 +268,15 @@ def test_truncated_members_are_named(tmp_path):
 # -- the command ----------------------------------------------------------------------------
 def test_scope_command_json(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("FAILCLOSED_CACHE", str(tmp_path / "cache"))
-    rc = main(["scope", "quick", "--jobs", "1", "--json", "-", "--quiet", "--policy", "proposed",
+    # proposed without its overdue sweep (P6): the orphaned QUEUED row of FINDINGS.md 3
+    pol = "proposed-overdue_queued_redispatched"
+    rc = main(["scope", "quick", "--jobs", "1", "--json", "-", "--quiet", "--policy", pol,
                "--property", "no_unaudited_write_settles_successfully",
                "--property", "no_orphan_queued_run", "--out", str(tmp_path / "out")])
     out = capsys.readouterr().out
     d = json.loads(out[: out.rindex("}") + 1])
     assert rc == 1
-    cells = d["policies"]["proposed"]
+    cells = d["policies"][pol]
     assert cells["no_unaudited_write_settles_successfully"] == {"holds": True, "trace_length": None}
     bad = cells["no_orphan_queued_run"]
     assert bad["holds"] is False and bad["config"].startswith("queued:")

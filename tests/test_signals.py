@@ -39,6 +39,26 @@ def _children(proc: subprocess.Popen, want: int, timeout: float = 60) -> list:
     raise AssertionError(f"no {want} worker processes within {timeout} s")
 
 
+def _writing_in(proc: subprocess.Popen, directory: Path, timeout: float = 60) -> None:
+    """Returns once the command holds a file open in ``directory`` (the history it writes: an
+    unnamed O_TMPFILE file there, or its ``.NAME.partial``), however long a loaded machine
+    takes to start it."""
+    fds = Path(f"/proc/{proc.pid}/fd")  # psutil's open_files leaves the unnamed file out
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        assert proc.poll() is None, proc.communicate()
+        targets = []
+        for fd in fds.iterdir():
+            try:
+                targets.append(os.readlink(fd))
+            except OSError:  # closed meanwhile
+                pass
+        if any(t.startswith(f"{directory}{os.sep}") for t in targets):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the command opened no file in {directory} within {timeout} s")
+
+
 def _gone(kids: list, timeout: float = 15) -> list:
     """The descendants still alive after ``timeout`` seconds."""
     _, alive = psutil.wait_procs(kids, timeout=timeout)
@@ -78,8 +98,7 @@ def test_simulate_history_leaves_no_partial_file(tmp_path, sig) -> None:
     (tmp_path / "h.jsonl").write_text("an earlier history\n")
     proc = _start([
         "simulate", SIM, "--runs", "200000", "--history", "h.jsonl", "--quiet"], tmp_path)
-    time.sleep(4)
-    assert proc.poll() is None, proc.communicate()
+    _writing_in(proc, tmp_path)  # the signal lands while the history is being written
     proc.send_signal(sig)
     rc = proc.wait(timeout=30)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h.jsonl"]  # no .h.jsonl.partial

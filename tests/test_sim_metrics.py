@@ -255,3 +255,46 @@ def test_unaudited_applications_split_by_how_their_run_ended():
     m = compute([audited, unaudited, dead, rec(4, status="queued")], seed=1, lease_seconds=30)
     assert m["unaudited_by_outcome"] == {"completed": 1, "failed": 0, "dead_lettered": 2, "unfinished": 0}
     assert (m["completed_unaudited"]["k"], m["completed_unaudited"]["n"]) == (1, 3)
+
+
+def test_statements_and_redispatches_per_run():
+    """The statements of each class: the runs' own plus those naming no run (the reaper's
+    SELECTs), in total and per run; the sweep's re-dispatches (P6) with their waits."""
+    rs = [rec(1, finished=True, status="completed", statements={"store": 7, "audit": 3, "dispatch": 1},
+              redispatch_waits=[12.0, 50.0]),
+          rec(2, finished=True, status="completed", statements={"store": 5, "audit": 2},
+              redispatch_waits=[2.0])]
+    m = compute(rs, seed=1, lease_seconds=1, unattributed={"store": 4}, reaper_period=60.0)
+    st = m["statements"]
+    assert st["store"] == {"total": 16, "of_runs": 12, "per_run": 8.0}
+    assert st["audit"] == {"total": 5, "of_runs": 5, "per_run": 2.5}
+    assert st["dispatch"] == {"total": 1, "of_runs": 1, "per_run": 0.5}
+    rd = m["redispatches"]
+    assert (rd["count"], rd["runs"], rd["per_run"], rd["reaper_period_s"]) == (3, 2, 1.5, 60.0)
+    assert rd["wait_s"]["mean"] == pytest.approx(64.0 / 3) and rd["wait_s"]["max"] == 50.0
+    assert rd["wait_s"]["p50"] == 12.0
+    row = flat(m)
+    assert (row["store_statements"], row["audit_inserts"], row["dispatches"]) == (16, 5, 1)
+    assert row["reaper_selects"] == 4  # the statements no run's record holds
+    assert (row["redispatches"], row["redispatch_wait_max_s"]) == (3, 50.0)
+    assert row["redispatch_wait_s"] == pytest.approx(64.0)  # a sum: the summary divides by the count
+    # no re-dispatch: no wait, and a zero sum the summary's ratio skips
+    none = flat(compute([rec(3, status="queued")], seed=1, lease_seconds=1))
+    assert (none["redispatches"], none["redispatch_wait_s"], none["redispatch_wait_max_s"]) == (0, 0.0, None)
+    assert none["store_statements"] == 0
+
+
+def test_the_summary_divides_the_statements_by_the_runs_over_seeds():
+    from failclosed.sim import stats
+    from failclosed.sim.batch import sweep_columns
+
+    header = sweep_columns(["policy"])
+    base = dict.fromkeys(header, "")
+    rows = [base | {"param:policy": "p", "seed": str(s), "runs": str(n), "store_statements": str(k),
+                    "redispatches": str(r), "redispatch_wait_s": str(w)}
+            for s, n, k, r, w in ((1, 10, 200, 2, 30.0), (2, 20, 500, 0, 0.0), (3, 10, 260, 1, 40.0))]
+    (s,) = stats.summarize(rows, header)
+    assert s["store_statements_per_run"] == pytest.approx(960 / 40)
+    assert s["store_statements_per_run_lo"] <= 960 / 40 <= s["store_statements_per_run_hi"]
+    assert s["redispatches_per_run"] == pytest.approx(3 / 40)
+    assert s["redispatch_wait_s"] == pytest.approx(70.0 / 3)  # over the re-dispatches, not the seeds

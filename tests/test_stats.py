@@ -229,15 +229,10 @@ def test_swimlane_of_the_f4_scenario_marks_the_violation_and_the_audit_events(tm
     assert "audit_ok" in keys
 
 
-def test_swimlane_of_a_history_zooms_to_a_violating_run_and_caps_lanes(tmp_path, cfg):
-    import json
-
+def test_swimlane_of_a_history_zooms_to_a_violating_run_and_caps_lanes(tmp_path, violating_history):
     from failclosed.sim import plots
 
-    hist, js = tmp_path / "h.jsonl", tmp_path / "h.json"
-    main(["simulate", cfg, "--policy", "adr-111", "--runs", "30", "--history", str(hist), "--json", str(js),
-          "--quiet"])
-    viol = json.loads(js.read_text())["violations"]
+    hist, _js, viol = violating_history
     assert viol
     drawn = plots.swimlane(str(hist), str(tmp_path / "v.png"), violations=viol, max_lanes=8, axis="time",
                            first_violating=True)
@@ -306,13 +301,17 @@ def test_an_interval_past_the_metrics_range_is_clipped_and_says_so(tmp_path, cap
 
 
 # -- pictures: never narrowed silently, every label inside the figure, a marker per kind ----------
-@pytest.fixture
-def violating_history(tmp_path, cfg):
+@pytest.fixture(scope="module")
+def violating_history(tmp_path_factory):
+    """One simulation's history and report, read (never written) by the tests that draw it."""
     import json
 
-    hist, js = tmp_path / "h.jsonl", tmp_path / "h.json"
-    main(["simulate", cfg, "--policy", "adr-111", "--runs", "30", "--history", str(hist), "--json", str(js),
-          "--quiet"])
+    d = tmp_path_factory.mktemp("violating")
+    cfg = d / "c.toml"
+    cfg.write_text(SMALL)
+    hist, js = d / "h.jsonl", d / "h.json"
+    main(["simulate", str(cfg), "--policy", "adr-111", "--runs", "30", "--history", str(hist), "--json",
+          str(js), "--quiet"])
     viol = json.loads(js.read_text())["violations"]
     assert len({r for v in viol for r in v["runs"]}) > 1
     return hist, js, viol

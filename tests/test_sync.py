@@ -4,6 +4,7 @@ handler nested in the dispatching process, which waits for it and then goes on."
 from __future__ import annotations
 
 import json
+import re
 import sys
 import tomllib
 from pathlib import Path
@@ -15,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from failclosed.cli import main  # noqa: E402
 from failclosed.model.config import ConfigError, load_world  # noqa: E402
 from failclosed.model.runtime import apply, enabled  # noqa: E402
-from failclosed.model.state import ASYNC, SYNC  # noqa: E402
+from failclosed.model.state import ASYNC, SYNC, TRANSPORTS  # noqa: E402
 from failclosed.model.transition import Transition  # noqa: E402
 from failclosed.sim.batch import simulate_one  # noqa: E402
 
@@ -173,7 +174,8 @@ def test_a_crash_of_the_reaper_kills_the_run_nested_in_it():
 @pytest.mark.parametrize("value", ["snyc", 1, ["sync"]])
 def test_a_bad_transport_is_one_line_naming_the_field(tmp_path, capsys, value):
     bad = {"model": {"transport": value}, "runs": [{"id": "r1"}]}
-    with pytest.raises(ConfigError, match=r"^model\.transport: .* use \"async\" or \"sync\"$"):
+    use = ", ".join(f'"{t}"' for t in TRANSPORTS)  # every transport, the model's list
+    with pytest.raises(ConfigError, match=rf"^model\.transport: .* use one of {re.escape(use)}$"):
         load_world(bad)
     text = f'[model]\ntransport = {json.dumps(value)}\n[[runs]]\nid = "r1"\n'
     f = tmp_path / "bad.toml"
