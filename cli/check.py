@@ -193,10 +193,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
     check_junit(args)
 
     with progress(args, "check", len(parts), "parts") as pg:
+        # coverage counts what a search fired: under reduction, not what the model enables
         res = check(args.policy, args.config, args.properties, max_states=args.max_states,
-                    witnesses=not args.properties, coverage=not args.properties,
+                    witnesses=not args.properties,
+                    coverage=not args.properties and not args.por,
                     on_part=lambda name, states: pg.advance(states=states), jobs=args.jobs,
-                    on_note=pg.note, clock=args.clock_regions,
+                    on_note=pg.note, clock=args.clock_regions, por=args.por,
                     memory_budget_mib=args.memory_budget)
     cells = {(args.policy, n): not r.holds for n, r in res.properties.items()}
     failed = [r for r in res.properties.values() if not r.holds]
@@ -250,6 +252,8 @@ def _print_check(args: argparse.Namespace, res: Any, new: list[Any], cmp: Compar
             mark = "holds" if res.complete else f"holds up to {args.max_states:,} states per part (truncated)"
         else:
             mark = f"VIOLATED ({r.trace_length} steps, {r.part})"
+            if not r.shortest:
+                mark += ", not shortest (found under reduction; the bounded search was cut)"
             if n in known:
                 mark += f", known: {known[n].finding or 'in the baseline'}"
         if r.under:  # a liveness property: the fairness it was checked under
@@ -290,14 +294,14 @@ def _cell(r: Any) -> dict[str, Any]:
 
 def run_matrix(config: str, policies: list[str],
                on_policy: Callable[[str, Any], None] | None = None,
-               max_states: int | None = None, clock: bool = True,
+               max_states: int | None = None, clock: bool = True, por: bool = False,
                memory_budget_mib: float | None = None,
                ) -> tuple[list[str], dict[str, dict[str, Any]], list[Any]]:
     """Check every property under each policy: (properties, {policy: {property: cell}},
     the CheckResults). ``on_policy(policy, result)`` is called as each is done;
     ``max_states`` bounds each part's search (``--max-states``); ``clock``: under the
-    clock regions (``--no-clock-reduction``: without); ``memory_budget_mib`` what it may
-    keep in memory (``--memory-budget``)."""
+    clock regions (``--no-clock-reduction``: without); ``por``: ``--por``; ``memory_budget_mib``
+    what it may keep in memory (``--memory-budget``)."""
     from failclosed.spec.checker import check
 
     table: dict[str, dict[str, Any]] = {}
@@ -305,7 +309,7 @@ def run_matrix(config: str, policies: list[str],
     props: list[str] = []
     for pol in policies:
         res = check(pol, config, None, witnesses=False, coverage=False, max_states=max_states,
-                    clock=clock, memory_budget_mib=memory_budget_mib)
+                    clock=clock, por=por, memory_budget_mib=memory_budget_mib)
         results.append(res)
         props = list(res.properties)
         table[pol] = {n: _cell(r) for n, r in res.properties.items()}
@@ -337,7 +341,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     with progress(args, "matrix", len(pols), "policies") as pg:
         props, table, results = run_matrix(
             args.config, pols, lambda pol, res: pg.advance(states=res.states), args.max_states,
-            args.clock_regions, args.memory_budget)
+            args.clock_regions, args.por, args.memory_budget)
     cells = {(pol, n): not table[pol][n]["holds"] for pol in pols for n in props}
     notes: list[str] = []
     if args.write_baseline:
