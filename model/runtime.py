@@ -308,6 +308,22 @@ _REQUEST_MOVES: dict[str, str] = {
 # fire the others too): a configuration without RunSpec.requests never enables these
 REQUEST_ONLY: frozenset[str] = frozenset(_REQUEST_MOVES.values()) - {
     TransitionName.APPROVE, TransitionName.DENY, TransitionName.SUBMIT_INPUT, store.CANCEL}
+
+
+def unreachable_in(config: Config) -> frozenset[str]:
+    """The transitions ``config`` never enables for want of what fires them: a named
+    principal's request (:data:`REQUEST_ONLY`, without RunSpec.requests), the operator's
+    cancel command (without ``operator_cancels``), and the refused tick (with a transport)."""
+    out: set[str] = set()
+    if not any(r.requests for r in config.runs):
+        out |= REQUEST_ONLY
+    if not config.operator_cancels:
+        out.add(TransitionName.CANCEL_COMMAND)
+    if config.transport != NO_TRANSPORT:
+        out.add(TransitionName.TICK_REFUSED)
+    return frozenset(out)
+
+
 _REQUEST_DECISION: dict[str, str] = {
     Request.APPROVE: Decision.APPROVE, Request.DENY: Decision.DENY, Request.INPUT: Decision.INPUT,
 }

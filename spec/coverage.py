@@ -37,10 +37,11 @@ def fault_kinds_used() -> set[str]:
 
 def expected_labels(specs: Iterable[Config]) -> list[str]:
     """Every ``name[fault]`` label the model can produce for the given configurations:
-    the provider-fault labels are the union of the configurations' failure classes; the
-    transitions only a named principal's request fires (``runtime.REQUEST_ONLY``: the reads,
-    RUNTIME 16.18) only where some run has such requests (none given: every label)."""
-    from failclosed.model.runtime import REQUEST_ONLY
+    the provider-fault labels are the union of the configurations' failure classes; a
+    transition none of them can fire for want of what fires it (``runtime.unreachable_in``:
+    a named principal's request, the operator's cancel command, the refused tick without a
+    transport) is left out (none given: every label)."""
+    from failclosed.model.runtime import unreachable_in
 
     specs = list(specs)
     classes: list[str] = []
@@ -49,8 +50,9 @@ def expected_labels(specs: Iterable[Config]) -> list[str]:
             if c not in classes:
                 classes.append(c)
     out = names.labels(tuple(classes))
-    if specs and not any(r.requests for s in specs for r in s.runs):
-        out = [x for x in out if x.split("[")[0] not in REQUEST_ONLY]
+    if specs:
+        never = frozenset.intersection(*(unreachable_in(s) for s in specs))
+        out = [x for x in out if x.split("[")[0] not in never]
     return out
 
 
