@@ -91,22 +91,23 @@ def clock_regions(w: World, past_gap: int = PAST_GAP, future_gap: int | None = N
     moved by one constant so the earliest is 1. ``future_gap`` (None: none) closes the gaps
     after now too: unsound for any value below the largest time offset, there only for the
     tests that show the checks catch it."""
-    now = w.clock
-    ts = instants(w)
+    now: int = w.clock
+    ts: list[int] = list(instants(w))
     lo = min(ts)
     moves: dict[int, int] = {}
     # no gap to close when every instant before now is now - 1 (or none is: lo is now)
     if lo < now - 1 or (past_gap != 1 and lo < now):
-        below = sorted({t for t in ts if t < now})
+        below: list[int] = sorted({t for t in ts if t < now})
         prev_old = prev_new = now
-        for t in reversed(below):
+        for t in below[::-1]:
             new = prev_new - min(prev_old - t, past_gap)
             if new != t:
                 moves[t] = new
             prev_old, prev_new = t, new
     if future_gap is not None:
         prev_old = prev_new = now
-        for t in sorted({t for t in ts if t > now}):
+        above: list[int] = sorted({t for t in ts if t > now})
+        for t in above:
             new = prev_new + min(t - prev_old, future_gap)
             if new != t:
                 moves[t] = new
