@@ -538,16 +538,19 @@ class Instant(NamedTuple):
     record: type
     field: str
     none: int | None = None
+    # the World field that holds the records (a tuple of them, or one; "" for World itself):
+    # named, since a compiled build's dataclass fields carry no annotation to read it from
+    at: str = ""
 
 
 # Every field that holds an instant, the one list (spec/symmetry.py's time shift and clock
 # regions read it): adding an instant field to a record is adding its line here.
 INSTANTS: tuple[Instant, ...] = (
     Instant(World, "clock"),
-    Instant(Row, "lease_expires", none=0),
-    Instant(Row, "dispatch_deadline", none=0),  # proposal P6 (0: none)
-    Instant(Message, "not_before"),
-    Instant(ReaperState, "now"),
+    Instant(Row, "lease_expires", none=0, at="rows"),
+    Instant(Row, "dispatch_deadline", none=0, at="rows"),  # proposal P6 (0: none)
+    Instant(Message, "not_before", at="messages"),
+    Instant(ReaperState, "now", at="reapers"),
 )
 
 
@@ -562,26 +565,22 @@ class _InstantPlan(NamedTuple):
 
 def _instant_plan() -> _InstantPlan:
     import dataclasses
-    import re
 
-    by_type: dict[type, list[tuple[str, int | None]]] = {}
+    world_fields = {f.name for f in dataclasses.fields(World)}
+    direct: list[str] = []
+    nested: dict[str, dict[type, list[tuple[str, int | None]]]] = {}
     for ins in INSTANTS:
-        by_type.setdefault(ins.record, []).append((ins.field, ins.none))
         if ins.field not in {f.name for f in dataclasses.fields(ins.record)}:
             raise TypeError(f"INSTANTS: {ins.record.__name__} has no field {ins.field!r}")
-    direct = tuple(f for f, none in by_type.pop(World, []))
-    names = {t.__name__: t for t in by_type}
-    nested = []
-    for f in dataclasses.fields(World):
-        ann = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-        held = {names[n]: tuple(by_type[names[n]]) for n in re.findall(r"\w+", ann) if n in names}
-        if held:
-            nested.append((f.name, held))
-    placed = {t for _, held in nested for t in held}
-    if placed != set(by_type):  # an instant in a record no World field holds directly
-        missing = ", ".join(sorted(t.__name__ for t in set(by_type) - placed))
-        raise TypeError(f"INSTANTS: no World field holds {missing}")
-    return _InstantPlan(direct, tuple(nested))
+        if ins.record is World:
+            direct.append(ins.field)
+        elif ins.at not in world_fields:
+            raise TypeError(f"INSTANTS: {ins.record.__name__}.{ins.field}: at={ins.at!r} is not "
+                            "a World field (name the field that holds these records)")
+        else:
+            nested.setdefault(ins.at, {}).setdefault(ins.record, []).append((ins.field, ins.none))
+    return _InstantPlan(tuple(direct), tuple(
+        (at, {t: tuple(specs) for t, specs in held.items()}) for at, held in nested.items()))
 
 
 INSTANT_PLAN = _instant_plan()

@@ -499,7 +499,7 @@ def test_the_instants_are_read_from_their_declaration(monkeypatch):
                                         for r in w.rows))
     assert sorted(instants(w)) == sorted([50] + [49] * len(w.rows) + [m.not_before
                                                                        for m in w.messages])
-    more = (*INSTANTS, Instant(state.Row, "requeue_count", none=0))
+    more = (*INSTANTS, Instant(state.Row, "requeue_count", none=0, at="rows"))
     monkeypatch.setattr(state, "INSTANTS", more)
     plan = state._instant_plan()
     count, move = state._make_instants(plan), state._make_map(plan)
@@ -509,6 +509,9 @@ def test_the_instants_are_read_from_their_declaration(monkeypatch):
     assert moved.clock == 45
     monkeypatch.setattr(state, "INSTANTS", (*INSTANTS, Instant(state.Row, "no_such_field")))
     with pytest.raises(TypeError, match="no field 'no_such_field'"):
+        state._instant_plan()
+    monkeypatch.setattr(state, "INSTANTS", (*INSTANTS, Instant(state.Row, "requeue_count")))
+    with pytest.raises(TypeError, match="is not a World field"):
         state._instant_plan()
 
 
