@@ -223,18 +223,26 @@ def test_directory_gone_after_search_and_after_an_exception(tmp_path: Path) -> N
 def test_directory_gone_after_sigterm_of_check(tmp_path: Path) -> None:
     """`failclosed check --memory-budget` spilling, then SIGTERM: exit 143, no directory."""
     policy, config = _zombie()
+    _sigterm_while_spilling(tmp_path, ["check", "--policy", policy, "--config", config], 60)
+
+
+def _sigterm_while_spilling(tmp_path: Path, argv: list[str], wait_s: float,
+                            settle_s: float = 0.0) -> None:
+    """Run ``failclosed ARGV --memory-budget`` (tiny) with its spill directories under
+    ``tmp_path``, SIGTERM it once one exists: it exits 143 and leaves no directory (after
+    ``settle_s``, the time its terminated workers' finally blocks take)."""
     env = dict(os.environ, TMPDIR=str(tmp_path))
     p = subprocess.Popen(
-        [sys.executable, "-m", "failclosed", "check", "--policy", policy, "--config", config,
-         "--memory-budget", "0.000001", "--quiet"],
+        [sys.executable, "-m", "failclosed", *argv, "--memory-budget", "0.000001", "--quiet"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + wait_s
     while not _dirs(tmp_path) and time.monotonic() < deadline and p.poll() is None:
         time.sleep(0.02)
-    assert _dirs(tmp_path), "the search never spilled"
+    assert _dirs(tmp_path), "nothing spilled"
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 143, err
+    time.sleep(settle_s)
     assert _dirs(tmp_path) == []
 
 
@@ -271,17 +279,5 @@ def test_check_json_names_the_spilled_part(tmp_path: Path) -> None:
 def test_directory_gone_after_sigterm_of_scope_workers(tmp_path: Path) -> None:
     """`failclosed scope --jobs 2 --memory-budget`: SIGTERM while workers spill stops them
     (spec.pool.stop_pool terminates them), and neither leaves its directory behind."""
-    env = dict(os.environ, TMPDIR=str(tmp_path))
-    p = subprocess.Popen(
-        [sys.executable, "-m", "failclosed", "scope", "standard", "--jobs", "2", "--no-cache",
-         "--memory-budget", "0.000001", "--quiet"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while not _dirs(tmp_path) and time.monotonic() < deadline and p.poll() is None:
-        time.sleep(0.02)
-    assert _dirs(tmp_path), "no worker spilled"
-    p.send_signal(signal.SIGTERM)
-    _, err = p.communicate(timeout=60)
-    assert p.returncode == 143, err
-    time.sleep(0.5)  # the terminated workers' finally blocks have run by the time they exit
-    assert _dirs(tmp_path) == []
+    _sigterm_while_spilling(tmp_path, ["scope", "standard", "--jobs", "2", "--no-cache"], 120,
+                            settle_s=0.5)
