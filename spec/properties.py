@@ -768,8 +768,6 @@ def _made_without_access(w: World, requests: frozenset[str], what: str) -> str |
     source="RUNTIME 16.18, 11 step 1, 12.2 step 2", reads=("made",), stable=True,
 )
 def _find_change_without_access(w: World) -> str | None:
-    if not w.made:
-        return None
     return _made_without_access(w, _CHANGES, "changed")
 
 
@@ -781,8 +779,6 @@ def _find_change_without_access(w: World) -> str | None:
     source="RUNTIME 16.18, 16.11, 12.2 step 2", reads=("made",), stable=True,
 )
 def _find_approval_without_access(w: World) -> str | None:
-    if not w.made:
-        return None
     return _made_without_access(w, frozenset({Request.APPROVE}), "approved")
 
 
@@ -794,8 +790,6 @@ def _find_approval_without_access(w: World) -> str | None:
     source="RUNTIME 16.18", reads=("made",), stable=True,
 )
 def _find_read_without_access(w: World) -> str | None:
-    if not w.made:
-        return None
     return _made_without_access(w, _READS, "read")
 
 
@@ -807,8 +801,6 @@ def _find_read_without_access(w: World) -> str | None:
     source="RUNTIME 16.18", reads=("made",), stable=True,
 )
 def _find_status_view_with_state(w: World) -> str | None:
-    if not w.made:
-        return None
     for m in w.made:
         if m.request != Request.STATUS:
             continue
