@@ -661,6 +661,45 @@ def _make_map(plan: _InstantPlan) -> Any:
 map_instants: Any = _make_map(INSTANT_PLAN)
 
 
+# -- logs (the model's declared append-only tuples) ------------------------------------------
+class Log(NamedTuple):
+    """A World field that is a log: a tuple its transitions only ever append to, each entry
+    belonging to one ``key`` (the entry's field of that name: its run, or the actor of a
+    console command). What the model and the properties read of a log is each key's own
+    entries, in their order, or a count or a membership: a run's largest sequence and its
+    events page (model/store.py, model/runtime.py ``read_events``), a call's later
+    re-application, a segment's outcome, a run's stream (spec/properties.py). The order of
+    two keys' entries is the interleaving of independent appends, which nothing reads: two
+    worlds that differ only in it have the same futures and the same verdicts (the log order
+    reduction, spec/symmetry.py ``group_logs``)."""
+
+    field: str
+    key: str
+
+
+# Every log, the one list (spec/symmetry.py reads it): a new append-only World tuple whose
+# entries of different keys no guard and no property orders is one more line here.
+LOGS: tuple[Log, ...] = (
+    Log("events", "run"),
+    Log("ledger", "run"),
+    Log("outcomes", "run"),
+    Log("made", "run"),
+    Log("commands", "actor"),
+)
+
+
+def _check_logs() -> None:
+    import dataclasses
+
+    world_fields = {f.name for f in dataclasses.fields(World)}
+    for log in LOGS:
+        if log.field not in world_fields:
+            raise TypeError(f"LOGS: {log.field!r} is not a World field")
+
+
+_check_logs()
+
+
 # worlds cross process boundaries (check --jobs, mutants --jobs, scopes): see records.picklable
 picklable(Policy, Constants, Tool, Answer, RunSpec, Config, Row, Event, Application, Message, Proc,
           WorkerPart, ResumePart, ReaperState, World, Principal, Ask, Made, Asked)

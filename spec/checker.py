@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -435,6 +435,7 @@ def check(
     coverage: bool = True,
     symmetry: bool = True,
     clock: bool = True,
+    logs: bool = True,
     measure_reduction: bool = False,
     max_states: int | None = None,
     on_part: Callable[[str, int], None] | None = None,
@@ -456,6 +457,8 @@ def check(
     ``jobs`` > 1: the parts (independent searches) run on that many spawned processes
     (spec/scope.py's pool) and are merged in their order, so the result is the one of
     ``jobs=1`` (but for the measured seconds and memory).
+    ``symmetry``, ``clock``, ``logs``: the state abstractions of spec/symmetry.py (the
+    symmetry reduction, the clock regions, the log order; False: without).
     ``por``: partial-order reduction (spec/por.py) for the parts' searches that keep no
     graph (no liveness property is checked: the reduction is not claimed sound for the fair
     cycle analysis); a violation found under it is shortened by an unreduced search bounded
@@ -476,7 +479,7 @@ def check(
     from failclosed.spec.scope import worker_share
 
     search = _Search(pname, tuple(safety), tuple(live), coverage, symmetry, measure_reduction,
-                     max_states, clock, por,
+                     max_states, clock, logs, por,
                      worker_share(memory_budget_mib, min(jobs, len(parts))))
     if jobs > 1 and len(parts) > 1:
         outcomes = _parts_in_processes(parts, search, tuple(reached), jobs, on_part)
@@ -518,8 +521,13 @@ class _Search:
     measure_reduction: bool
     max_states: int | None
     clock: bool = True  # the clock regions (spec/symmetry.py); False: the time shift only
+    logs: bool = True  # the log order (spec/symmetry.py); False: each log in landing order
     por: bool = False
     memory_budget_mib: float | None = None  # one search's share (spec/seen.py)
+
+    def canonical(self, cfg: Config) -> Callable[[World], Hashable] | None:
+        """The key of ``cfg``'s worlds under this search's reductions (spec/symmetry.py)."""
+        return make_canonical(cfg, self.symmetry, self.clock, self.logs)
 
     @property
     def por_runs(self) -> bool:
@@ -570,10 +578,9 @@ class _GrowthWatch:
     search (3/GROWTH with the probe after a ``max_states`` cut), and a preset policy has
     none."""
 
-    def __init__(self, part: ConfigPart, policy: str, preset: str, symmetry: bool,
-                 say: Callable[[str], None], clock: bool = True) -> None:
-        self.part, self.policy, self.preset, self.symmetry = part, policy, preset, symmetry
-        self.clock = clock
+    def __init__(self, part: ConfigPart, policy: str, preset: str, search: _Search,
+                 say: Callable[[str], None]) -> None:
+        self.part, self.policy, self.preset, self.search = part, policy, preset, search
         self.say = say
         self.checkpoint = 0
         self.line: str | None = None
@@ -590,7 +597,7 @@ class _GrowthWatch:
         self.checkpoint = 2 * stored
         cfg, budget = parse_config(self.part.data, self.preset)
         probe = engine.explore([initial_world(cfg, budget)], successors, invariants={},
-                               canonical=make_canonical(cfg, self.symmetry, self.clock),
+                               canonical=self.search.canonical(cfg),
                                max_states=max(1, stored // GROWTH))
         if probe.truncated:
             return
@@ -636,7 +643,7 @@ def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
 
     spec, budget = parse_config(part.data, search.policy)
     w0 = initial_world(spec, budget)
-    canon = make_canonical(spec, search.symmetry, search.clock)
+    canon = search.canonical(spec)
     wit = {k: WITNESSES[k].holds for k in witnesses}
     # the liveness analysis reads per state only these (the worlds are not kept)
     goals = {f"goal {n}": _goal(P.LIVENESS[n]) for n in search.live}
@@ -644,7 +651,7 @@ def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
               if P.LIVENESS[n].ignore_deadlock is not None}
     preset = varied_preset(spec.policy.name)
     watch = None if preset is None else _GrowthWatch(part, spec.policy.name, preset,
-                                                     search.symmetry, say or _say, search.clock)
+                                                     search, say or _say)
     reads = ({n: P.SAFETY[n].reads for n in search.safety if P.SAFETY[n].reads}
              | {k: WITNESSES[k].reads for k in wit})
     reduce = None

@@ -503,10 +503,11 @@ def check_member(name: str, data: dict[str, Any], policy: str,
                  max_states: int | None = None,
                  on_progress: Callable[[int, int], None] | None = None,
                  clock: bool = True, por: bool = False,
-                 memory_budget_mib: float | None = None) -> TaskResult:
+                 memory_budget_mib: float | None = None, logs: bool = True) -> TaskResult:
     """Check one member under one policy (no witnesses, no coverage: verdicts only).
     ``on_progress(stored, expanded)``: the running search's progress (spec.engine.explore);
     ``clock``: under the clock regions (spec/symmetry.py; False: the time shift only);
+    ``logs``: under the log order (spec/symmetry.py; False: each log in landing order);
     ``por``: partial-order reduction (spec.checker.check); ``memory_budget_mib``: what its
     search may store in memory (spec/seen.py)."""
     from failclosed.spec.checker import ConfigPart, check
@@ -516,7 +517,7 @@ def check_member(name: str, data: dict[str, Any], policy: str,
     before = _maxrss_mib()
     res = check(policy, ConfigPart(name, "", data), properties, witnesses=False,
                 coverage=False, max_states=max_states, on_progress=on_progress, clock=clock,
-                por=por, memory_budget_mib=memory_budget_mib)
+                logs=logs, por=por, memory_budget_mib=memory_budget_mib)
     after = _maxrss_mib()
     # the process's peak, if this member raised it (then it is the member's own); else the
     # largest resident size sampled during its searches (a worker that ran a larger one)
@@ -541,15 +542,15 @@ def _init_progress(queue: Any) -> None:
 
 
 def _task(args: tuple[str, dict[str, Any], str, tuple[str, ...] | None, int | None, bool, bool,
-                      float | None]) -> dict[str, Any]:
-    name, data, policy, props, max_states, clock, por, budget = args
+                      float | None, bool]) -> dict[str, Any]:
+    name, data, policy, props, max_states, clock, por, budget, logs = args
     queue = _PROGRESS[0]
     report = None
     if queue is not None:
         def report(stored: int, expanded: int) -> None:
             queue.put(((name, policy), stored))
     return check_member(name, data, policy, props, max_states, report, clock, por,
-                        budget).to_json()
+                        budget, logs).to_json()
 
 
 CACHE_VARIABLE = "FAILCLOSED_CACHE"  # the cache's root (README, the notebooks, docs/SCOPES.md)
@@ -630,13 +631,14 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
               on_result: Callable[[TaskResult], None] | None = None,
               on_running: Callable[[int], None] | None = None,
               clock: bool = True, por: bool = False,
-              memory_budget_mib: float | None = None) -> list[TaskResult]:
+              memory_budget_mib: float | None = None, logs: bool = True) -> list[TaskResult]:
     """Every (member, policy) checked once; cached results are not recomputed. ``on_result``
     sees each result as it arrives (progress); the list comes back in task order.
     ``on_running(states)``: the states stored so far by the searches still running (every
     few thousand states of each, and at least every few seconds on local processes, so a
     progress display can show life while a large member runs); Dask tasks report none.
     ``clock``: every search under the clock regions (spec/symmetry.py; False: without);
+    ``logs``: under the log order (the same; False: without);
     ``memory_budget_mib``: what the searches may store in memory at once: each of the
     ``jobs`` local workers gets ``memory_budget_mib / jobs`` (a Dask task, the whole of it:
     the cluster sizes its own workers); None: no bound (spec/seen.py)."""
@@ -648,7 +650,8 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
     for i, (m, p) in enumerate(tasks):
         if cache is not None:
             # por joins the key only when on, so every key of an unreduced run is what it was
-            switches = {Reduction.CLOCK_REGIONS: clock} | ({Reduction.POR: True} if por else {})
+            switches = ({Reduction.CLOCK_REGIONS: clock, Reduction.LOG_ORDER: logs}
+                        | ({Reduction.POR: True} if por else {}))
             keys[i] = cache.key(m, p, props, max_states, switches)
             hit = cache.get(keys[i], m.name)
             if hit is not None:
@@ -681,7 +684,7 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
 
     share = worker_share(memory_budget_mib, 1 if dask else min(jobs, len(todo)))
     args = {i: (tasks[i][0].name, tasks[i][0].data, tasks[i][1], props, max_states, clock, por,
-                share)
+                share, logs)
             for i in todo}
     if dask:
         _run_dask(dask, args, done)
@@ -690,7 +693,8 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
             a = args[i]
             key = (a[0], a[2])
             done(i, check_member(*a[:5], on_progress=lambda n, _e, k=key: progress(k, n),
-                                 clock=a[5], por=a[6], memory_budget_mib=a[7]).to_json())
+                                 clock=a[5], por=a[6], memory_budget_mib=a[7],
+                                 logs=a[8]).to_json())
     else:
         run_local(jobs, args, done, on_progress=progress if on_running is not None else None)
     return [results[i] for i in range(len(tasks))]

@@ -43,6 +43,20 @@ instants' values in transition labels):
   instants at or after now are, and those are not moved: the regions are taken anchored at
   the clock there (no translation), without a horizon before the time shift.
 
+Log order (:func:`group_logs`): the World tuples ``model.state.LOGS`` declares (the events,
+the ledger, the outcomes, the principals' requests that took effect, the console commands)
+are append-only, and what anything reads of them is each key's (each run's, each command
+actor's) own entries in their order: a run's largest sequence, its events page, a call's
+later re-application, a segment's outcome, a run's stream order. So every log is keyed with
+its entries grouped by key, each key's order kept: two worlds that differ only in how two
+runs' appends interleaved are one state. The argument: every transition appends at the end
+of a log (each key's order grows the same way in both worlds) and reads a log only through a
+filter on one key, a count or a membership; every property does the same
+(spec/properties.py: each finder filters by run, call or segment, a segment belonging to one
+run). tests/test_symmetry_soundness.py checks the bisimulation on random worlds whose logs
+are interleaved afresh, and catches the reduction made unsound (a key that forgets each
+run's own order too).
+
 Every abstraction here is one in the sense of ``spec.engine.explore``'s ``canonical``: worlds
 with the same key have successors with matching keys. A key names the reductions it applies
 in its ``reductions`` attribute (``REDUCTIONS`` for the names).
@@ -56,10 +70,11 @@ from collections.abc import Callable, Hashable
 from dataclasses import fields, replace
 from typing import Any
 
+from failclosed.model import state
 from failclosed.model.state import Config, World, instants, map_instants
 from failclosed.spec.vocab import Reduction
 
-__all__ = ["clock_regions", "make_canonical", "reductions_of", "shift_time"]
+__all__ = ["clock_regions", "group_logs", "make_canonical", "reductions_of", "shift_time"]
 
 
 # =========================================================================================
@@ -122,6 +137,42 @@ def clock_regions(w: World, past_gap: int = PAST_GAP, future_gap: int | None = N
         return moves.get(t, t) - d
 
     return map_instants(w, move)
+
+
+# =========================================================================================
+# logs
+# =========================================================================================
+def _log_keys() -> dict[str, str]:
+    """{World field: the entries' key field} of every declared log (``model.state.LOGS``,
+    read when a key function is made)."""
+    return {log.field: log.key for log in state.LOGS}
+
+
+def _grouped(v: tuple, key: Callable[[Any], Any]) -> tuple | None:
+    """``v`` with its entries grouped by ``key`` (ascending; each key's order kept), or None
+    if they already are."""
+    ks = [key(x) for x in v]
+    for a, b in zip(ks, ks[1:]):  # noqa: B905 - one shorter on purpose
+        if b < a:
+            break
+    else:
+        return None
+    return tuple(x for _, _, x in sorted(zip(ks, range(len(v)), v)))
+
+
+def group_logs(w: World, logs: dict[str, str] | None = None) -> World:
+    """The same world with the entries of every log (``model.state.LOGS``; ``logs``: {field:
+    key field} instead) grouped by their key, in ascending order, each key's own order kept:
+    the representative of the worlds that differ only in how independent appends
+    interleaved (the module docstring)."""
+    ch: dict[str, tuple] = {}
+    for f, k in (_log_keys() if logs is None else logs).items():
+        v = getattr(w, f)
+        if len(v) > 1:
+            g = _grouped(v, lambda x, k=k: getattr(x, k))
+            if g is not None:
+                ch[f] = g
+    return replace(w, **ch) if ch else w
 
 
 def _time_key(spec: Config, clock: bool) -> tuple[Callable[[World], World] | None,
@@ -188,8 +239,8 @@ def _group(spec: Config) -> list[tuple[dict[str, str], list[int]]] | None:
     return group
 
 
-def make_canonical(spec: Config, symmetry: bool = True,
-                   clock: bool = True) -> Callable[[World], Hashable] | None:
+def make_canonical(spec: Config, symmetry: bool = True, clock: bool = True,
+                   logs: bool = True) -> Callable[[World], Hashable] | None:
     """A canonical key over the symmetry group of ``spec`` (None: no reduction applies).
 
     Key = min over the permutations of a serialised form of the world. A permutation renames
@@ -202,16 +253,30 @@ def make_canonical(spec: Config, symmetry: bool = True,
     plain search's worlds. Every key is taken of the world's time representative: its clock
     region (:func:`clock_regions`; ``clock=False``: the time shift alone, and nothing with a
     horizon); with a trivial group (or ``symmetry=False``) that representative alone is the
-    key. The key's ``reductions`` attribute names what it applies, in this order: symmetry,
-    time shift, clock regions."""
+    key. ``logs``: every log's entries grouped by key (:func:`group_logs`; after the
+    permutation, by the permuted key). The key's ``reductions`` attribute names what it
+    applies, in this order: symmetry, time shift, clock regions, log order."""
     time, treds = _time_key(spec, clock)
+    # a log keyed by run has one key with one run: nothing to group
+    log_keys = {f: k for f, k in (_log_keys() if logs else {}).items()
+                if k != "run" or len(spec.runs) > 1}
+    if log_keys:
+        treds = treds + (Reduction.LOG_ORDER,)
     group = _group(spec) if symmetry else None
     if group is None or len(group) == 1:  # None: a worker name that is also a run id
-        if time is None:
+        if time is None and not log_keys:
             return None
+        if not log_keys:
+            assert time is not None
 
-        def timed(w: World) -> Hashable:
-            return time(w)
+            def timed(w: World) -> Hashable:
+                return time(w)
+        elif time is None:
+            def timed(w: World) -> Hashable:
+                return group_logs(w, log_keys)
+        else:
+            def timed(w: World) -> Hashable:
+                return time(group_logs(w, log_keys))
 
         timed.reductions = treds  # type: ignore[attr-defined]
         return timed
@@ -219,7 +284,8 @@ def make_canonical(spec: Config, symmetry: bool = True,
     n = len(spec.runs)
     world_fields = tuple(f.name for f in fields(World) if f.name != "config")
     field_names: dict[type, tuple[str, ...]] = {}
-    ser = _serialiser([_field_serialiser(_value_serialiser(smap, rp, field_names), rp, n)
+    ser = _serialiser([_field_serialiser(_value_serialiser(smap, rp, field_names), rp, n,
+                                         log_keys)
                        for smap, rp in group], world_fields)
 
     if time is None:
@@ -335,16 +401,25 @@ def _value_serialiser(smap: dict[str, str], rp: list[int],
     return val
 
 
-def _field_serialiser(val: Callable[[Any], Any], rp: list[int],
-                      n: int) -> Callable[[str, Any], Any]:
+def _field_serialiser(val: Callable[[Any], Any], rp: list[int], n: int,
+                      logs: dict[str, str]) -> Callable[[str, Any], Any]:
     """The serialisation of one World field: per-run tuples reordered by the permutation,
     processes and messages as sorted multisets, run indices inside each reaper's snapshot and
-    the outcome tuples moved; any other field is a plain value."""
+    the outcome tuples moved, the entries of each log in ``logs`` ({field: key field})
+    grouped by their permuted key (:func:`group_logs`); any other field is a plain value."""
     inv = [0] * n
     for i, j in enumerate(rp):
         inv[j] = i
 
     def field(f: str, v: Any) -> Any:
+        k = logs.get(f)
+        if k is None or len(v) < 2:
+            return plain(f, v)
+        out = plain(f, v)
+        ks = [rp[getattr(x, k)] if k == "run" else val(getattr(x, k)) for x in v]
+        return tuple(e for _, _, e in sorted(zip(ks, range(len(v)), out)))
+
+    def plain(f: str, v: Any) -> Any:
         if f in _PER_RUN:
             return tuple(val(v[inv[j]]) if v[inv[j]] is not None else () for j in range(n))
         if f in ("messages", "procs"):

@@ -40,6 +40,7 @@ from failclosed.spec.checker import ConfigPart, check  # noqa: E402
 from failclosed.spec.properties import SAFETY  # noqa: E402
 from failclosed.spec.symmetry import (  # noqa: E402
     clock_regions,
+    group_logs,
     make_canonical,
     reductions_of,
     shift_time,
@@ -82,6 +83,8 @@ def configs(draw: st.DrawFn) -> tuple[dict, str]:
                              unique_by=lambda r: (r["by"], r["request"])))
     runs = [{"id": f"r{k}", "entry": entry, "decisions": ["approve"],
              "plan": [{"tools": [tool["name"]]}, dict(end)]} for k in range(live)]
+    if live == 2 and draw(st.booleans()):  # two live runs that differ: no run symmetry
+        runs[1]["plan"] = [{"final": "completed"}]
     for r in runs:
         if requests:
             r["requests"] = [dict(x) for x in requests]
@@ -105,9 +108,10 @@ def configs(draw: st.DrawFn) -> tuple[dict, str]:
 
 
 def _verdicts(data: dict, policy: str, symmetry: bool) -> tuple[dict, object]:
-    """{property: (holds, shortest length)} and the check's result."""
+    """{property: (holds, shortest length)} and the check's result: under every reduction
+    (``symmetry``), or under none but the time abstraction (no symmetry, no log order)."""
     res = check(policy, ConfigPart("random", "", data), None, witnesses=False, coverage=False,
-                symmetry=symmetry, max_states=MAX_STATES)
+                symmetry=symmetry, logs=symmetry, max_states=MAX_STATES)
     return {n: (r.holds, r.trace_length) for n, r in res.properties.items()}, res
 
 
@@ -172,11 +176,15 @@ def test_random_configurations_have_nontrivial_groups():
         if spec.horizon is None:
             seen.add("time")
             assert canon is not None
-        if reductions_of(canon) == (Reduction.TIME_SHIFT, Reduction.CLOCK_REGIONS):
+        if Reduction.SYMMETRY not in reductions_of(canon):
             seen.add("time only")
+        if len(spec.runs) > 1 and Reduction.LOG_ORDER in reductions_of(canon):
+            seen.add("logs")
+            if size == 1:
+                seen.add("logs only")
 
     collect()
-    assert seen >= {"workers", "runs", "time", "time only"}, seen
+    assert seen >= {"workers", "runs", "time", "time only", "logs", "logs only"}, seen
 
 
 # -- the time shift (no horizon: the plain search never ends, so it is checked world by world)
@@ -286,11 +294,12 @@ def _offsets(w) -> tuple[int, ...]:
 
 
 @lru_cache(maxsize=64)
-def _reachable(text: str, policy: str) -> tuple:
-    """Up to 300 reachable worlds of a configuration (searched under the clock regions)."""
+def _reachable(text: str, policy: str, most: int = 300) -> tuple:
+    """Up to ``most`` reachable worlds of a configuration (searched under every
+    reduction)."""
     spec, budget = parse_config(json.loads(text), policy)
     ex = engine.explore([initial_world(spec, budget)], successors, invariants={},
-                        canonical=make_canonical(spec), max_states=300, keep_worlds=True)
+                        canonical=make_canonical(spec), max_states=most, keep_worlds=True)
     return tuple(ex.worlds)
 
 
@@ -540,3 +549,157 @@ def test_every_quick_member_has_the_same_verdicts_with_and_without_the_clock_reg
 @pytest.mark.slow
 def test_every_standard_member_has_the_same_verdicts_with_and_without_the_clock_regions():
     _assert_differential("standard", ("current", "proposed"))
+
+
+# -- the log order -------------------------------------------------------------------------
+def _by_key(w, log) -> dict:
+    """{key: that key's entries of ``log`` in order}."""
+    out: dict = {}
+    for x in getattr(w, log.field):
+        out.setdefault(getattr(x, log.key), []).append(x)
+    return out
+
+
+def _mixed(w) -> bool:
+    """A log of ``w`` holds the entries of two keys."""
+    return any(len(_by_key(w, log)) > 1 for log in state.LOGS)
+
+
+@st.composite
+def interleaved(draw: st.DrawFn):
+    """(w, v): a reachable world of a random configuration with two live runs (a world whose
+    logs hold both runs' entries where there is one) and the same world with every log
+    declared in ``model.state.LOGS`` interleaved afresh: a drawn order of its entries that
+    keeps each key's own order (one log-order class, two worlds)."""
+    data, policy = draw(configs())
+    worlds = _reachable(json.dumps(data, sort_keys=True), policy, 2000)
+    w = draw(st.sampled_from([x for x in worlds if _mixed(x)] or list(worlds)))
+    ch = {}
+    for log in state.LOGS:
+        groups = _by_key(w, log)
+        order = draw(st.permutations([k for k, xs in groups.items() for _ in xs]))
+        queues = {k: iter(xs) for k, xs in groups.items()}
+        ch[log.field] = tuple(next(queues[k]) for k in order)
+    return w, replace(w, **ch)
+
+
+@settings(max_examples=60, derandomize=True, **_SETTINGS)
+@given(interleaved())
+def test_the_log_order_is_a_bisimulation_on_random_worlds(pair):
+    w, v = pair
+    _assert_bisimilar(w, v, make_canonical(w.config))
+    _assert_bisimilar(w, v, make_canonical(w.config, symmetry=False))
+    _assert_bisimilar(w, group_logs(w), make_canonical(w.config, symmetry=False))
+
+
+@pytest.mark.slow
+@settings(max_examples=600, **_SETTINGS)
+@given(interleaved())
+def test_the_log_order_is_a_bisimulation_on_random_worlds_large(pair):
+    w, v = pair
+    _assert_bisimilar(w, v, make_canonical(w.config))
+
+
+def test_the_random_worlds_interleave_every_log_of_runs():
+    """The generator draws worlds whose events, ledger and outcomes hold two runs' entries
+    and moves them (else the property above proves little)."""
+    seen: set[str] = set()
+
+    @settings(max_examples=150, derandomize=True, **_SETTINGS)
+    @given(interleaved())
+    def collect(pair):
+        w, v = pair
+        for log in state.LOGS:
+            if len(_by_key(w, log)) > 1:
+                seen.add(log.field)
+                if getattr(w, log.field) != getattr(v, log.field):
+                    seen.add(f"{log.field} moved")
+
+    collect()
+    want = {f"{f}{m}" for f in ("events", "ledger", "outcomes") for m in ("", " moved")}
+    assert want <= seen, want - seen
+
+
+def _two_runs(policy: str) -> list:
+    """The reachable worlds of two different queued runs, one writing (a non-idempotent
+    remote write that a crash may repeat), under ``policy``, up to 3,000."""
+    data = {"constants": CONSTANTS,
+            "model": {"workers": 1, "faults": ["crash"], "fault_budget": 1},
+            "tools": [TOOLS[2]],
+            "runs": [{"id": "r0", "entry": "queued", "decisions": ["approve"],
+                      "plan": [{"tools": ["remote_write"]}, {"final": "completed"}]},
+                     {"id": "r1", "entry": "queued", "plan": [{"final": "completed"}]}]}
+    spec, budget = parse_config(data, policy)
+    ex = engine.explore([initial_world(spec, budget)], successors, invariants={},
+                        canonical=make_canonical(spec, logs=False), max_states=3000,
+                        keep_worlds=True)
+    return list(ex.worlds)
+
+
+def _unsound_log_pairs(key, worlds, grouped) -> int:
+    """How many worlds differ in verdicts or futures from their representative under
+    ``grouped`` (a grouping of the logs) while ``key`` calls them one state."""
+    bad = 0
+    for w in worlds:
+        g = grouped(w)
+        if key(g) != key(w):
+            continue
+        try:
+            _assert_bisimilar(w, g, key)
+        except AssertionError:
+            bad += 1
+    return bad
+
+
+def test_the_bisimulation_check_catches_an_unsound_log_order(monkeypatch):
+    """Grouping a log by a key that is not its runs' (the events by kind: each run's own
+    order forgotten too) merges worlds with different verdicts and futures; the check above
+    finds them on reachable worlds where the declared grouping passes. And the reduction
+    reads the declaration: one line there is all a new log takes."""
+    worlds = _two_runs("current")
+    assert sum(_mixed(w) for w in worlds) > 100
+    spec = worlds[0].config
+    assert _unsound_log_pairs(make_canonical(spec, symmetry=False), worlds, group_logs) == 0
+    unsound = (state.Log("events", "kind"), *state.LOGS[1:])
+    monkeypatch.setattr(state, "LOGS", unsound)
+    key = make_canonical(spec, symmetry=False)
+    assert _unsound_log_pairs(key, worlds, group_logs) > 0
+
+
+def test_the_log_order_merges_worlds_and_keeps_each_runs_order():
+    worlds = _two_runs("current")
+    spec = worlds[0].config
+    plain = make_canonical(spec, logs=False)
+    grouped = make_canonical(spec)
+    assert Reduction.LOG_ORDER in reductions_of(grouped)
+    assert Reduction.LOG_ORDER not in reductions_of(plain)
+    assert len({grouped(w) for w in worlds}) < len({plain(w) for w in worlds})
+    for w in worlds:
+        g = group_logs(w)
+        assert group_logs(g) == g  # a representative
+        for log in state.LOGS:
+            assert _by_key(g, log) == _by_key(w, log)  # each key's own order kept
+            keys = [getattr(x, log.key) for x in getattr(g, log.field)]
+            assert keys == sorted(keys)
+
+
+def test_every_quick_member_has_the_same_verdicts_with_and_without_the_log_order():
+    _assert_log_differential("quick", ("current", "proposed", "adr-104"))
+
+
+@pytest.mark.slow
+def test_every_standard_member_has_the_same_verdicts_with_and_without_the_log_order():
+    _assert_log_differential("standard", ("current", "proposed"))
+
+
+def _assert_log_differential(scope: str, policies: tuple[str, ...]) -> None:
+    from failclosed.spec.scope import check_member, load_scope
+
+    for m in load_scope(scope).members:
+        for policy in policies:
+            a = check_member(m.name, m.data, policy)
+            b = check_member(m.name, m.data, policy, logs=False)
+            assert not a.truncated and not b.truncated
+            assert ({n: v["length"] for n, v in a.violations.items()}
+                    == {n: v["length"] for n, v in b.violations.items()}), (m.name, policy)
+            assert a.states <= b.states, (m.name, policy)
