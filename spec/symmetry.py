@@ -68,6 +68,7 @@ import itertools
 import re
 from collections.abc import Callable, Hashable
 from dataclasses import fields, replace
+from operator import attrgetter
 from typing import Any
 
 from failclosed.model import state
@@ -157,7 +158,7 @@ def _grouped(v: tuple, key: Callable[[Any], Any]) -> tuple | None:
             break
     else:
         return None
-    return tuple(x for _, _, x in sorted(zip(ks, range(len(v)), v)))
+    return tuple(x for _, _, x in sorted(zip(ks, range(len(v)), v, strict=True)))
 
 
 def group_logs(w: World, logs: dict[str, str] | None = None) -> World:
@@ -165,11 +166,11 @@ def group_logs(w: World, logs: dict[str, str] | None = None) -> World:
     key field} instead) grouped by their key, in ascending order, each key's own order kept:
     the representative of the worlds that differ only in how independent appends
     interleaved (the module docstring)."""
-    ch: dict[str, tuple] = {}
+    ch: dict[str, Any] = {}
     for f, k in (_log_keys() if logs is None else logs).items():
         v = getattr(w, f)
         if len(v) > 1:
-            g = _grouped(v, lambda x, k=k: getattr(x, k))
+            g = _grouped(v, attrgetter(k))
             if g is not None:
                 ch[f] = g
     return replace(w, **ch) if ch else w
@@ -417,7 +418,7 @@ def _field_serialiser(val: Callable[[Any], Any], rp: list[int], n: int,
             return plain(f, v)
         out = plain(f, v)
         ks = [rp[getattr(x, k)] if k == "run" else val(getattr(x, k)) for x in v]
-        return tuple(e for _, _, e in sorted(zip(ks, range(len(v)), out)))
+        return tuple(e for _, _, e in sorted(zip(ks, range(len(v)), out, strict=True)))
 
     def plain(f: str, v: Any) -> Any:
         if f in _PER_RUN:
