@@ -24,6 +24,14 @@ process's transitions were no ample set (C1 and the parts another actor may touc
 a single actor), counted by a search that runs the ample-set choice even where no step is
 independent (where the checker itself runs unreduced).
 
+With ``--reductions K`` it measures each state abstraction alone and together: the K largest
+members (by the states a scope run stored, ``--measured FILE`` being that run's ``--json``;
+else spec.scope's guess), each searched for every property with no reduction (the time shift
+only), with the symmetry reduction, the clock regions or the log order alone, and with all of
+them (the default), each in a fresh process (``--jobs`` at a time; ``--max-states`` caps
+each search): states, CPU seconds, peak RSS, the factor of each against none, whether the
+verdicts and lengths agree with the default's, and the sums.
+
 With ``--clock K`` it measures the clock regions (spec/symmetry.py) instead: the K largest
 generated members of the scope (spec.scope's guess, largest first) and, with ``--configs``, every
 shipped configuration (spec/configs/*.toml), each checked under the first policy without and
@@ -37,6 +45,7 @@ verdicts and shortest lengths agree; then the totals.
     python benchmarks/bench_scope.py [SCOPE] [--policy P ...] [--jobs 2] [--sample N]
                                      [--speedup] [--dask] [--per-product K]
                                      [--por K] [--clock K [--configs]] [--max-states N]
+                                     [--reductions K [--measured FILE]]
 """
 
 from __future__ import annotations
@@ -266,9 +275,128 @@ def clock_regions(scope: Scope, policy: str, k: int, configs: bool,
           f"{_fmt(tot[1])} -> {_fmt(tot[3])} x{tot[1] / max(tot[3], 1e-9):.2f}")
 
 
+# the reductions measured one by one (--reductions): name -> check()'s switches. "none" keeps
+# the time shift (without it, a search without a horizon never ends: the clock only grows)
+_ALONE = {
+    "none": dict(symmetry=False, clock=False, logs=False),
+    "symmetry": dict(symmetry=True, clock=False, logs=False),
+    "clock regions": dict(symmetry=False, clock=True, logs=False),
+    "log order": dict(symmetry=False, clock=False, logs=True),
+    "all": dict(symmetry=True, clock=True, logs=True),
+}
+
+
+def _reduction_measured(args: tuple[str, dict, str, str, int | None]) -> dict:
+    """One member under one set of reductions, every property, in this (fresh) process:
+    states, CPU seconds, peak RSS (MiB), truncated, and {property: length} of its
+    violations."""
+    import resource
+
+    from failclosed.spec.checker import ConfigPart, check
+
+    name, data, policy, which, cap = args
+    c0 = time.process_time()
+    r = check(policy, ConfigPart(name, "", data), None, witnesses=False, coverage=False,
+              max_states=cap, **_ALONE[which])
+    cpu = time.process_time() - c0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"states": r.states, "cpu": cpu, "rss": rss, "truncated": not r.complete,
+            "cells": {n: v.trace_length for n, v in r.properties.items() if not v.holds},
+            "reductions": r.reductions}
+
+
+def _prefix_keys(args: tuple[str, dict, str, int]) -> dict[str, int]:
+    """A capped search's prefix, in this (fresh) process: the worlds a search with no
+    reduction stores up to the cap, and how many states they are under each reduction alone
+    and all of them (what each merges of that prefix: a lower bound of its factor)."""
+    from failclosed.model.config import initial_world, parse_config
+    from failclosed.model.runtime import successors
+    from failclosed.spec import engine
+    from failclosed.spec.symmetry import make_canonical
+
+    _name, data, policy, cap = args
+    spec, budget = parse_config(data, policy)
+    ex = engine.explore([initial_world(spec, budget)], successors, invariants={},
+                        canonical=make_canonical(spec, **_ALONE["none"]), max_states=cap,
+                        keep_worlds=True)
+    out = {}
+    for w, sw in _ALONE.items():
+        key = make_canonical(spec, **sw)
+        out[w] = len(ex.worlds) if key is None else len({key(x) for x in ex.worlds})
+    return out
+
+
+def _largest(scope: Scope, k: int, measured: str | None, policy: str) -> list[tuple[Member, str]]:
+    """The k largest members: by the states a scope run stored (``measured``: its --json),
+    else by spec.scope's guess (runs, budget, faults, workers)."""
+    by = {m.name: m for m in scope.members}
+    if measured:
+        import json
+
+        rows = json.loads(Path(measured).read_text())["members"]
+        rows = [r for r in rows if r["policy"] == policy and r["member"] in by]
+        rows.sort(key=lambda r: r["states"], reverse=True)
+        return [(by[r["member"]], f"{r['states']:,} states in the scope run") for r in rows[:k]]
+    ms = sorted(scope.members, key=lambda m: _cost(m)[1:], reverse=True)[:k]
+    return [(m, "guessed") for m in ms]
+
+
+def reductions_table(scope: Scope, policy: str, k: int, cap: int | None, jobs: int,
+                     measured: str | None) -> None:
+    """The k largest members of ``scope``, each with no reduction, each reduction alone, and
+    all of them (the default), every property: states, CPU seconds and peak RSS, the factor
+    of each against none, and whether the verdicts and lengths agree with the default's."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    members = _largest(scope, k, measured, policy)
+    bound = f", each search capped at {cap:,} states" if cap else ""
+    print(f"reductions on the {len(members)} largest members of {scope.name} ({policy}, every "
+          f"property, a fresh process per search, {jobs} at a time{bound}); factor = none / it:")
+    ctx = multiprocessing.get_context("spawn")
+    tot: dict[str, list[float]] = {w: [0, 0.0] for w in _ALONE}
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, max_tasks_per_child=1) as ex:
+        futs = {(m.name, w): ex.submit(_reduction_measured, (m.name, m.data, policy, w, cap))
+                for m, _ in members for w in _ALONE}
+        for m, why in members:
+            rows = {w: futs[(m.name, w)].result() for w in _ALONE}
+            base = rows["none"]
+            print(f"  {m.name} ({why}):")
+            for w, r in rows.items():
+                tot[w][0] += r["states"]
+                tot[w][1] += r["cpu"]
+                more = ">" if r["truncated"] else ""
+                f_s = "" if w == "none" else (
+                    f"  x{base['states'] / max(r['states'], 1):.2f} states"
+                    f"{' (at least)' if base['truncated'] and not r['truncated'] else ''}, "
+                    f"x{base['cpu'] / max(r['cpu'], 1e-9):.2f} CPU")
+                same = ""
+                if not r["truncated"] and not rows["all"]["truncated"]:
+                    same = ("  verdicts agree" if r["cells"] == rows["all"]["cells"]
+                            else "  VERDICTS DIFFER")
+                print(f"    {w:14s} {more}{r['states']:>11,} states  CPU {r['cpu']:8.1f} s  "
+                      f"peak RSS {r['rss']:6.0f} MiB{f_s}{same}", flush=True)
+            if cap and base["truncated"]:
+                pre = ex.submit(_prefix_keys, (m.name, m.data, policy, cap)).result()
+                print(f"    the {pre['none']:,} worlds the search with none stores before the "
+                      "cap are, under each: " + ", ".join(
+                          f"{w} {n:,} (x{pre['none'] / max(n, 1):.2f})"
+                          for w, n in pre.items() if w != "none"), flush=True)
+    print("  together (sums over the members; a capped search counts its cap):")
+    n0, c0 = tot["none"]
+    for w, (n, c) in tot.items():
+        print(f"    {w:14s} {int(n):>12,} states  CPU {_fmt(c):>9s}"
+              + ("" if w == "none" else f"  x{n0 / max(n, 1):.2f} states, x{c0 / max(c, 1e-9):.2f} CPU"))
+
+
 def _other_mode(args: argparse.Namespace, scope: Scope, policies: list[str]) -> bool:
     """The modes that replace the scope's check (``--clock`` and ``--por`` may both run, in
     that order; ``--per-product`` alone): True if one ran."""
+    if args.reductions:
+        for pol in policies:
+            reductions_table(scope, pol, args.reductions, args.max_states, args.jobs,
+                             args.measured)
+        return True
     if args.clock or args.configs:
         clock_regions(scope, policies[0], args.clock, args.configs, args.max_states)
     elif args.per_product:
@@ -297,8 +425,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="the clock regions' factor on the K largest members")
     ap.add_argument("--configs", action="store_true",
                     help="with --clock: the shipped configurations too")
+    ap.add_argument("--reductions", type=int, default=0, metavar="K",
+                    help="the K largest members with no reduction, each alone, and all")
+    ap.add_argument("--measured", metavar="FILE",
+                    help="with --reductions: the largest by a scope run's --json (members)")
     ap.add_argument("--max-states", type=int, default=None, metavar="N",
-                    help="with --por or --clock: cap each search at N states")
+                    help="with --por, --clock or --reductions: cap each search at N states")
     args = ap.parse_args(argv)
     policies = args.policies or ["current", "proposed"]
 

@@ -3,7 +3,8 @@
 A model change (docs/CHANGING.md) can move what the project has recorded about the model: the
 findings' shortest traces (spec/findings/, and the copies FINDINGS.md shows), the behaviour
 digests (tests/data/behaviour_digests.json) and the matrix over the scope ``standard``
-(docs/matrix-standard.json, the table README.md shows). This command makes each again and
+(docs/matrix-standard.json, the table README.md shows), and over ``full``
+(docs/matrix-full.json, the table docs/SCOPES.md shows). This command makes each again and
 prints, per artefact, whether it is unchanged or how it changed; ``--check`` writes nothing and
 exits 1 when something would change (a CI gate that the recorded figures are the model's).
 
@@ -11,6 +12,8 @@ The tests hold the docs to the records (tests/test_regenerate.py): README.md's m
 rendering of docs/matrix-standard.json, and every trace FINDINGS.md shows is its file under
 spec/findings/. The matrix over ``standard`` takes about 20 minutes on two cores, so it is
 made again only with ``--matrix``; without it README.md is rendered from the recorded matrix.
+The matrix over ``full`` takes hours: ``--matrix-full`` makes it, through the scope cache
+(``$FAILCLOSED_CACHE``), so an interrupted run goes on where it stopped.
 """
 
 from __future__ import annotations
@@ -43,12 +46,15 @@ FINDINGS_DIR = ROOT / "spec" / "findings"
 FINDINGS_MD = ROOT / "FINDINGS.md"
 README = ROOT / "README.md"
 MATRIX_JSON = ROOT / "docs" / "matrix-standard.json"
+MATRIX_FULL_JSON = ROOT / "docs" / "matrix-full.json"
+SCOPES_MD = ROOT / "docs" / "SCOPES.md"
 DIGESTS = ROOT / "tests" / "behaviour_digests.py"
 GUIDE = ROOT / "docs" / "MODEL_GUIDE.md"
 STEPS_BEGIN = "<!-- steps: rendered from the step table (model/steps.py) by failclosed regenerate -->"
 STEPS_END = "<!-- end of steps -->"
 MATRIX_BEGIN = "<!-- matrix: rendered from docs/matrix-standard.json by failclosed regenerate -->"
 MATRIX_END = "<!-- end of matrix -->"
+FULL_BEGIN = "<!-- matrix: rendered from docs/matrix-full.json by failclosed regenerate -->"
 # a finding's description, as spec.checker.counterexample_scenario writes it
 DESCRIPTION = re.compile(r"^checker counterexample: (\w+) under (\S+) \((.+)\)$")
 HEADLINE = re.compile(r"^(\w+) violated \((.+?), \d+ steps\)")
@@ -66,6 +72,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--matrix", action="store_true",
                    help="also check every policy over the scope standard again (~20 min on 2 "
                         "cores) and record it")
+    p.add_argument("--matrix-full", action="store_true",
+                   help="also check every policy over the scope full (hours on 2 cores; "
+                        "resumable through the scope cache) and record it")
     p.add_argument("--only", choices=("findings", "digests", "matrix"),
                    help="one kind of artefact (default: all)")
     p.add_argument("--jobs", type=int, default=None, metavar="N",
@@ -89,6 +98,7 @@ def _cmd(args: argparse.Namespace) -> int:
         changed += _digests(args.check)
     if "matrix" in kinds:
         changed += _matrix(args.check, args.matrix, args.jobs)
+        changed += _matrix_full(args.check, args.matrix_full, args.jobs)
     if args.only is None:
         changed += _rewrite(GUIDE, render_guide, args.check)
     verb = "would change" if args.check else "changed"
@@ -250,25 +260,48 @@ def _matrix(check_only: bool, run: bool, jobs: int | None) -> int:
     return changed
 
 
-def matrix_record(jobs: int | None) -> dict[str, Any]:
-    """Every preset and the proposal over the scope ``standard``: the record README renders."""
+def matrix_record(jobs: int | None, scope_name: str = "standard",
+                  cached: bool = False) -> dict[str, Any]:
+    """Every preset and the proposal over a scope (``standard``: the record README renders;
+    ``full``: docs/SCOPES.md's). ``cached``: through the scope cache (``$FAILCLOSED_CACHE``),
+    so a repeated or interrupted run checks only what is missing."""
     import os
 
     from failclosed.cli.check import matrix_word
     from failclosed.model.policy import PRESET_ORDER
-    from failclosed.spec.scope import check_scope, load_scope
+    from failclosed.spec.scope import Cache, check_scope, load_scope, model_version
 
     pols = [*PRESET_ORDER, "proposed"]
-    scope = load_scope("standard")
-    res = check_scope(scope, pols, None, jobs=jobs or os.cpu_count() or 1)
+    scope = load_scope(scope_name)
+    cache = Cache(Cache.default_root(), model_version()) if cached else None
+    res = check_scope(scope, pols, None, jobs=jobs or os.cpu_count() or 1, cache=cache)
     return {
-        "scope": "standard",
+        "scope": scope_name,
         "configurations": len(scope.members),
         "states": res.states,
+        "reductions": sorted({x for r in res.results for x in r.reductions}),
         "policies": pols,
         "properties": list(res.properties),
         "cells": {p: {n: matrix_word(res.cell(p, n)) for n in res.properties} for p in pols},
     }
+
+
+def _matrix_full(check_only: bool, run: bool, jobs: int | None) -> int:
+    changed = 0
+    if run:
+        record = matrix_record(jobs, "full", cached=True)
+        old = json.loads(MATRIX_FULL_JSON.read_text()) if MATRIX_FULL_JSON.exists() else None
+        if record != old:
+            moved = _cells_moved(old, record)
+            print(f"  {MATRIX_FULL_JSON.relative_to(ROOT)}: changed ({len(moved)} cell(s)"
+                  + (": " + ", ".join(moved[:20]) if moved else "") + ")")
+            changed += 1
+            if not check_only:
+                MATRIX_FULL_JSON.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        else:
+            print(f"  {MATRIX_FULL_JSON.relative_to(ROOT)}: unchanged")
+    changed += _rewrite(SCOPES_MD, render_scopes, check_only)
+    return changed
 
 
 def _cells_moved(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
@@ -303,6 +336,17 @@ def render_readme(text: str) -> str:
     head, rest = text.split(MATRIX_BEGIN, 1)
     _, tail = rest.split(MATRIX_END, 1)
     return f"{head}{MATRIX_BEGIN}\n{render_matrix(record)}\n{MATRIX_END}{tail}"
+
+
+def render_scopes(text: str) -> str:
+    """docs/SCOPES.md with the matrix over ``full`` between its markers rendered from the
+    recorded docs/matrix-full.json (its policies: those recorded)."""
+    if not MATRIX_FULL_JSON.exists() or FULL_BEGIN not in text:
+        return text
+    record = json.loads(MATRIX_FULL_JSON.read_text(encoding="utf-8"))
+    head, rest = text.split(FULL_BEGIN, 1)
+    _, tail = rest.split(MATRIX_END, 1)
+    return f"{head}{FULL_BEGIN}\n{render_matrix(record)}\n{MATRIX_END}{tail}"
 
 
 # -- docs/MODEL_GUIDE.md's step table -----------------------------------------------------

@@ -5,8 +5,8 @@ in a notebook kernel or a threaded caller) whose every worker dies with its pare
 whatever signal ends the parent (SIGKILL included): on Linux the kernel sends the worker
 SIGKILL when the parent dies (``prctl(PR_SET_PDEATHSIG)``, through ctypes); elsewhere a
 daemon thread in the worker polls ``os.getppid()`` and ends the worker once it changes.
-``stop_pool(ex)`` ends a pool at once (cancelled work, terminated workers): what an
-interrupted command does before it exits. The multiprocessing resource tracker holds
+``stop_pool(ex)`` ends a pool at once (cancelled work, terminated workers, killed if they
+do not leave within a few seconds): what an interrupted command does before it exits. The multiprocessing resource tracker holds
 only the pipes of the parent and its workers, so it ends with them.
 """
 
@@ -65,11 +65,25 @@ def spawn_pool(jobs: int, initializer: Any = None, initargs: tuple[Any, ...] = (
                                initargs=(os.getpid(), initializer, tuple(initargs)))
 
 
-def stop_pool(ex: Any) -> None:
-    """Cancel what has not started and terminate the workers (an interrupted command)."""
+# how long a terminated worker has to leave on its own (its ``finally`` blocks: the seen
+# set's temporary directory) before it is killed
+GRACE_SECONDS = 5.0
+
+
+def stop_pool(ex: Any, grace: float = GRACE_SECONDS) -> None:
+    """Cancel what has not started and end the workers (an interrupted command): SIGTERM,
+    then SIGKILL for a worker still there after ``grace`` seconds. A worker may outlive its
+    SIGTERM: Python runs a signal's handler only between bytecodes, which a search in the
+    compiled build (mypyc) does not execute for minutes, and a handler that raises ends the
+    task, not the worker (the pool catches what a task raises)."""
     procs = list((getattr(ex, "_processes", None) or {}).values())
     ex.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         p.terminate()
+    deadline = time.monotonic() + grace
     for p in procs:
-        p.join(timeout=5)
+        p.join(timeout=max(0.0, deadline - time.monotonic()))
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+            p.join(timeout=grace)

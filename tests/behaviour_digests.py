@@ -3,9 +3,10 @@
 behaviour (a speed-up, a refactoring, a new record field; issue 12, issue 26).
 
 * checker: for every shipped configuration (``spec/configs/*.toml``) and each policy of
-  ``POLICIES``, searched without and with the clock regions (spec/symmetry.py; a key
-  ``config|policy`` is the search without them, as every digest was recorded before they
-  existed, ``config|policy|clock regions`` the default search with them), the states and transitions explored, the witnesses reached, and per property
+  ``POLICIES``, searched without and with the clock regions and the log order
+  (spec/symmetry.py; a key ``config|policy`` is the search without them, as every digest was
+  recorded before they existed, ``config|policy|clock regions`` the default search with
+  them: its name is older than the log order), the states and transitions explored, the witnesses reached, and per property
   whether it holds, the shortest counterexample's length, part, lasso cycle start and kind,
   and the SHA-256 of its steps: each step's actor, transition name, fault and arguments and
   what it changed in the model's observable view (``model.observe``: fields by entity and
@@ -46,8 +47,9 @@ SIM_SEEDS = (1, 2, 3)
 FAST_SIM = {("small", p, s) for p in POLICIES for s in SIM_SEEDS}
 
 
-# a checker digest key's third part -> the search's ``clock`` switch (none: without the
-# clock regions, the meaning the two-part keys were recorded with)
+# a checker digest key's third part -> the search's ``clock`` and ``logs`` switches (none:
+# without the clock regions and the log order, the meaning the two-part keys were recorded
+# with; "clock regions": the default search, both on)
 CLOCK_KEYS = {"": False, "clock regions": True}
 
 
@@ -96,7 +98,7 @@ def checker_configs() -> list[str]:
 def checker_digest(config: str, policy: str, clock: bool = False) -> dict[str, Any]:
     from failclosed.spec.checker import check
 
-    res = check(policy, config, None, clock=clock)
+    res = check(policy, config, None, clock=clock, logs=clock)
     out: dict[str, Any] = {}
     for n, r in res.properties.items():
         cell: dict[str, Any] = {"holds": r.holds, "trace_length": r.trace_length}

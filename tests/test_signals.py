@@ -221,3 +221,21 @@ def test_a_real_sigterm_while_the_set_moves_in_waits_for_it(existing, tmp_path, 
     capsys.readouterr()
     assert files == sorted(p.name for p in (tmp_path / "E").iterdir()) and files
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_stop_pool_kills_a_worker_that_outlives_its_sigterm() -> None:
+    """A worker that does not leave on SIGTERM (as a search in the compiled build does not:
+    it runs no bytecode for Python to call the handler between) is killed after the grace
+    period: an interrupted command never waits on it, and none outlives the command."""
+    from failclosed.spec.pool import spawn_pool, stop_pool
+
+    ex = spawn_pool(1, signal.signal, (signal.SIGTERM, signal.SIG_IGN))
+    ex.submit(time.sleep, 0).result()  # the worker has run its initializer
+    ex.submit(time.sleep, 60)
+    time.sleep(0.5)
+    procs = list(ex._processes.values())
+    t0 = time.monotonic()
+    stop_pool(ex, grace=0.5)
+    assert time.monotonic() - t0 < 10
+    assert procs and not any(p.is_alive() for p in procs)
+    assert [p.exitcode for p in procs] == [-signal.SIGKILL]
