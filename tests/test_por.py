@@ -240,7 +240,7 @@ def test_check_says_what_it_ran_under(capsys, tmp_path) -> None:
     main([*argv, "--no-por"])
     assert f"reductions: {', '.join(plain) or 'none'}" in capsys.readouterr().out
     # both switches on one command line
-    main([*argv, "--por", "--no-clock-reduction"])
+    main([*argv, "--por", "--no-clock-reduction", "--no-log-reduction"])
     assert f"reductions: {checker.POR_OFF_DEPENDENT}" in capsys.readouterr().out
 
 
