@@ -341,25 +341,37 @@ def _largest(scope: Scope, k: int, measured: str | None, policy: str) -> list[tu
     return [(m, "guessed") for m in ms]
 
 
+def _reduction_task(args: tuple[str, tuple]) -> dict:
+    """One task of :func:`reductions_table` in a (fresh) worker process."""
+    what, rest = args
+    return _prefix_keys(rest) if what == "prefix" else _reduction_measured(rest)
+
+
 def reductions_table(scope: Scope, policy: str, k: int, cap: int | None, jobs: int,
                      measured: str | None) -> None:
     """The k largest members of ``scope``, each with no reduction, each reduction alone, and
     all of them (the default), every property: states, CPU seconds and peak RSS, the factor
-    of each against none, and whether the verdicts and lengths agree with the default's."""
+    of each against none, and whether the verdicts and lengths agree with the default's;
+    with a cap, what each merges of the prefix the search with none stores."""
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
 
     members = _largest(scope, k, measured, policy)
     bound = f", each search capped at {cap:,} states" if cap else ""
     print(f"reductions on the {len(members)} largest members of {scope.name} ({policy}, every "
           f"property, a fresh process per search, {jobs} at a time{bound}); factor = none / it:")
-    ctx = multiprocessing.get_context("spawn")
+    tasks: list[tuple[str, tuple]] = []
+    for m, _ in members:
+        tasks += [("search", (m.name, m.data, policy, w, cap)) for w in _ALONE]
+        if cap:
+            tasks.append(("prefix", (m.name, m.data, policy, cap)))
+    per = len(_ALONE) + (1 if cap else 0)
     tot: dict[str, list[float]] = {w: [0, 0.0] for w in _ALONE}
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, max_tasks_per_child=1) as ex:
-        futs = {(m.name, w): ex.submit(_reduction_measured, (m.name, m.data, policy, w, cap))
-                for m, _ in members for w in _ALONE}
+    # multiprocessing.Pool: a ProcessPoolExecutor with max_tasks_per_child hung here (3.11)
+    with multiprocessing.get_context("spawn").Pool(jobs, maxtasksperchild=1) as pool:
+        results = pool.imap(_reduction_task, tasks)
         for m, why in members:
-            rows = {w: futs[(m.name, w)].result() for w in _ALONE}
+            got = [next(results) for _ in range(per)]
+            rows = dict(zip(_ALONE, got[:len(_ALONE)], strict=True))
             base = rows["none"]
             print(f"  {m.name} ({why}):")
             for w, r in rows.items():
@@ -377,7 +389,7 @@ def reductions_table(scope: Scope, policy: str, k: int, cap: int | None, jobs: i
                 print(f"    {w:14s} {more}{r['states']:>11,} states  CPU {r['cpu']:8.1f} s  "
                       f"peak RSS {r['rss']:6.0f} MiB{f_s}{same}", flush=True)
             if cap and base["truncated"]:
-                pre = ex.submit(_prefix_keys, (m.name, m.data, policy, cap)).result()
+                pre = got[-1]
                 print(f"    the {pre['none']:,} worlds the search with none stores before the "
                       "cap are, under each: " + ", ".join(
                           f"{w} {n:,} (x{pre['none'] / max(n, 1):.2f})"
