@@ -68,9 +68,13 @@ ENDS = {
     "not_retryable": {"fail": "auth"},
     "retryable": {"fail": "rateLimit"},
 }
-# one run; two different runs in both orders (a renaming of each other); two identical runs
-RUN_SHAPES = [["queued"], ["interactive"], ["queued", "done"], ["done", "queued"],
+# one run; two different runs in both orders (a renaming of each other); two identical runs;
+# a run on which other principals make requests (``asked``: drawn per example, RUNTIME 16.18)
+RUN_SHAPES = [["queued"], ["asked"], ["interactive"], ["queued", "done"], ["done", "queued"],
               ["interactive", "done"], ["queued", "done", "done"]]
+# every request kind, by a stranger and by a service account whose scopes are drawn
+REQUEST_KINDS = ["approve", "deny", "input", "cancel", "status", "events"]
+SCOPES = ["AGENT_CANCEL", "AGENT_APPROVE", "AGENT_STATUS"]
 PROVIDER_CLASSES = ["rateLimit", "auth", "serverError"]
 STORE_OPS = ["renew_lease", "claim_queued", "settle_completed"]  # a few statements store_error may hit
 POLICIES = ["current", "proposed", "adr-111"]
@@ -106,7 +110,10 @@ def products(draw: st.DrawFn, name: str, big: bool) -> dict:
     if faults:
         prod["faults"] = faults
         kinds = ["none", "singles"] if small else list(FAULT_SET_KINDS)
-        prod["fault_sets"] = draw(_sub(kinds, 3))
+        sets = draw(_sub(kinds, 3))
+        if len(faults) < 2 and sets == ["pairs"]:  # one fault makes no pair: no member at all
+            sets = ["singles"]
+        prod["fault_sets"] = sets
     if "provider_error" in faults:
         classes = draw(st.lists(st.sampled_from(PROVIDER_CLASSES), max_size=2, unique=True))
         if classes:  # none: provider_error is never enabled (a scope lists at least one)
@@ -146,11 +153,34 @@ def _mix_tools(data: dict, key: str) -> dict | None:
 
 
 @st.composite
+def requests(draw: st.DrawFn, big: bool = False) -> dict:
+    """The shape ``asked``: a run of a drawn entry whose owner approves, and one or two
+    requests of other principals, every field drawn (who, which request, and for an events
+    page the sequence after which and the limit; a queued entry, where workers act too,
+    only under ``-m slow``: ``big``)."""
+    out = []
+    for _ in range(draw(st.integers(1, 2))):
+        r = {"by": draw(st.sampled_from(["mallory", "bot", "owner"])),
+             "request": draw(st.sampled_from(REQUEST_KINDS))}
+        if r["request"] == "events":
+            r["after_sequence"] = draw(st.integers(-1, 2))
+            r["limit"] = draw(st.integers(1, 3))
+        out.append(r)
+    unique = list({(r["by"], r["request"]): r for r in out}.values())
+    entries = ["queued", "interactive"] if big else ["interactive"]  # queued: workers too
+    return {"entry": draw(st.sampled_from(entries)), "decisions": ["approve"],
+            "requests": unique}
+
+
+@st.composite
 def scopes(draw: st.DrawFn, big: bool = False) -> tuple[list[Member], str]:
     """A random scope's members, before reduction, and a policy."""
     prods = [draw(products(f"p{k}", big)) for k in range(draw(st.integers(1, 2)))]
-    data = {"constants": CONSTANTS, "tools": TOOLS, "shapes": SHAPES, "ends": ENDS,
-            "product": prods}
+    principals = {"owner": {"kind": "user"}, "mallory": {"kind": "user"},
+                  "bot": {"kind": "service_account",
+                          "scopes": draw(st.lists(st.sampled_from(SCOPES), unique=True))}}
+    data = {"constants": CONSTANTS, "tools": TOOLS, "shapes": {**SHAPES, "asked": draw(requests(big))},
+            "ends": ENDS, "product": prods, "principals": principals}
     members = expand(data, "random", Path("."))
     rnd = random.Random(draw(st.integers(0, 2**32 - 1)))
     extra = []
@@ -246,19 +276,32 @@ def test_reduced_scope_gives_the_unreduced_verdicts_and_lengths_large(case):
 
 
 # -- the generator really spans the dimensions (else the property above proves little) -------
+def _asked(m: Member) -> set[str]:
+    """The kinds of request ``m``'s runs make, and whether a scoped service account makes one."""
+    out = set()
+    for r in m.data["runs"]:
+        for q in r.get("requests", []):
+            out.add(f"request {q['request']}")
+            if m.data.get("principals", {}).get(q["by"], {}).get("scopes"):
+                out.add("scoped service account")
+    return out
+
+
 def test_random_scopes_reduce_in_every_dimension():
     """Over the examples the default budget draws, the reduction drops members for each of
     the reasons it knows: a renaming (run order, ids, catalogue order, workers on sync) and a
-    subsumption (fewer fault kinds, a smaller budget, fewer provider classes)."""
+    subsumption (fewer fault kinds, a smaller budget, fewer provider classes); and its
+    members carry every kind of request, by a service account with scopes among others."""
     seen: set[str] = set()
 
-    @settings(max_examples=25, **_SETTINGS)
+    @settings(max_examples=30, **_SETTINGS)  # what the property draws
     @given(scopes())
     def collect(case):
         members, _ = case
         kept, _eq, _sub = reduce_members(members)
         ks = {m.key for m in kept}
         for m in members:
+            seen.update(_asked(m))
             if m in kept:
                 continue
             twin = next((k for k in kept if k.key == m.key), None)
@@ -283,4 +326,5 @@ def test_random_scopes_reduce_in_every_dimension():
                         seen.add("provider classes")
 
     collect()
-    assert seen >= {"runs", "tools", "workers", "budget", "faults"}, seen
+    assert seen >= {"runs", "tools", "workers", "budget", "faults", "scoped service account",
+                    *(f"request {k}" for k in REQUEST_KINDS)}, seen
