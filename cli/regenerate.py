@@ -241,23 +241,35 @@ def _digests(check_only: bool) -> int:
     return 1 if rc else 0
 
 
-# -- the matrix over standard -------------------------------------------------------------
+# -- the matrices over standard and full --------------------------------------------------
 def _matrix(check_only: bool, run: bool, jobs: int | None) -> int:
-    changed = 0
-    if run:
-        record = matrix_record(jobs)
-        old = json.loads(MATRIX_JSON.read_text()) if MATRIX_JSON.exists() else None
-        if record != old:
-            moved = _cells_moved(old, record)
-            print(f"  {MATRIX_JSON.relative_to(ROOT)}: changed ({len(moved)} cell(s)"
-                  + (": " + ", ".join(moved[:20]) if moved else "") + ")")
-            changed += 1
-            if not check_only:
-                MATRIX_JSON.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-        else:
-            print(f"  {MATRIX_JSON.relative_to(ROOT)}: unchanged")
-    changed += _rewrite(README, render_readme, check_only)
-    return changed
+    changed = _record(MATRIX_JSON, lambda: matrix_record(jobs), check_only) if run else 0
+    return changed + _rewrite(README, render_readme, check_only)
+
+
+def _matrix_full(check_only: bool, run: bool, jobs: int | None) -> int:
+    changed = (_record(MATRIX_FULL_JSON, lambda: matrix_record(jobs, "full", cached=True),
+                       check_only) if run else 0)
+    return changed + _rewrite(SCOPES_MD, render_scopes, check_only)
+
+
+def _record(path: Path, make: Any, check_only: bool) -> int:
+    """Make a matrix record again and compare it with the one at ``path`` (1: it changed;
+    written unless ``check_only``)."""
+    import os
+
+    record = make()
+    old = json.loads(path.read_text()) if path.exists() else None
+    shown = os.path.relpath(path, ROOT)
+    if record == old:
+        print(f"  {shown}: unchanged")
+        return 0
+    moved = _cells_moved(old, record)
+    print(f"  {shown}: changed ({len(moved)} cell(s)"
+          + (": " + ", ".join(moved[:20]) if moved else "") + ")")
+    if not check_only:
+        path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return 1
 
 
 def matrix_record(jobs: int | None, scope_name: str = "standard",
@@ -284,24 +296,6 @@ def matrix_record(jobs: int | None, scope_name: str = "standard",
         "properties": list(res.properties),
         "cells": {p: {n: matrix_word(res.cell(p, n)) for n in res.properties} for p in pols},
     }
-
-
-def _matrix_full(check_only: bool, run: bool, jobs: int | None) -> int:
-    changed = 0
-    if run:
-        record = matrix_record(jobs, "full", cached=True)
-        old = json.loads(MATRIX_FULL_JSON.read_text()) if MATRIX_FULL_JSON.exists() else None
-        if record != old:
-            moved = _cells_moved(old, record)
-            print(f"  {MATRIX_FULL_JSON.relative_to(ROOT)}: changed ({len(moved)} cell(s)"
-                  + (": " + ", ".join(moved[:20]) if moved else "") + ")")
-            changed += 1
-            if not check_only:
-                MATRIX_FULL_JSON.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-        else:
-            print(f"  {MATRIX_FULL_JSON.relative_to(ROOT)}: unchanged")
-    changed += _rewrite(SCOPES_MD, render_scopes, check_only)
-    return changed
 
 
 def _cells_moved(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:

@@ -104,3 +104,26 @@ def test_the_model_guide_shows_the_step_table_as_declared():
     assert regen.render_guide(text) == text, "docs/MODEL_GUIDE.md's step table: run failclosed regenerate"
     for a in steps.steps():
         assert f"| `{a.pc}` | {', '.join(a.fires)} | {', '.join(a.faults) or '-'} |" in text, a.pc
+
+
+def test_a_matrix_record_is_compared_written_and_rendered(tmp_path, monkeypatch, capsys):
+    """What --matrix and --matrix-full do with a record made again: unchanged, or changed
+    with the cells that moved (written unless --check); docs/SCOPES.md then shows the
+    record of ``full`` between its markers (nothing is shown while none is recorded)."""
+    path = tmp_path / "matrix-full.json"
+    rec = {"scope": "full", "policies": ["current"], "properties": ["stream_order"],
+           "cells": {"current": {"stream_order": "8"}}}
+    assert regen._record(path, lambda: rec, check_only=True) == 1 and not path.exists()
+    assert regen._record(path, lambda: rec, check_only=False) == 1
+    assert json.loads(path.read_text()) == rec
+    assert regen._record(path, lambda: rec, check_only=False) == 0
+    moved = {**rec, "cells": {"current": {"stream_order": "ok"}}}
+    assert regen._record(path, lambda: moved, check_only=False) == 1
+    assert "current/stream_order: 8 -> ok" in capsys.readouterr().out
+    text = f"before\n{regen.FULL_BEGIN}\nold\n{regen.MATRIX_END}\nafter\n"
+    monkeypatch.setattr(regen, "MATRIX_FULL_JSON", path)
+    shown = regen.render_scopes(text)
+    assert "| `stream_order` | ok |" in shown and "old" not in shown
+    assert shown.startswith("before\n") and shown.endswith("after\n")
+    monkeypatch.setattr(regen, "MATRIX_FULL_JSON", tmp_path / "none.json")
+    assert regen.render_scopes(text) == text
