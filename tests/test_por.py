@@ -149,12 +149,9 @@ def test_liveness_keeps_the_search_unreduced() -> None:
 
 
 def _random_member(draw: st.DrawFn) -> tuple[str, dict]:
-    from tests.test_reduction_soundness import CONSTANTS, ENDS, SHAPES, TOOLS, products
+    from tests.test_reduction_soundness import products, scope_data
 
-    prod = draw(products("p", False))
-    data = {"constants": CONSTANTS, "tools": TOOLS, "shapes": SHAPES, "ends": ENDS,
-            "product": [prod]}
-    members = expand(data, "random", Path("."))
+    members = expand(scope_data(draw, [draw(products("p", False))]), "random", Path("."))
     m = members[draw(st.integers(0, len(members) - 1))]
     return m.name, m.data
 

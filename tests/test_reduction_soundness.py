@@ -172,16 +172,22 @@ def requests(draw: st.DrawFn, big: bool = False) -> dict:
             "requests": unique}
 
 
+def scope_data(draw: st.DrawFn, prods: list[dict], big: bool = False) -> dict:
+    """A random scope's table over ``prods``: the catalogue, the shapes (``asked`` drawn),
+    the ends and the principals (the service account's scopes drawn)."""
+    principals = {"owner": {"kind": "user"}, "mallory": {"kind": "user"},
+                  "bot": {"kind": "service_account",
+                          "scopes": draw(st.lists(st.sampled_from(SCOPES), unique=True))}}
+    return {"constants": CONSTANTS, "tools": TOOLS,
+            "shapes": {**SHAPES, "asked": draw(requests(big))}, "ends": ENDS,
+            "product": prods, "principals": principals}
+
+
 @st.composite
 def scopes(draw: st.DrawFn, big: bool = False) -> tuple[list[Member], str]:
     """A random scope's members, before reduction, and a policy."""
     prods = [draw(products(f"p{k}", big)) for k in range(draw(st.integers(1, 2)))]
-    principals = {"owner": {"kind": "user"}, "mallory": {"kind": "user"},
-                  "bot": {"kind": "service_account",
-                          "scopes": draw(st.lists(st.sampled_from(SCOPES), unique=True))}}
-    data = {"constants": CONSTANTS, "tools": TOOLS, "shapes": {**SHAPES, "asked": draw(requests(big))},
-            "ends": ENDS, "product": prods, "principals": principals}
-    members = expand(data, "random", Path("."))
+    members = expand(scope_data(draw, prods, big), "random", Path("."))
     rnd = random.Random(draw(st.integers(0, 2**32 - 1)))
     extra = []
     for m in members:
@@ -329,5 +335,22 @@ def test_random_scopes_reduce_in_every_dimension():
 
     collect()
     assert seen >= {"runs", "tools", "workers", "budget", "faults", "scoped service account",
-                    "by owner", "by mallory", "by bot",
-                    *(f"request {k}" for k in REQUEST_KINDS)}, seen
+                    "by owner", "by mallory", "by bot", "request approve"}, seen
+
+
+def test_the_request_strategy_draws_every_kind_and_field():
+    """The requests the random scopes' ``asked`` run makes reach every kind and the events
+    page's fields (a property of the generator: the scopes above draw one such run per
+    example, and which kinds their examples hold depends on the hash seed)."""
+    kinds: set[str] = set()
+
+    @settings(max_examples=100, **_SETTINGS)
+    @given(requests())
+    def asked(shape):
+        for q in shape["requests"]:
+            kinds.add(q["request"])
+            if "limit" in q:
+                kinds.add("limit")
+
+    asked()
+    assert kinds >= {*REQUEST_KINDS, "limit"}, kinds
