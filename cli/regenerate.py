@@ -322,25 +322,34 @@ def render_matrix(record: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _between(text: str, begin: str, end: str, body: Any) -> str:
+    """``text`` with what lies between its markers ``begin`` and ``end`` replaced by
+    ``body()`` (unchanged without the markers)."""
+    if begin not in text:
+        return text
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{body()}\n{end}{tail}"
+
+
+def _matrix_block(text: str, record: Path, begin: str) -> str:
+    """``text`` with the matrix after ``begin`` rendered from the record at ``record``
+    (unchanged while none is recorded)."""
+    if not record.exists():
+        return text
+    return _between(text, begin, MATRIX_END,
+                    lambda: render_matrix(json.loads(record.read_text(encoding="utf-8"))))
+
+
 def render_readme(text: str) -> str:
     """README.md with the matrix between its markers rendered from the recorded matrix."""
-    if not MATRIX_JSON.exists() or MATRIX_BEGIN not in text:
-        return text
-    record = json.loads(MATRIX_JSON.read_text(encoding="utf-8"))
-    head, rest = text.split(MATRIX_BEGIN, 1)
-    _, tail = rest.split(MATRIX_END, 1)
-    return f"{head}{MATRIX_BEGIN}\n{render_matrix(record)}\n{MATRIX_END}{tail}"
+    return _matrix_block(text, MATRIX_JSON, MATRIX_BEGIN)
 
 
 def render_scopes(text: str) -> str:
     """docs/SCOPES.md with the matrix over ``full`` between its markers rendered from the
     recorded docs/matrix-full.json (its policies: those recorded)."""
-    if not MATRIX_FULL_JSON.exists() or FULL_BEGIN not in text:
-        return text
-    record = json.loads(MATRIX_FULL_JSON.read_text(encoding="utf-8"))
-    head, rest = text.split(FULL_BEGIN, 1)
-    _, tail = rest.split(MATRIX_END, 1)
-    return f"{head}{FULL_BEGIN}\n{render_matrix(record)}\n{MATRIX_END}{tail}"
+    return _matrix_block(text, MATRIX_FULL_JSON, FULL_BEGIN)
 
 
 # -- docs/MODEL_GUIDE.md's step table -----------------------------------------------------
@@ -361,8 +370,4 @@ def render_steps() -> str:
 
 def render_guide(text: str) -> str:
     """docs/MODEL_GUIDE.md with its step table rendered from model/steps.py."""
-    if STEPS_BEGIN not in text:
-        return text
-    head, rest = text.split(STEPS_BEGIN, 1)
-    _, tail = rest.split(STEPS_END, 1)
-    return f"{head}{STEPS_BEGIN}\n{render_steps()}\n{STEPS_END}{tail}"
+    return _between(text, STEPS_BEGIN, STEPS_END, render_steps)

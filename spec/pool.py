@@ -6,8 +6,9 @@ whatever signal ends the parent (SIGKILL included): on Linux the kernel sends th
 SIGKILL when the parent dies (``prctl(PR_SET_PDEATHSIG)``, through ctypes); elsewhere a
 daemon thread in the worker polls ``os.getppid()`` and ends the worker once it changes.
 ``stop_pool(ex)`` ends a pool at once (cancelled work, terminated workers, killed if they
-do not leave within a few seconds): what an interrupted command does before it exits. The multiprocessing resource tracker holds
-only the pipes of the parent and its workers, so it ends with them.
+do not leave within a few seconds): what an interrupted command does before it exits. The
+multiprocessing resource tracker holds only the pipes of the parent and its workers, so it
+ends with them.
 """
 
 from __future__ import annotations

@@ -149,10 +149,9 @@ def _log_keys() -> dict[str, str]:
     return {log.field: log.key for log in state.LOGS}
 
 
-def _grouped(v: tuple, key: Callable[[Any], Any]) -> tuple | None:
-    """``v`` with its entries grouped by ``key`` (ascending; each key's order kept), or None
-    if they already are."""
-    ks = [key(x) for x in v]
+def _grouped(ks: list[Any], v: tuple) -> tuple | None:
+    """The entries ``v`` grouped by their keys ``ks`` (ascending; each key's order kept), or
+    None if they already are."""
     for a, b in zip(ks, ks[1:]):  # noqa: B905 - one shorter on purpose
         if b < a:
             break
@@ -170,7 +169,7 @@ def group_logs(w: World, logs: dict[str, str] | None = None) -> World:
     for f, k in (_log_keys() if logs is None else logs).items():
         v = getattr(w, f)
         if len(v) > 1:
-            g = _grouped(v, attrgetter(k))
+            g = _grouped(list(map(attrgetter(k), v)), v)
             if g is not None:
                 ch[f] = g
     return replace(w, **ch) if ch else w
@@ -267,17 +266,11 @@ def make_canonical(spec: Config, symmetry: bool = True, clock: bool = True,
     if group is None or len(group) == 1:  # None: a worker name that is also a run id
         if time is None and not log_keys:
             return None
-        if not log_keys:
-            assert time is not None
 
-            def timed(w: World) -> Hashable:
-                return time(w)
-        elif time is None:
-            def timed(w: World) -> Hashable:
-                return group_logs(w, log_keys)
-        else:
-            def timed(w: World) -> Hashable:
-                return time(group_logs(w, log_keys))
+        def timed(w: World) -> Hashable:
+            if log_keys:
+                w = group_logs(w, log_keys)
+            return w if time is None else time(w)
 
         timed.reductions = treds  # type: ignore[attr-defined]
         return timed
@@ -418,7 +411,7 @@ def _field_serialiser(val: Callable[[Any], Any], rp: list[int], n: int,
             return plain(f, v)
         out = plain(f, v)
         ks = [rp[getattr(x, k)] if k == "run" else val(getattr(x, k)) for x in v]
-        return tuple(e for _, _, e in sorted(zip(ks, range(len(v)), out, strict=True)))
+        return _grouped(ks, out) or out
 
     def plain(f: str, v: Any) -> Any:
         if f in _PER_RUN:
