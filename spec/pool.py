@@ -69,6 +69,8 @@ def spawn_pool(jobs: int, initializer: Any = None, initargs: tuple[Any, ...] = (
 # how long a terminated worker has to leave on its own (its ``finally`` blocks: the seen
 # set's temporary directory) before it is killed
 GRACE_SECONDS = 5.0
+# how long a killed worker (SIGKILL cannot be ignored) may take to be reaped on a loaded machine
+KILL_WAIT_SECONDS = 30.0
 
 
 def stop_pool(ex: Any, grace: float = GRACE_SECONDS) -> None:
@@ -78,6 +80,7 @@ def stop_pool(ex: Any, grace: float = GRACE_SECONDS) -> None:
     compiled build (mypyc) does not execute for minutes, and a handler that raises ends the
     task, not the worker (the pool catches what a task raises)."""
     procs = list((getattr(ex, "_processes", None) or {}).values())
+    manager = getattr(ex, "_executor_manager_thread", None)  # shutdown forgets it
     ex.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         p.terminate()
@@ -87,4 +90,11 @@ def stop_pool(ex: Any, grace: float = GRACE_SECONDS) -> None:
     for p in procs:
         if p.is_alive():
             p.kill()
-            p.join(timeout=grace)
+    # The pool's manager thread reaps the workers too (it joins them once it sees one die),
+    # and two threads waiting on one child race: the loser's waitpid fails, and until the
+    # winner records the exit code the worker still reads as alive. So the pool has ended
+    # when its manager thread has, and every exit code is recorded then.
+    if manager is not None:
+        manager.join(timeout=KILL_WAIT_SECONDS)
+    for p in procs:
+        p.join(timeout=KILL_WAIT_SECONDS)
