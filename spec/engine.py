@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import networkx as nx
 import numpy as np
+from failclosed.spec.frontier import PackedWorlds
 from failclosed.spec.seen import PER_STATE_BYTES, SeenSet, resident_mib, sigterm_raises
 
 if TYPE_CHECKING:
@@ -484,14 +485,20 @@ class _PropertyStep:
         self.stop = stop_at_first_violation
         self.checked = 0  # states 0..checked-1 were checked
 
-    def check(self, lo: int, hi: int, worlds: list[Any], paths: _Paths) -> bool:
+    def check(self, lo: int, hi: int, worlds: list[Any], paths: _Paths,
+              packed: PackedWorlds | None = None) -> bool:
         """Check states ``lo..hi-1`` (one whole layer, or the part of one stored before
         ``max_states`` ended the search) against the properties no earlier layer violated or
         reached, and record their labels. True: stop the search (``stop_at_first_violation``
         and a violation). Then, unless every world is kept, release the worlds of the states
-        before ``lo`` (all expanded, and no longer parents the property step compares with)."""
+        before ``lo`` (all expanded, and no longer parents the property step compares with).
+        ``packed``: where the worlds that are None in ``worlds`` are (spec/frontier.py)."""
+        fetch = None if packed is None else _fetcher(worlds, packed)
         for _, pred, out in self.label_items:
-            out.extend(bool(pred(worlds[j])) for j in range(lo, hi))
+            if fetch is None:
+                out.extend(bool(pred(worlds[j])) for j in range(lo, hi))
+            else:
+                out.extend(bool(pred(fetch(j))) for j in range(lo, hi))
         inv = [(nm, p, self.read_mask.get(nm, 0)) for nm, p in self.inv_items
                if nm not in self.inv_hits]
         wit = [(nm, p, self.read_mask.get(nm, 0)) for nm, p in self.wit_items
@@ -502,7 +509,7 @@ class _PropertyStep:
                 parents = paths.parent[lo:hi]
                 for j, p in paths.displaced.items():
                     parents[j - lo] = p  # all in lo..hi-1: displaced only in the next layer
-            self._check(range(lo, hi), parents, worlds, inv, wit)
+            self._check(range(lo, hi), parents, worlds, inv, wit, fetch)
         paths.displaced.clear()
         self.checked = hi
         start = max(self.released, self.n_initial)
@@ -511,6 +518,8 @@ class _PropertyStep:
             # of this layer) is over: only the traces need it again, rebuilt by replay
             worlds[start:lo] = [None] * (lo - start)
             self.released = lo
+            if packed is not None:
+                packed.release(lo)
         return self.stop and bool(self.inv_hits)
 
     def _check(
@@ -520,15 +529,19 @@ class _PropertyStep:
         worlds: list[Any],
         inv: list[tuple[str, Callable[[Any], bool], int]],
         wit: list[tuple[str, Callable[[Any], bool], int]],
+        fetch: Callable[[int], Any] | None = None,
     ) -> None:
         changed_fields = self.changed
         inv_hits, wit_hits = self.inv_hits, self.wit_hits
         changed = -1
         for k, j in enumerate(ids):
-            w2 = worlds[j]
+            w2 = worlds[j] if fetch is None else fetch(j)
             if parents is not None:
                 p = parents[k]
-                changed = changed_fields(worlds[p], w2) if p >= 0 else -1
+                if p < 0:
+                    changed = -1
+                else:
+                    changed = changed_fields(worlds[p] if fetch is None else fetch(p), w2)
             for name, pred, rm in inv:
                 if rm and not rm & changed:
                     continue  # reads nothing that differs from the parent: held there
@@ -552,6 +565,17 @@ class _PropertyStep:
             hits = self.wit_hits.get(name)
             ex.witnesses[name] = (ex.finding(name, min(hits, key=lambda s: (sw[s], s)))
                                   if hits else None)
+
+
+def _fetcher(worlds: list[Any], packed: PackedWorlds) -> Callable[[int], Any]:
+    """State ``j``'s world, from ``worlds`` or, packed, from ``packed``."""
+    get = packed.get
+
+    def fetch(j: int) -> Any:
+        w = worlds[j]
+        return get(j) if w is None else w
+
+    return fetch
 
 
 def _hashing(canonical: Callable[[W], Hashable] | None, seen: set[int]) -> Callable[[W], Hashable]:
@@ -580,6 +604,8 @@ class _Store:
     edges: tuple[array, array, array] | None
     deadlocks: array  # 'i'
     at_deadlock: list[tuple[Callable[[Any], bool], bytearray]]
+    # the next layers' worlds, packed, once the seen set is tiered (spec/frontier.py)
+    packed: PackedWorlds | None = None
 
     @staticmethod
     def empty(keep_graph: bool, deadlock_labels: Mapping[str, Callable[[Any], bool]],
@@ -592,7 +618,8 @@ class _Store:
         """The estimated bytes stored besides the seen set: the per-state arrays and labels,
         the edges, the tying parents and the deadlocks."""
         n_edges = len(self.edges[0]) if self.edges is not None else 0
-        return (len(self.fps) * (PER_STATE_BYTES + n_labels) + 12 * n_edges
+        packed = self.packed.nbytes if self.packed is not None else 0
+        return (len(self.fps) * (PER_STATE_BYTES + n_labels) + 12 * n_edges + packed
                 + 200 * len(self.paths.alts) + len(self.deadlocks) * (4 + len(self.at_deadlock)))
 
     def deadlock(self, i: int, w: Any) -> None:
@@ -671,7 +698,9 @@ def _bfs(
     while lo < len(worlds):
         hi = len(worlds)
         st.index.settle(lo, st.fps, st.other_bytes(n_labels))
-        if props.check(lo, hi, worlds, st.paths):
+        if st.packed is None and st.index.tiered and not props.keep_worlds:
+            st.packed = PackedWorlds()  # over the budget: the next layers are packed
+        if props.check(lo, hi, worlds, st.paths, st.packed):
             return lo, False, True  # stop_at_first_violation
         if max_depth is not None and depth[lo] >= max_depth:
             return lo, False, True  # the depth bound: this layer is not expanded
@@ -714,9 +743,10 @@ def _expander(
         esrc_append, edst_append, etr_append = esrc.append, edst.append, etr.append
         n = len(worlds)
         next_report = report[0]
+        packed = st.packed
+        world_of, pack_at = _packing(worlds, packed, hi)
         for i in range(lo, hi):
-            w = worlds[i]
-            assert w is not None
+            w = world_of(i)
             k = sw[i]
             m = amask[i]
             any_succ = False
@@ -765,6 +795,8 @@ def _expander(
                     etr_append(tid)
             if not any_succ:
                 st.deadlock(i, w)
+            if n >= pack_at:  # a block of the next layer is complete: pack it
+                pack_at = _pack_blocks(packed, worlds, n, pack_at)
             if i + 1 >= next_report:
                 next_report += progress_every
                 on_progress(n, i + 1)  # type: ignore[misc]
@@ -772,6 +804,27 @@ def _expander(
         return hi
 
     return expand
+
+
+def _packing(worlds: list[Any], packed: PackedWorlds | None,
+             hi: int) -> tuple[Callable[[int], Any], int]:
+    """For the expansion of a layer ending before ``hi``: state ``i``'s world, and where the
+    first block whose ids are all in the next layer ends (never: no packing)."""
+    if packed is None:
+        return worlds.__getitem__, sys.maxsize
+    b = packed.block
+    return _fetcher(worlds, packed), -(-hi // b) * b + b
+
+
+def _pack_blocks(packed: PackedWorlds | None, worlds: list[Any], n: int, end: int) -> int:
+    """Pack every complete block ending by ``n``, from the one ending at ``end``; the end of
+    the next block to pack."""
+    assert packed is not None
+    b = packed.block
+    while n >= end:
+        packed.pack(worlds, end // b - 1)
+        end += b
+    return end
 
 
 _PREFETCH = 256  # states of a layer whose successors a tiered search looks up at once
@@ -801,6 +854,7 @@ def _triples(
 
         return lazy, nowhere
     worlds, hot = st.worlds, st.index.hot
+    fetch = None if st.packed is None else _fetcher(worlds, st.packed)
     chunk: list[list[Triple]] = []
     old: dict[int, int] = {}
     at = [0, 0]  # the chunk's ids: at[0]..at[1]-1
@@ -810,7 +864,8 @@ def _triples(
             at[:] = [i, min(hi, i + _PREFETCH)]
             chunk[:] = [[(t, w2, hash(w2 if canon is None else canon(w2)))
                          for t, w2 in successors(x)]  # type: ignore[arg-type]
-                        for x in worlds[at[0]:at[1]]]
+                        for x in (worlds[at[0]:at[1]] if fetch is None else
+                                  [fetch(j) for j in range(at[0], at[1])])]
             old.clear()
             old.update(st.index.find_old(fp for succ in chunk for _, _, fp in succ
                                          if fp not in hot))
@@ -840,7 +895,7 @@ def _stats(t0: float, rss0: float, st: _Store, expanded: int, truncated: bool,
         stopped_early=stopped,
         search_peak_rss_mib=max(st.index.peak_rss_mib, resident_mib()),
         stored_bytes=st.index.nbytes() + st.other_bytes(n_labels),
-        seen=st.index.describe(),
+        seen=st.index.describe() + (st.packed.describe() if st.packed is not None else ""),
     )
 
 
@@ -966,8 +1021,10 @@ def explore(
                                           max_depth)  # 2. the layers, each checked
         finally:
             st.index.close()  # the spilled runs' directory (their mappings stay readable)
-    props.check(props.checked, len(st.worlds), st.worlds, st.paths)  # 3. what a cut left
+    props.check(props.checked, len(st.worlds), st.worlds, st.paths, st.packed)  # 3. a cut's rest
     stats = _stats(t0, rss0, st, expanded, seed_cut or cut, stopped, len(labels))
+    if st.packed is not None:  # the result holds the worlds a search without packing would
+        st.packed.unpack_into(st.worlds)
     ex = _exploration(st, successors, canonical, props, deadlock_labels, n_initial, expanded,
                       seen, stats)  # 4. the result, and in it 5. each property's trace
     props.report(ex)
