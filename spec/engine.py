@@ -20,7 +20,8 @@ fingerprints. Two distinct keys with the same fingerprint would be taken for one
 (:attr:`Stats.collision_probability`: about n^2 / 2^65 for n states, as TLC reports it);
 ``keep_worlds=True`` keeps every world (tests compare reachable sets with it). Under a memory
 budget (``memory_budget_mib``) the seen set is tiered and spills to disk (spec/seen.py): the
-ids of the two live layers stay in a dict, the older ones in sorted runs. Transitions are
+ids of the two live layers stay in a dict, the older ones in sorted runs; and the worlds of
+the next layers are packed, a block of ids pickled at a time (spec/frontier.py). Transitions are
 interned to ints. With ``keep_graph=True`` the edges are three ``array('i')`` (src, dst,
 transition id); no networkx graph is built during the search. Ids are assigned in BFS order,
 so the frontier is just a cursor over the id range and the edge ``src`` array is sorted.
@@ -494,11 +495,14 @@ class _PropertyStep:
         before ``lo`` (all expanded, and no longer parents the property step compares with).
         ``packed``: where the worlds that are None in ``worlds`` are (spec/frontier.py)."""
         fetch = None if packed is None else _fetcher(worlds, packed)
-        for _, pred, out in self.label_items:
-            if fetch is None:
+        if fetch is None:
+            for _, pred, out in self.label_items:
                 out.extend(bool(pred(worlds[j])) for j in range(lo, hi))
-            else:
-                out.extend(bool(pred(fetch(j))) for j in range(lo, hi))
+        elif self.label_items:  # packed: one pass over the layer, a block read back once
+            for j in range(lo, hi):
+                w = fetch(j)
+                for _, pred, out in self.label_items:
+                    out.append(bool(pred(w)))
         inv = [(nm, p, self.read_mask.get(nm, 0)) for nm, p in self.inv_items
                if nm not in self.inv_hits]
         wit = [(nm, p, self.read_mask.get(nm, 0)) for nm, p in self.wit_items
@@ -993,7 +997,8 @@ def explore(
     * ``memory_budget_mib``: what the search may store in memory (None: no bound, the seen
       set is one dict). Over it, the older layers' fingerprints move to sorted runs, and
       then to disk under ``spill_dir`` (None: ``$TMPDIR``), in a temporary directory removed
-      when the search ends, however it ends (spec/seen.py). The result is the same.
+      when the search ends, however it ends (spec/seen.py); from the next layer on, its
+      worlds are packed (spec/frontier.py). The result is the same.
     * ``reduce``: partial-order reduction (spec/por.py): ``reduce(world)`` is ``(steps,
       ample)``: every ``(transition, world')`` successor, or (``ample``) an ample set's,
       taken when every state it leads to is new (the cycle proviso, :func:`_ample_first`).

@@ -27,8 +27,8 @@ very same Exploration (tests/test_seen_set.py).
 
 The budget bounds the estimate of what the search stores per state (the seen set and the
 per-state arrays: :data:`PER_STATE_BYTES`) and the process's resident size, whichever is
-larger; the worlds of the two live layers are the search's own working set and are not
-spilled.
+larger. The worlds of the two live layers are not the seen set's: once it is tiered, the
+engine packs those of the next layers (spec/frontier.py).
 """
 
 from __future__ import annotations
