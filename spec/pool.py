@@ -77,8 +77,9 @@ def stop_pool(ex: Any, grace: float = GRACE_SECONDS) -> None:
     """Cancel what has not started and end the workers (an interrupted command): SIGTERM,
     then SIGKILL for a worker still there after ``grace`` seconds. A worker may outlive its
     SIGTERM: Python runs a signal's handler only between bytecodes, which a search in the
-    compiled build (mypyc) does not execute for minutes, and a handler that raises ends the
-    task, not the worker (the pool catches what a task raises)."""
+    compiled build (mypyc) does not execute for minutes, and a handler that only raised would
+    end the task, not the worker (the pool catches what a task raises; spec.seen's handler
+    ends the worker once the search's finally blocks have run)."""
     procs = list((getattr(ex, "_processes", None) or {}).values())
     manager = getattr(ex, "_executor_manager_thread", None)  # shutdown forgets it
     ex.shutdown(wait=False, cancel_futures=True)

@@ -303,14 +303,17 @@ class SeenSet:
 def sigterm_raises() -> Iterator[None]:
     """While the block runs in a process's main thread whose SIGTERM does the default (a
     pool's worker process), SIGTERM raises SystemExit instead, so ``finally`` blocks (the
-    seen set's temporary directory) run; otherwise (the command line raises already, or
-    another thread) nothing changes."""
+    seen set's temporary directory) run, and then ends the process as the default would;
+    otherwise (the command line raises already, or another thread) nothing changes."""
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
         yield
         return
 
+    hit: list[int] = []
+
     def leave(signum: int, frame: Any) -> None:
+        hit.append(signum)
         sys.exit(128 + signum)
 
     old = signal.signal(signal.SIGTERM, leave)
@@ -318,3 +321,8 @@ def sigterm_raises() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, old)
+        if hit:
+            # SIGTERM's default, once the finally blocks inside have run: a pool's worker
+            # catches what its task raises, SystemExit included, and would take the next
+            # task queued to it (a new search, a new directory, then SIGKILL)
+            os._exit(128 + hit[0])
