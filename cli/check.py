@@ -31,6 +31,7 @@ from failclosed.cli.checking import (
     say,
     table_width,
     text_table,
+    truncated_by,
     validate_policy,
     verdict,
     write_counterexamples,
@@ -138,6 +139,8 @@ def _check_summary(res: Any, cmp: Comparison, baseline_given: bool, max_states: 
     if not res.complete:
         hold += f" up to {max_states:,} states per part (truncated)"
     fixed = f", {len(cmp.fixed)} fixed" if cmp.fixed else ""
+    if cmp.not_reached:
+        fixed += f", {len(cmp.not_reached)} not reached"
     if unreached:
         fixed += f", {plural(unreached, 'witness', 'witnesses')} unreached"
     where = f"{res.config}: {plural(len(res.parts), 'part')}, {plural(res.states, 'state')}"
@@ -208,7 +211,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
                                     args.config, res.config)
         notes.append(_write_baseline(args, entries, "check"))
         baseline = Baseline(tuple(entries), args.write_baseline)
-    cmp = baseline.compare(cells, res.config)
+    cmp = baseline.compare(cells, res.config, truncated_by(args.max_states, not res.complete))
     # a witness is a proof of non-vacuity only on a complete search
     unreached = res.unreached_witnesses if res.complete else []
     summary = _check_summary(res, cmp, bool(args.baseline or args.write_baseline), args.max_states,
@@ -222,6 +225,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     if args.json:
         d = res.to_json()
+        if not res.complete:  # each holding property: not reached past the bound
+            for n, r in res.properties.items():
+                d["properties"][n]["truncated"] = r.holds
         if written:
             d["written"] = written
         d["baseline"] = cmp.to_json()
@@ -282,9 +288,11 @@ def _junit_results(args: argparse.Namespace, suite: str, config: str,
 
     by = {pol: res for pol, res in results}
     cells = [(pol, n, not r.holds) for pol, res in results for n, r in res.properties.items()]
-    known = {k.cell: k for k in cmp.known}
-    write_junit(args, suite, cell_cases(f"failclosed.{config}", cells, set(cmp.new), known,
-                                        lambda pol, n: trace_text(by[pol].properties[n])))
+    incomplete = truncated_by(getattr(args, "max_states", None),
+                              any(not res.complete for _, res in results))
+    write_junit(args, suite, cell_cases(f"failclosed.{config}", cells, set(cmp.new), cmp.matched,
+                                        lambda pol, n: trace_text(by[pol].properties[n]),
+                                        incomplete=incomplete))
 
 
 # -- matrix -------------------------------------------------------------------------------
@@ -351,12 +359,12 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
         entries = _baseline_entries(found, baseline, "matrix", args.config, cname)
         notes.append(_write_baseline(args, entries, "matrix"))
         baseline = Baseline(tuple(entries), args.write_baseline)
-    cmp = baseline.compare(cells, cname)
+    truncated = [pol for pol, res in zip(pols, results, strict=True) if not res.complete]
+    cmp = baseline.compare(cells, cname, truncated_by(args.max_states, bool(truncated)))
     _junit_results(args, f"matrix --config {args.config}", cname,
                    list(zip(pols, results, strict=True)), cmp)
     judged = bool(args.baseline or args.write_baseline)
     stats = [f"{pol}: {res.stats_line()}" for pol, res in zip(pols, results, strict=True)]
-    truncated = [pol for pol, res in zip(pols, results, strict=True) if not res.complete]
     if truncated:
         notes.append(f"truncated by --max-states {args.max_states:,}: {', '.join(truncated)}")
     return _print_matrix(args, pols, props, table, cmp, judged, cname,
@@ -392,6 +400,8 @@ def _print_matrix(args: argparse.Namespace, pols: list[str], props: list[str],
     if judged:
         viol += f" ({len(cmp.known)} known, {len(cmp.new)} new)"
     fixed = f", {len(cmp.fixed)} fixed" if cmp.fixed else ""
+    if cmp.not_reached:
+        fixed += f", {len(cmp.not_reached)} not reached"
     where = reach.reach() if reach is not None else f"{cname}, {plural(states, 'state')}"
     hold = " hold up to the bound (truncated)" if truncated else " hold"
     summary = (f"{plural(len(pols), 'policy', 'policies')} x "

@@ -35,7 +35,8 @@ __all__ = [
     "add_common", "check_outputs", "column_chunks", "emit_json", "load_baseline_arg",
     "load_config_arg", "plural",
     "positive_int", "progress", "require_writable_dir", "require_writable_file", "say",
-    "notes_and_baseline", "table_width", "text_table", "validate_policy", "verdict",
+    "notes_and_baseline", "table_width", "text_table", "truncated_by", "validate_policy",
+    "verdict",
     "write_counterexample", "write_counterexamples",
 ]
 
@@ -180,6 +181,15 @@ def load_config_arg(config: str) -> tuple[str, list[Any]]:
 def verdict(cmp: Comparison) -> int:
     """The exit code of the rule: 1 when something new is violated, else 0."""
     return 0 if cmp.ok else 1
+
+
+def truncated_by(max_states: int | None, truncated: bool) -> str | None:
+    """Why a search that holds proves nothing about a baseline entry (None: it was complete):
+    the reason a "not reached" line gives (spec/baseline.py, ``Comparison.not_reached``)."""
+    if not truncated:
+        return None
+    bound = f" {max_states:,}" if max_states else ""
+    return f"in a search truncated by --max-states{bound}"
 
 
 def validate_policy(policy: str) -> Policy:

@@ -6,7 +6,8 @@ run (``inspect`` too), one ``<testcase>`` per verdict: per (policy, property)
 for ``check``, ``matrix``, ``scope`` and ``simulate``, per scenario for ``replay``. A
 violation that is new (not in ``--baseline``) is a ``<failure>`` carrying the shortest trace
 as text; a violation the baseline lists is a passing case whose ``<system-out>`` says so
-(``known: F1 ...``). Written with xml.etree; any command can add it with :func:`add_junit`,
+(``known: F1 ...``); a property that held in a search cut short (``--max-states``) is
+``<skipped>`` with the reason: not reached, never a pass. Written with xml.etree; any command can add it with :func:`add_junit`,
 :func:`check_junit` (before the work) and :func:`write_junit` (after it).
 
 Times are measured (a monotonic clock, read here in cli/, never in model/, spec/ or sim/):
@@ -52,6 +53,7 @@ class Case:
     out: str = ""
     seconds: float = 0.0
     kind: str = "violation"  # the failure's type (inspect: the check's certainty)
+    skipped: str | None = None  # not judged, and why (a search cut short before reaching it)
 
 
 def add_junit(p: argparse.ArgumentParser) -> None:
@@ -75,16 +77,21 @@ def _clean(text: str) -> str:
 
 def junit_tree(suite: str, cases: list[Case], seconds: float = 0.0) -> ET.ElementTree:
     failures = sum(c.failure is not None for c in cases)
+    skipped = sum(c.failure is None and c.skipped is not None for c in cases)
     root = ET.Element("testsuites", name="failclosed", tests=str(len(cases)),
-                      failures=str(failures), errors="0", time=f"{seconds:.3f}")
+                      failures=str(failures), errors="0", skipped=str(skipped),
+                      time=f"{seconds:.3f}")
     s = ET.SubElement(root, "testsuite", name=suite, tests=str(len(cases)),
-                      failures=str(failures), errors="0", skipped="0", time=f"{seconds:.3f}")
+                      failures=str(failures), errors="0", skipped=str(skipped),
+                      time=f"{seconds:.3f}")
     for c in cases:
         e = ET.SubElement(s, "testcase", classname=c.classname, name=c.name,
                           time=f"{c.seconds:.3f}")
         if c.failure is not None:
             f = ET.SubElement(e, "failure", message=_clean(c.failure), type=c.kind)
             f.text = _clean(c.text)
+        elif c.skipped is not None:
+            ET.SubElement(e, "skipped", message=_clean(c.skipped))
         if c.out:
             ET.SubElement(e, "system-out").text = _clean(c.out)
     ET.indent(root)
@@ -116,9 +123,12 @@ def write_junit(args: argparse.Namespace, suite: str, cases: list[Case],
 
 
 def cell_cases(classname: str, cells: list[tuple[str, str, bool]], new: set[tuple[str, str]],
-               known: dict[tuple[str, str], object], trace, what: str = "") -> list[Case]:
+               known: dict[tuple[str, str], object], trace, what: str = "",
+               incomplete: str | None = None) -> list[Case]:
     """A case per (policy, property, violated): a new violation fails with ``trace(policy,
-    property)`` (its text, the shortest trace); a known one passes, saying which entry."""
+    property)`` (its text, the shortest trace); a known one passes, saying which entry;
+    with ``incomplete`` (why the search was cut short) a holding one is ``skipped``: not
+    reached, never a pass."""
     out = []
     for pol, prop, bad in cells:
         c = Case(classname, f"{pol} / {prop}")
@@ -130,6 +140,8 @@ def cell_cases(classname: str, cells: list[tuple[str, str, bool]], new: set[tupl
             k = known.get((pol, prop))
             label = getattr(k, "finding", None) or "in the baseline"
             c.out = f"known violation ({label}): {getattr(k, 'reason', '')}"
+        elif incomplete is not None:
+            c.skipped = f"not reached: {prop} not violated {incomplete}, which proves nothing"
         out.append(c)
     return out
 

@@ -144,6 +144,8 @@ def _scope_summary(res: Any, cmp: Comparison, judged: bool) -> str:
     if judged:
         viol += f" ({len(cmp.known)} known, {len(cmp.new)} new)"
     fixed = f", {len(cmp.fixed)} fixed" if cmp.fixed else ""
+    if cmp.not_reached:
+        fixed += f", {len(cmp.not_reached)} not reached"
     hold = "hold" if not res.truncated else "hold up to the bound"
     return (f"{plural(len(res.policies), 'policy', 'policies')} x "
             f"{plural(len(res.properties), 'property', 'properties')}: {viol}, {n - bad} "
@@ -179,7 +181,15 @@ def scope_verdict(res: Any, args: argparse.Namespace, command: str,
         notes.append(f"wrote a baseline of {plural(len(entries), 'known violation')}: "
                      f"{args.write_baseline}")
         baseline = Baseline(tuple(entries), args.write_baseline)
-    return baseline, baseline.compare(cells, res.scope.name), notes
+    return baseline, baseline.compare(cells, res.scope.name, scope_incomplete(res)), notes
+
+
+def scope_incomplete(res: Any) -> str | None:
+    """Why the scope's holding cells prove nothing (None: every search was complete)."""
+    if not res.truncated:
+        return None
+    return (f"in a scope whose search was truncated by --max-states in "
+            f"{plural(len(res.truncated), 'configuration')}")
 
 
 def _cmd_scope(args: argparse.Namespace) -> int:
@@ -283,17 +293,16 @@ def scope_junit(res: Any, args: argparse.Namespace, cmp: Comparison, suite: str)
     from failclosed.spec.checker import trace_text
 
     cells = [(p, n, not v.holds) for p in res.policies for n, v in res.verdicts[p].items()]
-    known = {k.cell: k for k in cmp.known}
     write_junit(args, suite, cell_cases(
-        f"failclosed.scope.{res.scope.name}", cells, set(cmp.new), known,
+        f"failclosed.scope.{res.scope.name}", cells, set(cmp.new), cmp.matched,
         lambda p, n: trace_text(_shortest(res, p, n)),
-        what=" over the scope"))
+        what=" over the scope", incomplete=scope_incomplete(res)))
 
 
 def _print_verdicts(res: Any, policies: list[str], cmp: Comparison, judged: bool,
                     width: int) -> None:
     """One table per policy: each property's verdict over the scope."""
-    known = {k.cell: k for k in cmp.known}
+    known = cmp.matched
     for pol in policies:
         say(f"{pol} over {res.reach(pol)}:", width, "")
         rows = []

@@ -25,11 +25,16 @@ the entry, the field and the fix). ``Baseline.compare(cells)`` takes what a comm
 
 * known: violated and listed (accepted),
 * new: violated and not listed (a regression: exit 1),
-* fixed: listed but holding now (a warning: the entry can go). An entry whose
-  (policy, property) was not checked is not judged at all; nor is an entry with a ``config``
-  when another configuration was checked: a violation is accepted on any configuration, but
-  that it holds only means "fixed" on the configuration it was observed on (a smaller one
-  may simply not reach it).
+* fixed: listed but holding now after a complete search (a warning: the entry can go),
+* not reached: listed and holding, but the search that would have found it was cut short
+  (``incomplete``: why, e.g. ``--max-states``): no verdict on the entry, and the reason.
+
+An entry whose (policy, property) was not checked is not judged at all; nor is an entry with
+a ``config`` when another configuration was checked: a violation is accepted on any
+configuration, but that it holds only means "fixed" on the configuration it was observed on
+(a smaller one may simply not reach it), and only under the entry's own policy (never
+because a variant holds). ``Comparison.matched`` maps each observed violated cell to the
+entry accepting it (a variant's cell to its preset's entry).
 
 Any command that judges (policy, property) cells can use it: ``check``, ``matrix`` and
 ``mutants`` (cli/check.py), ``simulate`` (its observed violations per policy), ``scope``.
@@ -104,6 +109,8 @@ class Comparison:
     known: list[Known] = field(default_factory=list)
     new: list[Cell] = field(default_factory=list)
     fixed: list[Known] = field(default_factory=list)
+    not_reached: list[tuple[Known, str]] = field(default_factory=list)  # (entry, why)
+    matched: dict[Cell, Known] = field(default_factory=dict)  # observed cell -> its entry
 
     @property
     def ok(self) -> bool:
@@ -115,6 +122,8 @@ class Comparison:
         out = [f"NEW violation (not in the baseline): {pol} / {prop}" for pol, prop in self.new]
         out += [f"warning: fixed (listed in the baseline, holds now; remove the entry): {k.label()}"
                 for k in self.fixed]
+        out += [f"not reached (listed in the baseline, not violated {why}: no verdict, keep the "
+                f"entry): {k.label()}" for k, why in self.not_reached]
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -122,6 +131,7 @@ class Comparison:
             "known": [list(k.cell) for k in self.known],
             "new": [list(c) for c in self.new],
             "fixed": [list(k.cell) for k in self.fixed],
+            "not_reached": [{"cell": list(k.cell), "why": why} for k, why in self.not_reached],
         }
 
 
@@ -138,10 +148,13 @@ class Baseline:
             hits = [k for k in self.entries if k.accepts(policy, prop)]
         return next((k for k in hits if k.config == config), hits[0] if hits else None)
 
-    def compare(self, cells: Mapping[Cell, bool], config: str | None = None) -> Comparison:
+    def compare(self, cells: Mapping[Cell, bool], config: str | None = None,
+                incomplete: str | None = None) -> Comparison:
         """``cells``: (policy, property) -> violated, for every cell the command checked.
         ``config``: the checked configuration's name (an entry observed on another one is
-        never reported as fixed)."""
+        never reported as fixed). ``incomplete``: why the search was not complete (``"in a
+        search truncated by --max-states 2,000"``), or None: a holding entry is then "not
+        reached", never "fixed"."""
         cmp = Comparison()
         for (pol, prop), violated in cells.items():
             if not violated:
@@ -151,9 +164,13 @@ class Baseline:
                 cmp.new.append((pol, prop))
             else:
                 cmp.known.append(k)
+                cmp.matched[(pol, prop)] = k
         for k in self.entries:
             if k.judged_on(config) and k.cell in cells and not cells[k.cell]:
-                cmp.fixed.append(k)
+                if incomplete is None:
+                    cmp.fixed.append(k)
+                else:
+                    cmp.not_reached.append((k, incomplete))
         return cmp
 
 

@@ -50,8 +50,18 @@ def test_compare_sorts_cells_into_known_new_and_fixed():
         f"warning: fixed (listed in the baseline, holds now; remove the entry): current / {P2}",
     ]
     assert cmp.to_json() == {"known": [["current", P1]], "new": [["proposed", P2]],
-                             "fixed": [["current", P2]]}
+                             "fixed": [["current", P2]], "not_reached": []}
     assert Comparison().ok and Comparison(fixed=[a]).ok
+
+
+def test_an_entry_holding_in_an_incomplete_search_is_not_reached_never_fixed():
+    """Issue 38 item 1: only a complete search may call an entry fixed."""
+    b = Known("current", P2, "r2", finding="F1")
+    cmp = Baseline((b,)).compare({("current", P2): False}, None, "in a search truncated by X")
+    assert cmp.fixed == [] and cmp.not_reached == [(b, "in a search truncated by X")]
+    assert cmp.ok and cmp.to_json()["not_reached"] == [{"cell": ["current", P2],
+                                                        "why": "in a search truncated by X"}]
+    assert "not reached" in cmp.lines()[0] and "remove" not in cmp.lines()[0]
 
 
 def test_an_entry_observed_elsewhere_accepts_but_is_never_fixed_here():
