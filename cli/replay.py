@@ -172,19 +172,37 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if not args.file:
         raise ConfigError("replay: give a scenario FILE, or --all for the shipped scenarios")
     t0 = time.perf_counter()
-    sc = load_scenario(resolve_scenario(args.file), policy)
+    path = resolve_scenario(args.file)
+    sc = load_scenario(path, policy)
     _require_content(sc, args.file)
     res = replay(sc)
-    write_junit(args, f"replay {args.file}", [_result_case(res.scenario.name, res, _first_problem(res),
+    row = _change_row(path, _kind(path, sc), policy) if policy else None
+    problem = _first_problem(res)
+    if row is not None:  # judged as replay --all judges it: the same word, the same exit
+        problem = f"{row['verdict']}: {row['detail']}" if row["verdict"] in FAILING else ""
+    write_junit(args, f"replay {args.file}", [_result_case(res.scenario.name, res, problem,
                                                            time.perf_counter() - t0)])
     if args.json:
-        print(json.dumps(res.to_dict(), indent=2))
+        print(json.dumps(res.to_dict() | ({"change": row} if row else {}), indent=2))
     else:
-        _print_result(res, args.verbose)
+        _print_result(res, args.verbose, row)
+    if row is not None:
+        return 1 if row["verdict"] in FAILING else 0
     return 0 if res.ok else 1
 
 
-def _print_result(res: ReplayResult, verbose: bool) -> None:
+def _kind(path: Path, sc: Any) -> str:
+    """How a file under another policy is judged: a red historical scenario, a trace that
+    demonstrates a violation (a findings trace, or any file expecting ``violates``), or a
+    scenario."""
+    if is_red(path):
+        return "red"
+    if path.resolve() in {f.resolve() for f in findings()} or any("violates" in e for e in sc.expect):
+        return "finding"
+    return "scenario"
+
+
+def _print_result(res: ReplayResult, verbose: bool, row: dict[str, Any] | None = None) -> None:
     sc = res.scenario
     print(f"{sc.name}  [{sc.policy}]")
     if sc.description:
@@ -206,8 +224,13 @@ def _print_result(res: ReplayResult, verbose: bool) -> None:
         for t in res.enabled_then:
             print(f"    {t}")
     status = "PASS" if res.ok else "FAIL"
+    tail = ""
+    if row is not None:  # under another policy: the verdict replay --all gives, its words
+        status = row["verdict"].upper() if row["verdict"] in FAILING else row["verdict"]
+        tail = (f" under {sc.policy}, against its own policy {row['own_policy']}"
+                f"{': ' + row['detail'] if row['detail'] else ''}")
     print(f"{status}: {len(res.steps)} transitions, {res.checked} expectations checked, "
-          f"{len(res.failures)} failed")
+          f"{len(res.failures)} failed{tail}")
 
 
 def _verdict(path: Path, policy: str | None) -> tuple[str, bool, str, int, int]:
@@ -261,6 +284,28 @@ def _replay_all(args: argparse.Namespace) -> int:
     return 0 if bad == 0 else 1
 
 
+def reference_policy(policy: str) -> str:
+    """What ``policy`` is a change of: the preset of a variant (``current-write_fence`` ->
+    ``current``), else ``current``, the runtime as it is. A file that fails under ``policy``
+    and fails the same way under this one shows what was already so, not the change."""
+    from failclosed.model.policy import split_policy
+
+    preset, changes = split_policy(policy)
+    return preset if changes else "current"
+
+
+def _judge(kind: str, own: ReplayResult, under: ReplayResult) -> tuple[str, str]:
+    """(verdict, detail) of a file passing or not under its own policy and under another."""
+    if not own.ok:
+        return ("fixed" if under.ok else "broken"), f"under its own policy: {_first_problem(own)}"
+    if under.ok:
+        return "unchanged", ""
+    if (kind == "finding" and _violation_removed(under)) or kind == "red":
+        return "fixed", (_first_problem(under) + " (the policy disables that step)" if under.stopped
+                         else f"the violation is gone ({_first_problem(under)})")
+    return "regression", _first_problem(under)
+
+
 def _change_row(path: Path, kind: str, policy: str) -> dict[str, Any]:
     """One file under its own policy and under ``policy``, and what that means:
 
@@ -272,31 +317,33 @@ def _change_row(path: Path, kind: str, policy: str) -> dict[str, Any]:
       under ``policy``;
     - ``regression``: a shipped scenario whose expectations fail under ``policy``, or that
       no longer replays under it;
+    - ``already``: a regression under ``policy`` that is one under
+      ``reference_policy(policy)`` too (the preset the change starts from, else current): so
+      before the change (a scenario recorded under proposed fails under current), not the
+      change's doing (exit 0);
     - ``unchanged``: the same verdict both ways (a findings trace still violated, say).
     """
+    ref = reference_policy(policy)
     try:
         own = replay(load_scenario(path))
         under = replay(load_scenario(path, policy))
+        verdict, detail = _judge(kind, own, under)
+        if verdict == "regression":
+            same = policy == ref or _judge(kind, own, replay(load_scenario(path, ref)))[0] == verdict
+            if same:
+                detail = f"so under {ref} already: {detail}"
+                verdict = "already"
     except ConfigError as e:
         return {"file": path.stem, "kind": kind, "own_policy": "?", "before": "FAIL",
-                "after": "FAIL", "changed": False, "verdict": "broken", "detail": f"malformed: {e}"}
-    if not own.ok:
-        verdict = "fixed" if under.ok else "broken"
-        detail = f"under its own policy: {_first_problem(own)}"
-    elif under.ok:
-        verdict, detail = "unchanged", ""
-    elif (kind == "finding" and _violation_removed(under)) or kind == "red":
-        verdict = "fixed"
-        detail = (_first_problem(under) + " (the policy disables that step)" if under.stopped
-                  else f"the violation is gone ({_first_problem(under)})")
-    else:
-        verdict, detail = "regression", _first_problem(under)
+                "after": "FAIL", "changed": False, "verdict": "broken", "detail": f"malformed: {e}",
+                "reference": ref}
     return {"file": path.stem, "kind": kind, "own_policy": own.scenario.policy,
             "before": "PASS" if own.ok else "FAIL", "after": "PASS" if under.ok else "FAIL",
-            "changed": own.ok != under.ok, "verdict": verdict, "detail": detail}
+            "changed": own.ok != under.ok, "verdict": verdict, "detail": detail, "reference": ref}
 
 
-VERDICTS = ("regression", "broken", "fixed", "unchanged")
+VERDICTS = ("regression", "broken", "fixed", "already", "unchanged")
+FAILING = ("regression", "broken")  # the verdicts that exit 1
 
 
 def _replay_changes(args: argparse.Namespace, policy: str) -> int:
@@ -312,21 +359,29 @@ def _replay_changes(args: argparse.Namespace, policy: str) -> int:
             took.append(time.perf_counter() - t0)
     count = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
     n_sc = sum(r["kind"] != "finding" for r in rows)
+    ref = reference_policy(policy)
     summary = (f"{len(rows)} under {policy} ({n_sc} scenarios, {len(rows) - n_sc} findings): "
                f"{plural(count['regression'], 'regression')}, {count['fixed']} fixed, "
-               f"{count['broken']} broken, {count['unchanged']} unchanged")
-    rc = 1 if count["regression"] or count["broken"] else 0
+               f"{count['broken']} broken, {count['already']} already so under {ref} (not the "
+               f"change's), "
+               f"{count['unchanged']} unchanged")
+    rc = 1 if any(count[v] for v in FAILING) else 0
     write_junit(args, f"replay --all --policy {policy}", [
         _result_case(f"{r['file']} [{r['kind']}, own policy {r['own_policy']}]", None,
-                     f"{r['verdict']}: {r['detail']}" if r["verdict"] in ("regression", "broken")
+                     f"{r['verdict']}: {r['detail']}" if r["verdict"] in FAILING
                      else "", t) for r, t in zip(rows, took, strict=True)])
     if args.json:
-        print(json.dumps({"policy": policy, "changed": sum(r["changed"] for r in rows),
+        print(json.dumps({"policy": policy, "reference": ref,
+                          "changed": sum(r["changed"] for r in rows),
                           "counts": count, "rows": rows, "summary": summary, "exit_code": rc},
                          indent=2))
     else:
+        import textwrap
+
+        from failclosed.cli.checking import table_width
+
         _print_changes([r for r in rows if r["verdict"] != "unchanged"], policy)
-        print(summary)
+        print(textwrap.fill(summary, table_width(), subsequent_indent="  "))
     return rc
 
 
@@ -345,7 +400,7 @@ def _print_changes(rows: list[dict[str, Any]], policy: str) -> None:
     rows = sorted(rows, key=lambda r: VERDICTS.index(r["verdict"]))
     vw = max((len(r["verdict"]) for r in rows), default=0)
     for r in rows:
-        word = r["verdict"].upper() if r["verdict"] != "fixed" else "fixed"
+        word = r["verdict"].upper() if r["verdict"] in FAILING else r["verdict"]
         print(textwrap.fill(f"{word:<{vw}}  {r['file']} ({r['kind']}, own policy {r['own_policy']})",
                             width, subsequent_indent=" " * (vw + 4), break_on_hyphens=False))
         print(textwrap.fill(r["detail"], width, initial_indent="    ", subsequent_indent="      ",

@@ -60,3 +60,34 @@ def test_a_truncated_scope_junit_marks_the_holding_cells_skipped(tmp_path, capsy
     assert rc == 3, out
     assert "fixed" not in out
     _assert_holding_cases_skipped(x)
+
+
+# -- 3, 5: replay --all --policy separates the change's regressions from what was so ------
+def test_replay_all_under_current_exits_0_and_a_switch_owns_only_its_regressions(capsys) -> None:
+    """Item 3: on the unchanged runtime, 7 "regressions" of scenarios recorded under other
+    policies made it exit 1; with one switch changed, which of 13 were the switch's could not
+    be told. Now each is judged against the change's reference (the preset it varies)."""
+    from failclosed.cli.replay import reference_policy
+
+    assert reference_policy("current-write_fence") == "current"
+    assert reference_policy("proposed") == reference_policy("current") == "current"
+    assert main(["replay", "--all", "--policy", "current", "--json"]) == 0
+    same = json.loads(capsys.readouterr().out)
+    assert same["counts"]["regression"] == 0 and same["counts"]["already"] > 0
+    assert main(["replay", "--all", "--policy", "current-write_fence", "--json"]) == 1
+    var = json.loads(capsys.readouterr().out)
+    regress = {r["file"] for r in var["rows"] if r["verdict"] == "regression"}
+    before = {r["file"] for r in same["rows"] if r["verdict"] == "already"}
+    assert regress and not regress & before  # what was already so is never the switch's
+    assert {r["file"] for r in var["rows"] if r["verdict"] == "already"} <= before
+    assert var["reference"] == "current"
+
+
+def test_replay_file_under_a_policy_uses_the_words_and_exit_of_replay_all(capsys) -> None:
+    """Item 5: `replay F --policy P` said FAIL (exit 1) where `replay --all` said fixed."""
+    assert main(["replay", "stream_order--current", "--policy", "proposed"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith("fixed: ") and "FAIL" not in last
+    assert main(["replay", "--all", "--policy", "proposed", "--json"]) == 1
+    rows = {r["file"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert rows["stream_order--current"]["verdict"] == "fixed"
