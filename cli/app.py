@@ -101,6 +101,8 @@ class _HelpFormatter(argparse.HelpFormatter):
         d = action.default
         if "%(default)" in h or "(default" in h or d is None or d is False or d == []:
             return h
+        if action.nargs == 0:  # a switch (store_true / store_false): its help says what it does
+            return h
         if d is argparse.SUPPRESS:
             return h
         if action.option_strings or action.nargs in ("?", "*"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import textwrap
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -237,7 +238,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         if args.json == "-":
             return rc
     _print_check(args, res, new, cmp, notes, written)
-    print(summary)
+    say(summary, table_width(), "")  # the closing line, wrapped to fit like the rest
     return rc
 
 
@@ -253,6 +254,11 @@ def _print_check(args: argparse.Namespace, res: Any, new: list[Any], cmp: Compar
         print()
     known = {k.property: k for k in cmp.known}
     nw = max(len(n) for n in res.properties)
+    # the fairness of the liveness verdicts: said once each, as a legend, not on every line
+    fairness = {u: chr(ord("A") + i) for i, u in
+                enumerate(dict.fromkeys(r.under for r in res.properties.values() if r.under))}
+    names = {n: f"{n} [{fairness[r.under]}]" if r.under else n for n, r in res.properties.items()}
+    nw = max(len(x) for x in names.values())
     for n, r in res.properties.items():
         if r.holds:
             mark = "holds" if res.complete else f"holds up to {args.max_states:,} states per part (truncated)"
@@ -262,9 +268,12 @@ def _print_check(args: argparse.Namespace, res: Any, new: list[Any], cmp: Compar
                 mark += ", not shortest (found under reduction; the bounded search was cut)"
             if n in known:
                 mark += f", known: {known[n].finding or 'in the baseline'}"
-        if r.under:  # a liveness property: the fairness it was checked under
-            mark += f" under {r.under}"
-        print(f"  {n:{nw}s}  {mark}".rstrip())
+        # a liveness property: [A], the fairness it was checked under (the legend below)
+        print(textwrap.fill(f"  {names[n]:{nw}s}  {mark}".rstrip(), max(width, nw + 24),
+                            subsequent_indent=" " * (nw + 6), break_on_hyphens=False,
+                            break_long_words=False))
+    for u, letter in fairness.items():
+        say(f"[{letter}] liveness checked under {u}", width)
     for line in res.growth:  # said as it was measured too, on stderr
         say(line, width)
     for w in res.unreached_witnesses:
@@ -275,7 +284,7 @@ def _print_check(args: argparse.Namespace, res: Any, new: list[Any], cmp: Compar
     for x in written:
         print(f"  wrote {x}")
     notes_and_baseline(args, cmp, notes, width)
-    print(f"{res.policy} on {res.config}: {res.stats_line()}")  # one line: logs grep it
+    say(f"{res.policy} on {res.config}: {res.stats_line()}", width, "")  # logs grep its start
 
 
 def _junit_results(args: argparse.Namespace, suite: str, config: str,

@@ -226,11 +226,12 @@ def add_reductions(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-clock-reduction", dest="clock_regions", action="store_false",
                    help="search without the clock regions (instants before now kept apart by "
                         "their distances, not by their order only; spec/symmetry.py): the same "
-                        "verdicts and lengths, more states")
+                        "verdicts and lengths, more states (default: with the clock regions)")
     p.add_argument("--no-log-reduction", dest="log_order", action="store_false",
                    help="search without the log order (the events, ledger, outcomes and "
                         "commands kept in the order different runs appended them, not grouped "
-                        "by run; spec/symmetry.py): the same verdicts and lengths, more states")
+                        "by run; spec/symmetry.py): the same verdicts and lengths, more states "
+                        "(default: with the log order)")
     p.add_argument("--por", action=argparse.BooleanOptionalAction, default=False, help=POR_HELP)
 
 

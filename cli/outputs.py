@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["OutputSet", "output_set", "write_text_atomic"]
+__all__ = ["OutputSet", "as_umask_allows", "current_umask", "output_set", "write_text_atomic"]
 
 _HELD = (signal.SIGINT, signal.SIGTERM)
 
@@ -38,6 +38,27 @@ class OutputSet:
     def final_path(self, staged: str | os.PathLike[str]) -> Path:
         """The path a file written under ``staging`` has once the set is in place."""
         return self.final / Path(staged).relative_to(self.staging)
+
+
+def current_umask() -> int:
+    """The process's umask (read from /proc where it can be, else set and put back)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def as_umask_allows(path: str | os.PathLike[str], directory: bool = False) -> None:
+    """Give a file made by ``tempfile`` (0600, a directory 0700) the mode the umask gives
+    any file the command creates (0644, 0755 under umask 022): the outputs of every command
+    are readable alike, as the umask says (a shared CI artefact folder)."""
+    os.chmod(path, (0o777 if directory else 0o666) & ~current_umask())
 
 
 def _nearest_existing(p: Path) -> Path:
@@ -105,6 +126,7 @@ def output_set(directory: str | os.PathLike[str] | None) -> Iterator[OutputSet |
     where = _nearest_existing(final.absolute())
     staging = Path(tempfile.mkdtemp(prefix=f".{final.absolute().name}.partial-", dir=where))
     try:
+        as_umask_allows(staging, directory=True)  # it becomes DIR when DIR does not exist
         yield OutputSet(final, staging)
         _commit(staging, final)
     finally:
@@ -120,6 +142,7 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        as_umask_allows(tmp)
         os.replace(tmp, p)
     finally:
         if os.path.exists(tmp):

@@ -15,7 +15,9 @@ simulate
     In both modes every violating run is counted (``--keep-going`` is the default and kept
     for compatibility); ``--fail-fast`` stops the whole command at the first violation and
     says where (policy, run, property, instant) and how many runs were simulated.
-    ``--baseline FILE``: violations listed there are reported as known (exit 0), anything
+    A shipped config (without CONFIG, by name or by its path) is judged against the shipped
+    baseline unless ``--baseline`` or ``--no-baseline`` says otherwise: one configuration,
+    one verdict, however it is named. ``--baseline FILE``: violations listed there are reported as known (exit 0), anything
     else is new (exit 1); a listed pair that held is reported as fixed (a warning) when
     its entry has no ``config`` or names this CONFIG's stem (spec/baseline.py: the shipped
     entries were observed on the checker's configurations, and a simulation that does not
@@ -57,7 +59,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from failclosed.cli.outputs import OutputSet, output_set
+from failclosed.cli.outputs import OutputSet, as_umask_allows, output_set
 from failclosed.cli.scenario_writer import write_scenario
 from failclosed.model.config import ConfigError, UsageError, read_toml
 from failclosed.sim.batch import run_in_processes, simulate_one, simulate_policy, violation_scenario
@@ -127,6 +129,13 @@ def resolve_sim_config(name: str, flag: str = "CONFIG") -> str:
         return str(shipped[name])
     raise ConfigError(f"{flag} {name}: no such file, and no shipped simulator config of that name; "
                       f"give a file or one of {', '.join(shipped)}")
+
+
+def is_shipped_config(path: str) -> bool:
+    """Is ``path`` one of the shipped simulator configs (``simulate``, ``simulate default``,
+    ``simulate sim/configs/default.toml``: one configuration, one verdict)?"""
+    real = os.path.realpath(path)
+    return any(os.path.realpath(p) == real for p in shipped_sim_configs().values())
 
 
 def read_config(path: str, flag: str = "CONFIG") -> dict[str, Any]:
@@ -283,7 +292,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
     check_junit(args)
     baseline_path = args.baseline
-    if baseline_path is None and side and not args.no_baseline:
+    if baseline_path is None and is_shipped_config(path) and not args.no_baseline:
         baseline_path = default_baseline_path()
     if args.no_baseline:
         baseline_path = None
@@ -294,15 +303,11 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
                          "simulation; give fewer (or sweep several seeds)")
     seed = args.seed if args.seed is not None else cfg.seed
 
-    hdir = headline_dir(seed) if side and not args.violations_dir else None
-    try:
-        # --violations-dir: the scenarios are one set, all in place at the end or none
-        with output_set(args.violations_dir) as vset:
-            return _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_path,
-                             hdir, export_policy, vset)
-    finally:
-        if hdir is not None and not os.listdir(hdir):
-            os.rmdir(hdir)  # nothing to replay (or interrupted): nothing left behind
+    hdir = headline_dir() if side and not args.violations_dir else None
+    # --violations-dir: the scenarios are one set, all in place at the end or none
+    with output_set(args.violations_dir) as vset:
+        return _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_path,
+                         hdir, export_policy, vset)
 
 
 def _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_path, hdir,
@@ -329,7 +334,7 @@ def _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_
                 results.append(res)
                 viol_objs[pol] = violations
                 props = len({v["property"] for v in res["violations"]})
-                pg.note(f"failclosed simulate: {pol}: {res['runs_simulated']} runs, "
+                pg.note(f"failclosed simulate: {pol}: {plural(res['runs_simulated'], 'run')}, "
                         + (f"{plural(props, 'property', 'properties')} violated" if props else "all properties hold")
                         + f" ({res['elapsed_seconds']:.1f} s)")
                 if args.fail_fast and violations:
@@ -467,7 +472,7 @@ def judge(results: list[dict[str, Any]], baseline: Any, config: str, stopped: bo
             for prop in load_safety()[0]:
                 cells.setdefault((r["policy"], prop), False)
     cmp = baseline.compare(cells, config)
-    knowns = {k.cell: k for k in cmp.known}
+    knowns = cmp.matched  # the observed cell -> its entry (a variant's: its preset's entry)
     return {"violated": violated, "new": sorted(cmp.new), "known": sorted(knowns), "knowns": knowns,
             "fixed": list(cmp.fixed)}
 
@@ -522,15 +527,48 @@ def _headline_violation(results, viol_objs, known):
     return best
 
 
-def headline_dir(seed: int) -> str:
-    """A fresh directory of this run for the scenario the closing advice replays (never a
-    fixed shared path: another run's or another user's files never meet this one's); made
-    before any work, so a temporary directory that cannot be written is one line first."""
+HEADLINE_DIR = "scenarios"  # under the cache (spec.scope.Cache.default_root)
+
+
+def headline_dir() -> str:
+    """The user's directory for the scenario the closing advice replays: ``scenarios/`` in
+    the cache (``$FAILCLOSED_CACHE``, else ~/.cache/failclosed), where each file is named by
+    its content (:func:`write_headline_file`), so a rerun writes the same file again and no
+    run leaves a folder of its own behind; made before any work, so a cache that cannot be
+    written is one line first."""
+    from failclosed.spec.scope import Cache
+
+    root = Cache.default_root() / HEADLINE_DIR
     try:
-        return tempfile.mkdtemp(prefix=f"failclosed-simulate-seed{seed}-")
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=root, prefix=".failclosed-probe-"):
+            pass
     except OSError as e:
-        raise UsageError(f"cannot create a directory in {tempfile.gettempdir()} for the scenario to "
-                         f"replay ({(e.strerror or str(e)).lower()}); set TMPDIR or give --violations-dir DIR") from None
+        raise UsageError(f"cannot write in {root} for the scenario to replay "
+                         f"({(e.strerror or str(e)).lower()}); set FAILCLOSED_CACHE or give "
+                         "--violations-dir DIR") from None
+    return str(root)
+
+
+def write_headline_file(policy: str, seed: int, v: Any, directory: str) -> str:
+    """The violation's scenario in ``directory``, named ``sim-POLICY-seedN-PROPERTY-DIGEST.toml``
+    by the SHA-256 of its text: written beside it and renamed, so the file is whole, and the
+    same run writes the same name again (nothing accumulates but distinct scenarios)."""
+    import hashlib
+
+    fd, tmp = tempfile.mkstemp(prefix=".sim-", suffix=".partial", dir=directory)
+    os.close(fd)
+    try:
+        write_scenario(tmp, violation_scenario(v, policy, seed))
+        digest = hashlib.sha256(Path(tmp).read_bytes()).hexdigest()[:12]
+        path = os.path.join(directory, f"sim-{_safe(policy)}-seed{seed}-{v.property}-{digest}.toml")
+        as_umask_allows(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path
+
 
 
 def _write_headline(results, viol_objs, known, seed, directory: str) -> dict[str, Any] | None:
@@ -538,7 +576,7 @@ def _write_headline(results, viol_objs, known, seed, directory: str) -> dict[str
     if best is None:
         return None
     _key, pol, k, v = best
-    path = write_violation(pol, seed, v, k, directory)
+    path = write_headline_file(pol, seed, v, directory)
     k = known.get((pol, v.property)) if known is not None else None
     return {"policy": pol, "property": v.property, "runs": v.runs, "time": v.time, "path": path,
             "known": k is not None, "label": finding_label(k) if k is not None else ""}
@@ -567,9 +605,9 @@ def _f(x: float | None, nd: int) -> str:
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
-    """``3 runs``, ``1 policy`` (no thousands separator: the simulator's output as it was;
-    the checking commands' cli.checking.plural writes ``1,234 states``)."""
-    return f"{n} {word if n == 1 else (many or word + 's')}"
+    """``3 runs``, ``1 policy``, ``1,234 runs``: with thousands separators, as every command
+    writes its counts (cli.checking.plural)."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
 def fit_tables(header: str, columns: list[str], rows: list[tuple[str, list[str]]], width: int) -> list[Any]:
@@ -611,8 +649,8 @@ def _count(by_outcome: dict[str, int], outcome: str | None) -> str:
     from failclosed.sim.metrics import UNAUDITED_OUTCOMES
 
     if outcome is None:
-        return str(sum(n for o, n in by_outcome.items() if o not in UNAUDITED_OUTCOMES))
-    return str(by_outcome.get(outcome, 0))
+        return f"{sum(n for o, n in by_outcome.items() if o not in UNAUDITED_OUTCOMES):,}"
+    return f"{by_outcome.get(outcome, 0):,}"
 
 
 def _metric_rows(results: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
@@ -623,17 +661,17 @@ def _metric_rows(results: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
         ("runs simulated", lambda r: f"{r['runs_simulated']:,}"
          + (f" of {r['runs']:,}" if r["runs_simulated"] < r["runs"] else "")
          + (" (stopped)" if r["stopped_early"] else "")),
-        ("finished / unfinished", lambda r: f"{r['metrics']['finished']} / {r['metrics']['unfinished']}"),
+        ("finished / unfinished", lambda r: f"{r['metrics']['finished']:,} / {r['metrics']['unfinished']:,}"),
         ("completed", lambda r: _pct(r["metrics"]["completed"])),
         ("dead-lettered", lambda r: _pct(r["metrics"]["dead_letter"])),
-        ("failed provider_failed", lambda r: str(r["outcomes"].get("failed/provider_failed", 0))),
+        ("failed provider_failed", lambda r: f"{r['outcomes'].get('failed/provider_failed', 0):,}"),
         ("stuck (unfinished at end)", lambda r: _pct(r["metrics"]["stuck"])),
     ]
     tail = [
-        ("non-idem. write calls", lambda r: str(r["metrics"]["writes"][ni]["logical_calls"])),
+        ("non-idem. write calls", lambda r: f"{r['metrics']['writes'][ni]['logical_calls']:,}"),
         ("  applied twice or more", lambda r: _pct(r["metrics"]["writes"][ni]["double"])),
         ("  applications per call", lambda r: _f(r["metrics"]["writes"][ni]["per_call"], 3)),
-        ("idem. write calls", lambda r: str(r["metrics"]["writes"][iw]["logical_calls"])),
+        ("idem. write calls", lambda r: f"{r['metrics']['writes'][iw]['logical_calls']:,}"),
         ("  applied twice or more", lambda r: _pct(r["metrics"]["writes"][iw]["double"])),
         ("unaudited applications", lambda r: _pct(r["metrics"]["unaudited_applications"])),
         *[(f"  in runs {o.replace('_', '-')}", lambda r, o=o: _count(r["metrics"]["unaudited_by_outcome"], o))
@@ -672,7 +710,7 @@ def _property_rows(results: list[dict[str, Any]], verdict: dict[str, Any],
         if known is None:
             return f"[red]{plural(n, 'run')}[/]"
         k = known.get((pol, p))
-        return f"[yellow]{n} {finding_label(k)}[/]" if k is not None else f"[bold red]{n} NEW[/]"
+        return f"[yellow]{n:,} {finding_label(k)}[/]" if k is not None else f"[bold red]{n:,} NEW[/]"
 
     rows = [("all properties", [
         "[green]hold[/]" if not r["violations"] else f"[red]{len({v['property'] for v in r['violations']})} violated[/]"
@@ -689,19 +727,19 @@ def summary_line(results: list[dict[str, Any]], verdict: dict[str, Any], known: 
     pols = [r["policy"] for r in results]
     bad_pols = {p for (p, _) in verdict["violated"]}
     props = {q for (_, q) in verdict["violated"]}
-    head = f"{plural(len(pols), 'policy', 'policies')} x {n_runs} runs"
+    head = f"{plural(len(pols), 'policy', 'policies')} x {plural(n_runs, 'run')}"
     short = [r["runs_simulated"] for r in results if r.get("ended_by") == "drain" and r["runs_not_admitted"]]
     if short and stop is None:
-        got = f"{min(short)}" if min(short) == max(short) else f"{min(short)} to {max(short)}"
+        got = f"{min(short):,}" if min(short) == max(short) else f"{min(short):,} to {max(short):,}"
         head += f" ({got} simulated: the drain ended first)"
     if stop is not None:
-        return f"{head}: stopped at the first violation after {stop['runs_simulated']} runs (seed {seed})"
+        return f"{head}: stopped at the first violation after {plural(stop['runs_simulated'], 'run')} (seed {seed})"
     clean = f"{len(pols) - len(bad_pols)} clean (seed {seed})"
     if not bad_pols:
         return f"{head}: every property holds, {clean}"
     if known is not None:
         new = len(verdict["new"])
-        return f"{head}: {new} {'NEW' if new else 'new'} violation{'' if new == 1 else 's'}, {len(verdict['known'])} known, {clean}"
+        return f"{head}: {new:,} {'NEW' if new else 'new'} violation{'' if new == 1 else 's'}, {len(verdict['known']):,} known, {clean}"
     verb = "violates" if len(bad_pols) == 1 else "violate"
     return f"{head}: {plural(len(bad_pols), 'policy', 'policies')} {verb} {plural(len(props), 'property', 'properties')}, {clean}"
 
@@ -726,14 +764,15 @@ def report(results, path, total, verdict, *, stop, known, baseline_path, headlin
     con = Console(width=width, highlight=False, soft_wrap=False)
     where = os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path
     if side:
-        where = "the shipped default (failclosed simulate default)"
-    con.print(f"[bold]failclosed simulate[/]: {where}, seed {seed}, {n_runs} runs per policy, "
+        where = f"the shipped default config, {len(results)} policies side by side"
+    con.print(f"[bold]failclosed simulate[/]: {where}")
+    con.print(f"seed {seed}, {n_runs:,} runs per policy, "
               f"{sum(r['transitions'] for r in results):,} transitions in {total:.1f} s")
     if stop is not None:
         rest = f"; not simulated: {', '.join(stop['not_simulated'])}" if stop["not_simulated"] else ""
         con.print(f"[bold red]STOPPED at the first violation (--fail-fast)[/]: policy {stop['policy']}, "
                   f"run {', '.join(stop['runs'])}, property {stop['property']}, t={stop['time']:.3f} s; "
-                  f"{stop['runs_simulated']} of {n_runs} runs simulated ({stop['runs_finished']} finished){rest}. "
+                  f"{stop['runs_simulated']:,} of {n_runs:,} runs simulated ({stop['runs_finished']:,} finished){rest}. "
                   "The figures below cover only those runs; drop --fail-fast to count every violation.")
     pols = [r["policy"] for r in results]
     for t in fit_tables("metric", pols, _metric_rows(results), width):
@@ -754,11 +793,11 @@ def report(results, path, total, verdict, *, stop, known, baseline_path, headlin
         con.print(f"Next: look at {headline['policy']}'s violation of {headline['property']} ({what}run "
                   f"{', '.join(headline['runs'])}, t={headline['time']:.3f} s), written as a scenario to "
                   f"{os.path.dirname(headline['path'])}/ (--violations-dir DIR writes the first {MAX_SCENARIOS_FLAG} of each property). "
-                  "Replay it step by step, and draw it:")
+                  "Replay it step by step (-v prints every transition), and draw it:")
         from failclosed.cli.checking import command_name, shlex_quote
 
         me, where = command_name(), shlex_quote(rel_path(headline["path"]))
-        con.print(f"    {me} replay {where}", soft_wrap=True, markup=False)
+        con.print(f"    {me} replay -v {where}", soft_wrap=True, markup=False)
         con.print(f"    {me} plot swimlane {where} --out swimlane.png", soft_wrap=True, markup=False)
     elif verdict["violated"] and not violations_dir and not side:
         con.print("Next: rerun with --violations-dir DIR to write the counterexamples as scenarios "
@@ -801,13 +840,23 @@ def _report_faults(con, results) -> None:
         return textwrap.fill(text, con.width, subsequent_indent="    ", break_long_words=False,
                              break_on_hyphens=False)
 
+    never: dict[str, list[str]] = {}  # kind -> the policies it was never drawn under
+    runs: set[int] = set()
     for r in results:
         f = r["faults"]
         drawn = ", ".join(f"{k} {n:,}" for k, n in f["drawn"].items()) or "none enabled"
         con.print(fill(f"faults drawn ({r['policy']}): {drawn}"), markup=False)
         if f["warning"]:
-            con.print(fill(f"warning: {r['policy']}: fault kinds {f['warning']}"), markup=False,
-                      style="yellow")
+            runs.add(r["runs_simulated"])
+            for k in f["never_drawn"]:
+                never.setdefault(k, []).append(r["policy"])
+    if never:  # one warning for every simulation, not one per policy
+        n = f"{min(runs):,}" if len(runs) == 1 else f"{min(runs):,} to {max(runs):,}"
+        kinds = "; ".join(f"{k} under {', '.join(p)}" for k, p in never.items())
+        from failclosed.sim.records import NEVER_DRAWN_WHY
+
+        con.print(fill(f"warning: fault kinds enabled but never drawn in {n} runs: {kinds} "
+                       f"({NEVER_DRAWN_WHY})"), markup=False, style="yellow")
 
 
 def _report_files(con, results, violations_dir) -> None:
@@ -923,7 +972,8 @@ def register(subparsers: Any) -> None:
                         "identical to one (default: 1)")
     p.add_argument("--baseline", metavar="FILE",
                    help="a baseline TOML of known violations: those exit 0, anything new exits 1 (or the shipped one "
-                        "by name: current; default: current without CONFIG and --policy, else none)")
+                        "by name: current; default: current for a shipped config, by name or by path, with or "
+                        "without CONFIG; else none)")
     p.add_argument("--no-baseline", action="store_true",
                    help="judge without a baseline: every violation exits 1 (default: off)")
     p.add_argument("--export", metavar="DB.sqlite|DIR",

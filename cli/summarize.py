@@ -74,6 +74,9 @@ def write_summary(path: str, summary: list[dict[str, Any]], header: list[str],
             w.writeheader()
             for row in summary:
                 w.writerow({k: ("" if v is None else v) for k, v in row.items()})
+        from failclosed.cli.outputs import as_umask_allows
+
+        as_umask_allows(tmp)
         os.replace(tmp, path)
     except BaseException:
         try:

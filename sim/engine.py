@@ -49,6 +49,7 @@ from .invariants import load_safety
 from .processes import Processes
 from .records import (
     NEVER_DRAWN_RUNS,
+    NEVER_DRAWN_WHY,
     SCENARIOS_PER_PROPERTY,
     RunRecord,
     SimulationError,
@@ -343,9 +344,8 @@ class Simulation:
         runs = len(self.window.records)
         warning = None
         if never and runs >= NEVER_DRAWN_RUNS:
-            warning = (f"enabled but never drawn in {runs:,} runs: {', '.join(never)} (a "
-                       "component that does not draw a kind its steps declare, or a probability "
-                       "too small for this many runs)")
+            warning = (f"enabled but never drawn in {runs:,} runs: {', '.join(never)} "
+                       f"({NEVER_DRAWN_WHY})")
         return {"drawn": drawn, "never_drawn": never, "warning": warning}
 
 

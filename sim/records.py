@@ -66,6 +66,9 @@ SCENARIOS_PER_PROPERTY = 3
 # short run; above it a kind never drawn is most likely one no step the simulator takes draws
 # (the reaper's steps before they drew their declared faults: 0 of every reaper decision).
 NEVER_DRAWN_RUNS = 1000
+# why a kind can be enabled and never drawn, said with the warning
+NEVER_DRAWN_WHY = ("a component that does not draw a kind its steps declare, or a probability "
+                   "too small for this many runs")
 
 
 @dataclass

@@ -350,7 +350,7 @@ class CheckResult:
         red = [p.reduction for p in self.parts if p.reduction is not None]
         rtxt = f", symmetry reduction x{max(red):.2f}" if red else ""
         return (
-            f"{self.states} distinct states, {self.transitions} transitions, depth {self.depth}, "
+            f"{self.states:,} distinct states, {self.transitions:,} transitions, depth {self.depth}, "
             f"{self.seconds:.2f}s ({sps:,.0f} states/s), peak memory {self.peak_rss_mib:.0f} MiB"
             f"{rtxt}, fingerprint collision probability {self.collision_probability:.1e}, "
             f"reductions: {', '.join(self.reductions) or 'none'}"

@@ -411,8 +411,9 @@ def test_side_by_side_fits_the_terminal_and_ends_with_a_summary(tmp_path, capsys
     assert len(replay) == 1
     me = replay[0].split(" replay ")[0]
     scen = str(tmp_path / replay[0].split()[-1])
-    assert Path(scen).parent.parent == tmp_path / "tmp"
-    assert Path(scen).parent.name.startswith("failclosed-simulate-seed1-")
+    # issue 38: in the cache's scenarios/ (named by content), never a folder per run in TMPDIR
+    assert Path(scen).parent.name == "scenarios" and Path(scen).name.startswith("sim-")
+    assert list((tmp_path / "tmp").iterdir()) == []
     assert f"    {me} plot swimlane {replay[0].split()[-1]} --out swimlane.png" in lines
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "tmp"]
     proc = subprocess.run([sys.executable, "-m", "failclosed", "replay", scen], cwd=ROOT,
