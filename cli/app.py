@@ -10,7 +10,8 @@ expectation), 2 bad input: one line ``failclosed: error: ...`` naming the field 
 and the fix, never a traceback. 3: nothing new violated, but a search was truncated by
 ``--max-states``. 70: an internal error (a bug): one line naming the exception and the file
 the full traceback was written to (in the temporary directory), never 1, which a CI gate
-reads as a finding. 130: interrupted (Ctrl-C). 141: stdout was closed by the reader
+reads as a finding. 130: interrupted (Ctrl-C; the program's entry, :func:`console_main`, gives
+it: in-process, :func:`main` lets KeyboardInterrupt reach its caller). 141: stdout was closed by the reader
 (``failclosed replay --all | head -2``): the command stops quietly, as a program killed by
 SIGPIPE would. 143: terminated by SIGTERM, which interrupts like Ctrl-C (worker processes
 stopped, partial files removed).
@@ -245,7 +246,23 @@ def _install_sigterm() -> Any:
     return signal.signal(signal.SIGTERM, _on_sigterm)
 
 
+def console_main() -> int:
+    """The ``failclosed`` program (the console script, ``python -m failclosed``): :func:`main`,
+    and Ctrl-C, which main lets through, as exit 130. Only the program's own entry turns it
+    into a code: called in-process (a test, a notebook kernel), main lets KeyboardInterrupt
+    reach the caller, whose Ctrl-C it is (pytest stops, the kernel interrupts the cell)."""
+    try:
+        return main()
+    except KeyboardInterrupt:
+        print("failclosed: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; its exit code. Ctrl-C (KeyboardInterrupt) is not caught here, once
+    the command has cleaned up (workers stopped, partial files removed): the caller's
+    (:func:`console_main` turns it into 130). SIGTERM, whose handler main installs for the
+    command, is: 143."""
     import signal
 
     old = _install_sigterm()
@@ -286,9 +303,6 @@ def _run(args: argparse.Namespace) -> int:
     except Terminated:
         print("failclosed: terminated (SIGTERM); nothing half-written is left", file=sys.stderr)
         return EXIT_TERMINATED
-    except KeyboardInterrupt:
-        print("failclosed: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return _stdout_closed()
     except UnicodeDecodeError as e:  # the last net: read_toml names the path itself
@@ -300,4 +314,4 @@ def _run(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(console_main())

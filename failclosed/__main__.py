@@ -2,6 +2,6 @@
 
 import sys
 
-from failclosed.cli import main
+from failclosed.cli.app import console_main
 
-sys.exit(main())
+sys.exit(console_main())

@@ -201,3 +201,26 @@ def test_piped_check_output_fits_100_columns_and_says_the_fairness_once(monkeypa
     assert sum("WF(process, worker, reaper, clock)" in x for x in out) == 1
     live = [x for x in out if x.startswith("  every_run_terminates")]
     assert live and "[A]" in live[0]
+
+
+# -- 9: Ctrl-C in-process reaches the caller; the program exits 130 ----------------------
+def test_ctrl_c_reaches_an_in_process_caller_and_the_program_exits_130(monkeypatch,
+                                                                      capsys) -> None:
+    """Item 9: main() turned KeyboardInterrupt into 130 in-process, so a Ctrl-C in pytest
+    failed the CLI test it landed in and the suite went on (a notebook kernel the same)."""
+    from failclosed.cli import app, replay
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(replay, "_cmd_replay", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        main(["replay", "t02-enqueue"])
+    monkeypatch.setattr(app, "main", lambda argv=None: (_ for _ in ()).throw(KeyboardInterrupt))
+    assert app.console_main() == 130
+    assert capsys.readouterr().err == "failclosed: interrupted\n"
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["failclosed"] == "failclosed.cli.app:console_main"
+    assert "console_main()" in (ROOT / "failclosed" / "__main__.py").read_text()
