@@ -224,3 +224,20 @@ def test_ctrl_c_reaches_an_in_process_caller_and_the_program_exits_130(monkeypat
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["failclosed"] == "failclosed.cli.app:console_main"
     assert "console_main()" in (ROOT / "failclosed" / "__main__.py").read_text()
+
+
+# -- 4: inspect of the default export, with the shipped baseline, exits 0 ------------------
+def test_inspect_of_the_default_export_exits_0_with_the_shipped_baseline(tmp_path,
+                                                                        capsys) -> None:
+    """Item 4: "1 new": the `totals` heuristic of a run whose later rounds fell in an outage
+    (fail-soft steps, the runtime by design) failed the gate the README promises passes.
+    current's simulation of the side-by-side run is this one (same config, seed, policy)."""
+    db = tmp_path / "x.sqlite"
+    assert main(["simulate", "--policy", "current", "--quiet", "--export", str(db)]) == 0
+    capsys.readouterr()
+    j = tmp_path / "i.json"
+    assert main(["inspect", str(db), "--baseline", "current", "--quiet", "--json", str(j)]) == 0
+    out = capsys.readouterr().out
+    assert "0 new" in out.splitlines()[-1]
+    assert "below its iterations" in out  # said, as a notice
+    assert all(a["check"] != "totals" for a in json.loads(j.read_text())["anomalies"])
