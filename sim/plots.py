@@ -643,6 +643,7 @@ def curves(rows: list[dict[str, str]], header: list[str], out: str, x: str, colo
     xs_all = list(dict.fromkeys(key(r, x) for r in summ))
     numeric = all(_as_number(v) is not None for v in xs_all)
     pos = {v: (float(v) if numeric else k) for k, v in enumerate(xs_all)}
+    clipped = 0
     fig, axes = plt.subplots(len(metrics), len(facets), figsize=(5.2 * len(facets) + 1.5, 3.0 * len(metrics) + 1.2),
                              squeeze=False, sharex=True, sharey="row")
     cmap = plt.get_cmap("tab10")
@@ -662,6 +663,14 @@ def curves(rows: list[dict[str, str]], header: list[str], out: str, x: str, colo
                 lab = f"{color} = {cv}" if color else None
                 line, = ax.plot(px, est, marker="o", ms=4, color=cmap(c % 10), label=lab)
                 ax.fill_between(px, lo, hi, color=line.get_color(), alpha=0.18, lw=0)
+                # a band clipped to the metric's range: marked at the bound moved, as the
+                # tables mark it (cli/summarize.py's *)
+                for p, r, lo_v, hi_v in zip(px, [r for _, r in pts], lo, hi, strict=True):
+                    for side in _clipped_notes(r, m):
+                        ax.plot([p], [lo_v if side.startswith("lo") else hi_v], ls="none",
+                                marker=CLIPPED_MARKER, ms=9, color=line.get_color(),
+                                label=CLIPPED_LABEL)
+                        clipped += 1
             if i == 0 and facet:
                 ax.set_title(f"{facet} = {fv}", fontsize=10)
             if j == 0:
@@ -671,19 +680,81 @@ def curves(rows: list[dict[str, str]], header: list[str], out: str, x: str, colo
                 ax.set_xticklabels(xs_all)
             ax.grid(alpha=0.3)
             if i == len(metrics) - 1:
-                ax.set_xlabel(x)
-    if color:
-        axes[0][-1].legend(fontsize=8, loc="best")
+                ax.set_xlabel(param_label(x))
+    if color or clipped:  # each label once (every clipped marker carries the same one)
+        by = dict(zip(*reversed(axes[0][-1].get_legend_handles_labels()), strict=True))
+        for ax in axes.flat:
+            h, lab = ax.get_legend_handles_labels()
+            by.update({k: v for v, k in zip(h, lab, strict=True) if k not in by})
+        axes[0][-1].legend(list(by.values()), list(by), fontsize=8, loc="best")
     ns = sorted({int(r["n_seeds"]) for r in summ})
     seeds = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]} to {ns[-1]}"
     fig_w = fig.get_size_inches()[0]
     # wrapped to the figure's width (a 10 pt character is about 0.08 in): never cut at its sides
-    fig.suptitle(_wrap((title or f"{len(summ)} grid points") + f"; {seeds} seeds (simulations) per point; "
-                       f"bands: 95 % intervals over seeds", int(fig_w / 0.085)), fontsize=10)
+    methods = "; ".join(dict.fromkeys(str(r.get("interval_method") or "") for r in summ)) or "?"
+    mark = f"; {CLIPPED_MARKER_TEXT}: {CLIPPED_LABEL}" if clipped else ""
+    caption = ((title or f"{len(summ)} grid points") + f"; {seeds} seeds (simulations) per point; "
+               f"bands: intervals over seeds ({methods}){mark}")
+    fig.suptitle(_wrap(caption, int(fig_w / 0.085)), fontsize=10)
     fig.tight_layout()
-    fig.savefig(out, dpi=100)
+    drawn = _figure_facts(fig) | {"metrics": metrics}
+    fig.savefig(out, dpi=100, metadata=_png_metadata(out, drawn))
     plt.close(fig)
-    return {"points": len(summ), "metrics": metrics, "facets": facets, "colours": colours, "seeds": ns}
+    return {"points": len(summ), "metrics": metrics, "facets": facets, "colours": colours, "seeds": ns,
+            **drawn}
+
+
+CLIPPED_MARKER = "$*$"  # a band's bound moved to its metric's range, as the tables' *
+CLIPPED_MARKER_TEXT = "*"
+CLIPPED_LABEL = "band clipped to its metric's range"
+
+
+def _clipped_notes(row: dict[str, Any], metric: str) -> list[str]:
+    """The clipping notes of ``metric`` in a summary row (``lo 0.0123 clipped to 0``)."""
+    return [c.split(" ", 1)[1] for c in str(row.get("clipped") or "").split("; ")
+            if c.startswith(f"{metric} ")]
+
+
+def param_unit(key: str) -> str:
+    """The unit of a swept parameter, from its name (sim/config.py: durations are seconds,
+    rates per hour, probabilities in [0, 1]; counts have none)."""
+    k = key.rsplit(".", 1)[-1].lower()
+    if "seconds" in k:
+        return "s"
+    if "per_hour" in k:
+        return "per hour"
+    if k.startswith(("p_", "prob")) or k.endswith(("_p", "_probability", "probability")):
+        return "probability, 0 to 1"
+    return "count" if k.startswith(("max_", "count", "limit", "size", "slots")) or k.endswith(
+        ("count", "limit", "size", "slots", "requeues", "attempts")) else ""
+
+
+def param_label(key: str) -> str:
+    """An axis label of a swept parameter: its key and its unit (``constants.LEASE_SECONDS
+    (s)``)."""
+    unit = param_unit(key)
+    return f"{key} ({unit})" if unit else key
+
+
+def _figure_facts(fig: Any) -> dict[str, Any]:
+    """What a figure shows, read back from its artists: the axis labels, the caption and the
+    number of clipped-band markers (kept in the PNG's metadata, which tests read)."""
+    axes = fig.get_axes()
+    marks = sum(len(line.get_xdata()) for ax in axes for line in ax.get_lines()
+                if line.get_label() == CLIPPED_LABEL)
+    return {"xlabels": [ax.get_xlabel() for ax in axes if ax.get_xlabel()],
+            "ylabels": [ax.get_ylabel() for ax in axes if ax.get_ylabel()],
+            "caption": fig._suptitle.get_text() if fig._suptitle is not None else "",
+            "clipped_marks": marks}
+
+
+def _png_metadata(out: str, facts: dict[str, Any]) -> dict[str, str] | None:
+    """The figure's facts as PNG text chunks (``Description``: JSON), for a PNG only."""
+    if not out.lower().endswith(".png"):
+        return None
+    import json
+
+    return {"Title": facts["caption"].replace("\n", " "), "Description": json.dumps(facts)}
 
 
 def _nan(v: Any) -> float:

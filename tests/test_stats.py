@@ -420,3 +420,33 @@ def test_each_swimlane_marker_kind_has_its_own_look_and_none_is_the_violation_st
     labels = [st["label"] for st in plots._MARKER_STYLE.values()]
     assert len(set(labels)) == len(labels)  # one legend entry each
     assert {"provider_error", "tool_error"} <= set(plots._MARKER_STYLE)
+
+
+def test_plot_curves_labels_its_axis_with_a_unit_names_its_method_and_marks_clipped_bands(
+        tmp_path, capsys):
+    """Issue 38 item 13: the x axis was the parameter's key without a unit, the caption did
+    not name the interval's method (docs/SIMULATOR.md says captions name it), and a clipped
+    band was not marked as the tables mark it (*). Read back from the saved PNG's metadata
+    (the figure's own artists: axis labels, caption, clipped-band markers)."""
+    import json
+
+    from PIL import Image
+
+    out = tmp_path / "lc.csv"
+    # three seeds of 40 runs: Student t on two degrees of freedom, so bands leave their range
+    main(["sweep", "default", "--param", "constants.LEASE_SECONDS=60,900", "--param",
+          "runs.count=40", "--seeds", "3", "--out", str(out), "--quiet"])
+    png = tmp_path / "c.png"
+    assert main(["plot", "curves", str(out), "--x", "constants.LEASE_SECONDS", "--out",
+                 str(png)]) == 0
+    capsys.readouterr()
+    facts = json.loads(Image.open(png).text["Description"])
+    assert facts["xlabels"] and set(facts["xlabels"]) == {"constants.LEASE_SECONDS (s)"}
+    summary = list(csv.DictReader(open(tmp_path / "lc.summary.csv")))
+    methods = {r["interval_method"] for r in summary}
+    caption = " ".join(facts["caption"].split())
+    assert all(m in caption for m in methods), (caption, methods)
+    n_clipped = sum(1 for r in summary for c in (r["clipped"] or "").split("; ")
+                    if c and c.split(" ", 1)[0] in facts["metrics"])
+    assert n_clipped and facts["clipped_marks"] == n_clipped
+    assert "*: band clipped to its metric's range" in caption
