@@ -222,10 +222,23 @@ def swimlane(path: str, out: str, runs: list[str] | None = None,
         fig.text(0.01, 0.005, _wrap(notes[-1], 150), fontsize=8, color="dimgrey")
     fig.tight_layout(rect=(0, 0.02 if dropped else 0, 1, 1))
     _keep_inside(fig, ax, labels)
-    fig.savefig(out, dpi=110)
+    facts = _swimlane_facts(ax, y)
+    fig.savefig(out, dpi=110, metadata=_png_metadata(out, facts | {"caption": ax.get_title()}))
     plt.close(fig)
     return {"lanes": len(lanes), "dropped_lanes": dropped, "violations": marked, "notes": notes,
-            "span": (t_start, t_end)}
+            "span": (t_start, t_end), **facts}
+
+
+def _swimlane_facts(ax: Any, y: dict[str, int]) -> dict[str, Any]:
+    """Where the violation stars and the lines of their idle processes were drawn, read back
+    from the axes' artists: ``stars`` [lane, x], ``stalled`` [lane, x0, x1]."""
+    lane = {v: k for k, v in y.items()}
+    stars = [[lane[round(float(o[1]))], float(o[0])] for c in ax.collections
+             if c.get_gid() == "violation" for o in c.get_offsets()]
+    stalled = [[lane[round(float(line.get_ydata()[0]))], float(line.get_xdata()[0]),
+                float(line.get_xdata()[-1])] for line in ax.get_lines()
+               if line.get_gid() == "stalled"]
+    return {"stars": stars, "stalled": stalled}
 
 
 def _capped_lanes(recs: list[dict[str, Any]], max_lanes: int) -> tuple[list[str], int]:
@@ -255,15 +268,23 @@ def _draw_violations(ax: Any, y: dict[str, int], recs: list[dict[str, Any]],
     inside the axes by :func:`_keep_inside` once the figure is laid out)."""
     n = 0
     at: dict[float, tuple[list[int], list[str], float]] = {}  # x -> (steps, properties, time)
+    before: dict[str, float] = {}  # actor -> the time of its transition before this one
     for r in recs:
         props = r.get("violated", [])
+        prev = before.get(r["actor"])
+        before[r["actor"]] = r["t"]
         if not props:
             continue
         ax.axvline(r["t"], color="red", lw=1.4, ls="-", alpha=0.8, zorder=4)
         lane = r["actor"] if r["actor"] in y else None
+        if lane is not None and prev is not None and r["t"] > prev:
+            # the process was there all along (stalled, its lease gone): its lane is not
+            # empty up to the violating step, it is a process that had not moved
+            ax.plot([prev, r["t"]], [y[lane], y[lane]], color="red", lw=1.2, ls=":", zorder=5,
+                    label=STALLED_LABEL, gid="stalled")
         if lane is not None:
             ax.scatter([r["t"]], [y[lane]], marker="*", s=220, color="red", edgecolor="black",
-                       zorder=6, label="violation" if n == 0 else None)
+                       zorder=6, label="violation" if n == 0 else None, gid="violation")
         steps_, names, _t = at.setdefault(r["t"], ([], [], r.get("time", r["t"])))
         steps_.append(r.get("step", 0))
         names += [q for q in props if q not in names]
@@ -291,6 +312,7 @@ def _draw_violations(ax: Any, y: dict[str, int], recs: list[dict[str, Any]],
     return n, labels
 
 
+STALLED_LABEL = "the violating process, idle since its previous step"
 LABEL_CHARS = 110  # a violation's label wraps at its words past this (the swimlane is 13 in wide)
 LABEL_LINE = 0.42  # the height of a label's line, in lanes
 
@@ -519,6 +541,10 @@ def _draw_markers(ax: Any, y: dict[str, int], markers: list[tuple[float, str, st
 
 def _legend(ax: Any, ids: list[str]) -> None:
     handles, labels = ax.get_legend_handles_labels()
+    once: dict[str, Any] = {}  # each label once (a stalled line per violation shares one)
+    for h, lab in zip(handles, labels, strict=True):
+        once.setdefault(lab, h)
+    handles = list(once.values())
     handles += [Patch(facecolor="grey", alpha=0.35, label="lease held (colour = run)"),
                 Patch(fill=False, hatch="//", label="held after the lease expired"),
                 Line2D([0], [0], color="tab:grey", lw=3, label="provider call"),

@@ -241,3 +241,22 @@ def test_inspect_of_the_default_export_exits_0_with_the_shipped_baseline(tmp_pat
     assert "0 new" in out.splitlines()[-1]
     assert "below its iterations" in out  # said, as a notice
     assert all(a["check"] != "totals" for a in json.loads(j.read_text())["anomalies"])
+
+
+# -- 13: the swimlane's violation is never a star on an empty lane -----------------------
+def test_a_violation_on_a_stalled_process_s_lane_shows_the_process_up_to_it(tmp_path,
+                                                                            capsys) -> None:
+    """Item 13: the first command's scenario marked no_zombie_append on the lane of a segment
+    that had stalled long before (its lane empty by then). Read back from the PNG's metadata:
+    each star's lane carries the process's line from its previous step up to the star."""
+    from PIL import Image
+
+    png = tmp_path / "s.png"
+    src = ROOT / "spec" / "findings" / "no_zombie_append--current--pause-after-renewal.toml"
+    assert main(["plot", "swimlane", str(src), "--out", str(png)]) == 0
+    capsys.readouterr()
+    facts = json.loads(Image.open(png).text["Description"])
+    assert facts["stars"]
+    for lane, x in facts["stars"]:
+        line = [s for s in facts["stalled"] if s[0] == lane and s[2] == x]
+        assert line and line[0][1] < x, (lane, x, facts["stalled"])
