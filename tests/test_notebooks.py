@@ -163,3 +163,55 @@ def test_runs_in_quick_mode_from_a_copy_outside_the_checkout(path: Path, tmp_pat
     sizes = {p: p.read_bytes() for p in caches}
     _execute(copy, tmp_path)
     assert {p: p.read_bytes() for p in (tmp_path / "cache").glob("*.csv")} == sizes
+
+
+def _cell_defining(path: Path, name: str) -> str:
+    nb = nbformat.read(path, as_version=4)
+    return next(c.source for c in nb.cells if c.cell_type == "code" and name in c.source)
+
+
+def test_policy_history_swimlanes_mark_the_violating_step(monkeypatch):
+    """Issue 38 item 13: the step-order swimlanes of policy_history drew the trace and no
+    violation. The notebook's own function, on a red scenario, read back from the figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from failclosed.model.scenario import SCENARIO_DIR, load_scenario, replay
+
+    src = _cell_defining(ROOT / "notebooks" / "policy_history.ipynb", "def step_swimlane")
+    ns = {"plt": plt, "np": np}
+    exec(src[:src.index("def draw_scenario")], ns)  # the imports, CATEGORY and step_swimlane
+    res = replay(load_scenario(SCENARIO_DIR / "hist-16.5-zombie-settle.red.toml"))
+    fig = ns["step_swimlane"](res, "16.5")
+    ax = fig.axes[0]
+    stars = [c for c in ax.collections if c.get_label().startswith("violation")]
+    texts = [t.get_text() for t in ax.texts if t.get_text().endswith(" violated")]
+    plt.close(fig)
+    assert stars and texts == ["no_zombie_settle violated"], texts
+
+
+def test_policy_history_caption_counts_the_proposal_s_switches():
+    from failclosed.model.policy import PRESETS, SWITCHES
+
+    src = _cell_defining(ROOT / "notebooks" / "policy_history.ipynb", "'proposed' = current")
+    assert "three proposals" not in src
+    ns: dict = {}
+    exec(src[src.index("from failclosed.model.policy"):src.index("ax.set_xlabel")], ns)
+    n = sum(getattr(PRESETS["proposed"], s) != getattr(PRESETS["current"], s) for s in SWITCHES)
+    assert ns["N_FIXES"] == n and n > 3
+
+
+def test_lease_timing_panels_give_every_share_in_percent():
+    """Issue 38 item 13: lease_timing's panels mixed 0-1 fractions and percent."""
+    import ast
+
+    from failclosed.sim.metrics import SUMMARY_METRICS
+
+    src = _cell_defining(ROOT / "notebooks" / "lease_timing.ipynb", "panels = [")
+    start = src.index("panels = [")
+    panels = ast.literal_eval(src[start + len("panels = "):src.index("]\n", start) + 1])
+    for key, _title, ylabel, scale in panels:
+        share = SUMMARY_METRICS[key].fraction or key.startswith("p_")
+        assert (scale, ylabel.startswith("percent")) == ((100, True) if share else (1, False)), key
