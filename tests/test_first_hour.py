@@ -260,3 +260,26 @@ def test_a_violation_on_a_stalled_process_s_lane_shows_the_process_up_to_it(tmp_
     for lane, x in facts["stars"]:
         line = [s for s in facts["stalled"] if s[0] == lane and s[2] == x]
         assert line and line[0][1] < x, (lane, x, facts["stalled"])
+
+
+# -- 8: the README's test command installs what the tests run -------------------------------
+def test_the_readme_test_command_installs_what_its_tests_run_and_ci_tests_both_builds() -> None:
+    """Item 8: the command compiled the package with mypyc (minutes, no output) and the tests
+    then ran the checkout's pure Python: the build was never used. Now it installs the
+    checkout editable and pure (what the tests run), says what it costs, and .ci/run keeps
+    testing both installed builds."""
+    import re
+    import tomllib
+
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```sh\n(.*?)```", readme, re.S)
+    test_cmd = next(b for b in blocks if "pytest" in b and "pip install" in b)
+    assert "FAILCLOSED_PURE=1" in test_cmd and "pip install -e '.[test]'" in test_cmd
+    pytest_ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]
+    assert pytest_ini["ini_options"]["pythonpath"] == ["."]  # the tests run the checkout
+    after = readme[readme.index(test_cmd):][:3000]
+    assert "wall clock" in after and "CPU" in after and "While working" in after
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "FAILCLOSED_PURE=1 .venv-pure/bin/pip install -q '.[test]'" in ci
+    assert "\n.venv/bin/pip install -q '.[test]'" in ci
+    assert "suite mypyc .venv" in ci and "suite pure .venv-pure" in ci
