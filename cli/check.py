@@ -397,6 +397,21 @@ def _cmd_matrix_scope(args: argparse.Namespace, pols: list[str]) -> int:
                          res.states, stats, notes, reach=res, truncated=bool(res.truncated))
 
 
+def _matrix_json(props: list[str], pols: list[str], table: dict[str, dict[str, Any]],
+                 cmp: Comparison, summary: str, rc: int, reach: Any, truncated: bool,
+                 ) -> dict[str, Any]:
+    """The matrix as JSON; a truncated search marks each holding cell ``truncated``."""
+    d = {"properties": props, "policies": table, "baseline": cmp.to_json(),
+         "summary": summary, "exit_code": rc, "truncated": truncated}
+    if truncated:  # each holding cell: not reached past the bound
+        for pol in pols:
+            for n in props:
+                table[pol][n]["truncated"] = table[pol][n]["holds"]
+    if reach is not None:
+        d["scope"] = {k: v for k, v in reach.to_json().items() if k not in ("properties", "policies")}
+    return d
+
+
 def _print_matrix(args: argparse.Namespace, pols: list[str], props: list[str],
                   table: dict[str, dict[str, Any]], cmp: Comparison, judged: bool, cname: str,
                   states: int, stats: list[str], notes: list[str], reach: Any = None,
@@ -419,11 +434,7 @@ def _print_matrix(args: argparse.Namespace, pols: list[str], props: list[str],
     rc = with_truncation(verdict(cmp), truncated)
 
     if args.json:
-        d = {"properties": props, "policies": table, "baseline": cmp.to_json(),
-             "summary": summary, "exit_code": rc}
-        if reach is not None:
-            d["scope"] = {k: v for k, v in reach.to_json().items() if k not in ("properties", "policies")}
-        emit_json(args, d)
+        emit_json(args, _matrix_json(props, pols, table, cmp, summary, rc, reach, truncated))
         if args.json == "-":
             return rc
 

@@ -213,7 +213,8 @@ def _cmd_scope(args: argparse.Namespace) -> int:
     written = write_counterexamples([(_shortest(res, pol, n), pol) for pol, n in sorted(new)],
                                     args.out) if args.out else []
     if args.json:
-        d = res.to_json() | {"baseline": cmp.to_json(), "summary": summary, "exit_code": rc}
+        d = res.to_json() | {"baseline": cmp.to_json(), "summary": summary, "exit_code": rc,
+                             "incomplete": scope_incomplete(res)}
         if written:
             d["written"] = written
         emit_json(args, d)

@@ -283,3 +283,19 @@ def test_the_readme_test_command_installs_what_its_tests_run_and_ci_tests_both_b
     assert "FAILCLOSED_PURE=1 .venv-pure/bin/pip install -q '.[test]'" in ci
     assert "\n.venv/bin/pip install -q '.[test]'" in ci
     assert "suite mypyc .venv" in ci and "suite pure .venv-pure" in ci
+
+
+def test_a_truncated_matrix_and_scope_say_so_in_their_json(tmp_path, capsys) -> None:
+    """Item 2, JSON: a holding cell of a truncated search is marked, never a bare holds."""
+    j = tmp_path / "m.json"
+    assert main(["matrix", "--policy", "proposed", "--config", "tiny", "--max-states", "20",
+                 "--baseline", "current", "--quiet", "--json", str(j)]) == 3
+    d = json.loads(j.read_text())
+    cells = d["policies"]["proposed"].values()
+    assert d["truncated"] is True
+    assert all(c["truncated"] == c["holds"] for c in cells) and any(c["holds"] for c in cells)
+    s = tmp_path / "s.json"
+    assert main(["scope", "quick", "--policy", "proposed", "--max-states", "20", "--no-cache",
+                 "--jobs", "1", "--baseline", "current", "--quiet", "--json", str(s)]) == 3
+    capsys.readouterr()
+    assert "truncated by --max-states" in json.loads(s.read_text())["incomplete"]
