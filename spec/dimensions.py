@@ -78,8 +78,9 @@ class Dimension:
     values. ``values[0]`` is the base configuration's; the values are in the order of their
     cost, cheapest first (the search shrinks towards the first). ``write_path``: paired in
     ``standard``'s pairwise covering. ``context``: the values of other dimensions under which
-    a non-base value matters (a fault kind needs a budget). ``rest``: how many times the base
-    value is weighted in the search's draw (0: every value alike)."""
+    a non-base value matters (a fault kind needs a budget). ``odds``: the search's draw
+    leaves the base value one time in ``odds`` (1: every value alike), so that a drawn
+    configuration differs from the base in a few dimensions, most often on the write path."""
 
     name: str
     level: str
@@ -87,7 +88,7 @@ class Dimension:
     values: tuple[Any, ...]
     write_path: bool = False
     context: dict[str, Any] = field(default_factory=dict)
-    rest: int = 0
+    odds: int = 1
 
     @property
     def base(self) -> Any:
@@ -121,69 +122,70 @@ _ENDS = (("final", FINAL_VALUES[0]), *(("final", v) for v in FINAL_VALUES[1:]),
 
 DIMENSIONS: tuple[Dimension, ...] = (
     # -- constants (RUNTIME 2): the short ones small uses first, then the runtime's shapes
-    Dimension("LEASE_SECONDS", "constants", ("Constants.LEASE_SECONDS",), (1, 2), True, rest=3),
+    Dimension("LEASE_SECONDS", "constants", ("Constants.LEASE_SECONDS",), (1, 2), True, odds=8),
     Dimension("MAX_REQUEUES", "constants", ("Constants.MAX_REQUEUES",),
               (1, 2, _DEFAULTS.MAX_REQUEUES, 0), True, {"fault": FaultKind.CRASH, "budget": 2},
-              rest=1),
+              odds=4),
     Dimension("REQUEUE_BACKOFF_MS", "constants", ("Constants.REQUEUE_BACKOFF_MS",), (1000, 2000),
-              context={"fault": FaultKind.CRASH, "budget": 2, "MAX_REQUEUES": 2}, rest=4),
+              context={"fault": FaultKind.CRASH, "budget": 2, "MAX_REQUEUES": 2}, odds=12),
     # the cap: reached after one doubling (small's), at once, after two (the runtime's default
     # reaches it after several: 30 s doubling to 600 s)
     Dimension("REQUEUE_BACKOFF_CAP_MS", "constants", ("Constants.REQUEUE_BACKOFF_CAP_MS",),
               (2000, 1000, 4000),
-              context={"fault": FaultKind.CRASH, "budget": 3, "MAX_REQUEUES": 3}, rest=4),
+              context={"fault": FaultKind.CRASH, "budget": 3, "MAX_REQUEUES": 3}, odds=12),
     Dimension("MAX_ITERATIONS", "constants", ("Constants.MAX_ITERATIONS",),
-              (_DEFAULTS.MAX_ITERATIONS, 1, 2), context={"rounds": 2}, rest=8),
+              (_DEFAULTS.MAX_ITERATIONS, 1, 2), context={"rounds": 2}, odds=16),
     Dimension("DEFAULT_ROUND_CAP", "constants", ("Constants.DEFAULT_ROUND_CAP",),
-              (_DEFAULTS.DEFAULT_ROUND_CAP, 1, 2), context={"rounds": 2}, rest=8),
+              (_DEFAULTS.DEFAULT_ROUND_CAP, 1, 2), context={"rounds": 2}, odds=16),
     # -- the model: processes, transport, faults, bounds
-    Dimension("workers", "model", ("Config.workers",), (1, 2), True, rest=2),
-    Dimension("reapers", "model", ("Config.reapers",), (1, 2), True, rest=4),
-    Dimension("transport", "model", ("Config.transport",), TRANSPORTS, True, rest=3),
+    Dimension("workers", "model", ("Config.workers",), (1, 2), True, odds=4),
+    Dimension("reapers", "model", ("Config.reapers",), (1, 2), True, odds=8),
+    Dimension("transport", "model", ("Config.transport",), TRANSPORTS, True, odds=8),
     Dimension("fault", "model", ("Config.faults",), (None, *fault_kinds()), True,
-              {"budget": 1}, rest=0),
+              {"budget": 1}, odds=1),
     Dimension("budget", "model", ("World.faults",), (0, 1, 2, 3), True,
-              {"fault": FaultKind.CRASH}, rest=0),
+              {"fault": FaultKind.CRASH}, odds=1),
     Dimension("provider_faults", "model", ("Config.provider_faults",), FAILURE_CLASSES,
-              context={"fault": FaultKind.PROVIDER_ERROR, "budget": 1}, rest=4),
+              context={"fault": FaultKind.PROVIDER_ERROR, "budget": 1}, odds=2),
     Dimension("fault_ops", "model", ("Config.fault_ops",), (None, *_STORE_OPS),
-              context={"fault": FaultKind.STORE_ERROR, "budget": 1}, rest=20),
-    Dimension("horizon", "model", ("Config.horizon",), (None, 2, 3, 4, 6), rest=6),
+              context={"fault": FaultKind.STORE_ERROR, "budget": 1}, odds=8),
+    Dimension("horizon", "model", ("Config.horizon",), (4, None, 2, 3, 6), odds=8),
     Dimension("reaper_limit", "model", ("Config.reaper_limit",), (_DEFAULTS.REAPER_DEFAULT_LIMIT, 1),
-              rest=16),
+              odds=16),
     Dimension("refusals", "model", ("Config.refusals",), (None, *REQUEST_REFUSALS),
-              context={"approval": True}, rest=12),
+              context={"approval": True}, odds=16),
     Dimension("operator_cancels", "model", ("Config.operator_cancels",),
-              (None, A_RUN, NO_RUN_ID, GONE_RUN_ID), rest=12),
+              (None, A_RUN, NO_RUN_ID, GONE_RUN_ID), odds=16),
     # -- a tool of the catalogue (RUNTIME 14): the name says builtin (14.5) or not
-    Dimension("name", "tool", ("Tool.name",), (CUSTOM, *BUILTIN_WRITERS, UNKNOWN), True, rest=2),
-    Dimension("effect", "tool", ("Tool.effect",), EFFECTS, True, rest=0),
-    Dimension("remote", "tool", ("Tool.remote",), (False, True), True, rest=1),
-    Dimension("approval", "tool", ("Tool.approval",), (False, True), True, rest=0),
+    Dimension("name", "tool", ("Tool.name",), (CUSTOM, *BUILTIN_WRITERS, UNKNOWN), True, odds=3),
+    Dimension("effect", "tool", ("Tool.effect",), EFFECTS, True, odds=1),
+    Dimension("remote", "tool", ("Tool.remote",), (False, True), True, odds=4),
+    Dimension("approval", "tool", ("Tool.approval",), (False, True), True, odds=2),
     Dimension("server_flag", "tool", ("Tool.server_flag",), (None, 0, 1), context={"remote": True},
-              rest=1),
-    Dimension("needs_input", "tool", ("Tool.needs_input",), (False, True), rest=3),
-    Dimension("removable", "tool", ("Tool.removable",), (False, True), True, rest=1),
+              odds=4),
+    Dimension("needs_input", "tool", ("Tool.needs_input",), (False, True), odds=8),
+    Dimension("removable", "tool", ("Tool.removable",), (False, True), True, odds=4),
     # -- a run (RUNTIME 6, 9, 12, 16.18) and its plan (the provider's answers)
-    Dimension("entry", "run", ("RunSpec.entry",), ENTRIES, True, rest=1),
+    Dimension("entry", "run", ("RunSpec.entry",), ENTRIES, True, odds=2),
     Dimension("decisions", "run", ("RunSpec.decisions",), _DECISIONS, True,
-              {"approval": True}, rest=0),
-    Dimension("cancels", "run", ("RunSpec.cancels",), (0, 1, 2), rest=6),
+              {"approval": True}, odds=1),
+    Dimension("cancels", "run", ("RunSpec.cancels",), (0, 1, 2), odds=8),
     Dimension("observer", "run", ("RunSpec.observer",), (False, True), context={"entry": "interactive"},
-              rest=3),
-    Dimension("cap", "run", ("RunSpec.cap",), (None, 1, 2), context={"rounds": 2}, rest=8),
-    Dimension("row", "run", ("RunSpec.initial",), (None, *STATUSES), rest=12),
-    Dimension("owner", "run", ("RunSpec.owner",), (DEFAULT_OWNER, OTHER_OWNER), rest=8),
-    Dimension("request", "run", ("RunSpec.requests", "Ask.request"), (None, *Request), rest=8),
+              odds=8),
+    Dimension("cap", "run", ("RunSpec.cap",), (None, 1, 2), context={"rounds": 2}, odds=12),
+    Dimension("row", "run", ("RunSpec.initial",), (None, *STATUSES), odds=16),
+    Dimension("owner", "run", ("RunSpec.owner",), (DEFAULT_OWNER, OTHER_OWNER), odds=16),
+    Dimension("request", "run", ("RunSpec.requests", "Ask.request"), (None, *Request), odds=8),
     Dimension("requester", "run", ("Ask.by", "Principal.kind", "Principal.scopes",
                                    "Config.principals"), _REQUESTERS,
-              context={"request": Request.APPROVE}, rest=0),
+              context={"request": Request.APPROVE}, odds=1),
     Dimension("events_page", "run", ("Ask.after", "Ask.limit"), ((-1, 100), (0, 1)),
               context={"request": Request.EVENTS,
-                       "requester": (PrincipalKind.SERVICE_ACCOUNT, (Scope.AGENT_STATUS,))}),
-    Dimension("rounds", "run", ("RunSpec.plan", "Answer.kind"), (1, 0, 2), rest=4),
-    Dimension("calls", "run", ("Answer.calls",), (1, 2), context={"tools": 2}, rest=4),
-    Dimension("end", "run", ("Answer.value",), _ENDS, rest=1),
+                       "requester": (PrincipalKind.SERVICE_ACCOUNT, (Scope.AGENT_STATUS,))},
+              odds=2),
+    Dimension("rounds", "run", ("RunSpec.plan", "Answer.kind"), (1, 0, 2), odds=8),
+    Dimension("calls", "run", ("Answer.calls",), (1, 2), context={"tools": 2}, odds=8),
+    Dimension("end", "run", ("Answer.value",), _ENDS, odds=4),
 )
 
 # Fields no dimension varies, and why they change nothing a search can tell apart.
@@ -273,7 +275,8 @@ def _principal_name(req: tuple[str, tuple[str, ...]]) -> str:
 def build(p: dict[str, Any], name: str = "point") -> dict[str, Any]:
     """A point as a model/config.py table."""
     m = p["model"]
-    cons = {k: v for k, v in p["constants"].items()}
+    # a constant at the runtime's default is left out (the table reads as a hand-written one)
+    cons = {k: v for k, v in p["constants"].items() if v != getattr(_DEFAULTS, k)}
     model: dict[str, Any] = {"workers": m["workers"], "transport": m["transport"]}
     faults = [f for f in (m["fault"] if isinstance(m["fault"], tuple) else (m["fault"],)) if f]
     if FaultKind.PROVIDER_ERROR in faults:
@@ -282,9 +285,11 @@ def build(p: dict[str, Any], name: str = "point") -> dict[str, Any]:
     model["fault_budget"] = m["budget"] if faults else 0
     if m["fault_ops"] is not None and FaultKind.STORE_ERROR in faults:
         model["fault_ops"] = [m["fault_ops"]]
-    for key in ("reapers", "horizon", "reaper_limit"):
+    for key in ("reapers", "reaper_limit"):  # the model's defaults left out
         if m[key] != _BY_NAME[key].base:
             model[key] = m[key]
+    if m["horizon"] is not None:
+        model["horizon"] = m["horizon"]
     if m["refusals"] is not None:
         model["refusals"] = [m["refusals"]]
     tools, calls, unknown = [], [], []
