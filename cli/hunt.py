@@ -296,7 +296,8 @@ def _write_baseline(args: argparse.Namespace, res: Any, results: dict, baseline:
 
 
 def _reach_line(res: Any, args: argparse.Namespace, jobs: int, seconds: float) -> str:
-    where = (f"outside scope {args.outside} ({res.inside:,} drawn inside it, not checked)"
+    where = (f"outside scope {args.outside} ({res.inside:,} drawn inside it, not checked; "
+             f"{res.explained:,} violating as a one-step-simpler member does)"
              if args.outside != NO_SCOPE else "from the whole table")
     cut = (f", {res.truncated:,} searches truncated at {args.max_states:,} states"
            if res.truncated else "")
@@ -351,7 +352,7 @@ def _json(res: Any, args: argparse.Namespace, seconds: float, cmp: Any, summary:
     return {
         "policies": res.policies, "properties": res.properties, "seed": args.seed,
         "drawn": res.drawn, "checked": res.checked, "inside": res.inside,
-        "outside": args.outside, "states": res.states, "truncated": res.truncated,
+        "outside": args.outside, "explained_by_scope": res.explained, "states": res.states, "truncated": res.truncated,
         "max_states": args.max_states, "cached": res.cached, "stopped_by_time": res.stopped,
         "seconds": round(seconds, 3),
         "found": [{"policy": f.policy, "property": f.property, "length": f.length,

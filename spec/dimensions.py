@@ -161,7 +161,7 @@ DIMENSIONS: tuple[Dimension, ...] = (
     Dimension("effect", "tool", ("Tool.effect",), EFFECTS, True, odds=1),
     Dimension("remote", "tool", ("Tool.remote",), (False, True), True, odds=4),
     Dimension("approval", "tool", ("Tool.approval",), (False, True), True, odds=2),
-    Dimension("server_flag", "tool", ("Tool.server_flag",), (None, 0, 1), context={"remote": True},
+    Dimension("server_flag", "tool", ("Tool.server_flag",), (0, 1), context={"remote": True},
               odds=4),
     Dimension("needs_input", "tool", ("Tool.needs_input",), (False, True), odds=8),
     Dimension("removable", "tool", ("Tool.removable",), (False, True), True, odds=4),
@@ -263,7 +263,7 @@ def _tool_table(t: dict[str, Any], k: int, taken: set[str]) -> tuple[str, dict[s
     for key in ("approval", "needs_input", "removable"):
         if t[key]:
             table[key] = True
-    if t["server_flag"] is not None:
+    if t["remote"]:  # the operator's declaration of a remote tool (14.4 rule 3)
         table["server_flag"] = t["server_flag"]
     return name, table
 
@@ -398,7 +398,8 @@ def _tool_values(cfg: Config, c: str, out: dict[str, set[Any]]) -> None:
     out["effect"].add(t.declared_effect)
     out["remote"].add(t.remote)
     out["approval"].add(t.approval)
-    out["server_flag"].add(t.server_flag)
+    if t.remote:
+        out["server_flag"].add(t.server_flag)
     out["needs_input"].add(t.needs_input)
     out["removable"].add(t.removable)
 

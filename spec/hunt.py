@@ -11,7 +11,9 @@ base) to a minimal one that still violates that cell; the search then goes on fo
 not found, until the examples run out or ``should_stop`` says so.
 
 ``outside``: configurations that are members of a scope (or subsumed by one: spec/scope.py's
-reduction) are not checked, so what is found is what that scope does not list.
+reduction) are not checked, and a violation that a configuration one step simpler and inside
+the scope shows too (:func:`simpler`: one dimension back to its base, one fault, run or tool
+fewer) is the scope's, not counted: what is found is what that scope does not show.
 
 The verdict of a hunt reads "no violation in N drawn configurations", never "holds": it
 states the reach (configurations checked, states, and the values and pairs of each dimension
@@ -68,8 +70,8 @@ def _level(draw: st.DrawFn, level: str, dims: frozenset[str]) -> dict[str, Any]:
 # Small first: the stages a stream's draws go through, each with its share of the examples:
 # one run and one tool varying only the write-path dimensions (spec/dimensions.py
 # WRITE_PATH: where an unaudited write lives), then every dimension, then two runs or tools.
-STAGES: tuple[tuple[str, float], ...] = (("write path", 0.25), ("every dimension", 0.25),
-                                         ("two runs or tools", 0.5))
+STAGES: tuple[tuple[str, float], ...] = (("write path", 0.5), ("every dimension", 0.2),
+                                         ("two runs or tools", 0.3))
 _ALL = frozenset(d.name for d in D.DIMENSIONS)
 
 
@@ -82,7 +84,9 @@ def points(draw: st.DrawFn, stage: int = len(STAGES) - 1) -> dict[str, Any]:
     n_tools = draw(st.sampled_from(_COUNTS)) if stage >= 2 else 1
     n_runs = draw(st.sampled_from(_COUNTS)) if stage >= 2 else 1
     model = _level(draw, "model", dims)
-    second = draw(st.sampled_from([None] * 6 + list(D.dimension("fault").values[1:])))
+    kinds = list(D.dimension("fault").values[1:])
+    # a second fault kind, one draw in eight past the first stage
+    second = draw(st.sampled_from([None] * (7 * len(kinds)) + kinds)) if stage else None
     if second is not None and second != model["fault"]:
         model["fault"] = tuple(f for f in (model["fault"], second) if f is not None)
     tools = [_level(draw, "tool", dims) for _ in range(n_tools)]
@@ -106,9 +110,41 @@ def describe(p: dict[str, Any]) -> str:
     out = [f"{len(cfg.runs)} runs"] if len(cfg.runs) > 1 else []
     for d in D.DIMENSIONS:
         got = vals[d.name]
-        if got != {d.base}:
+        if got != {d.base} and not (d.name == "fault_ops" and None in got):
             out.append(f"{d.name}={','.join(sorted(D.label(v) for v in got))}")
     return " ".join(out) or "the base configuration"
+
+
+def simpler(p: dict[str, Any]) -> list[dict[str, Any]]:
+    """The points one step simpler than ``p``: one dimension of one level, tool or run back
+    to its base value, one fault kind of two, or one run or tool fewer."""
+    out = []
+    for lv in ("constants", "model"):
+        for k, v in p[lv].items():
+            if v != D.dimension(k).base:
+                out.append(p | {lv: p[lv] | {k: D.dimension(k).base}})
+    for i, t in enumerate(p["tools"]):
+        for k, v in t.items():
+            if v != D.dimension(k).base:
+                out.append(p | {"tools": [*p["tools"][:i], t | {k: D.dimension(k).base},
+                                          *p["tools"][i + 1:]]})
+    for i, r in enumerate(p["runs"]):
+        for k, v in r.items():
+            if k != "tool" and v != D.dimension(k).base:
+                out.append(p | {"runs": [*p["runs"][:i], r | {k: D.dimension(k).base},
+                                         *p["runs"][i + 1:]]})
+    f = p["model"]["fault"]
+    if isinstance(f, tuple):
+        out += [p | {"model": p["model"] | {"fault": one}} for one in f]
+    if len(p["runs"]) > 1:
+        out += [p | {"runs": [r for j, r in enumerate(p["runs"]) if j != i]}
+                for i in range(len(p["runs"]))]
+    if len(p["tools"]) > 1:
+        for i in range(len(p["tools"])):
+            rest = [t for j, t in enumerate(p["tools"]) if j != i]
+            runs = [r | {"tool": min(r["tool"], len(rest) - 1)} for r in p["runs"]]
+            out.append(p | {"tools": rest, "runs": runs})
+    return out
 
 
 def tools_by_table(data: dict[str, Any]) -> dict[str, Any]:
@@ -170,6 +206,7 @@ class HuntResult:
     drawn: int = 0  # examples Hypothesis drew
     checked: int = 0  # configurations checked (drawn, valid, outside the scope), shrinking too
     inside: int = 0  # drawn inside the ``outside`` scope: not checked
+    explained: int = 0  # violating, but so does a configuration one step simpler in the scope
     states: int = 0
     truncated: int = 0  # checks cut by the state cap
     cached: int = 0
@@ -179,7 +216,7 @@ class HuntResult:
     pairs: set[tuple[str, Any, str, Any]] = field(default_factory=set)
 
     def merge(self, o: HuntResult) -> None:
-        for k in ("drawn", "checked", "inside", "states", "truncated", "cached"):
+        for k in ("drawn", "checked", "inside", "explained", "states", "truncated", "cached"):
             setattr(self, k, getattr(self, k) + getattr(o, k))
         self.stopped |= o.stopped
         for k, v in o.values.items():
@@ -219,6 +256,7 @@ class _Oracle:
         self.res, self.props, self.max_states = res, properties, max_states
         self.cache, self.outside, self.on_check = cache, outside, on_check
         self.memo: dict[str, set[tuple[str, str]] | None] = {}
+        self.inside_memo: dict[str, set[tuple[str, str]]] = {}
         self.lengths: dict[tuple[str, str, str], int] = {}
 
     def violated(self, p: dict[str, Any], drawing: bool) -> set[tuple[str, str]] | None:
@@ -232,8 +270,35 @@ class _Oracle:
         if drawing:
             self.res.drawn += 1
         out = self._check(p, data)
+        if out and self.outside.scope is not None:
+            known = self._explained(p, out)
+            self.res.explained += bool(known)
+            out -= known
         self.memo[k] = out
         return out
+
+    def _explained(self, p: dict[str, Any], cells: set[tuple[str, str]]) -> set[tuple[str, str]]:
+        """The cells of ``cells`` that a configuration one step simpler than ``p`` and inside
+        the scope violates too: what the scope already shows (``p`` differs from it only in
+        a dimension the violation does not need)."""
+        known: set[tuple[str, str]] = set()
+        for q in simpler(p):
+            data = D.build(q)
+            if self.outside(data):
+                continue
+            k = _key(data)
+            if k not in self.inside_memo:
+                m = Member("hunt-inside", data, "hunt")
+                got = set()
+                for pol in self.res.policies:
+                    r = self._member(m, pol)
+                    self.res.states += r.states
+                    got |= {(pol, n) for n in r.violations}
+                self.inside_memo[k] = got
+            known |= cells & self.inside_memo[k]
+            if known == cells:
+                break
+        return known
 
     def _check(self, p: dict[str, Any], data: dict[str, Any]) -> set[tuple[str, str]] | None:
         from failclosed.model.config import ConfigError
