@@ -11,9 +11,11 @@ base) to a minimal one that still violates that cell; the search then goes on fo
 not found, until the examples run out or ``should_stop`` says so.
 
 ``outside``: configurations that are members of a scope (or subsumed by one: spec/scope.py's
-reduction) are not checked, and a violation that a configuration one step simpler and inside
-the scope shows too (:func:`simpler`: one dimension back to its base, one fault, run or tool
-fewer) is the scope's, not counted: what is found is what that scope does not show.
+reduction) are not checked, and a violation that the scope shows too is not counted: when
+stepping from the violating configuration to a simpler one that still violates
+(:func:`simpler`: one dimension at a cheaper value, one fault, run or tool fewer) reaches a
+member of the scope, the violation is the scope's. What is found is what the scope does not
+show.
 
 The verdict of a hunt reads "no violation in N drawn configurations", never "holds": it
 states the reach (configurations checked, states, and the values and pairs of each dimension
@@ -115,24 +117,29 @@ def describe(p: dict[str, Any]) -> str:
     return " ".join(out) or "the base configuration"
 
 
+def _cheaper(k: str, v: Any) -> list[Any]:
+    """The values of dimension ``k`` listed before ``v`` (cheaper; a budget of 3: 0, 1, 2)."""
+    vals = D.dimension(k).values
+    return list(vals[:vals.index(v)]) if v in vals else [D.dimension(k).base]
+
+
 def simpler(p: dict[str, Any]) -> list[dict[str, Any]]:
-    """The points one step simpler than ``p``: one dimension of one level, tool or run back
-    to its base value, one fault kind of two, or one run or tool fewer."""
+    """The points one step simpler than ``p``: one dimension of one level, tool or run at a
+    cheaper value, one fault kind of two, or one run or tool fewer."""
     out = []
     for lv in ("constants", "model"):
         for k, v in p[lv].items():
-            if v != D.dimension(k).base:
-                out.append(p | {lv: p[lv] | {k: D.dimension(k).base}})
+            if k != "fault" or not isinstance(v, tuple):
+                out += [p | {lv: p[lv] | {k: w}} for w in _cheaper(k, v)]
     for i, t in enumerate(p["tools"]):
         for k, v in t.items():
-            if v != D.dimension(k).base:
-                out.append(p | {"tools": [*p["tools"][:i], t | {k: D.dimension(k).base},
-                                          *p["tools"][i + 1:]]})
+            out += [p | {"tools": [*p["tools"][:i], t | {k: w}, *p["tools"][i + 1:]]}
+                    for w in _cheaper(k, v)]
     for i, r in enumerate(p["runs"]):
         for k, v in r.items():
-            if k != "tool" and v != D.dimension(k).base:
-                out.append(p | {"runs": [*p["runs"][:i], r | {k: D.dimension(k).base},
-                                         *p["runs"][i + 1:]]})
+            if k != "tool":
+                out += [p | {"runs": [*p["runs"][:i], r | {k: w}, *p["runs"][i + 1:]]}
+                        for w in _cheaper(k, v)]
     f = p["model"]["fault"]
     if isinstance(f, tuple):
         out += [p | {"model": p["model"] | {"fault": one}} for one in f]
@@ -257,6 +264,7 @@ class _Oracle:
         self.cache, self.outside, self.on_check = cache, outside, on_check
         self.memo: dict[str, set[tuple[str, str]] | None] = {}
         self.inside_memo: dict[str, set[tuple[str, str]]] = {}
+        self.explained_memo: dict[tuple[str, tuple[str, str]], bool] = {}
         self.lengths: dict[tuple[str, str, str], int] = {}
 
     def violated(self, p: dict[str, Any], drawing: bool) -> set[tuple[str, str]] | None:
@@ -278,27 +286,50 @@ class _Oracle:
         return out
 
     def _explained(self, p: dict[str, Any], cells: set[tuple[str, str]]) -> set[tuple[str, str]]:
-        """The cells of ``cells`` that a configuration one step simpler than ``p`` and inside
-        the scope violates too: what the scope already shows (``p`` differs from it only in
-        a dimension the violation does not need)."""
-        known: set[tuple[str, str]] = set()
-        for q in simpler(p):
-            data = D.build(q)
-            if self.outside(data):
-                continue
-            k = _key(data)
-            if k not in self.inside_memo:
-                m = Member("hunt-inside", data, "hunt")
-                got = set()
-                for pol in self.res.policies:
-                    r = self._member(m, pol)
-                    self.res.states += r.states
-                    got |= {(pol, n) for n in r.violations}
-                self.inside_memo[k] = got
-            known |= cells & self.inside_memo[k]
-            if known == cells:
+        """The cells of ``cells`` the scope already shows: from ``p``, step to the first
+        configuration one step simpler (:func:`simpler`) that still violates the cell, and
+        again, until one inside the scope violates it (explained: ``p`` differs from the
+        scope only in dimensions the violation does not need) or none simpler does (new)."""
+        return {c for c in cells if self._descend(p, c)}
+
+    def _descend(self, p: dict[str, Any], cell: tuple[str, str]) -> bool:
+        path: list[str] = []
+        while True:
+            k = _key(D.build(p))
+            if (k, cell) in self.explained_memo:
+                found = self.explained_memo[(k, cell)]
                 break
-        return known
+            path.append(k)
+            nxt = None
+            found = False
+            for q in simpler(p):
+                data = D.build(q)
+                if cell not in self._cells(data):
+                    continue
+                if not self.outside(data):
+                    found = True
+                    break
+                if nxt is None:
+                    nxt = q
+            if found or nxt is None:
+                break
+            p = nxt
+        for k in path:
+            self.explained_memo[(k, cell)] = found
+        return found
+
+    def _cells(self, data: dict[str, Any]) -> set[tuple[str, str]]:
+        """Every cell a configuration violates, inside the scope or not (memoised)."""
+        k = _key(data)
+        if k not in self.inside_memo:
+            m = Member("hunt-step", data, "hunt")
+            got = set()
+            for pol in self.res.policies:
+                r = self._member(m, pol)
+                self.res.states += r.states
+                got |= {(pol, n) for n in r.violations}
+            self.inside_memo[k] = got
+        return self.inside_memo[k]
 
     def _check(self, p: dict[str, Any], data: dict[str, Any]) -> set[tuple[str, str]] | None:
         from failclosed.model.config import ConfigError
