@@ -278,21 +278,24 @@ class _Oracle:
         if drawing:
             self.res.drawn += 1
         out = self._check(p, data)
-        if out and self.outside.scope is not None:
-            known = self._explained(p, out)
-            self.res.explained += bool(known)
-            out -= known
         self.memo[k] = out
         return out
 
-    def _explained(self, p: dict[str, Any], cells: set[tuple[str, str]]) -> set[tuple[str, str]]:
-        """The cells of ``cells`` the scope already shows: from ``p``, step to the first
+    def new(self, p: dict[str, Any], cell: tuple[str, str]) -> bool:
+        """``p`` violates ``cell`` (a cell :meth:`violated` gave) where the scope does not
+        (:meth:`_descend`); memoised."""
+        if self.outside.scope is None:
+            return True
+        if self._descend(p, cell):
+            self.res.explained += 1
+            return False
+        return True
+
+    def _descend(self, p: dict[str, Any], cell: tuple[str, str]) -> bool:
+        """Whether the scope shows ``p``'s violation of ``cell``: from ``p``, step to the first
         configuration one step simpler (:func:`simpler`) that still violates the cell, and
         again, until one inside the scope violates it (explained: ``p`` differs from the
         scope only in dimensions the violation does not need) or none simpler does (new)."""
-        return {c for c in cells if self._descend(p, c)}
-
-    def _descend(self, p: dict[str, Any], cell: tuple[str, str]) -> bool:
         path: list[str] = []
         while True:
             k = _key(D.build(p))
@@ -389,11 +392,15 @@ def hunt(policies: Sequence[str], properties: Sequence[str] | None = None, *, se
     res = HuntResult(list(policies), list(properties) if properties else None, seed)
     oracle = _Oracle(res, properties, max_states, cache, Outside(outside), on_check)
     stop = should_stop or (lambda: False)
+    from failclosed.spec.checker import resolve_properties
+
+    safety, live = resolve_properties(properties)
+    cells = len(res.policies) * (len(safety) + len(live))
     rounds = 0
     end = 0
     for stage, (_, share) in enumerate(STAGES):
         end = examples if stage == len(STAGES) - 1 else end + max(1, round(examples * share))
-        while res.drawn < end and not res.stopped:
+        while res.drawn < end and not res.stopped and len(res.found) < cells:
             rnd = random.Random(f"{seed}:{stream}:{rounds}")
             found = _one(oracle, res, end - res.drawn, rnd, stop, stage)
             rounds += 1
@@ -423,13 +430,14 @@ def _one(oracle: _Oracle, res: HuntResult, budget: int, rnd: random.Random,
         if not cells:
             return False
         if pinned:
-            return pinned[0] in cells
+            return pinned[0] in cells and oracle.new(p, pinned[0])
         fresh = sorted(cells - done, key=lambda c: order.get(c, (len(order), 0)) + c)
-        if not fresh:
-            return False
-        pinned.append(fresh[0])
-        first.append(describe(p))
-        return True
+        for c in fresh:
+            if oracle.new(p, c):
+                pinned.append(c)
+                first.append(describe(p))
+                return True
+        return False
 
     cfg = settings(max_examples=budget, database=None, deadline=None, derandomize=False,
                    phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck),
