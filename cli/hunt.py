@@ -297,7 +297,7 @@ def _write_baseline(args: argparse.Namespace, res: Any, results: dict, baseline:
 
 def _reach_line(res: Any, args: argparse.Namespace, jobs: int, seconds: float) -> str:
     where = (f"outside scope {args.outside} ({res.inside:,} drawn inside it, not checked; "
-             f"{res.explained:,} violating as a one-step-simpler member does)"
+             f"{res.explained:,} violations the scope shows too)"
              if args.outside != NO_SCOPE else "from the whole table")
     cut = (f", {res.truncated:,} searches truncated at {args.max_states:,} states"
            if res.truncated else "")

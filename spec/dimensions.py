@@ -38,6 +38,7 @@ from failclosed.model.config import BUILTIN_WRITERS, parse_config
 from failclosed.model.constants import Constants
 from failclosed.model.names import TRANSITIONS
 from failclosed.model.state import (
+    ANSWER_KINDS,
     DEFAULT_OWNER,
     EFFECTS,
     ENTRIES,
@@ -117,8 +118,9 @@ _DEFAULTS = Constants()
 _DECISIONS = _sequences(tuple(Decision), 2)
 _DECISIONS = ((Decision.APPROVE,), *(d for d in _DECISIONS if len(d) == 2),
               *(d for d in _DECISIONS if len(d) < 2 and d != (Decision.APPROVE,)))
-_ENDS = (("final", FINAL_VALUES[0]), *(("final", v) for v in FINAL_VALUES[1:]),
-         *(("fail", c) for c in FAILURE_CLASSES), *(("guardrail", v) for v in GUARDRAIL_VALUES))
+_TOOLS, _FINAL, _FAIL, _GUARDRAIL = ANSWER_KINDS
+_ENDS = (*((_FINAL, v) for v in FINAL_VALUES), *((_FAIL, c) for c in FAILURE_CLASSES),
+         *((_GUARDRAIL, v) for v in GUARDRAIL_VALUES))
 
 DIMENSIONS: tuple[Dimension, ...] = (
     # -- constants (RUNTIME 2): the short ones small uses first, then the runtime's shapes
@@ -323,7 +325,7 @@ def _run_table(r: dict[str, Any], k: int, calls: list[str],
     first = r.get("tool", 0) % len(calls)
     turn = [calls[(first + c) % len(calls)] for c in range(r["calls"])]
     kind, value = r["end"]
-    plan: list[dict[str, Any]] = [{"tools": list(turn)} for _ in range(r["rounds"])]
+    plan: list[dict[str, Any]] = [{_TOOLS: list(turn)} for _ in range(r["rounds"])]
     plan.append({kind: value})
     t: dict[str, Any] = {"id": f"r{k + 1}", "entry": r["entry"], "plan": plan,
                          "decisions": [str(d) for d in r["decisions"]]}
@@ -421,10 +423,10 @@ def _run_values(cfg: Config, r: Any, out: dict[str, set[Any]]) -> None:
             out["events_page"].add((a.after, a.limit))
     if not r.requests:
         out["request"].add(None)
-    tool_rounds = [a for a in r.plan if a.kind == "tools"]
+    tool_rounds = [a for a in r.plan if a.kind == _TOOLS]
     out["rounds"].add(len(tool_rounds))
     out["calls"] |= {len(a.calls) for a in tool_rounds}
-    ends = [a for a in r.plan if a.kind != "tools"]
+    ends = [a for a in r.plan if a.kind != _TOOLS]
     out["end"] |= {(a.kind, a.value) for a in ends[:1]} or {_BY_NAME["end"].base}
 
 
