@@ -493,15 +493,25 @@ def _pairs() -> Iterator[tuple[str, dict[str, Any]]]:
         a, x, b, y = min(missing, key=lambda q: (order[q[0]], order[q[2]],
                                                  _BY_NAME[q[0]].values.index(q[1]),
                                                  _BY_NAME[q[2]].values.index(q[3])))
-        row = {a: x, b: y}
+        seed: dict[str, Any] = {}
+        for d, v in ((a, x), (b, y)):  # the seed pair, in the context where it matters
+            seed |= _BY_NAME[d].context if v != _BY_NAME[d].base else {}
+        seed |= {a: x, b: y}
+        row = dict(seed)
         for d in dims:
             if d in row:
                 continue
             vals = _BY_NAME[d].values
             row[d] = max(vals, key=lambda v, d=d, vals=vals: (  # type: ignore[misc]
-                sum(key(d, v, e, w) in missing for e, w in row.items()), -vals.index(v)))
+                sum(key(d, v, e, w) in missing for e, w in row.items() if e in order),
+                -vals.index(v)))
+            if row[d] != _BY_NAME[d].base:
+                row = {k: v for k, v in _BY_NAME[d].context.items() if k not in row} | row
         data = build(point(row))
         got = pairs_of(_read(data), dims)
+        if (a, x, b, y) not in got:  # the values chosen beside it hide it: the seed alone
+            data = build(point(seed))
+            got = pairs_of(_read(data), dims)
         covered = {q for q in missing if q in got}
         missing -= covered | {(a, x, b, y)}
         if covered:
