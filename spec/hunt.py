@@ -50,6 +50,11 @@ from hypothesis.errors import NoSuchExample
 
 __all__ = ["Found", "HuntResult", "Outside", "describe", "hunt", "points"]
 
+# the state cap of a search that only asks whether the scope shows a violation (a step of
+# :meth:`_Oracle._descend`): a violation the scope shows is short, found early by the
+# breadth-first search, so a step need not search as far as a drawn configuration
+STEP_STATES = 2_000
+
 # how many runs and tools a point has: one most of the time (cheap), two otherwise
 _COUNTS = (1, 1, 1, 1, 1, 1, 1, 2)
 
@@ -327,8 +332,9 @@ class _Oracle:
         if k not in self.inside_memo:
             m = Member("hunt-step", data, "hunt")
             got = set()
+            cap = min(self.max_states or STEP_STATES, STEP_STATES)
             for pol in self.res.policies:
-                r = self._member(m, pol)
+                r = self._member(m, pol, cap)
                 self.res.states += r.states
                 got |= {(pol, n) for n in r.violations}
             self.inside_memo[k] = got
@@ -364,22 +370,24 @@ class _Oracle:
             self.on_check(describe(p), results)
         return out
 
-    def _member(self, m: Member, pol: str) -> TaskResult:
+    def _member(self, m: Member, pol: str, cap: int | None = None) -> TaskResult:
+        cap = cap or self.max_states
         key = None
         if self.cache is not None:
-            key = self.cache.key(m, pol, self.props, self.max_states)
+            key = self.cache.key(m, pol, self.props, cap)
             hit = self.cache.get(key, m.name)
             if hit is not None:
                 self.res.cached += 1
                 return hit
-        r = check_member(m.name, m.data, pol, self.props, self.max_states)
+        r = check_member(m.name, m.data, pol, self.props, cap)
         if self.cache is not None and key is not None:
             self.cache.put(key, r)
         return r
 
 
 def hunt(policies: Sequence[str], properties: Sequence[str] | None = None, *, seed: int = 0,
-         stream: int = 0, examples: int = 1000, max_states: int | None = 10_000, cache: Cache | None = None,
+         stream: int = 0, examples: int = 1000, max_states: int | None = 10_000,
+         cache: Cache | None = None,
          outside: Scope | None = None, should_stop: Callable[[], bool] | None = None,
          on_check: Callable[[str, list[TaskResult]], None] | None = None,
          on_found: Callable[[Found], None] | None = None) -> HuntResult:
