@@ -45,7 +45,7 @@ from failclosed.spec import properties as _properties  # noqa: F401
 COMMAND_MODULES = ("failclosed.cli.replay", "failclosed.cli.check", "failclosed.cli.simulate",
                    "failclosed.cli.sweep", "failclosed.cli.summarize", "failclosed.cli.plot",
                    "failclosed.cli.inspect", "failclosed.cli.regenerate",
-                   "failclosed.cli.proposals")
+                   "failclosed.cli.proposals", "failclosed.cli.hunt")
 
 
 

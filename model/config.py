@@ -76,7 +76,10 @@ from .state import (
     DEFAULT_OWNER,
     DEFAULT_PRINCIPALS,
     EFFECTS,
+    ENTRIES,
     FAILURE_CLASSES,
+    FINAL_VALUES,
+    GUARDRAIL_VALUES,
     READ_ONLY,
     REQUEST_REFUSALS,
     STATUSES,
@@ -431,7 +434,7 @@ def _run(r: Any, n: int, taken: set[str]) -> RunSpec:
     if rid in taken:
         raise ConfigError(f"{where}id: duplicate run id {rid!r}; give each run its own id")
     entry = r.get("entry", "queued")
-    if entry not in ("queued", "interactive"):
+    if entry not in ENTRIES:
         raise ConfigError(f"{where}entry: {entry!r}; use queued or interactive")
     raw_plan = _expect(r.get("plan", [{"final": "completed"}]), list, where + "plan",
                        "a list of answers such as [{tools = [\"lookup\"]}, {final = \"completed\"}]")
@@ -591,7 +594,7 @@ def _answer(a: Any, where: str) -> Answer:
         _expect(v, list, where + ".tools", "a list of tool names")
         return Answer("tools", tuple(_expect(x, str, where + ".tools[]", "a tool name") for x in v))
     if k == "final":
-        if v not in ("completed", "budget_exhausted", "context_truncated"):
+        if v not in FINAL_VALUES:
             raise ConfigError(f"{where}.final: {v!r}; use completed, budget_exhausted or context_truncated")
         return Answer("final", (), v)
     if k == "fail":
@@ -599,7 +602,7 @@ def _answer(a: Any, where: str) -> Answer:
             raise ConfigError(f"{where}.fail: {v!r}; use one of {', '.join(FAILURE_CLASSES)}")
         return Answer("fail", (), v)
     if k == "guardrail":
-        if v not in ("violation", "approval_required"):
+        if v not in GUARDRAIL_VALUES:
             raise ConfigError(f"{where}.guardrail: {v!r}; use violation or approval_required")
         return Answer("guardrail", (), v)
     raise ConfigError(f"{where}.{k}: unknown answer; use tools, final, fail or guardrail")

@@ -39,6 +39,12 @@ READ_ONLY = "read_only"
 IDEMPOTENT_WRITE = "idempotent_write"
 NON_IDEMPOTENT_WRITE = "non_idempotent_write"
 EFFECTS = (READ_ONLY, IDEMPOTENT_WRITE, NON_IDEMPOTENT_WRITE)
+# How a run enters (RunSpec.entry): enqueue_run (RUNTIME 6) or start_run (9).
+ENTRIES = ("queued", "interactive")
+# What a plan's answers may say (Answer): its kinds, a final answer's values, a guardrail's.
+ANSWER_KINDS = ("tools", "final", "fail", "guardrail")
+FINAL_VALUES = ("completed", "budget_exhausted", "context_truncated")
+GUARDRAIL_VALUES = ("violation", "approval_required")
 FAILURE_CLASSES = (
     "connection", "rateLimit", "serverError", "circuitOpen", "auth", "configuration",
     "clientError", "unknown",

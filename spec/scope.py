@@ -25,6 +25,11 @@ in some small instance). A scope is data, a TOML file under spec/scopes/:
     owner = { kind = "user" }              # given to every member whose runs' shapes name a
     mallory = { kind = "user" }            # principal (``owner`` or ``requests``)
 
+    generate = ["values", "decisions", "pairs"]  # members built from spec/dimensions.py's
+                                           # table: every value of every dimension, every
+                                           # sequence of two decisions, every pair on the
+                                           # write path (see that module)
+
     [[product]]                            # one cartesian product of the dimensions
     name = "queued"
     workers = [1, 2]
@@ -96,7 +101,8 @@ __all__ = [
 ]
 
 FAULT_SET_KINDS = ("none", "singles", "pairs", "all")
-TOP_KEYS = {"description", "configs", "constants", "tools", "shapes", "ends", "product", "principals"}
+TOP_KEYS = {"description", "configs", "constants", "tools", "shapes", "ends", "product", "principals",
+            "generate"}
 PRODUCT_KEYS = {"name", "workers", "reapers", "transport", "runs", "tools", "ends", "faults", "faults_except", "fault_sets",
                 "fault_budget", "provider_faults", "fault_ops", "horizon", "observer", "cancels"}
 
@@ -211,8 +217,24 @@ def expand(data: dict[str, Any], where: str, base: Path) -> list[Member]:
             raise _err(f"{pw}.name", f"duplicate product name {pname!r}; give each its own")
         names.add(pname)
         out.extend(_expand_product(prod, pname, pw, constants, tools, shapes, ends, principals))
+    out.extend(_generated(data, where))
     if not out:
         raise _err(where, "declares no member: add configs = [...] or a [[product]]")
+    return out
+
+
+def _generated(data: dict[str, Any], where: str) -> list[Member]:
+    """``generate = ["values", "decisions", "pairs"]``: the members spec/dimensions.py's
+    generators build from the dimension table."""
+    from failclosed.spec.dimensions import generate
+
+    if "generate" not in data:
+        return []
+    names = _list_of(data["generate"], f"{where}: generate", "generator names")
+    out = []
+    for name, d in generate(names, f"{where}: generate"):
+        d = d | {"description": f"scope member {name}"}
+        out.append(Member(name, d, f"generate {name.split(':')[0]}"))
     return out
 
 

@@ -97,10 +97,11 @@ def test_standard_covers_every_dimension_the_issue_names():
     models = [m.data["model"] for m in s.members]
     runs = [r for m in s.members for r in m.data["runs"]]
     tools = [t for m in s.members for t in m.data["tools"]]
-    assert {m["workers"] for m in models} == {1, 2}
-    assert {m.get("transport", "async") for m in models} == {"async", "sync"}
+    # (every value of every dimension: tests/test_dimensions.py, from the dimension table)
+    assert {m["workers"] for m in models} >= {1, 2}
+    assert {m.get("transport", "async") for m in models} >= {"async", "sync"}
     assert {r.get("entry") for r in runs} == {"queued", "interactive"}
-    assert {r["row"]["status"] for r in runs if "row" in r} == {"waiting_for_approval",
+    assert {r["row"]["status"] for r in runs if "row" in r} >= {"waiting_for_approval",
                                                                  "waiting_for_input"}
     assert any(len(m.data["runs"]) == 2 for m in s.members)
     assert {t.get("effect", "read_only") for t in tools} == {"read_only", "idempotent_write",
