@@ -224,6 +224,8 @@ def _build() -> dict[str, Policy]:
         overdue_queued_redispatched=True,
         event_insert_owner_guarded=True,
         event_sequence_unique=True,
+        fence_cleared_after_audit=True,
+        idempotent_stamp_blocks_retry=True,
     )
     return out
 
