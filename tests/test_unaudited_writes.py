@@ -12,6 +12,8 @@ from failclosed.model.policy import PRESETS, parse_policy
 from failclosed.model.rules import may_retry_after_fence
 from failclosed.spec.checker import CONFIG_DIR, ConfigPart, check
 
+UNAUDITED = CONFIG_DIR / "unaudited"  # not recorded by the behaviour digests (spec/configs/*.toml)
+
 PROP = "no_unaudited_write_settles_successfully"
 P1_P8 = "proposed-idempotent_stamp_blocks_retry-fence_cleared_after_audit"
 # configuration -> its shortest counterexample under current (FINDINGS.md 7's table)
@@ -25,14 +27,18 @@ MECHANISMS = {
 }
 
 
+def _path(name: str) -> str:
+    return str(UNAUDITED / f"{name}.toml")
+
+
 @pytest.mark.parametrize("name", sorted(MECHANISMS))
 def test_each_mechanism_violates_the_property_under_current(name: str) -> None:
-    r = check("current", name, [PROP], witnesses=False, coverage=False).properties[PROP]
+    r = check("current", _path(name), [PROP], witnesses=False, coverage=False).properties[PROP]
     assert not r.holds and len(r.trace) == MECHANISMS[name]
 
 
 def test_the_late_landing_is_no_violation_under_current() -> None:
-    r = check("current", "unaudited-late-landing", [PROP], witnesses=False,
+    r = check("current", _path("unaudited-late-landing"), [PROP], witnesses=False,
               coverage=False).properties[PROP]
     assert r.holds
 
@@ -40,16 +46,17 @@ def test_the_late_landing_is_no_violation_under_current() -> None:
 @pytest.mark.slow  # proposed explores the whole configuration: about a minute
 def test_finding_7_as_written_fails_without_p9_and_holds_with_it() -> None:
     name = "unaudited-store-error-deny"
-    without = check(P1_P8, name, [PROP], witnesses=False, coverage=False).properties[PROP]
+    without = check(P1_P8, _path(name), [PROP], witnesses=False, coverage=False).properties[PROP]
     assert not without.holds and len(without.trace) == MECHANISMS[name]
-    assert check("proposed", name, [PROP], witnesses=False, coverage=False).properties[PROP].holds
+    assert check("proposed", _path(name), [PROP], witnesses=False,
+                 coverage=False).properties[PROP].holds
 
 
 def test_the_mutant_without_a_fail_closed_audit_still_violates_the_property() -> None:
     """The property's reading (spec/SPEC.md) excuses only an idempotent call audited by another
     application: ``proposed`` without ADR-111's fail-closed audit, on a write whose event
     insert fails, completes over it and is caught."""
-    data = tomllib.loads((CONFIG_DIR / "unaudited-store-error-deny.toml").read_text())
+    data = tomllib.loads((UNAUDITED / "unaudited-store-error-deny.toml").read_text())
     data["model"]["faults"] = ["audit_insert_fails"]
     data["runs"][0]["decisions"] = ["approve"]
     part = ConfigPart("audit-fails", "inline", data)
