@@ -104,6 +104,22 @@ class Policy:
     # re-reads max(sequence) and inserts at max + 1. FINDINGS.md 2 (stream_order after an
     # ambiguous commit), docs/PROPOSALS.md P8.
     event_sequence_unique: bool = False
+    # P9: both deciders (reaper branch 1, recovery branch 4) treat a stamp 'idempotent_write'
+    # as they treat 'non_idempotent_write': a run whose idempotent write may have landed
+    # without its event is dead-lettered not_retryable instead of retried (with
+    # fence_cleared_after_audit the stamp stays until the event is stored). FINDINGS.md 7,
+    # docs/PROPOSALS.md P9.
+    idempotent_stamp_blocks_retry: bool = False
+    # P9 alternative (c): a retry that reaches a turn whose approval a previous attempt's
+    # approval event records (RUNTIME 12.2 step 9) applies that approval instead of
+    # suspending again. docs/PROPOSALS.md "P9: the designs compared".
+    decision_kept_across_retry: bool = False
+    # P9 alternative (b): after the T5 stamp and before invoke, the segment stores an 'intent'
+    # event for the call (the same insert as record_step, owner-guarded with P7); if it is not
+    # reported stored the tool never runs (LeaseLost, as a failed stamp). A retry that finds an
+    # intent without its outcome does nothing different: the intent is the record that the
+    # write may have landed. docs/PROPOSALS.md "P9: the designs compared".
+    write_intent_recorded: bool = False
     # -- mutants: deliberately BROKEN variants for the vacuity check (`failclosed mutants`,
     # spec/mutants.py MUTANT_SWITCHES); never a runtime stage, off in every preset. Each removes
     # one guard so that the property it protects must be seen to fail. ------------------------
@@ -208,6 +224,8 @@ def _build() -> dict[str, Policy]:
         overdue_queued_redispatched=True,
         event_insert_owner_guarded=True,
         event_sequence_unique=True,
+        fence_cleared_after_audit=True,
+        idempotent_stamp_blocks_retry=True,
     )
     return out
 

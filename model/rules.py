@@ -79,8 +79,12 @@ def step_effect(spec: Config, removed: frozenset[str], step: Any) -> str:
     return resolve_by_name(spec, removed, step.tool)
 
 
-def may_retry_after_fence(pending_effect: str) -> bool:
-    """14.3: false only for the stored string ``non_idempotent_write``."""
+def may_retry_after_fence(pending_effect: str, policy: Policy | None = None) -> bool:
+    """14.3: false only for the stored string ``non_idempotent_write``; with the proposal
+    ``idempotent_stamp_blocks_retry`` (P9) false for ``idempotent_write`` too: a stamp that
+    is still on the row says a write may have landed without its event."""
+    if policy is not None and policy.idempotent_stamp_blocks_retry:
+        return not is_write(pending_effect)
     return pending_effect != NON_IDEMPOTENT_WRITE
 
 

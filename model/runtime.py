@@ -46,6 +46,7 @@ from .state import (
     CONFIGURATION_GONE,
     ENQUEUE,
     FAILED,
+    INTENT_KIND,
     INVALID_INPUT_SUBMISSION,
     NO_TRANSPORT,
     QUEUED,
@@ -528,7 +529,7 @@ def _stale_orders(w: World, first_only: bool = False) -> tuple[list[tuple[str, .
 def _reaper_branch(w: World, pending: str, has_request: bool, count: int) -> tuple[str, str | None]:
     """Section 10 branches 1-4, decided on the SELECT snapshot."""
     pol = w.config.policy
-    if pol.write_fence and not rules.may_retry_after_fence(pending):
+    if pol.write_fence and not rules.may_retry_after_fence(pending, pol):
         return store.DEAD_LETTER_STALE, "not_retryable"
     if pol.reaper_no_request_branch and not has_request:
         return store.DEAD_LETTER_STALE, "not_retryable"
@@ -1246,15 +1247,12 @@ def _h_persist(w: World, p: Proc, t: Transition) -> World:
     reported = t.fault is None
     if stored:
         step = p.step
-        row = w.rows[p.run]
         event = Event(p.run, p.handle, step.kind, step.turn, step.call, step.tool, p.seg)
-        w, got = store.append_event(w, p.run, event, p.owner, p.cancelled)
+        w, got = _append(w, p, event)
         if got != store.INSERT_STORED:
             if reported:
                 return _insert_not_stored(w, p, got)
             stored = False  # an ambiguous commit of an insert that stored nothing: a failure
-        elif row is not None and p.epoch and row.epoch != p.epoch:
-            w = w.mark(Mark.ZOMBIE_APPEND.fact(w.run_id(p.run)))
     if reported:
         p = replace(p, handle=p.handle + 1)
     else:
@@ -1271,6 +1269,16 @@ def _h_persist(w: World, p: Proc, t: Transition) -> World:
     if p.owner and w.config.policy.fence_cleared_after_audit and _write_boundary(w, p):
         return _put(w, replace(p, pc=Label.CLEAR))
     return _continue(w, p)
+
+
+def _append(w: World, p: Proc, event: Event) -> tuple[World, str]:
+    """A segment's event insert (:func:`store.append_event`), with the ghost mark of an
+    insert that lands in the stream of a later claim than the segment's own."""
+    row = w.rows[p.run]
+    w, got = store.append_event(w, p.run, event, p.owner, p.cancelled)
+    if got == store.INSERT_STORED and row is not None and p.epoch and row.epoch != p.epoch:
+        w = w.mark(Mark.ZOMBIE_APPEND.fact(w.run_id(p.run)))
+    return w, got
 
 
 def _insert_not_stored(w: World, p: Proc, got: str) -> World:
@@ -1339,7 +1347,7 @@ def _after_llm(w: World, p: Proc) -> World:
     if ans.kind != "tools" or not ans.calls:
         return _try_arm(w, p, "completed")
     # 7.1 step 6: the approval scan covers all calls, before any call executes
-    if any(rules.approval_bound(spec, w.removed, c) for c in ans.calls):
+    if any(rules.approval_bound(spec, w.removed, c) for c in ans.calls) and not _approval_kept(w, p):
         return _ladder(w, p, APPROVAL_REQUIRED, "")
     if spec.policy.input_suspend and any(
         (tl := spec.tool(c)) is not None and tl.needs_input and c not in w.removed
@@ -1347,6 +1355,22 @@ def _after_llm(w: World, p: Proc) -> World:
     ):
         return _ladder(w, p, INPUT_REQUIRED, "")
     return _next_call(w, _decided(replace(p, call=0)))
+
+
+def _approval_kept(w: World, p: Proc) -> bool:
+    """Proposal decision_kept_across_retry: the run's stream already records an approval of
+    this turn (an ``approval`` event stored by a resume whose decision was approve), so a
+    retry applies it instead of suspending again. Resume ``k`` made the run's k-th decision
+    (``RunSpec.resume_decisions``); the event's payload carries it in the runtime."""
+    if not w.config.policy.decision_kept_across_retry:
+        return False
+    decisions = w.config.runs[p.run].resume_decisions
+    for e in w.events:
+        if e.run == p.run and e.kind == "approval" and e.turn == p.turn:
+            k = names.resume_number(e.seg)
+            if k is not None and 0 < k <= len(decisions) and decisions[k - 1] == Decision.APPROVE:
+                return True
+    return False
 
 
 def _decided(p: Proc) -> Proc:
@@ -1413,7 +1437,30 @@ def _h_stamp(w: World, p: Proc, t: Transition) -> World:
     w, ok = store.mark_pending_effect(w, p.run, p.owner, t.arg("effect"), p)
     if not ok:
         return _ladder(w, p, LEASE_LOST, "")  # the tool never runs
-    return _put(w, replace(p, pc=Label.INVOKE, stamped=True))
+    nxt = Label.INTENT if w.config.policy.write_intent_recorded else Label.INVOKE
+    return _put(w, replace(p, pc=nxt, stamped=True))
+
+
+def _intent_move(w: World, p: Proc) -> Transition:
+    return T(TransitionName.RECORD_STEP, p.name, run=w.run_id(p.run), step="intent",
+             tool=_call_name(w, p))
+
+
+@action(Label.INTENT, fires=TransitionName.RECORD_STEP, faults=(FaultKind.AUDIT_INSERT_FAILS, FaultKind.AMBIGUOUS_COMMIT),
+        cost=AUDIT, then=(Label.INVOKE, Label.INTENT, END), args=("step", "tool"), move=_intent_move,
+        place="proposal write_intent_recorded: the intent insert before invoke")
+def _h_intent(w: World, p: Proc, t: Transition) -> World:
+    """Proposal write_intent_recorded: the write-ahead ``intent`` event of the call, the same
+    insert as 7.2 step 5 (owner-guarded with P7, re-sequenced with P8). Fail-closed: unless
+    the insert reports it stored, the tool never runs (LeaseLost, as a failed stamp)."""
+    if t.fault != FaultKind.AUDIT_INSERT_FAILS:
+        event = Event(p.run, p.handle, INTENT_KIND, p.turn, p.call, _call_name(w, p), p.seg)
+        w, got = _append(w, p, event)
+        if got != store.INSERT_STORED and t.fault is None:
+            return _insert_not_stored(w, p, got)
+    if t.fault:
+        return _ladder(w, p, LEASE_LOST, "")
+    return _put(w, replace(p, pc=Label.INVOKE, handle=p.handle + 1))
 
 
 def _invoke_move(w: World, p: Proc) -> Transition:
@@ -1547,7 +1594,7 @@ def _recovery(w: World, p: Proc) -> World:
 def _h_recovery_read(w: World, p: Proc, t: Transition) -> World:
     row = None if t.fault else w.rows[p.run]
     pol = w.config.policy
-    if pol.write_fence and row is not None and not rules.may_retry_after_fence(row.pending_effect):
+    if pol.write_fence and row is not None and not rules.may_retry_after_fence(row.pending_effect, pol):
         return _dead_letter(w, p, "not_retryable")  # branch 4
     count = row.requeue_count if row is not None else -1
     if count < 0 or count >= w.config.constants.MAX_REQUEUES:

@@ -244,11 +244,17 @@ class Event(Record):
 
     run: int
     seq: int
-    kind: str  # request | llm | tool | approval | input
+    kind: str  # request | llm | tool | approval | input | intent (proposal)
     turn: int
     call: int
     tool: str
     seg: str = ghost()  # the segment that wrote it
+
+
+# The event kinds that record a write's application (spec's aud): its ``tool`` step, and the
+# write-ahead ``intent`` the proposal write_intent_recorded stores before its invoke.
+INTENT_KIND = "intent"
+APPLICATION_KINDS = frozenset({"tool", INTENT_KIND})
 
 
 @record

@@ -173,6 +173,7 @@ class Label(Closed):
     CLEAR = "clear"
     PROVIDER = "provider"
     STAMP = "stamp"
+    INTENT = "intent"  # proposal write_intent_recorded: the write-ahead event before invoke
     INVOKE = "invoke"
     SUSPEND = "suspend"
     SETTLE = "settle"

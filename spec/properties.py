@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from failclosed.model import names, rules, runtime, steps, store
 from failclosed.model import scenario as _scenario
 from failclosed.model.state import (
+    APPLICATION_KINDS,
     AWAITING,
     CANCELLED,
     COMPLETED,
@@ -269,8 +270,10 @@ def _audited(w: World) -> set[tuple[int, int, int, str]]:
     segment that landed it is still inside that call's own boundary, where its event is about
     to be stored. Such an application is judged when its segment leaves the boundary: it
     stores the event, or it stops (death, lost lease, audit failure) without it, and the
-    exploration reaches both successors."""
-    out = {(e.run, e.turn, e.call, e.seg) for e in w.events if e.kind == "tool"}
+    exploration reaches both successors. A write-ahead ``intent`` event of the call by the same
+    segment (stored before its invoke: proposal write_intent_recorded, spec/SPEC.md) records
+    the application too: it says the write may have landed, which is what happened."""
+    out = {(e.run, e.turn, e.call, e.seg) for e in w.events if e.kind in APPLICATION_KINDS}
     boundary = steps.boundary_labels()
     for p in w.procs:
         st = p.step
@@ -337,8 +340,8 @@ _MARKS = ("marks",)
 # =========================================================================================
 @always(
     P.NO_UNAUDITED_WRITE_SETTLES_SUCCESSFULLY,
-    "□ ∀a∈L: row(a.run).status = completed ⇒ aud(a) ∨ (idem(a) ∧ ∃b>a: call(b)=call(a) ∧ aud(b))",
-    source="ADR-111; RUNTIME 16.10",
+    "□ ∀a∈L: row(a.run).status = completed ⇒ aud(a) ∨ (idem(a) ∧ ∃b∈L: b≠a ∧ call(b)=call(a) ∧ aud(b))",
+    source="ADR-111; RUNTIME 16.10; ADR-112, RUNTIME 14.1, 16.8 (an idempotent write may land twice)",
     reads=_AUDIT + ("rows",),
 )
 def _find_unaudited_write_settled(w: World) -> str | None:
@@ -356,10 +359,11 @@ def _find_unaudited_write_settled(w: World) -> str | None:
         if _key(a) in audited:
             continue
         if a.effect == IDEMPOTENT_WRITE and any(
-            b.run == a.run and b.turn == a.turn and b.call == a.call and _key(b) in audited
-            for b in ledger[k + 1:]
+            j != k and b.run == a.run and b.turn == a.turn and b.call == a.call
+            and _key(b) in audited
+            for j, b in enumerate(ledger)
         ):
-            continue  # the same idempotent call re-applied later, with its event
+            continue  # the same idempotent call applied again, before or after, with its event
         return f"run {w.run_id(a.run)} is completed over the unaudited write {_call(w, a)}"
     return None
 

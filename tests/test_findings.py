@@ -20,6 +20,7 @@ CLOSED_BY_PROPOSAL = (
     "no_zombie_settle--current--pause-after-claim",  # F6, by P4 and P5
     "stream_order--current",  # F2, by P8
     "no_zombie_append--current--pause-after-renewal",  # F5, by P7
+    "no_unaudited_write_settles_successfully--current--approve-then-deny",  # F7, by P9
 )
 # and those it leaves open, each for the reason FINDINGS.md gives
 # (F3's liveness lassos are closed by P6: docs/PROPOSALS.md's regression scenarios
@@ -27,18 +28,18 @@ CLOSED_BY_PROPOSAL = (
 OPEN_UNDER_PROPOSAL = (
     "no_orphan_queued_run--current",  # F3: a liveness lasso (closed by P6, see above)
     "every_run_terminates--current",  # F3
-    "no_unaudited_write_settles_successfully--current--approve-then-deny",  # F7: open
 )
 
 
-def test_finding_7_stays_open_under_proposed():
-    """F7 (FINDINGS.md 7): no proposal stores the step of a write whose clear failed, so the
-    same steps violate the central guarantee under proposed too."""
+def test_finding_7_stays_open_without_p9():
+    """F7 (FINDINGS.md 7) under the P1-P8 ``proposed``: no proposal before P9 stops a retry
+    of a run whose idempotent write may have landed, so the same steps violate the central
+    guarantee there too; P9 closes it (test_proposal_closes_the_trace)."""
     stem = "no_unaudited_write_settles_successfully--current--approve-then-deny"
     (path,) = [p for p in FINDINGS if p.stem == stem]
     data = tomllib.loads(path.read_text())
-    data["policy"] = "proposed"
-    res = replay(scenario_from_dict(data, stem + "-proposed"))
+    data["policy"] = "proposed-idempotent_stamp_blocks_retry-fence_cleared_after_audit"
+    res = replay(scenario_from_dict(data, stem + "-p1-p8"))
     assert res.ok and not SAFETY[stem.split("--")[0]].check(res.world), res.failures
 
 

@@ -57,7 +57,10 @@ def outside(w: World, t: Transition, w2: World) -> list[str]:
     return out
 
 
-POLICIES = (None, "proposed", "current+fence_cleared_after_audit")  # None: the part's own
+# None: the part's own; the last reaches the candidate proposals' own step (the write-ahead
+# intent) that no preset takes
+POLICIES = (None, "proposed", "current+fence_cleared_after_audit",
+            "current+write_intent_recorded+decision_kept_across_retry")
 
 
 def _configs() -> list[tuple[str, dict]]:

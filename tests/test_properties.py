@@ -218,6 +218,36 @@ def test_an_idempotent_write_redone_later_with_its_event_may_complete():
     assert not holds("no_unaudited_write_settles_successfully", not_idem)
 
 
+def test_an_idempotent_write_audited_before_a_late_unaudited_landing_may_complete():
+    """spec/SPEC.md, the property's reading (ADR-112, RUNTIME 14.1, 16.8): the audited
+    application may come first; a late landing of the same idempotent call is excused, the
+    same without any audited application is not, and an unaudited non-idempotent one never."""
+    w = write_run("current", None)
+    a = replace(w.ledger[0], effect="idempotent_write")
+    late = replace(a, seg="w1/r1#0")  # the first attempt's write, landing after the retry's
+    assert holds("no_unaudited_write_settles_successfully", replace(w, ledger=(a, late)))
+    alone = replace(w, ledger=(late,))
+    assert not holds("no_unaudited_write_settles_successfully", alone)
+    ni = w.ledger[0]
+    assert not holds("no_unaudited_write_settles_successfully",
+                     replace(w, ledger=(ni, replace(ni, seg="w1/r1#0"))))
+
+
+def test_an_intent_event_records_its_application_and_no_other():
+    """A write-ahead ``intent`` of the call by the segment that landed it (proposal
+    write_intent_recorded) audits that application; an intent of another segment does not."""
+    w = write_run("current", None)
+    a = replace(w.ledger[0], seg="w1/r1#0")
+    bare = replace(w, ledger=(a,), events=tuple(e for e in w.events if e.kind != "tool"))
+    assert not holds("no_unaudited_write_settles_successfully", bare)
+    intent = Event(a.run, 99, "intent", a.turn, a.call, a.tool, a.seg)
+    assert holds("no_unaudited_write_settles_successfully",
+                 replace(bare, events=bare.events + (intent,)))
+    other = replace(intent, seg="w1/r1#1")
+    assert not holds("no_unaudited_write_settles_successfully",
+                     replace(bare, events=bare.events + (other,)))
+
+
 def remote_write_landed(policy: str) -> World:
     """A queued run's unattended remote writer W has just landed (one crash in the budget)."""
     w = world(policy, tools=(REMOTE_WRITER,),
