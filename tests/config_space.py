@@ -54,17 +54,18 @@ IDS = ["r1", "r2", "a", "b"]
 TWIN_FIELDS = sorted(RUN)
 TWIN_FIELDS.remove("entry")
 
-# what makes a twin's field matter (the first run's fields fixed, the faults drawn from): a
-# decision is read only by a run that suspends, an owner only by a request of its own, an
-# observer only when its hook may raise. A seeded row is read only by the initial world
-# (model.config.initial_world): runs that differ only there are interchangeable afterwards.
-SUSPENDS = [{"guardrail": "approval_required"}]  # suspends for approval, no tool to run
-# the rest kept small: an interactive run, no fault, no other request or cancel
+# what makes a twin's field matter (the first run's fields fixed, the faults given): an
+# observer only when its hook may raise. A decision or an owner is read only once a run
+# awaits a decision, and two runs whose write suspends them cost tens of thousands of states
+# in the plain search: their twins are kept small (an interactive run, no fault, no other
+# request or cancel) and the planted key survives them (docs/MUTATION.md). A seeded row is
+# read only by the initial world (model.config.initial_world): runs that differ only there
+# are interchangeable afterwards.
 QUIET = {"entry": "interactive", "cap": None, "observer": False, "cancels": 0, "requests": []}
 TWIN_CONTEXT: dict[str, dict[str, Any]] = {
-    "decisions": {"run": {**QUIET, "plan": SUSPENDS}, "faults": []},
-    "owner": {"run": {**QUIET, "plan": SUSPENDS, "decisions": [],
-                      "requests": [{"by": "owner", "request": "deny"}]}, "faults": []},
+    "decisions": {"run": QUIET, "faults": []},
+    "owner": {"run": {**QUIET, "decisions": [], "requests": [{"by": "owner", "request": "deny"}]},
+              "faults": []},
     "observer": {"faults": ["observer_error"]},
 }
 

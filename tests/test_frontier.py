@@ -104,26 +104,28 @@ def test_the_printed_memory_figures_are_what_the_blocks_hold_as_blocks_are_relea
     """The figure a search prints at its end (``describe``) and the bytes the memory
     estimate counts (``nbytes``) are the bytes of the blocks still held, measured
     independently (the objects' sizes, and tracemalloc's count of what packing kept), after
-    packing and after each release; the worlds count every world ever packed."""
-    ws = _worlds(n=1200)
+    packing and after each release; the worlds count every world ever packed. Over 2 MiB
+    packed, so that a MiB printed as a million bytes would show."""
+    ws = _worlds(n=1200) * 45  # 45 blocks of the same 1,200 worlds
     stored = list(ws)
-    pk = PackedWorlds(block=100)
+    pk = PackedWorlds(block=1200)
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
-    for k in range(12):
+    for k in range(45):
         pk.pack(stored, k)
     after = tracemalloc.take_snapshot()
     tracemalloc.stop()
     mine = [tracemalloc.Filter(True, frontier.__file__)]  # what the packing code allocated
     kept = sum(s.size_diff for s in after.filter_traces(mine).compare_to(
         before.filter_traces(mine), "filename"))
-    assert pk.nbytes == _held_bytes(pk) > 0
+    assert pk.nbytes == _held_bytes(pk) > 2 << 20
     assert abs(kept - pk.nbytes) < 0.05 * pk.nbytes + 4096  # the dict and its entries
-    for below in (300, 350, 1000, 1200):
+    for below in (0, 3600, 4000, 30000, 54000):
         pk.release(below)
-        assert len(pk) == 12 - below // 100
+        assert len(pk) == 45 - below // 1200
         assert pk.nbytes == _held_bytes(pk)
-        assert _printed(pk) == (1200, round(pk.nbytes / (1 << 20), 1))
+        if pk.nbytes:
+            assert _printed(pk) == (54000, round(_held_bytes(pk) / (1 << 20), 1))
     assert pk.nbytes == 0
 
 
