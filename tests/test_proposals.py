@@ -121,8 +121,9 @@ def _two_runs(second: dict) -> dict:
 ], ids=["queued+interactive", "queued+queued"])
 def test_proposed_holds_every_property_on_two_runs_where_current_orphans_a_row(second):
     """``proposed`` holds every property (docs/PROPOSALS.md: "(nothing: proposed itself)
-    none") on a complete search of two runs; ``current``, and ``proposed`` without both P2
-    and P6 (one of the two is needed), leave the failed run's row QUEUED with no message."""
+    none") on a complete search of two runs, and so does ``proposed`` without P2 (P6's
+    sweep alone); ``current``, and ``proposed`` without both P2 and P6 (one of the two is
+    needed), leave a failed run's row QUEUED with no message."""
     from failclosed.spec.checker import ConfigPart, check
 
     part = ConfigPart("two-runs", "", _two_runs(second))
@@ -133,6 +134,8 @@ def test_proposed_holds_every_property_on_two_runs_where_current_orphans_a_row(s
         return {n for n, r in res.properties.items() if not r.holds}
 
     assert violated("proposed") == set()
+    # P6 alone (its sweep over every QUEUED row) closes it too (docs/PROPOSALS.md)
+    assert violated("proposed-fallback_settles_requeued_row") == set()
     orphan = {"no_orphan_queued_run", "every_run_terminates"}
     assert violated("current") >= orphan
     assert violated("proposed-fallback_settles_requeued_row-overdue_queued_redispatched") >= orphan
