@@ -6,6 +6,7 @@ a search that packs gives the very Exploration of one that does not."""
 
 from __future__ import annotations
 
+import re
 import sys
 import tracemalloc
 from pathlib import Path
@@ -14,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from failclosed.model.config import initial_world, parse_config  # noqa: E402
 from failclosed.model.runtime import successors  # noqa: E402
+from failclosed.spec import frontier  # noqa: E402
 from failclosed.spec.checker import load_config  # noqa: E402
 from failclosed.spec.frontier import PackedWorlds  # noqa: E402
 
@@ -83,3 +85,65 @@ def test_released_blocks_are_forgotten_and_the_rest_unpacked() -> None:
     pk.unpack_into(stored)
     assert stored[200:] == ws[200:] and not pk.blocks and pk.nbytes == 0
     assert stored[50:200] == [None] * 150  # released: a search had let them go already
+
+
+def _held_bytes(pk: PackedWorlds) -> int:
+    """What the packed blocks hold, measured on the objects (not read from the counter)."""
+    return sum(sys.getsizeof(b) - sys.getsizeof(b"") for b in pk.blocks.values())
+
+
+def _printed(pk: PackedWorlds) -> tuple[int, float]:
+    """The worlds and the MiB ``describe`` prints (what ``check`` shows at a search's end)."""
+    m = re.fullmatch(r"; ([\d,]+) worlds packed in flight, ([\d.]+) MiB at the end",
+                     pk.describe())
+    assert m, pk.describe()
+    return int(m.group(1).replace(",", "")), float(m.group(2))
+
+
+def test_the_printed_memory_figures_are_what_the_blocks_hold_as_blocks_are_released() -> None:
+    """The figure a search prints at its end (``describe``) and the bytes the memory
+    estimate counts (``nbytes``) are the bytes of the blocks still held, measured
+    independently (the objects' sizes, and tracemalloc's count of what packing kept), after
+    packing and after each release; the worlds count every world ever packed. Over 2 MiB
+    packed, so that a MiB printed as a million bytes would show."""
+    ws = _worlds(n=1200) * 45  # 45 blocks of the same 1,200 worlds
+    stored = list(ws)
+    pk = PackedWorlds(block=1200)
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    for k in range(45):
+        pk.pack(stored, k)
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    mine = [tracemalloc.Filter(True, frontier.__file__)]  # what the packing code allocated
+    kept = sum(s.size_diff for s in after.filter_traces(mine).compare_to(
+        before.filter_traces(mine), "filename"))
+    assert pk.nbytes == _held_bytes(pk) > 2 << 20
+    assert abs(kept - pk.nbytes) < 0.05 * pk.nbytes + 4096  # the dict and its entries
+    for below in (0, 3600, 4000, 30000, 54000):
+        pk.release(below)
+        assert len(pk) == 45 - below // 1200
+        assert pk.nbytes == _held_bytes(pk)
+        if pk.nbytes:
+            assert _printed(pk) == (54000, round(_held_bytes(pk) / (1 << 20), 1))
+    assert pk.nbytes == 0
+
+
+def test_the_spill_estimate_counts_the_packed_blocks() -> None:
+    """What decides spilling (spec/seen.py's ``settle``, given ``_Store.other_bytes``) counts
+    the bytes of the packed blocks still held: their measured size, no more, no less, before
+    and after a release."""
+    from failclosed.spec.engine import _Store
+    from failclosed.spec.seen import SeenSet
+
+    ws = _worlds(n=600)
+    st = _Store.empty(False, {}, SeenSet(None))
+    st.fps.extend(range(len(ws)))
+    bare = st.other_bytes(0)
+    st.packed = PackedWorlds(block=100)
+    stored = list(ws)
+    for k in range(6):
+        st.packed.pack(stored, k)
+    assert st.other_bytes(0) - bare == _held_bytes(st.packed) > 0
+    st.packed.release(300)
+    assert st.other_bytes(0) - bare == _held_bytes(st.packed) > 0

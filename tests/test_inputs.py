@@ -338,3 +338,90 @@ def test_a_fault_ops_entry_must_be_a_statement_a_store_error_can_hit():
         parse_config({"model": {"fault_ops": ["renw_lease"]}, "runs": [{"id": "r1"}]})
     with pytest.raises(ConfigError, match=r"'record_step' is not a statement a store_error can hit"):
         parse_config({"model": {"fault_ops": ["record_step"]}, "runs": [{"id": "r1"}]})
+
+
+# -- RUNTIME 14.5, read from the document (not from model.config's table) -------------------
+def _runtime_builtin_writers() -> dict[str, str]:
+    """The table of docs/RUNTIME.md 14.5: builtin writer -> the effect it declares."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "RUNTIME.md").read_text()
+    section = text[text.index("### 14.5"):]
+    section = section[:section.index("\n---")]
+    rows = re.findall(r"^\| `(\w+)` \| `(\w+)` \|", section, re.M)
+    assert len(rows) == 7, rows  # the table as RUNTIME 14.5 lists it
+    return dict(rows)
+
+
+def test_each_builtin_writer_declares_the_effect_runtime_14_5_lists():
+    listed = _runtime_builtin_writers()
+    assert BUILTIN_WRITERS == listed
+    spec, _ = parse_config({"runs": [{"id": "r1", "plan": [{"tools": list(listed)}]}]})
+    for name, effect in listed.items():
+        assert resolve_by_name(spec, frozenset(), name) == effect, name
+        # a table that names the builtin with another effect contradicts the runtime
+        other = "idempotent_write" if effect == "non_idempotent_write" else "non_idempotent_write"
+        with pytest.raises(ConfigError, match=f"builtin writer that declares {effect}"):
+            parse_config({"tools": [{"name": name, "effect": other}], "runs": [{"id": "r1"}]})
+
+
+EVERY_BUILTIN = {
+    "model": {"read_only_builtins": ["get_page_tree"]},
+    "runs": [{"id": "r1", "entry": "interactive", "decisions": ["approve"],
+              "plan": [{"tools": [*_runtime_builtin_writers(), "get_page_tree"]},
+                       {"final": "completed"}]}],
+}
+
+
+def test_a_run_calling_every_builtin_writes_each_once_with_its_effect_and_fenced():
+    """One turn calling every builtin writer and a read-only builtin, no table declaring any
+    (the default registry): the turn suspends (14.4 rule 5), the approved resume runs each
+    call once, each write with the effect 14.5 lists, under a fence (T5 stamped before it:
+    ADR-141); the read-only builtin is called too and lands no write in the ledger."""
+    listed = _runtime_builtin_writers()
+    w = suspended(load_world(EVERY_BUILTIN))
+    w = until(one(w, "approve", "caller", run="r1"), "resume:r1#1", "end")
+    assert w.rows[0].status == "completed"
+    assert [(a.tool, a.effect, a.fenced) for a in w.ledger] == [
+        (n, e, True) for n, e in listed.items()]
+    assert [e.tool for e in w.events if e.kind == "tool"] == [*listed, "get_page_tree"]
+
+
+def test_the_checker_finds_nothing_wrong_with_every_builtin_called():
+    from failclosed.spec.checker import ConfigPart, check
+
+    data = {**EVERY_BUILTIN, "model": {**EVERY_BUILTIN["model"], "faults": ["pause", "store_error"],
+                                       "fault_budget": 1}}
+    res = check("current", ConfigPart("every-builtin", "", data), None, witnesses=False,
+                coverage=False)
+    assert res.complete
+    assert [n for n, r in res.properties.items() if not r.holds] == []
+
+
+# -- 12.2 gate 2: a name no table declares counts as a write -------------------------------
+def _gate2_world(calls: list[str]) -> World:
+    """A turn that suspends only by an explicit approval marker on a read-only tool (14.4
+    rule 2) and calls ``calls`` after it (names no catalogue knows); gate 2's refusal
+    explored."""
+    return load_world({
+        "model": {"refusals": ["ApproverNotPermitted"], "unknown_tools": ["stale_tool"]},
+        "tools": [{"name": "lookup_page", "approval": True}],
+        "runs": [{"id": "r1", "entry": "interactive", "decisions": ["approve"],
+                  "plan": [{"tools": ["lookup_page", *calls]}, {"final": "completed"}]}]})
+
+
+def test_gate2_counts_a_name_declared_nowhere_as_a_write():
+    """RUNTIME 12.2: "an unknown name ... counts as a write". The turn's only other call is a
+    name no catalogue knows (``model.unknown_tools``): gate 2 refuses the approver who may
+    not run writes, and the run goes back to waiting; without that call the turn declares no
+    write and the same approver's approval runs it."""
+    w = until(one(suspended(_gate2_world(["stale_tool"])), "approve", "caller",
+                  permitted=False, run="r1"), "resume:r1#1", "end")
+    assert w.outcomes[-1][3] == "ApproverNotPermitted"
+    assert w.rows[0].status == "waiting_for_approval" and w.ledger == ()
+
+    w = until(one(suspended(_gate2_world([])), "approve", "caller", permitted=False, run="r1"),
+              "resume:r1#1", "end")
+    assert w.rows[0].status == "completed"
+    assert "ApproverNotPermitted" not in [o[3] for o in w.outcomes]

@@ -30,6 +30,7 @@ from failclosed.model import (
     store,
     vocab,
 )
+from failclosed.model.constants import Constants
 from failclosed.model.scenario import SCENARIO_DIR, replay, scenario_from_dict, world_dict
 from failclosed.model.state import CANCELLED, QUEUED, REASONS, RUNNING, Proc, Row, replace
 
@@ -451,3 +452,43 @@ def test_a_step_declared_at_run_time_names_its_transition_until_it_is_removed():
 
 def test_a_scenario_made_from_a_table_has_no_path():
     assert scenario_from_dict({"runs": [_RUN]}).path == ""
+
+
+# -- RUNTIME 9 step 7: the retry delay, past its cap ---------------------------------------
+def test_the_retry_delay_doubles_from_its_base_and_stays_at_its_cap():
+    """``min(30000 * 2^count, 600000)`` ms (RUNTIME 9 step 7, 2; ``count`` the requeue count read before the requeue): with the upstream constants
+    the sixth requeue is the first the cap holds back, and every later one waits the cap."""
+    k = Constants()
+    assert [k.retry_delay_ms(c) for c in range(9)] == [
+        30_000, 60_000, 120_000, 240_000, 480_000, 600_000, 600_000, 600_000, 600_000]
+    assert [k.retry_delay_s(c) for c in range(7)] == [30, 60, 120, 240, 480, 600, 600]
+    # the instants the model writes ahead of now: one second, each delay up to the cap, the
+    # lease (spec/symmetry.py's clock regions are sound only if this list is complete)
+    assert k.time_offsets() == (1, 30, 60, 120, 240, 480, 600, 900)
+
+
+def test_a_run_requeued_past_the_cap_is_dispatched_with_the_capped_delay():
+    """A run whose provider keeps failing with a retryable class is requeued MAX_REQUEUES
+    times; each dispatch waits ``min(base * 2^count, cap)``, ``count`` being the requeue
+    count read before the requeue (RUNTIME 9 steps 5 to 7): with a base of 1 s and a cap of
+    3 s, 1, 2, 3 and 3 seconds (4 s and 8 s are past the cap)."""
+    from failclosed.model.config import initial_world
+    from failclosed.model.runtime import successors
+
+    data = {"constants": {"LEASE_SECONDS": 5, "MAX_REQUEUES": 4, "REQUEUE_BACKOFF_MS": 1000,
+                          "REQUEUE_BACKOFF_CAP_MS": 3000},
+            "runs": [{"id": "r1", "entry": "queued", "plan": [{"fail": "rateLimit"}]}]}
+    spec, budget = parse_config(data, "current")
+    w0 = initial_world(spec, budget)
+    seen, todo, delays = {w0}, [w0], {}
+    while todo:
+        w = todo.pop()
+        for t, w2 in successors(w):
+            if t.name == "dispatch" and t.arg("delay") is not None:
+                # after the requeue the row's count is the one read before it, plus one
+                delays.setdefault(w2.rows[0].requeue_count - 1, set()).add(t.arg("delay"))
+                assert [m.not_before - w2.clock for m in w2.messages] == [t.arg("delay")]
+            if w2 not in seen:
+                seen.add(w2)
+                todo.append(w2)
+    assert delays == {0: {1}, 1: {2}, 2: {3}, 3: {3}}

@@ -259,3 +259,41 @@ def test_the_cache_keeps_reduced_results_apart(tmp_path) -> None:
                                   for x in red.reductions)
     assert check_scope(first, ["current"], SAFETY, cache=cache, por=True).cached == 2
     assert "reductions:" in red.reach()
+
+
+def _unbounded_toy(n: int):
+    """Counter ``a`` 0..n, counter ``b`` growing without end, and the key that makes the
+    search finite: ``b`` modulo ``n + 1`` (as a time shift or a symmetry does for the
+    model). The ample set is b's step wherever both can move; b's steps close a cycle only
+    in the key's space (no raw world repeats)."""
+
+    def succ(w: tuple[int, int]) -> list[tuple[Transition, tuple[int, int]]]:
+        a, b = w
+        out = [(Transition.make("inc", "b"), (a, b + 1))]
+        if a < n:
+            out.insert(0, (Transition.make("inc", "a"), (a + 1, b)))
+        return out
+
+    class Ample:
+        cycle_full = 0
+
+        def __call__(self, w):
+            s = succ(w)
+            return ([x for x in s if x[0].actor == "b"], True) if len(s) > 1 else (s, False)
+
+    return succ, Ample(), (lambda w: (w[0], w[1] % (n + 1)))
+
+
+def test_the_cycle_proviso_reads_the_key_when_the_search_has_one() -> None:
+    """With a key function the reduced graph's cycles close on stored keys, not on stored
+    worlds: the proviso must ask whether a successor's *key* is stored, else b's steps are
+    taken for ever (each raw world is new), a's step never, and the violation at a = 3 is
+    hidden."""
+    succ, ample, key = _unbounded_toy(3)
+    inv = {"a stays below the top": lambda w: w[0] < 3}
+    full = engine.explore([(0, 0)], succ, invariants=inv, canonical=key)
+    red = engine.explore([(0, 0)], succ, invariants=inv, canonical=key, reduce=ample)
+    assert full.stats.states == 16 and not full.stats.truncated
+    assert ample.cycle_full > 0
+    assert red.violations["a stays below the top"].depth >= full.violations[
+        "a stays below the top"].depth == 3

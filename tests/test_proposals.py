@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from failclosed.cli.app import main
 from failclosed.cli.proposals import necessity_table
 from failclosed.model import store
@@ -98,3 +99,43 @@ def test_without_the_sweep_no_statement_writes_a_deadline():
     w, _ = store.enqueue_run(standard_world(), 0)
     assert w.rows[0].dispatch_deadline == 0
     assert store.find_overdue_queued(replace(w, clock=10**6), 10**6, 10) == ()
+
+
+# -- `proposed` on two runs (a default-suite check, not only a digest) ----------------------
+TWO_RUN_K = {"LEASE_SECONDS": 1, "MAX_REQUEUES": 1, "REQUEUE_BACKOFF_MS": 1000,
+             "REQUEUE_BACKOFF_CAP_MS": 2000}
+
+
+def _two_runs(second: dict) -> dict:
+    """A queued run failing with a retryable class while a recovery dispatch may fail
+    (docs/PROPOSALS.md, "Each switch necessary": the orphaned QUEUED row P2 and P6 close),
+    beside a second live run."""
+    return {"constants": TWO_RUN_K,
+            "model": {"faults": ["dispatch_fails"], "fault_budget": 1, "horizon": 2},
+            "runs": [{"id": "r1", "entry": "queued", "plan": [{"fail": "rateLimit"}]}, second]}
+
+
+@pytest.mark.parametrize("second", [
+    {"id": "r2", "entry": "interactive"},
+    {"id": "r2", "entry": "queued", "plan": [{"fail": "rateLimit"}]},
+], ids=["queued+interactive", "queued+queued"])
+def test_proposed_holds_every_property_on_two_runs_where_current_orphans_a_row(second):
+    """``proposed`` holds every property (docs/PROPOSALS.md: "(nothing: proposed itself)
+    none") on a complete search of two runs, and so does ``proposed`` without P2 (P6's
+    sweep alone); ``current``, and ``proposed`` without both P2 and P6 (one of the two is
+    needed), leave a failed run's row QUEUED with no message."""
+    from failclosed.spec.checker import ConfigPart, check
+
+    part = ConfigPart("two-runs", "", _two_runs(second))
+
+    def violated(policy: str) -> set[str]:
+        res = check(policy, part, None, witnesses=False, coverage=False, max_states=50_000)
+        assert res.complete, policy
+        return {n for n, r in res.properties.items() if not r.holds}
+
+    assert violated("proposed") == set()
+    # P6 alone (its sweep over every QUEUED row) closes it too (docs/PROPOSALS.md)
+    assert violated("proposed-fallback_settles_requeued_row") == set()
+    orphan = {"no_orphan_queued_run", "every_run_terminates"}
+    assert violated("current") >= orphan
+    assert violated("proposed-fallback_settles_requeued_row-overdue_queued_redispatched") >= orphan
