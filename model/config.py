@@ -43,7 +43,7 @@ add ``[[steps]]``). Every key is validated: a typo, a wrong type or a negative l
     server_flag = 0                    # remote only: operator approval declaration
     needs_input = false
     removable = false
-    [principals]                       # who makes requests (RUNTIME 18.1); default: one
+    [principals]                       # who makes requests (RUNTIME 16.18.1); default: one
     owner = { kind = "user" }          # user "owner", who starts every run and makes every
     mallory = { kind = "user" }        # decision and cancel of [[runs]]; kind: user | admin
     ops = { kind = "admin" }           # | service_account | anonymous
@@ -55,7 +55,7 @@ add ``[[steps]]``). Every key is validated: a typo, a wrong type or a negative l
     id = "r1"
     owner = "owner"                    # the principal who starts the run (its uid is
                                        # be_user; a service account or anonymous: 0)
-    require_second_approver = false    # the four-eyes rule of the run's configuration (18.4)
+    require_second_approver = false    # the four-eyes rule of the run's configuration (16.18.4)
     requests = [{ by = "mallory", request = "approve" }, { by = "bot", request = "events",
                 after_sequence = 0 }]  # each made at most once, by a declared principal:
                                        # approve | deny | input | cancel | status | events
@@ -532,7 +532,7 @@ def _principal(name: str, d: Any) -> Principal:
                           "service account has scopes); remove them or write kind = \"user\"")
     if "permitted" in d and kind not in (PrincipalKind.USER, PrincipalKind.ADMIN):
         raise ConfigError(f"{at}.permitted: a {kind} has no backend user, no tool is permitted "
-                          "it (RUNTIME 18.5); remove it")
+                          "it (RUNTIME 16.18.5); remove it")
     return Principal(name, kind, scopes, grants, _refused_tools(d, at))
 
 
@@ -548,7 +548,7 @@ def _principals(data: dict[str, Any]) -> tuple[Principal, ...]:
 
 
 def _declared_principals(runs: list[RunSpec], principals: tuple[Principal, ...]) -> None:
-    """Every run's owner (the principal who starts it: any kind, 18.1) and every request's
+    """Every run's owner (the principal who starts it: any kind, 16.18.1) and every request's
     principal is declared."""
     kinds = {p.name: p.kind for p in principals}
     for n, r in enumerate(runs):

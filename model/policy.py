@@ -41,7 +41,7 @@ class Policy:
     noop_renew_recheck: bool = False
     # commit 3c1f5699: worker segments pass owner_guard = worker id.
     owner_guarded_settle_workers: bool = False
-    # ADR-110: service accounts and their scopes (RUNTIME 18.2 rule 2). Off: a service account
+    # ADR-110: service accounts and their scopes (RUNTIME 16.18.2 rule 2). Off: a service account
     # is a caller with uid 0 and nothing else, refused everywhere.
     service_accounts: bool = False
     # ADR-111: tool effects are resolved (before: no resolver, every step read_only).
@@ -57,9 +57,9 @@ class Policy:
     # ADR-132: gate 3 (record_approval fail-closed for approved write turns), fresh decode.
     approval_audit_failclosed: bool = False
     # ADR-130: the AGENT_APPROVE grant lets a backend user approve, deny and submit input on
-    # any run (RUNTIME 18.2 rule 3). Off: a grant holder is a user like any other.
+    # any run (RUNTIME 16.18.2 rule 3). Off: a grant holder is a user like any other.
     approve_grant: bool = False
-    # ADR-133: gate 2 of an approval (12.2 step 8, 18.5): the approver must be permitted each
+    # ADR-133: gate 2 of an approval (12.2 step 8, 16.18.5): the approver must be permitted each
     # write of the turn. Off: no gate 2, the approval of a write turn is never refused there.
     approver_gate: bool = False
     # ADR-134: approval rule 5 (a builtin write suspends first).
@@ -72,11 +72,11 @@ class Policy:
     owner_guarded_settle_all: bool = False
     # ADR-141: reaper branch 2 (no stored request -> dead-letter not_retryable).
     reaper_no_request_branch: bool = False
-    # ADR-150: the submitter gate (12.3 gate 2, 18.5: the submitter must be permitted every
+    # ADR-150: the submitter gate (12.3 gate 2, 16.18.5: the submitter must be permitted every
     # pending call and the input tool) and the input turn binding (12.3 gate 1,
     # StaleInputTurn). Off: neither, an input resumes whatever turn the row holds.
     submitter_gate: bool = False
-    # ADR-172: the four-eyes rule (18.4): with the run's configuration's
+    # ADR-172: the four-eyes rule (16.18.4): with the run's configuration's
     # require_second_approver on, an approval by the run's initiator is SelfApprovalDenied
     # before the claim. Off: the setting is read by nothing.
     four_eyes: bool = False
@@ -154,13 +154,13 @@ class Policy:
     # The status view returns the row's suspended state and stored request too
     # (kills status_view_strips_suspended_state).
     mutant_status_view_keeps_state: bool = False
-    # Gate 2 and the submitter gate (18.5) pass a service account as if it were a backend user
+    # Gate 2 and the submitter gate (16.18.5) pass a service account as if it were a backend user
     # permitted every tool (kills no_write_or_input_released_by_service_account).
     mutant_gates_pass_service_accounts: bool = False
-    # The four-eyes check (18.4) is skipped though the configuration requires a second
+    # The four-eyes check (16.18.4) is skipped though the configuration requires a second
     # approver (kills no_self_approved_write).
     mutant_four_eyes_skipped: bool = False
-    # Execution after a resume (18.5) does not apply the owner's tool policy again: an
+    # Execution after a resume (16.18.5) does not apply the owner's tool policy again: an
     # approved call the owner may not run runs (kills no_call_beyond_its_principals_policy).
     mutant_execution_ignores_owner_policy: bool = False
     # record_approval and record_input store no decidedBy / submittedBy (kills

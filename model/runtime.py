@@ -853,7 +853,7 @@ def _request(w: World, t: Transition, i: int, by: str) -> World:
     (which checks access at 12.2 step 2); a cancel checks access after the run is found (11
     step 1), then runs T13, and returns false when refused as when T13 matches nothing; a read
     checks access after the run is found and returns nothing when refused, as for an unknown
-    run (18.3). Nothing is stored either way."""
+    run (16.18.3). Nothing is stored either way."""
     spec = w.config
     r = spec.runs[i]
     k = next(k for k, a in enumerate(r.requests)
@@ -883,7 +883,7 @@ def _request(w: World, t: Transition, i: int, by: str) -> World:
 
 
 def _status_view(w: World, row) -> tuple[tuple[str, object], ...]:
-    """The status view of a row (RUNTIME 18.3): the fields of ``STATUS_VIEW``, the whole row
+    """The status view of a row (RUNTIME 16.18.3): the fields of ``STATUS_VIEW``, the whole row
     less the suspended state and the stored request (the mutant
     mutant_status_view_keeps_state returns them too)."""
     keep = STATUS_VIEW + (SUSPENDED_FIELDS if w.config.policy.mutant_status_view_keeps_state else ())
@@ -1377,7 +1377,7 @@ def _next_call(w: World, p: Proc) -> World:
 
 def _refused_in_resume(w: World, p: Proc, name: str) -> bool:
     """12.2 step 11.1: the resumed turn's call is an error step: no longer offered, not
-    permitted the run's owner (execution runs under the owner's tool policy, 18.5), denied,
+    permitted the run's owner (execution runs under the owner's tool policy, 16.18.5), denied,
     or bound to the other kind of decision."""
     spec = w.config
     tool = spec.tool(name)
@@ -1671,7 +1671,7 @@ def _h_resume_read(w: World, p: Proc, t: Transition) -> World:
     if p.refusal == CONFIGURATION_GONE:  # step 2: the run's configuration no longer exists
         return _end(w, p, CONFIGURATION_GONE)
     if rules.self_approval(spec, by, p.run, p.decision) and not spec.policy.mutant_four_eyes_skipped:
-        return _end(w, p, SELF_APPROVAL_DENIED)  # step 2: the four-eyes rule (18.4)
+        return _end(w, p, SELF_APPROVAL_DENIED)  # step 2: the four-eyes rule (16.18.4)
     if t.fault == FaultKind.DECODE_ERROR:  # step 2: the stored state does not decode
         return _end(w, p, "CorruptSuspendedState")
     if p.refusal == INVALID_INPUT_SUBMISSION:
@@ -1750,7 +1750,7 @@ def _h_resume_position(w: World, p: Proc, t: Transition) -> World:
 
 
 def _gate_2(w: World, p: Proc, calls: tuple[str, ...]) -> str:
-    """Gate 2 after the claim (18.5), judged on the decider: of an approval (ADR-133), each
+    """Gate 2 after the claim (16.18.5), judged on the decider: of an approval (ADR-133), each
     call of the turn that declares a write must be permitted it (a denial skips it); of an
     input, the submitter gate (ADR-150): every pending call. "" when it passes."""
     spec = w.config

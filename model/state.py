@@ -47,7 +47,7 @@ RETRYABLE_CLASSES = frozenset({"connection", "rateLimit", "serverError", "circui
 
 # Resume refusals after the claim that depend on the request (RUNTIME 12.2 gate 2, 12.3).
 APPROVER_NOT_PERMITTED = "ApproverNotPermitted"
-# the gates of section 18 that judge a principal (18.4, 18.5): the four-eyes rule before the
+# the gates of section 18 that judge a principal (16.18.4, 16.18.5): the four-eyes rule before the
 # claim, the submitter gate of an input after it
 SELF_APPROVAL_DENIED = "SelfApprovalDenied"
 SUBMITTER_NOT_PERMITTED = "SubmitterNotPermitted"
@@ -71,11 +71,11 @@ NO_TRANSPORT = "none"
 TRANSPORTS = (ASYNC, SYNC, NO_TRANSPORT)
 
 
-# The principals (RUNTIME 18.1). A configuration that declares none has one: the user
+# The principals (RUNTIME 16.18.1). A configuration that declares none has one: the user
 # ``owner``, who starts every run and makes every request of RunSpec.decisions and cancels.
 DEFAULT_OWNER = "owner"
 
-# The status view (RUNTIME 18.3): the whole row less the suspended state (the pending tool
+# The status view (RUNTIME 16.18.3): the whole row less the suspended state (the pending tool
 # calls and their arguments) and the stored request (spec/properties.py
 # status_view_strips_suspended_state); ``STATUS_VIEW`` (after Row) lists what it returns.
 SUSPENDED_FIELDS = ("suspended_state", "queued_request")  # what the view strips
@@ -84,7 +84,7 @@ SUSPENDED_FIELDS = ("suspended_state", "queued_request")  # what the view strips
 # -- static configuration -----------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """Who makes a request (RUNTIME 18.1): a backend user (its ``grants``), an admin, a
+    """Who makes a request (RUNTIME 16.18.1): a backend user (its ``grants``), an admin, a
     service account (its ``scopes``) or an anonymous caller; each ``model.vocab.Scope``
     members. ``refused``: the tools the tool policy does not permit it (17: a boolean per
     principal and tool, ``permitted = { tool = false }``; every other tool is permitted). A
@@ -98,12 +98,12 @@ class Principal:
 
     @property
     def human(self) -> bool:
-        """A backend user (an admin too): a positive uid (18.1)."""
+        """A backend user (an admin too): a positive uid (16.18.1)."""
         return self.kind in (PrincipalKind.USER, PrincipalKind.ADMIN)
 
     def permits(self, tool: str) -> bool:
         """The tool policy permits it ``tool`` (17). A service account or an anonymous caller
-        has no backend user: no tool is permitted it (18.5)."""
+        has no backend user: no tool is permitted it (16.18.5)."""
         return self.human and tool not in self.refused
 
 
@@ -115,7 +115,7 @@ class Ask:
     """A request a principal may make of a run once (``RunSpec.requests``): approve, deny,
     input or cancel (the caller's commands made by ``by``), or a read of the status view or
     of the events (every event with ``seq > after`` (TOML ``after_sequence``), ordered by
-    sequence: there is no limit, RUNTIME 18.3)."""
+    sequence: there is no limit, RUNTIME 16.18.3)."""
 
     by: str
     request: str  # a model.vocab.Request member
@@ -166,11 +166,11 @@ class RunSpec:
     cancels: int = 0  # how many cancel commands a caller may issue
     decisions: tuple[str, ...] = ()  # approver decisions, in order: approve | deny | input
     initial: Row | None = None  # a row that exists before anything happens
-    # the principal who started the run (RUNTIME 18.1): its uid is the row's be_user, 0 when
+    # the principal who started the run (RUNTIME 16.18.1): its uid is the row's be_user, 0 when
     # it is a service account or an anonymous caller (no human owns the run)
     owner: str = DEFAULT_OWNER
     requests: tuple[Ask, ...] = ()  # requests by named principals, each made at most once
-    # the run's configuration's four-eyes setting (18.4; read by the policy switch four_eyes)
+    # the run's configuration's four-eyes setting (16.18.4; read by the policy switch four_eyes)
     require_second_approver: bool = False
 
     def answer(self, turn: int) -> Answer:
@@ -208,7 +208,7 @@ class Config:
     # the run ids the operator's cancel command is given, in order, each once (RUNTIME 11):
     # a run's id, "" (no id: refused) or an id no run has (unknown)
     operator_cancels: tuple[str, ...] = ()
-    # the principals requests name (RUNTIME 18.1); the default: the owner alone
+    # the principals requests name (RUNTIME 16.18.1); the default: the owner alone
     principals: tuple[Principal, ...] = DEFAULT_PRINCIPALS
 
     def principal(self, name: str) -> Principal | None:
@@ -253,7 +253,7 @@ class Row(Record):
     attempts: int = ghost(default=0)  # executions of the stored request (T3)
 
 
-# The status view (RUNTIME 18.3): the row's fields a status read returns, in order: the
+# The status view (RUNTIME 16.18.3): the row's fields a status read returns, in order: the
 # whole row (its ghost counters are the model's, not the row's) less SUSPENDED_FIELDS
 # (tests/test_access.py holds it to Row's declaration).
 STATUS_VIEW: tuple[str, ...] = (
@@ -273,7 +273,7 @@ class Event(Record):
     call: int
     tool: str
     seg: str = ghost()  # the segment that wrote it
-    # an approval event's decidedBy, an input event's submittedBy (RUNTIME 18.5): the
+    # an approval event's decidedBy, an input event's submittedBy (RUNTIME 16.18.5): the
     # principal who decided or submitted ("" on every other event)
     by: str = ""
 
@@ -291,7 +291,7 @@ class Application(Record):
     fenced: bool = ghost(default=False)  # the segment's T5 stamp for this call matched before it ran
     attempt: int = ghost(default=0)  # Row.attempts when it landed
     # a call of a resumed turn (12.2 step 11.1): the decision that released it (approve, deny,
-    # input) and the principal who made it (18.5); "" for every other call
+    # input) and the principal who made it (16.18.5); "" for every other call
     decision: str = ghost(default="")
     by: str = ghost(default="")
 

@@ -306,10 +306,10 @@ class OutcomeName(Closed):
     NOT_CANCELLED = "NOT_CANCELLED"
     UUID_REQUIRED = "UUID_REQUIRED"
     NO_MESSAGE_BUS = "NO_MESSAGE_BUS"
-    # a decision refused by the access check (RUNTIME 12.2 step 2, 12.3, 18.3), before any
+    # a decision refused by the access check (RUNTIME 12.2 step 2, 12.3, 16.18.3), before any
     # store change: a resume's outcome
     ACCESS_DENIED = "AccessDenied"
-    # what a named principal's cancel or read returns when it changes or reads nothing (18.3):
+    # what a named principal's cancel or read returns when it changes or reads nothing (16.18.3):
     # a cancel returns false (refused, an unknown run, a finished run alike), a refused status
     # or events read returns nothing (as for an unknown run)
     RETURNED_FALSE = "returned false"
@@ -360,7 +360,7 @@ class Request(Closed):
 
 
 class PrincipalKind(Closed):
-    """Who a principal is (RUNTIME 18.1): a backend user (a positive uid and its grants), an
+    """Who a principal is (RUNTIME 16.18.1): a backend user (a positive uid and its grants), an
     admin (a backend user with the admin flag: every grant), a service account (uid 0, only
     its scopes) or an anonymous caller (uid 0, nothing)."""
 
@@ -371,7 +371,7 @@ class PrincipalKind(Closed):
 
 
 class Scope(Closed):
-    """A scope a request is checked against (RUNTIME 18.1, 18.3), held by a service account
+    """A scope a request is checked against (RUNTIME 16.18.1, 16.18.3), held by a service account
     as a scope or by a backend user as a grant (only ``AGENT_APPROVE`` has a grant):
     ``AGENT_APPROVE`` approve, deny and submit input, ``AGENT_CANCEL`` cancel, ``AGENT_READ``
     status and events (``model.rules.REQUEST_SCOPE``)."""

@@ -38,14 +38,14 @@ MUTANT_SWITCHES: dict[str, tuple[str, str]] = {
     "mutant_reaper_trusts_snapshot": (PropertyName.RACE_SAFE_STALENESS, "zombie.toml"),
     "mutant_enqueue_stores_before_transport_check": (PropertyName.NO_ORPHAN_QUEUED_RUN,
                                                      "no-transport.toml"),
-    # the access check and the status view (RUNTIME 18.2, 18.3): a stranger's and a scopeless
+    # the access check and the status view (RUNTIME 16.18.2, 16.18.3): a stranger's and a scopeless
     # service account's requests, and the owner's status read, on one interactive run
     "mutant_cancel_skips_access": (PropertyName.NO_STORE_CHANGE_WITHOUT_ACCESS, "access.toml"),
     "mutant_resume_skips_access": (PropertyName.NO_APPROVAL_WITHOUT_ACCESS, "access.toml"),
     "mutant_read_skips_access": (PropertyName.NO_READ_WITHOUT_ACCESS, "access.toml"),
     "mutant_status_view_keeps_state": (PropertyName.STATUS_VIEW_STRIPS_SUSPENDED_STATE,
                                        "access.toml"),
-    # the gates that judge a principal (RUNTIME 18.4, 18.5): a service account's approval of a
+    # the gates that judge a principal (RUNTIME 16.18.4, 16.18.5): a service account's approval of a
     # write, an initiator's approval under four-eyes, an approval of a write the owner's tool
     # policy refuses, and the approval events' decidedBy
     "mutant_gates_pass_service_accounts": (

@@ -745,7 +745,7 @@ _never_marked(
 )
 
 
-# -- access (RUNTIME 18.2, 18.3): what a named principal's request changed or read ----------
+# -- access (RUNTIME 16.18.2, 16.18.3): what a named principal's request changed or read ----------
 # ``World.made`` (ghost) holds each request of a named principal that took effect: a store
 # change on its behalf (a cancel that matched, a resume's claim) or a read it was answered.
 # Each property judges it by the access rule of model/rules.py ``may``.
@@ -811,7 +811,7 @@ def _find_status_view_with_state(w: World) -> str | None:
     return None
 
 
-# -- who decided (RUNTIME 18.4, 18.5): the calls a resume released, judged on its decider -----
+# -- who decided (RUNTIME 16.18.4, 16.18.5): the calls a resume released, judged on its decider -----
 # ``Application.decision`` and ``.by`` (ghost) name the decision that released a call of a
 # resumed turn and the principal who made it; an ``approval`` / ``input`` event names it too.
 def _released(w: World) -> list[Application]:
@@ -829,7 +829,7 @@ def _kind(w: World, by: str) -> str:
     □ (∀a∈ledger: a.decision ∈ {approve, input} ⇒ kind(a.by) ≠ service_account)
       ∧ (∀e∈events: e.kind = input ⇒ kind(e.by) ≠ service_account)
     """,
-    source="RUNTIME 18.5, ADR-133, ADR-150", reads=("ledger", "events"), stable=True,
+    source="RUNTIME 16.18.5, ADR-133, ADR-150", reads=("ledger", "events"), stable=True,
 )
 def _find_service_account_release(w: World) -> str | None:
     for a in _released(w):
@@ -847,7 +847,7 @@ def _find_service_account_release(w: World) -> str | None:
     """
     □ ∀a∈ledger: a.decision = approve ∧ require_second_approver(a.run) ⇒ ¬initiator(a.by, a.run)
     """,
-    source="RUNTIME 18.4, ADR-172", reads=("ledger",), stable=True,
+    source="RUNTIME 16.18.4, ADR-172", reads=("ledger",), stable=True,
 )
 def _find_self_approved_write(w: World) -> str | None:
     spec = w.config
@@ -865,7 +865,7 @@ def _find_self_approved_write(w: World) -> str | None:
     □ ∀a∈ledger: a.decision ≠ "" ⇒ permitted(owner(a.run), a.tool)
         ∧ (a.decision ∈ {approve, input} ⇒ permitted(a.by, a.tool))
     """,
-    source="RUNTIME 18.5, 17, ADR-133, ADR-150", reads=("ledger",), stable=True,
+    source="RUNTIME 16.18.5, 17, ADR-133, ADR-150", reads=("ledger",), stable=True,
 )
 def _find_call_beyond_policy(w: World) -> str | None:
     spec = w.config
@@ -885,7 +885,7 @@ def _find_call_beyond_policy(w: World) -> str | None:
     """
     □ ∀e∈events: e.kind ∈ {approval, input} ⇒ e.by ∈ principals
     """,
-    source="RUNTIME 18.5 (decidedBy, submittedBy), ADR-173", reads=("events",), stable=True,
+    source="RUNTIME 16.18.5 (decidedBy, submittedBy), ADR-173", reads=("events",), stable=True,
 )
 def _find_unsigned_decision(w: World) -> str | None:
     for e in w.events:

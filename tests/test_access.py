@@ -1,4 +1,4 @@
-"""Who may act on a run (RUNTIME 18, docs/RUNTIME.md 16.18): principals with grants, scopes and
+"""Who may act on a run (RUNTIME 16.18, docs/RUNTIME.md 16.18): principals with grants, scopes and
 tool policies as data, the access rule ``may`` in the runtime's order at each entry point,
 the four-eyes rule, gate 2 judged on the approver, the submitter gate, execution under the
 owner's tool policy, who decided on the events, what a refused cancel or read returns, the
@@ -26,7 +26,7 @@ ACCESS = (P.NO_STORE_CHANGE_WITHOUT_ACCESS, P.NO_APPROVAL_WITHOUT_ACCESS, P.NO_R
           P.NO_SELF_APPROVED_WRITE, P.NO_CALL_BEYOND_ITS_PRINCIPALS_POLICY,
           P.DECISION_EVENTS_NAME_THEIR_PRINCIPAL)
 
-# one principal of every kind (RUNTIME 18.1); alice starts the runs unless a test says otherwise
+# one principal of every kind (RUNTIME 16.18.1); alice starts the runs unless a test says otherwise
 PRINCIPALS: dict[str, dict[str, Any]] = {
     "alice": {"kind": "user"},
     "mallory": {"kind": "user"},
@@ -94,7 +94,7 @@ def last(w: World) -> str:
     return w.outcomes[-1].outcome
 
 
-# -- 18.2: may(actor, run, scope), every kind of principal on a run alice started --------------
+# -- 16.18.2: may(actor, run, scope), every kind of principal on a run alice started --------------
 # what each may make of alice's run (the owner: everything; rule 3: only the approve scope)
 MAY = {
     "alice": set(MOVE), "ops": set(MOVE), "mallory": set(), "anon": set(),
@@ -107,7 +107,7 @@ MAY = {
 @pytest.mark.parametrize("by", list(MAY))
 @pytest.mark.parametrize("asked", list(MOVE))
 def test_the_access_rule_for_every_kind_of_principal(by, asked):
-    """Who passes the access check of each entry point (18.2, 18.3): an admin and the owner
+    """Who passes the access check of each entry point (16.18.2, 16.18.3): an admin and the owner
     everything, the AGENT_APPROVE grant approve, deny and input on any run (no other scope
     has a grant), a service account exactly its scopes, input under AGENT_APPROVE, status and
     events under AGENT_READ; a stranger and an anonymous caller nothing."""
@@ -143,7 +143,7 @@ def test_agent_status_is_no_scope_and_agent_read_authorises_the_reads():
 
 @pytest.mark.parametrize("asked", ["cancel", "status", "events"])
 def test_a_refused_cancel_or_read_returns_what_an_unknown_run_returns(asked):
-    """Only approve, deny and input raise AccessDenied (18.3): a refused cancel returns false
+    """Only approve, deny and input raise AccessDenied (16.18.3): a refused cancel returns false
     as for an unknown or finished run, a refused status or events read returns nothing as
     for an unknown run: the caller cannot tell a run it may not see from one that does not
     exist."""
@@ -175,10 +175,10 @@ def test_a_finished_run_cancelled_by_a_permitted_principal_returns_false_too():
     assert last(w) == OutcomeName.RETURNED_FALSE and not w.made
 
 
-# -- 18.1: be_user = 0 ---------------------------------------------------------------------
+# -- 16.18.1: be_user = 0 ---------------------------------------------------------------------
 @pytest.mark.parametrize("starter", ["sa_approve", "anon"])
 def test_a_run_a_service_account_or_anonymous_caller_starts_has_no_human_owner(starter):
-    """be_user = 0 (18.1, 18.2 rule 5): every human is refused on it but an admin and the
+    """be_user = 0 (16.18.1, 16.18.2 rule 5): every human is refused on it but an admin and the
     grant holder's approve."""
     for by, request, allowed in (("alice", "status", False), ("mallory", "approve", False),
                                  ("ops", "status", True), ("lead", "approve", True),
@@ -189,7 +189,7 @@ def test_a_run_a_service_account_or_anonymous_caller_starts_has_no_human_owner(s
         assert denied is not allowed, (starter, by, request, w.outcomes)
 
 
-# -- 18.4: the four-eyes rule ---------------------------------------------------------------
+# -- 16.18.4: the four-eyes rule ---------------------------------------------------------------
 def four_eyes(by: str, request: str, owner: str = "alice", policy: str = "current",
               tool: dict = WRITE) -> World:
     data = config([{"by": by, "request": request}], owner=owner, require_second_approver=True,
@@ -229,7 +229,7 @@ def test_the_four_eyes_setting_is_read_by_the_switch_of_adr_172():
     assert four_eyes("alice", "approve", policy="adr-150").rows[0].status == "completed"
 
 
-# -- 18.5: the gates after the claim and execution under the owner --------------------------
+# -- 16.18.5: the gates after the claim and execution under the owner --------------------------
 @pytest.mark.parametrize(("by", "tool", "gate"), [
     ("sa_approve", WRITE, "ApproverNotPermitted"),  # a write turn: no backend user
     ("sa_approve", INPUT, "SubmitterNotPermitted"),  # every input
@@ -270,7 +270,7 @@ def test_the_submitter_gate_judges_every_pending_call_write_or_not():
 
 
 def test_an_approved_call_the_owner_may_not_run_is_an_error_step():
-    """Execution runs under the owner (18.5): the admin's approval passes gate 2 and is
+    """Execution runs under the owner (16.18.5): the admin's approval passes gate 2 and is
     recorded, the owner's tool policy makes the call an error tool step, nothing lands."""
     principals = copy.deepcopy(PRINCIPALS)
     principals["alice"]["permitted"] = {WRITE["name"]: False}
@@ -298,7 +298,7 @@ def test_the_approval_and_input_events_name_who_decided():
     assert [(e.kind, e.by) for e in w.events if e.by] == [("approval", "owner")]
 
 
-# -- 18.3: the reads ----------------------------------------------------------------------
+# -- 16.18.3: the reads ----------------------------------------------------------------------
 def test_status_is_the_whole_row_less_two_fields_and_events_have_no_limit():
     assert STATUS_VIEW == tuple(f for f in Row.__dataclass_fields__
                                 if f not in SUSPENDED_FIELDS and f not in ghosts(Row))
@@ -333,7 +333,7 @@ def test_a_resume_checks_the_status_before_access_and_access_before_the_probe():
     assert last(run_to_end(w2, "resume:r1#1")) == "NotAwaitingApproval"
 
 
-# -- the history (RUNTIME 18: ADR-110, 130, 133, 150, 172) ------------------------------------
+# -- the history (RUNTIME 16.18: ADR-110, 130, 133, 150, 172) ------------------------------------
 @pytest.mark.parametrize(("switch", "by", "asked", "tool", "now", "before"), [
     # ADR-110: without service accounts a scoped account is a caller with uid 0: refused
     ("service_accounts", "sa_cancel", "cancel", WRITE, "cancelled", "waiting_for_approval"),
@@ -406,7 +406,7 @@ BASE = config([{"by": "sa_cancel", "request": "cancel"}])
      "account has scopes); remove them or write kind = \"user\""),
     (lambda d: d["principals"]["sa_none"].update(permitted={"lookup_page": True}),
      "principals.sa_none.permitted: a service_account has no backend user, no tool is "
-     "permitted it (RUNTIME 18.5); remove it"),
+     "permitted it (RUNTIME 16.18.5); remove it"),
     (lambda d: d["principals"]["alice"].update(permitted={"lookup_page": "yes"}),
      "principals.alice.permitted.lookup_page: expected true or false, got 'yes'"),
     (lambda d: d["runs"][0].update(owner="carol"),

@@ -154,7 +154,7 @@ def _mix_tools(data: dict, key: str) -> dict | None:
 
 @st.composite
 def requests(draw: st.DrawFn, big: bool = False) -> dict:
-    """The shape ``asked``: a run of a drawn entry started by a drawn principal (RUNTIME 18.1:
+    """The shape ``asked``: a run of a drawn entry started by a drawn principal (RUNTIME 16.18.1:
     the owner, or a service account: be_user = 0) who approves, its configuration's four-eyes
     setting drawn, and one or two requests of other principals, every field drawn (who, which
     request, and for an events read the sequence after which; a queued entry, where workers
