@@ -446,3 +446,38 @@ def test_without_principals_the_owner_alone_makes_every_request():
     assert not w.config.runs[0].require_second_approver
     assert not w.asked and not w.made
     assert Request.CANCEL in Request.values()
+
+
+def test_the_simulator_mixes_in_every_kind_of_principal_and_counts_refusals_by_kind():
+    import sys
+    import tomllib
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from failclosed.sim.batch import simulate_one
+    from failclosed.sim.metrics import ACCESS_REFUSALS
+    from failclosed.sim.processes import PRINCIPALS, STRANGER_REQUESTS
+    from test_sim import SMALL
+
+    # a user, a grant holder, an anonymous caller, service accounts without a scope and with
+    # AGENT_APPROVE and AGENT_READ (no admin: it may do everything, so it refuses nothing)
+    assert {p["kind"] for p in PRINCIPALS.values()} == {"user", "service_account", "anonymous"}
+    assert {a.by for a in STRANGER_REQUESTS} == set(PRINCIPALS) - {"owner"}
+    raw = tomllib.loads(SMALL + "\n[workload.strangers]\nprobability = 1.0\n"
+                                "delay = {dist = \"exponential\", mean = 30}\n")
+    res, _ = simulate_one(raw, policy="current", seed=1, keep_going=True)
+    a = res["metrics"]["access"]
+    assert a["runs"] > 0 and set(a["refused_by_kind"]) == {str(k) for k in ACCESS_REFUSALS}
+    assert a["refused"] == sum(a["refused_by_kind"].values())
+    for kind in (OutcomeName.ACCESS_DENIED, OutcomeName.RETURNED_FALSE,
+                 OutcomeName.RETURNED_NOTHING, "ApproverNotPermitted"):
+        assert a["refused_by_kind"][kind] > 0, (kind, a)
+    assert a["took_effect"] > 0 and a["landed_without_access"] == 0  # the lawful reads
+    assert not [v for v in res["violations"] if v["property"] in ACCESS]
+    # the same workload with the reads' check broken: the landed reads are counted and caught
+    res, _ = simulate_one(raw, policy="current+mutant_read_skips_access", seed=1, keep_going=True)
+    assert res["metrics"]["access"]["landed_without_access"] > 0
+    assert P.NO_READ_WITHOUT_ACCESS in {v["property"] for v in res["violations"]}
+    # without [workload.strangers] no run has such requests, and the metrics say nothing of them
+    res, _ = simulate_one(tomllib.loads(SMALL), policy="current", seed=1, keep_going=True)
+    assert "access" not in res["metrics"]
