@@ -293,7 +293,8 @@ def _caller_moves(w: World, only: list[int] | None = None) -> list[Transition]:
                 if d == Decision.INPUT:
                     if INVALID_INPUT_SUBMISSION in spec.refusals:
                         out.append(T(name, ActorKind.CALLER, run=rid, valid=False))
-                elif APPROVER_NOT_PERMITTED in spec.refusals:
+                elif APPROVER_NOT_PERMITTED in spec.refusals and pol.approver_gate:
+                    # (no gate 2 before ADR-133: the refused variant would be the same request)
                     out.append(T(name, ActorKind.CALLER, run=rid, permitted=False))
         if r.requests:
             out.extend(_request_moves(w, i))

@@ -227,6 +227,7 @@ class Processes:
         # gate 2: this approver may not run the turn's writes (drawn only when configured)
         np_ = self.cfg.not_permitted_probability
         refused = np_ > 0 and rng.random() < np_
+        refused = refused and sim.world.config.policy.approver_gate  # no gate 2 before ADR-133
         _comp, fault = self.other_fault(rng, *DECISIONS)  # none is declared: no draw
         before = {p.name for p in sim.world.procs}
         try:
