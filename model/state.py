@@ -47,7 +47,7 @@ RETRYABLE_CLASSES = frozenset({"connection", "rateLimit", "serverError", "circui
 
 # Resume refusals after the claim that depend on the request (RUNTIME 12.2 gate 2, 12.3).
 APPROVER_NOT_PERMITTED = "ApproverNotPermitted"
-# the gates of section 18 that judge a principal (16.18.4, 16.18.5): the four-eyes rule before the
+# the gates of RUNTIME 16.18 that judge a principal (16.18.4, 16.18.5): the four-eyes rule before the
 # claim, the submitter gate of an input after it
 SELF_APPROVAL_DENIED = "SelfApprovalDenied"
 SUBMITTER_NOT_PERMITTED = "SubmitterNotPermitted"
