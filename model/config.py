@@ -43,16 +43,21 @@ add ``[[steps]]``). Every key is validated: a typo, a wrong type or a negative l
     server_flag = 0                    # remote only: operator approval declaration
     needs_input = false
     removable = false
-    [principals]                       # who makes requests (RUNTIME 16.18); default: one
-    owner = { kind = "user" }          # user "owner", who owns every run and makes every
+    [principals]                       # who makes requests (RUNTIME 16.18.1); default: one
+    owner = { kind = "user" }          # user "owner", who starts every run and makes every
     mallory = { kind = "user" }        # decision and cancel of [[runs]]; kind: user | admin
-    ops = { kind = "admin" }           # | service_account, with scopes of AGENT_CANCEL,
-    bot = { kind = "service_account", scopes = ["AGENT_CANCEL"] }  # AGENT_APPROVE, AGENT_STATUS
+    ops = { kind = "admin" }           # | service_account | anonymous
+    lead = { kind = "user", grants = ["AGENT_APPROVE"], permitted = { create_page_draft = false } }
+                                       # a user's grants (AGENT_APPROVE: decide on any run);
+                                       # permitted: the tools its tool policy refuses (17)
+    bot = { kind = "service_account", scopes = ["AGENT_CANCEL"] }  # AGENT_APPROVE, AGENT_READ
     [[runs]]
     id = "r1"
-    owner = "owner"                    # the principal who owns the run (a user)
+    owner = "owner"                    # the principal who starts the run (its uid is
+                                       # be_user; a service account or anonymous: 0)
+    require_second_approver = false    # the four-eyes rule of the run's configuration (16.18.4)
     requests = [{ by = "mallory", request = "approve" }, { by = "bot", request = "events",
-                after_sequence = 0, limit = 2 }]  # each made at most once, by a declared principal:
+                after_sequence = 0 }]  # each made at most once, by a declared principal:
                                        # approve | deny | input | cancel | status | events
     entry = "queued"                   # queued (enqueue) | interactive (start_run)
     plan = [{tools = ["create_page_draft"]}, {final = "completed"}]
@@ -205,9 +210,10 @@ MODEL_KEYS = {"workers", "faults", "fault_budget", "provider_faults", "fault_ops
               "horizon", "transport", "refusals", "read_only_builtins", "unknown_tools",
               "operator_cancels"}
 TOOL_KEYS = {"name", "effect", "remote", "approval", "server_flag", "needs_input", "removable"}
-RUN_KEYS = {"id", "entry", "plan", "cap", "observer", "cancels", "decisions", "row", "owner", "requests"}
-PRINCIPAL_KEYS = {"kind", "scopes"}
-ASK_KEYS = {"by", "request", "after_sequence", "limit"}
+RUN_KEYS = {"id", "entry", "plan", "cap", "observer", "cancels", "decisions", "row", "owner", "requests",
+            "require_second_approver"}
+PRINCIPAL_KEYS = {"kind", "scopes", "grants", "permitted"}
+ASK_KEYS = {"by", "request", "after_sequence"}
 ROW_KEYS = {f.name for f in fields(Row)}
 
 
@@ -455,6 +461,8 @@ def _run(r: Any, n: int, taken: set[str]) -> RunSpec:
         cancels=_nonneg(r.get("cancels", 0), where + "cancels"),
         decisions=tuple(Decision(d) for d in decisions), initial=row,
         owner=owner, requests=_asks(r.get("requests", []), where + "requests"),
+        require_second_approver=_expect(r.get("require_second_approver", False), bool,
+                                        where + "require_second_approver", "true or false"),
     )
 
 
@@ -462,7 +470,7 @@ MAX_REQUESTS = 8  # requests by named principals per run (each one more branch t
 
 
 def _asks(raw: Any, where: str) -> tuple[Ask, ...]:
-    """``runs[n].requests``: each a table ``{by, request, after_sequence, limit}``."""
+    """``runs[n].requests``: each a table ``{by, request, after_sequence}``."""
     _expect(raw, list, where, "a list of tables such as [{ by = \"mallory\", request = \"approve\" }]")
     if len(raw) > MAX_REQUESTS:
         raise ConfigError(f"{where}: {len(raw)} requests, above the limit of {MAX_REQUESTS}; "
@@ -483,53 +491,73 @@ def _asks(raw: Any, where: str) -> tuple[Ask, ...]:
         _expect(after, int, at + ".after_sequence", "an event sequence (-1: from the first)")
         if after < -1:
             raise ConfigError(f"{at}.after_sequence: must be >= -1, got {after}")
-        limit = a.get("limit", 100)
-        _expect(limit, int, at + ".limit", "an integer >= 1")
-        if limit < 1:
-            raise ConfigError(f"{at}.limit: must be >= 1, got {limit}")
-        if Request(req) != Request.EVENTS and ("after_sequence" in a or "limit" in a):
-            raise ConfigError(f"{at}: after_sequence and limit page the events; remove them "
-                              f"from a {req} request")
-        out.append(Ask(by=by, request=Request(req), after=after, limit=limit))
+        if Request(req) != Request.EVENTS and "after_sequence" in a:
+            raise ConfigError(f"{at}.after_sequence: only an events read starts after a "
+                              f"sequence; remove it from a {req} request")
+        out.append(Ask(by=by, request=Request(req), after=after))
     return tuple(out)
 
 
+def _scopes(d: dict[str, Any], key: str, at: str) -> frozenset[str]:
+    """A principal's ``scopes`` or ``grants``: a list of ``Scope`` members."""
+    xs = d.get(key, [])
+    _expect(xs, list, f"{at}.{key}", f"a list of {', '.join(Scope)}")
+    for x in xs:
+        if not Scope.known(x):
+            raise ConfigError(f"{at}.{key}: {x!r} is not a scope; use {', '.join(Scope)}")
+    return frozenset(Scope(x) for x in xs)
+
+
+def _refused_tools(d: dict[str, Any], at: str) -> frozenset[str]:
+    """A principal's ``permitted``: tool name -> whether the tool policy permits it (17);
+    the tools given false."""
+    raw = d.get("permitted", {})
+    _expect(raw, dict, f"{at}.permitted", "a table of tool = true | false")
+    for tool, v in raw.items():
+        _expect(v, bool, f"{at}.permitted.{tool}", "true or false")
+    return frozenset(t for t, v in raw.items() if not v)
+
+
+def _principal(name: str, d: Any) -> Principal:
+    at = f"principals.{name}"
+    _expect(d, dict, at, "a table such as { kind = \"service_account\", scopes = [\"AGENT_CANCEL\"] }")
+    check_keys(d, PRINCIPAL_KEYS, at + ".")
+    kind = d.get("kind", PrincipalKind.USER)
+    if not PrincipalKind.known(kind):
+        raise ConfigError(f"{at}.kind: {kind!r}; use one of {', '.join(PrincipalKind)}")
+    kind = PrincipalKind(kind)
+    scopes, grants = _scopes(d, "scopes", at), _scopes(d, "grants", at)
+    if scopes and kind != PrincipalKind.SERVICE_ACCOUNT:
+        raise ConfigError(f"{at}.scopes: only a service_account has scopes; remove them or "
+                          "write kind = \"service_account\"")
+    if grants and kind != PrincipalKind.USER:
+        raise ConfigError(f"{at}.grants: only a user holds grants (an admin holds every one, a "
+                          "service account has scopes); remove them or write kind = \"user\"")
+    if "permitted" in d and kind not in (PrincipalKind.USER, PrincipalKind.ADMIN):
+        raise ConfigError(f"{at}.permitted: a {kind} has no backend user, no tool is permitted "
+                          "it (RUNTIME 16.18.5); remove it")
+    return Principal(name, kind, scopes, grants, _refused_tools(d, at))
+
+
 def _principals(data: dict[str, Any]) -> tuple[Principal, ...]:
-    """``[principals]``: name -> {kind, scopes}; absent: the owner alone."""
+    """``[principals]``: name -> {kind, scopes, grants, permitted}; absent: the owner alone."""
     raw = data.get("principals")
     if raw is None:
         return DEFAULT_PRINCIPALS
     _expect(raw, dict, "principals", "a table of name = { kind = \"user\" }")
     if not raw:
         raise ConfigError("principals: empty; declare at least the runs' owner, or remove the table")
-    out = []
-    for name, d in raw.items():
-        at = f"principals.{name}"
-        _expect(d, dict, at, "a table such as { kind = \"service_account\", scopes = [\"AGENT_CANCEL\"] }")
-        check_keys(d, PRINCIPAL_KEYS, at + ".")
-        kind = d.get("kind", PrincipalKind.USER)
-        if not PrincipalKind.known(kind):
-            raise ConfigError(f"{at}.kind: {kind!r}; use one of {', '.join(PrincipalKind)}")
-        scopes = d.get("scopes", [])
-        _expect(scopes, list, at + ".scopes", f"a list of {', '.join(Scope)}")
-        for x in scopes:
-            if not Scope.known(x):
-                raise ConfigError(f"{at}.scopes: {x!r} is not a scope; use {', '.join(Scope)}")
-        if scopes and PrincipalKind(kind) != PrincipalKind.SERVICE_ACCOUNT:
-            raise ConfigError(f"{at}.scopes: only a service_account has scopes; remove them or "
-                              "write kind = \"service_account\"")
-        out.append(Principal(name, PrincipalKind(kind), frozenset(Scope(x) for x in scopes)))
-    return tuple(out)
+    return tuple(_principal(name, d) for name, d in raw.items())
 
 
 def _declared_principals(runs: list[RunSpec], principals: tuple[Principal, ...]) -> None:
-    """Every run's owner is a declared user; every request names a declared principal."""
+    """Every run's owner (the principal who starts it: any kind, 16.18.1) and every request's
+    principal is declared."""
     kinds = {p.name: p.kind for p in principals}
     for n, r in enumerate(runs):
-        if kinds.get(r.owner) != PrincipalKind.USER:
-            what = "is not declared" if r.owner not in kinds else f"is a {kinds[r.owner]}"
-            raise ConfigError(f"runs[{n}].owner: {r.owner!r} {what}; a run's owner is a user of "
-                              "[principals]")
+        if r.owner not in kinds:
+            raise ConfigError(f"runs[{n}].owner: {r.owner!r} is not declared; the principal who "
+                              f"starts the run is one of [principals]: {', '.join(kinds)}")
         for k, a in enumerate(r.requests):
             if a.by not in kinds:
                 raise ConfigError(f"runs[{n}].requests[{k}].by: {a.by!r} is not declared; "

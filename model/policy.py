@@ -41,6 +41,9 @@ class Policy:
     noop_renew_recheck: bool = False
     # commit 3c1f5699: worker segments pass owner_guard = worker id.
     owner_guarded_settle_workers: bool = False
+    # ADR-110: service accounts and their scopes (RUNTIME 16.18.2 rule 2). Off: a service account
+    # is a caller with uid 0 and nothing else, refused everywhere.
+    service_accounts: bool = False
     # ADR-111: tool effects are resolved (before: no resolver, every step read_only).
     tool_effect: bool = False
     # ADR-111: a failed persist of a write tool step raises AuditPersistenceFailed.
@@ -53,6 +56,12 @@ class Policy:
     clear_fence_on_requeue: bool = False
     # ADR-132: gate 3 (record_approval fail-closed for approved write turns), fresh decode.
     approval_audit_failclosed: bool = False
+    # ADR-130: the AGENT_APPROVE grant lets a backend user approve, deny and submit input on
+    # any run (RUNTIME 16.18.2 rule 3). Off: a grant holder is a user like any other.
+    approve_grant: bool = False
+    # ADR-133: gate 2 of an approval (12.2 step 8, 16.18.5): the approver must be permitted each
+    # write of the turn. Off: no gate 2, the approval of a write turn is never refused there.
+    approver_gate: bool = False
     # ADR-134: approval rule 5 (a builtin write suspends first).
     write_implies_approval: bool = False
     # ADR-141: T1 and T7 write identity and lease; sync and resume segments are leased.
@@ -63,6 +72,14 @@ class Policy:
     owner_guarded_settle_all: bool = False
     # ADR-141: reaper branch 2 (no stored request -> dead-letter not_retryable).
     reaper_no_request_branch: bool = False
+    # ADR-150: the submitter gate (12.3 gate 2, 16.18.5: the submitter must be permitted every
+    # pending call and the input tool) and the input turn binding (12.3 gate 1,
+    # StaleInputTurn). Off: neither, an input resumes whatever turn the row holds.
+    submitter_gate: bool = False
+    # ADR-172: the four-eyes rule (16.18.4): with the run's configuration's
+    # require_second_approver on, an approval by the run's initiator is SelfApprovalDenied
+    # before the claim. Off: the setting is read by nothing.
+    four_eyes: bool = False
     # -- proposals (not part of the runtime's history; off in every historical preset) --------
     # The fence is cleared AFTER the write step's event is stored (renew, persist, clear)
     # instead of in the renewal slot before it: no window where a landed write has neither
@@ -153,6 +170,18 @@ class Policy:
     # The status view returns the row's suspended state and stored request too
     # (kills status_view_strips_suspended_state).
     mutant_status_view_keeps_state: bool = False
+    # Gate 2 and the submitter gate (16.18.5) pass a service account as if it were a backend user
+    # permitted every tool (kills no_write_or_input_released_by_service_account).
+    mutant_gates_pass_service_accounts: bool = False
+    # The four-eyes check (16.18.4) is skipped though the configuration requires a second
+    # approver (kills no_self_approved_write).
+    mutant_four_eyes_skipped: bool = False
+    # Execution after a resume (16.18.5) does not apply the owner's tool policy again: an
+    # approved call the owner may not run runs (kills no_call_beyond_its_principals_policy).
+    mutant_execution_ignores_owner_policy: bool = False
+    # record_approval and record_input store no decidedBy / submittedBy (kills
+    # decision_events_name_their_principal).
+    mutant_decision_event_unsigned: bool = False
 
     def with_(self, name: str | None = None, **switches: bool) -> Policy:
         for k in switches:
@@ -189,12 +218,21 @@ _STEPS: list[tuple[str, dict[str, bool]]] = [
             "input_suspend": True,
             "noop_renew_recheck": True,
             "owner_guarded_settle_workers": True,
+            "service_accounts": True,
         },
     ),
     ("adr-111", {"tool_effect": True, "audit_failclosed_writes": True, "audit_fail_unknown": True}),
     ("adr-112", {"write_fence": True}),
     ("adr-122", {"clear_fence_on_requeue": True}),
-    ("adr-134", {"approval_audit_failclosed": True, "write_implies_approval": True}),
+    (
+        "adr-134",
+        {
+            "approve_grant": True,
+            "approval_audit_failclosed": True,
+            "approver_gate": True,
+            "write_implies_approval": True,
+        },
+    ),
     (
         "adr-141",
         {
@@ -204,6 +242,8 @@ _STEPS: list[tuple[str, dict[str, bool]]] = [
             "reaper_no_request_branch": True,
         },
     ),
+    ("adr-150", {"submitter_gate": True}),
+    ("adr-172", {"four_eyes": True}),
 ]
 
 
@@ -213,8 +253,8 @@ def _build() -> dict[str, Policy]:
     for name, adds in _STEPS:
         p = p.with_(name=name, **adds)
         out[name] = p
-    out["current"] = replace(out["adr-141"], name="current")
-    out["proposed"] = out["adr-141"].with_(
+    out["current"] = replace(out[_STEPS[-1][0]], name="current")
+    out["proposed"] = out[_STEPS[-1][0]].with_(
         name="proposed",
         fence_kept_after_non_idempotent_write=True,
         fallback_settles_requeued_row=True,

@@ -15,7 +15,7 @@ from .state import (
     RETRYABLE_CLASSES,
     Config,
 )
-from .vocab import PrincipalKind, Request, Scope
+from .vocab import Decision, PrincipalKind, Request, Scope
 
 # Error kinds the runtime raises (RUNTIME 2) that reach the ladder's generic arm.
 AUDIT_PERSISTENCE_FAILED = "AuditPersistenceFailed"
@@ -111,26 +111,70 @@ def write_turn(spec: Config, removed: frozenset[str], calls: tuple[str, ...]) ->
     return any(is_write(resolve_by_name(spec, removed, c)) for c in calls)
 
 
-# -- access (RUNTIME 16.18): who may make which request of which run ------------------------
-# What each scope of a service account grants. A service account acts only through its
-# scopes, on any run (it owns none); without a scope it may do nothing.
-SCOPE_GRANTS: dict[str, frozenset[str]] = {
-    Scope.AGENT_CANCEL: frozenset({Request.CANCEL}),  # 11 step 1
-    Scope.AGENT_APPROVE: frozenset({Request.APPROVE, Request.DENY}),
-    Scope.AGENT_STATUS: frozenset({Request.STATUS, Request.EVENTS}),
+# -- access (RUNTIME 16.18): who may make which request of which run --------------------------
+# The scope each request is checked against (16.18.1, 16.18.3): input has no scope of its own.
+REQUEST_SCOPE: dict[str, str] = {
+    Request.APPROVE: Scope.AGENT_APPROVE, Request.DENY: Scope.AGENT_APPROVE,
+    Request.INPUT: Scope.AGENT_APPROVE, Request.CANCEL: Scope.AGENT_CANCEL,
+    Request.STATUS: Scope.AGENT_READ, Request.EVENTS: Scope.AGENT_READ,
 }
 
 
+def owner_uid(spec: Config, run: int) -> str:
+    """The row's ``be_user`` (16.18.1): the uid of the principal who started the run, "" (uid 0)
+    when it is not a backend user (a service account, an anonymous caller)."""
+    p = spec.principal(spec.runs[run].owner)
+    return p.name if p is not None and p.human else ""
+
+
 def may(spec: Config, by: str, request: str, run: int) -> bool:
-    """Whether principal ``by`` may make ``request`` of run ``run`` (RUNTIME 16.18): a user may
-    make every request of the runs it owns and none of another's, an admin every request of
-    every run, a service account what its scopes grant (:data:`SCOPE_GRANTS`), of any run. A
-    principal the configuration does not declare may do nothing."""
+    """``may(actor, run, scope)`` (RUNTIME 16.18.2), the scope being ``request``'s
+    (:data:`REQUEST_SCOPE`); the first rule that matches decides. A principal the
+    configuration does not declare may do nothing."""
     p = spec.principal(by)
     if p is None:
         return False
+    pol = spec.policy
+    scope = REQUEST_SCOPE[request]
     if p.kind == PrincipalKind.ADMIN:
-        return True
-    if p.kind == PrincipalKind.USER:
-        return spec.runs[run].owner == by
-    return any(request in SCOPE_GRANTS.get(s, frozenset()) for s in p.scopes)
+        return True  # rule 1
+    if p.kind == PrincipalKind.SERVICE_ACCOUNT and pol.service_accounts:
+        return scope in p.scopes  # rule 2 (ADR-110): exact membership, on any run
+    if scope == Scope.AGENT_APPROVE and scope in p.grants and pol.approve_grant:
+        return True  # rule 3 (ADR-130): the approve grant, on any run
+    return p.human and p.name == owner_uid(spec, run)  # rule 4: the owner; 5: refused
+
+
+def initiator(spec: Config, by: str, run: int) -> bool:
+    """``initiator(actor, run)`` (16.18.2): not a service account, a positive uid equal to the
+    row's ``be_user``. Admins are not exempt."""
+    p = spec.principal(by)
+    return p is not None and p.human and p.name == owner_uid(spec, run)
+
+
+def self_approval(spec: Config, by: str, run: int, decision: str) -> bool:
+    """The four-eyes rule refuses (16.18.4, ADR-172): an approval, the run's configuration
+    requires a second approver, and ``by`` started the run. Never a denial, never input."""
+    return (decision == Decision.APPROVE and spec.policy.four_eyes
+            and spec.runs[run].require_second_approver and initiator(spec, by, run))
+
+
+def permitted(spec: Config, by: str, tool: str) -> bool:
+    """The tool policy permits principal ``by`` to run ``tool`` (17: data per principal and
+    tool; a service account or an anonymous caller: none, 16.18.5)."""
+    p = spec.principal(by)
+    return p is not None and p.permits(tool)
+
+
+def approver_refused(spec: Config, removed: frozenset[str], by: str,
+                     calls: tuple[str, ...]) -> bool:
+    """Gate 2 of an approval (12.2 step 8, 16.18.5, ADR-133) refuses ``by``: some call of the
+    turn that declares a write by name is not permitted it (a read-only call passes)."""
+    return any(not permitted(spec, by, c) for c in calls
+               if not spec.policy.tool_effect or is_write(resolve_by_name(spec, removed, c)))
+
+
+def submitter_refused(spec: Config, by: str, calls: tuple[str, ...]) -> bool:
+    """The submitter gate (12.3 gate 2, 16.18.5, ADR-150) refuses ``by``: some pending call (the
+    input tool among them) is not permitted it, write or not."""
+    return any(not permitted(spec, by, c) for c in calls)

@@ -53,7 +53,9 @@ from .state import (
     REQUEST,
     RESUME,
     RUNNING,
+    SELF_APPROVAL_DENIED,
     STATUS_VIEW,
+    SUBMITTER_NOT_PERMITTED,
     SUSPENDED_FIELDS,
     SYNC,
     SYNCHRONOUS,
@@ -114,6 +116,7 @@ from .vocab import (
     Label,
     Mark,
     OutcomeName,
+    PrincipalKind,
     Request,
     Touch,
     TransitionName,
@@ -291,7 +294,8 @@ def _caller_moves(w: World, only: list[int] | None = None) -> list[Transition]:
                 if d == Decision.INPUT:
                     if INVALID_INPUT_SUBMISSION in spec.refusals:
                         out.append(T(name, ActorKind.CALLER, run=rid, valid=False))
-                elif APPROVER_NOT_PERMITTED in spec.refusals:
+                elif APPROVER_NOT_PERMITTED in spec.refusals and pol.approver_gate:
+                    # (no gate 2 before ADR-133: the refused variant would be the same request)
                     out.append(T(name, ActorKind.CALLER, run=rid, permitted=False))
         if r.requests:
             out.extend(_request_moves(w, i))
@@ -346,8 +350,7 @@ def _request_moves(w: World, i: int) -> list[Transition]:
                 continue
         name = _REQUEST_MOVES[a.request]
         if a.request == Request.EVENTS:
-            out.append(T(name, ActorKind.CALLER, run=r.id, by=a.by, after_sequence=a.after,
-                         limit=a.limit))
+            out.append(T(name, ActorKind.CALLER, run=r.id, by=a.by, after_sequence=a.after))
         else:
             out.append(T(name, ActorKind.CALLER, run=r.id, by=a.by))
     return out
@@ -849,15 +852,15 @@ def _resume(w: World, t: Transition, i: int, by: str = "", k: int = 0) -> World:
 
 def _request(w: World, t: Transition, i: int, by: str) -> World:
     """A named principal's request (RunSpec.requests), made once. A decision starts a resume
-    (which checks access at 12.2 step 2); a cancel checks access first (11 step 1), then runs
-    T13; a read checks access, then answers without a store change (16.18). A refusal is the
-    outcome AccessDenied, before any store change."""
+    (which checks access at 12.2 step 2); a cancel checks access after the run is found (11
+    step 1), then runs T13, and returns false when refused as when T13 matches nothing; a read
+    checks access after the run is found and returns nothing when refused, as for an unknown
+    run (16.18.3). Nothing is stored either way."""
     spec = w.config
     r = spec.runs[i]
     k = next(k for k, a in enumerate(r.requests)
              if a.by == by and _REQUEST_MOVES[a.request] == t.name and Asked(i, k) not in w.asked
-             and (a.request != Request.EVENTS
-                  or (a.after, a.limit) == (t.arg("after_sequence"), t.arg("limit"))))
+             and (a.request != Request.EVENTS or a.after == t.arg("after_sequence")))
     req = r.requests[k].request
     w = replace(w, asked=w.asked | {Asked(i, k)})
     if req in _REQUEST_DECISION:  # resume number: after the owner's, in request order
@@ -865,32 +868,34 @@ def _request(w: World, t: Transition, i: int, by: str) -> World:
         return _resume(w, t, i, by, n)
     pol = spec.policy
     skip = pol.mutant_cancel_skips_access if req == Request.CANCEL else pol.mutant_read_skips_access
-    if not (skip or rules.may(spec, by, req, i)):
-        return _refused(w, i, by)
+    allowed = skip or rules.may(spec, by, req, i)
     if req == Request.CANCEL:
-        w, ok = store.cancel(w, i)
-        return _made(w, Made(by, i, req)) if ok else w
+        ok = False
+        if allowed:
+            w, ok = store.cancel(w, i)
+        return _made(w, Made(by, i, req)) if ok else _answered(w, i, by, OutcomeName.RETURNED_FALSE)
     row = w.rows[i]
+    if row is None or not allowed:  # find_run found nothing, or the check refused: nothing
+        return _answered(w, i, by, OutcomeName.RETURNED_NOTHING)
     if req == Request.STATUS:
         return _made(w, Made(by, i, req, view=_status_view(w, row)))
-    after, limit = t.arg("after_sequence"), t.arg("limit")
-    seqs = sorted(e.seq for e in w.events if e.run == i and e.seq > after)[:limit]
+    after = t.arg("after_sequence")
+    seqs = sorted(e.seq for e in w.events if e.run == i and e.seq > after)
     return _made(w, Made(by, i, req, seqs=tuple(seqs)))
 
 
 def _status_view(w: World, row) -> tuple[tuple[str, object], ...]:
-    """The status view of a row (RUNTIME 16.18): the fields of ``STATUS_VIEW``, the suspended
-    state stripped (the mutant mutant_status_view_keeps_state returns it too)."""
-    if row is None:
-        return ()
+    """The status view of a row (RUNTIME 16.18.3): the fields of ``STATUS_VIEW``, the whole row
+    less the suspended state and the stored request (the mutant
+    mutant_status_view_keeps_state returns them too)."""
     keep = STATUS_VIEW + (SUSPENDED_FIELDS if w.config.policy.mutant_status_view_keeps_state else ())
     return tuple((f, getattr(row, f)) for f in keep)
 
 
-def _refused(w: World, i: int, by: str) -> World:
-    """The access check refused a named principal's command or read: AccessDenied, nothing
-    written (its outcome names the principal as its segment)."""
-    return replace(w, outcomes=w.outcomes + (Outcome(by, i, REQUEST, OutcomeName.ACCESS_DENIED),))
+def _answered(w: World, i: int, by: str, outcome: str) -> World:
+    """A named principal's cancel or read that changed or read nothing: what it returned (a
+    cancel false, a read nothing), the outcome naming the principal as its segment."""
+    return replace(w, outcomes=w.outcomes + (Outcome(by, i, REQUEST, outcome),))
 
 
 def _made(w: World, m: Made) -> World:
@@ -1396,10 +1401,16 @@ def _next_call(w: World, p: Proc) -> World:
 
 
 def _refused_in_resume(w: World, p: Proc, name: str) -> bool:
+    """12.2 step 11.1: the resumed turn's call is an error step: no longer offered, not
+    permitted the run's owner (execution runs under the owner's tool policy, 16.18.5), denied,
+    or bound to the other kind of decision."""
     spec = w.config
     tool = spec.tool(name)
     if tool is None or name in w.removed:
         return True  # no longer offered
+    if not (spec.policy.mutant_execution_ignores_owner_policy
+            or rules.permitted(spec, spec.runs[p.run].owner, name)):
+        return True  # not offered to the owner
     bound = rules.approval_bound(spec, w.removed, name)
     if p.decision == Decision.DENY and bound:
         return True
@@ -1478,7 +1489,8 @@ def _h_invoke(w: World, p: Proc, t: Transition) -> World:
         if rules.is_write(effect):
             row = w.rows[p.run]
             attempt = row.attempts if row is not None else 0
-            app = Application(p.run, p.turn, p.call, name, effect, p.seg, p.stamped, attempt)
+            app = Application(p.run, p.turn, p.call, name, effect, p.seg, p.stamped, attempt,
+                              p.decision, _decider(w, p) if p.decision else "")
             w = replace(w, ledger=w.ledger + (app,))
     return _boundary(w, p, RunStep("tool", p.turn, p.call, name), "after_tool")
 
@@ -1676,6 +1688,12 @@ def _h_pickup_position(w: World, p: Proc, t: Transition) -> World:
 _DECISION_REQUEST: dict[str, str] = {d: q for q, d in _REQUEST_DECISION.items()}
 
 
+def _decider(w: World, p: Proc) -> str:
+    """The principal whose decision a resume carries: a named one's, or the run's owner's
+    (``RunSpec.decisions``)."""
+    return p.by or w.config.runs[p.run].owner
+
+
 def _resume_read_faults(w: World, p: Proc) -> tuple[str, ...]:
     """12.2 steps 1 and 2: a row awaiting this decision has its stored state decoded before
     the claim (fault decode_error: CorruptSuspendedState)."""
@@ -1693,11 +1711,15 @@ def _h_resume_read(w: World, p: Proc, t: Transition) -> World:
     want = WAITING_FOR_INPUT if _input_side(p) else WAITING_FOR_APPROVAL
     if row is None or row.status != want:
         return _end(w, p, "NotAwaitingInput" if _input_side(p) else "NotAwaitingApproval")
-    if p.by and not (w.config.policy.mutant_resume_skips_access
-                          or rules.may(w.config, p.by, _DECISION_REQUEST[p.decision], p.run)):
+    spec = w.config
+    by = _decider(w, p)
+    if not (spec.policy.mutant_resume_skips_access
+            or rules.may(spec, by, _DECISION_REQUEST[p.decision], p.run)):
         return _end(w, p, OutcomeName.ACCESS_DENIED)  # step 2: the actor may not act on the run
     if p.refusal == CONFIGURATION_GONE:  # step 2: the run's configuration no longer exists
         return _end(w, p, CONFIGURATION_GONE)
+    if rules.self_approval(spec, by, p.run, p.decision) and not spec.policy.mutant_four_eyes_skipped:
+        return _end(w, p, SELF_APPROVAL_DENIED)  # step 2: the four-eyes rule (16.18.4)
     if t.fault == FaultKind.DECODE_ERROR:  # step 2: the stored state does not decode
         return _end(w, p, "CorruptSuspendedState")
     if p.refusal == INVALID_INPUT_SUBMISSION:
@@ -1765,14 +1787,34 @@ def _h_resume_position(w: World, p: Proc, t: Transition) -> World:
     assert row is not None  # this segment's claim matched it (resume_claim); rows never go
     turn = row.suspended_state if pol.approval_audit_failclosed else p.turn
     p = replace(p, handle=store.max_sequence(w, p.run) + 1, turn=turn)
-    # gate 1: the approval refers to the pending turn
-    if turn != p.seen_turn or turn < 0:
-        return _put(w, replace(p, pc=Label.RELEASE, error="StaleInputTurn" if _input_side(p) else "StaleApprovalTurn"))
-    if p.refusal == APPROVER_NOT_PERMITTED and rules.write_turn(
-        w.config, w.removed, w.config.runs[p.run].answer(turn).calls
-    ):  # gate 2: the approver may not run this turn's writes (a turn without writes passes)
-        return _put(w, replace(p, pc=Label.RELEASE, error=APPROVER_NOT_PERMITTED))
+    # gate 1: the decision refers to the pending turn (an input's turn binding: ADR-150)
+    inp = _input_side(p)
+    if turn < 0 or (turn != p.seen_turn and (pol.submitter_gate or not inp)):
+        return _put(w, replace(p, pc=Label.RELEASE, error="StaleInputTurn" if inp else "StaleApprovalTurn"))
+    refusal = _gate_2(w, p, w.config.runs[p.run].answer(turn).calls)
+    if refusal:
+        return _put(w, replace(p, pc=Label.RELEASE, error=refusal))
     return _put(w, replace(p, pc=Label.RECORD_DECISION))
+
+
+def _gate_2(w: World, p: Proc, calls: tuple[str, ...]) -> str:
+    """Gate 2 after the claim (16.18.5), judged on the decider: of an approval (ADR-133), each
+    call of the turn that declares a write must be permitted it (a denial skips it); of an
+    input, the submitter gate (ADR-150): every pending call. "" when it passes."""
+    spec = w.config
+    pol = spec.policy
+    by = _decider(w, p)
+    if pol.mutant_gates_pass_service_accounts:
+        q = spec.principal(by)
+        if q is not None and q.kind == PrincipalKind.SERVICE_ACCOUNT:
+            return ""
+    if p.decision == Decision.APPROVE and pol.approver_gate and (
+            (p.refusal == APPROVER_NOT_PERMITTED and rules.write_turn(spec, w.removed, calls))
+            or rules.approver_refused(spec, w.removed, by, calls)):
+        return APPROVER_NOT_PERMITTED
+    if p.decision == Decision.INPUT and pol.submitter_gate and rules.submitter_refused(spec, by, calls):
+        return SUBMITTER_NOT_PERMITTED
+    return ""
 
 
 def _record_decision_move(w: World, p: Proc) -> Transition:
@@ -1788,7 +1830,8 @@ def _h_record_decision(w: World, p: Proc, t: Transition) -> World:
     spec = w.config
     if not t.fault:
         kind = "input" if _input_side(p) else "approval"
-        event = Event(p.run, p.handle, kind, p.turn, -1, "", p.seg)
+        by = "" if spec.policy.mutant_decision_event_unsigned else _decider(w, p)
+        event = Event(p.run, p.handle, kind, p.turn, -1, "", p.seg, by)
         w, got = store.append_event(w, p.run, event, p.owner)
         if got != store.INSERT_STORED:
             return _insert_not_stored(w, p, got)

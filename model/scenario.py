@@ -83,11 +83,12 @@ and the trace, one checker per key; ``_VALIDATORS`` below checks their shape at 
   with: the operator's ``cancel_command``, a reaper's ``tick_refused``), each must be
   present, matched on the given keys among ``actor``, ``command``, ``uuid`` (the id it was
   given), ``outcome``, ``exit`` and ``message`` (model/commands.py).
-  among ``seg``, ``run``, ``kind``, ``outcome`` (a named principal's refused cancel or read:
-  ``seg`` is the principal, ``kind`` ``request``, ``outcome`` ``AccessDenied``).
+  among ``seg``, ``run``, ``kind``, ``outcome`` (a named principal's cancel or read that
+  changed or read nothing: ``seg`` is the principal, ``kind`` ``request``, ``outcome``
+  ``returned false`` or ``returned nothing``, as for an unknown run, RUNTIME 16.18.3).
 - ``seen``: entries of ``World.made`` (RUNTIME 16.18: a named principal's request that took
   effect) matched on ``by``, ``run``, ``request``, ``fields`` (a status view's field names,
-  in order) and ``sequences`` (an events page's).
+  in order) and ``sequences`` (an events read's).
 - ``events.<run>``: ``count``, ``kinds`` and ``sequences`` (in stored order), ``tools``
   (tool names of the ``tool`` events), ``tool_errors`` (per ``tool`` event, in stored
   order: its call got an error result, i.e. ``invoke`` took the ``tool_error`` fault or

@@ -53,6 +53,10 @@ RETRYABLE_CLASSES = frozenset({"connection", "rateLimit", "serverError", "circui
 
 # Resume refusals after the claim that depend on the request (RUNTIME 12.2 gate 2, 12.3).
 APPROVER_NOT_PERMITTED = "ApproverNotPermitted"
+# the gates of RUNTIME 16.18 that judge a principal (16.18.4, 16.18.5): the four-eyes rule before the
+# claim, the submitter gate of an input after it
+SELF_APPROVAL_DENIED = "SelfApprovalDenied"
+SUBMITTER_NOT_PERMITTED = "SubmitterNotPermitted"
 INVALID_INPUT_SUBMISSION = "InvalidInputSubmission"
 CONFIGURATION_GONE = "ConfigurationGone"
 REQUEST_REFUSALS = (APPROVER_NOT_PERMITTED, INVALID_INPUT_SUBMISSION, CONFIGURATION_GONE)
@@ -73,26 +77,40 @@ NO_TRANSPORT = "none"
 TRANSPORTS = (ASYNC, SYNC, NO_TRANSPORT)
 
 
-# The principals (RUNTIME 16.18). A configuration that declares none has one: the user
-# ``owner``, who owns every run and makes every request of RunSpec.decisions and cancels.
+# The principals (RUNTIME 16.18.1). A configuration that declares none has one: the user
+# ``owner``, who starts every run and makes every request of RunSpec.decisions and cancels.
 DEFAULT_OWNER = "owner"
 
-# The status view (RUNTIME 16.18): the row fields a status read returns, in order. The
-# suspended state (the pending tool call and its arguments) and the stored request are
-# stripped: a view never carries them (spec/properties.py status_view_strips_suspended_state).
-STATUS_VIEW = ("status", "termination_reason", "error_class", "requeue_count")
+# The status view (RUNTIME 16.18.3): the whole row less the suspended state (the pending tool
+# calls and their arguments) and the stored request (spec/properties.py
+# status_view_strips_suspended_state); ``STATUS_VIEW`` (after Row) lists what it returns.
 SUSPENDED_FIELDS = ("suspended_state", "queued_request")  # what the view strips
 
 
 # -- static configuration -----------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """Who makes a request (RUNTIME 16.18): a user, an admin or a service account (its
-    ``scopes``: ``model.vocab.Scope`` members)."""
+    """Who makes a request (RUNTIME 16.18.1): a backend user (its ``grants``), an admin, a
+    service account (its ``scopes``) or an anonymous caller; each ``model.vocab.Scope``
+    members. ``refused``: the tools the tool policy does not permit it (17: a boolean per
+    principal and tool, ``permitted = { tool = false }``; every other tool is permitted). A
+    principal's name is its uid: a backend user's is positive, the others' is 0."""
 
     name: str
     kind: str = PrincipalKind.USER
     scopes: frozenset[str] = frozenset()
+    grants: frozenset[str] = frozenset()
+    refused: frozenset[str] = frozenset()
+
+    @property
+    def human(self) -> bool:
+        """A backend user (an admin too): a positive uid (16.18.1)."""
+        return self.kind in (PrincipalKind.USER, PrincipalKind.ADMIN)
+
+    def permits(self, tool: str) -> bool:
+        """The tool policy permits it ``tool`` (17). A service account or an anonymous caller
+        has no backend user: no tool is permitted it (16.18.5)."""
+        return self.human and tool not in self.refused
 
 
 DEFAULT_PRINCIPALS = (Principal(DEFAULT_OWNER),)
@@ -102,13 +120,12 @@ DEFAULT_PRINCIPALS = (Principal(DEFAULT_OWNER),)
 class Ask:
     """A request a principal may make of a run once (``RunSpec.requests``): approve, deny,
     input or cancel (the caller's commands made by ``by``), or a read of the status view or
-    of the events page (the events with ``seq > after`` (TOML ``after_sequence``), ordered
-    by sequence, at most ``limit``)."""
+    of the events (every event with ``seq > after`` (TOML ``after_sequence``), ordered by
+    sequence: there is no limit, RUNTIME 16.18.3)."""
 
     by: str
     request: str  # a model.vocab.Request member
     after: int = -1
-    limit: int = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,8 +172,12 @@ class RunSpec:
     cancels: int = 0  # how many cancel commands a caller may issue
     decisions: tuple[str, ...] = ()  # approver decisions, in order: approve | deny | input
     initial: Row | None = None  # a row that exists before anything happens
-    owner: str = DEFAULT_OWNER  # the principal who owns the run (RUNTIME 16.18)
+    # the principal who started the run (RUNTIME 16.18.1): its uid is the row's be_user, 0 when
+    # it is a service account or an anonymous caller (no human owns the run)
+    owner: str = DEFAULT_OWNER
     requests: tuple[Ask, ...] = ()  # requests by named principals, each made at most once
+    # the run's configuration's four-eyes setting (16.18.4; read by the policy switch four_eyes)
+    require_second_approver: bool = False
 
     def answer(self, turn: int) -> Answer:
         return self.plan[turn] if turn < len(self.plan) else FINAL_ANSWER
@@ -193,7 +214,7 @@ class Config:
     # the run ids the operator's cancel command is given, in order, each once (RUNTIME 11):
     # a run's id, "" (no id: refused) or an id no run has (unknown)
     operator_cancels: tuple[str, ...] = ()
-    # the principals requests name (RUNTIME 16.18); the default: the owner alone
+    # the principals requests name (RUNTIME 16.18.1); the default: the owner alone
     principals: tuple[Principal, ...] = DEFAULT_PRINCIPALS
 
     def principal(self, name: str) -> Principal | None:
@@ -238,6 +259,15 @@ class Row(Record):
     attempts: int = ghost(default=0)  # executions of the stored request (T3)
 
 
+# The status view (RUNTIME 16.18.3): the row's fields a status read returns, in order: the
+# whole row (its ghost counters are the model's, not the row's) less SUSPENDED_FIELDS
+# (tests/test_access.py holds it to Row's declaration).
+STATUS_VIEW: tuple[str, ...] = (
+    "status", "claimed_by", "lease_expires", "pending_effect", "requeue_count",
+    "termination_reason", "error_class", "dispatch_deadline",
+)
+
+
 @record
 class Event(Record):
     """A stored audit event (RUNTIME 3.2). ``pid`` is the writing segment (ghost)."""
@@ -249,6 +279,9 @@ class Event(Record):
     call: int
     tool: str
     seg: str = ghost()  # the segment that wrote it
+    # an approval event's decidedBy, an input event's submittedBy (RUNTIME 16.18.5): the
+    # principal who decided or submitted ("" on every other event)
+    by: str = ""
 
 
 # The event kinds that record a write's application (spec's aud): its ``tool`` step, and the
@@ -269,6 +302,10 @@ class Application(Record):
     seg: str  # the segment whose invoke landed it
     fenced: bool = ghost(default=False)  # the segment's T5 stamp for this call matched before it ran
     attempt: int = ghost(default=0)  # Row.attempts when it landed
+    # a call of a resumed turn (12.2 step 11.1): the decision that released it (approve, deny,
+    # input) and the principal who made it (16.18.5); "" for every other call
+    decision: str = ghost(default="")
+    by: str = ghost(default="")
 
 
 @record

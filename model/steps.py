@@ -303,8 +303,9 @@ OTHER_TRANSITIONS: dict[str, Other] = _Table(TransitionName, {
                              touches=(X.RUN_INPUTS, X.ROW, X.PROCS, X.CLOCK, X.EVENTS,
                                       X.OUTCOMES)),
     # (``by``: a named principal's request, RunSpec.requests; none: the run's owner's. A
-    # request is made once (``asked``), enabled once its run is started; a refusal is an
-    # outcome, what it changed or read a ``made``)
+    # request is made once (``asked``), enabled once its run is started; what a cancel or a
+    # read returned when it changed or read nothing is an outcome, what it changed or read a
+    # ``made``)
     store.CANCEL: Other(A.CALLER, STORE_FAULTS, "T13; 11 step 1", ("by",),
                         touches=(X.RUN_INPUTS, X.ROW, X.MARKS, X.ASKED, X.MADE, X.OUTCOMES)),
     N.APPROVE: Other(A.CALLER, (), "12.2", ("permitted", "configured", "by"),
@@ -316,7 +317,7 @@ OTHER_TRANSITIONS: dict[str, Other] = _Table(TransitionName, {
     # a principal's reads: they change nothing but what it has seen (17)
     N.READ_STATUS: Other(A.CALLER, (), "16.18 the status view", ("by",),
                          touches=(X.RUN_INPUTS, X.ROW, X.ASKED, X.MADE, X.OUTCOMES)),
-    N.READ_EVENTS: Other(A.CALLER, (), "16.18 the events page", ("by", "after_sequence", "limit"),
+    N.READ_EVENTS: Other(A.CALLER, (), "16.18 the events read", ("by", "after_sequence"),
                          touches=(X.RUN_INPUTS, X.ROW, X.EVENTS, X.ASKED, X.MADE, X.OUTCOMES)),
     # a free worker takes a delivered message (async transport; 6.2 step 1)
     N.RUN_QUEUED: Other(A.WORKER, STORE_FAULTS, "6.2 step 1 (async: a delivery)", ("not_before",),

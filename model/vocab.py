@@ -307,9 +307,14 @@ class OutcomeName(Closed):
     NOT_CANCELLED = "NOT_CANCELLED"
     UUID_REQUIRED = "UUID_REQUIRED"
     NO_MESSAGE_BUS = "NO_MESSAGE_BUS"
-    # a request refused by the access check (RUNTIME 12.2 step 2, 11 step 1, 16.18), before any
-    # store change: a resume's outcome, or a caller's command's (cancel, a read)
+    # a decision refused by the access check (RUNTIME 12.2 step 2, 12.3, 16.18.3), before any
+    # store change: a resume's outcome
     ACCESS_DENIED = "AccessDenied"
+    # what a named principal's cancel or read returns when it changes or reads nothing (16.18.3):
+    # a cancel returns false (refused, an unknown run, a finished run alike), a refused status
+    # or events read returns nothing (as for an unknown run)
+    RETURNED_FALSE = "returned false"
+    RETURNED_NOTHING = "returned nothing"
 
 
 class Mark(Closed):
@@ -356,21 +361,25 @@ class Request(Closed):
 
 
 class PrincipalKind(Closed):
-    """Who a principal is (RUNTIME 16.18): a backend user (acts on the runs it owns), an admin
-    (acts on every run), or a service account (acts only as its scopes grant)."""
+    """Who a principal is (RUNTIME 16.18.1): a backend user (a positive uid and its grants), an
+    admin (a backend user with the admin flag: every grant), a service account (uid 0, only
+    its scopes) or an anonymous caller (uid 0, nothing)."""
 
     USER = "user"
     ADMIN = "admin"
     SERVICE_ACCOUNT = "service_account"
+    ANONYMOUS = "anonymous"
 
 
 class Scope(Closed):
-    """A service account's scope (RUNTIME 11 step 1 names ``AGENT_CANCEL``; 16.18): each grants
-    the requests of ``model.rules.SCOPE_GRANTS``."""
+    """A scope a request is checked against (RUNTIME 16.18.1, 16.18.3), held by a service account
+    as a scope or by a backend user as a grant (only ``AGENT_APPROVE`` has a grant):
+    ``AGENT_APPROVE`` approve, deny and submit input, ``AGENT_CANCEL`` cancel, ``AGENT_READ``
+    status and events (``model.rules.REQUEST_SCOPE``)."""
 
     AGENT_CANCEL = "AGENT_CANCEL"
     AGENT_APPROVE = "AGENT_APPROVE"
-    AGENT_STATUS = "AGENT_STATUS"
+    AGENT_READ = "AGENT_READ"
 
 
 class Touch(Closed):

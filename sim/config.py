@@ -101,10 +101,11 @@ Schema (defaults in brackets)::
     probability = 0.0                    # a caller cancels the run ...
     delay = 60.0                         # ... this long after it arrived
     [workload.strangers]                 # requests by other principals (RUNTIME 16.18):
-    probability = 0.0                    # the fraction of runs a stranger (another user)
-    delay = 60.0                         # approves, cancels and reads, and a service account
-                                         # without scopes cancels and pages the events of,
-                                         # this long after the run arrived; each is refused
+    probability = 0.0                    # the fraction of runs on which a mix of principals
+    delay = 60.0                         # (a stranger, an anonymous caller, a grant holder,
+                                         # service accounts with and without scopes) approve,
+                                         # cancel and read, this long after the run arrived
+                                         # (docs/SIMULATOR.md; refusals counted by kind)
     [faults]                             # any other declared fault kind (model/steps.py FAULTS),
     decode_error = 0.001                 # by name: its probability at each step that may take
     observer_error = 0.0                 # it now (its faults / faults_now), drawn by the

@@ -16,7 +16,13 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
-from failclosed.model.state import IDEMPOTENT_WRITE, NON_IDEMPOTENT_WRITE
+from failclosed.model.state import (
+    APPROVER_NOT_PERMITTED,
+    IDEMPOTENT_WRITE,
+    NON_IDEMPOTENT_WRITE,
+    SELF_APPROVAL_DENIED,
+    SUBMITTER_NOT_PERMITTED,
+)
 from failclosed.model.steps import AUDIT, DISPATCH, STORE
 from failclosed.model.vocab import OutcomeName
 
@@ -272,14 +278,31 @@ def compute(records: list[RunRecord], seed: int, lease_seconds: int,
     return m
 
 
-def access(records: list[RunRecord]) -> dict[str, int]:
-    """The requests by other principals: how many runs had them, how many the access check
-    refused (``AccessDenied``), how many took effect, and of those how many the access rule
-    does not let their principal make (a landed refusal: 0 unless the check is broken)."""
+# what a request of section 16.18 may be refused with, or answered as for an unknown run
+ACCESS_REFUSALS: tuple[str, ...] = (
+    OutcomeName.ACCESS_DENIED, OutcomeName.RETURNED_FALSE, OutcomeName.RETURNED_NOTHING,
+    SELF_APPROVAL_DENIED, APPROVER_NOT_PERMITTED, SUBMITTER_NOT_PERMITTED,
+)
+
+
+def access(records: list[RunRecord]) -> dict[str, Any]:
+    """The requests by other principals: how many runs had them, how many of those runs'
+    requests were refused (``refused``), by kind (``refused_by_kind``: the access rule's
+    AccessDenied, a cancel's false and a read's nothing, the four-eyes rule, gate 2, the
+    submitter gate; every kind listed, 0 when none), how many took effect, and of those how
+    many the access rule does not let their principal make (a landed refusal: 0 unless the
+    check is broken)."""
     made = [x for r in records for x in r.made]
+    by_kind = {str(k): 0 for k in ACCESS_REFUSALS}
+    for r in records:
+        if r.spec is not None and r.spec.requests:
+            for o in r.outcomes:
+                if o[2] in by_kind:
+                    by_kind[o[2]] += 1
     return {
         "runs": sum(1 for r in records if r.spec is not None and r.spec.requests),
-        "refused": sum(1 for r in records for o in r.outcomes if o[2] == OutcomeName.ACCESS_DENIED),
+        "refused": sum(by_kind.values()),
+        "refused_by_kind": by_kind,
         "took_effect": len(made),
         "landed_without_access": sum(1 for _by, _req, ok in made if not ok),
     }

@@ -36,6 +36,7 @@ from failclosed.model.vocab import (
     FaultKind,
     PrincipalKind,
     Request,
+    Scope,
     TransitionName,
 )
 
@@ -48,16 +49,28 @@ from .window import reaper_slot
 # an approver's decisions (12.2, 12.3): the transitions one of which the model enables
 DECISIONS = (TransitionName.APPROVE, TransitionName.DENY, TransitionName.SUBMIT_INPUT)
 
-# [workload.strangers] (RUNTIME 16.18): the principals of a simulation that has them, and
-# the requests a run drawn for them gets: a stranger (another user) approves, cancels and reads
-# the status view; a service account without scopes cancels and pages the events. None may.
+# [workload.strangers] (RUNTIME 16.18): the principals of a simulation that has them, one of
+# every kind (16.18.1), and the requests a run drawn for them gets, in this order: a stranger
+# (another user) approves (AccessDenied), an anonymous caller reads the status and a service
+# account without scopes cancels (each answered as for an unknown run), the holder of the
+# approve grant reads the events (the grant is approve's only: answered nothing), a service
+# account holding AGENT_APPROVE approves (the access rule lets it; gate 2 refuses it every
+# write turn, after the claim) and one holding AGENT_READ reads the status (answered).
 STRANGER = "stranger"
+ANONYMOUS = "anonymous"
+GRANT_HOLDER = "approver"
 SERVICE_ACCOUNT = "service"
+SERVICE_APPROVE = "service-approve"
+SERVICE_READ = "service-read"
 PRINCIPALS = {DEFAULT_OWNER: {"kind": PrincipalKind.USER}, STRANGER: {"kind": PrincipalKind.USER},
-              SERVICE_ACCOUNT: {"kind": PrincipalKind.SERVICE_ACCOUNT}}
-STRANGER_REQUESTS = (Ask(STRANGER, Request.APPROVE), Ask(STRANGER, Request.CANCEL),
-                     Ask(STRANGER, Request.STATUS), Ask(SERVICE_ACCOUNT, Request.CANCEL),
-                     Ask(SERVICE_ACCOUNT, Request.EVENTS))
+              ANONYMOUS: {"kind": PrincipalKind.ANONYMOUS},
+              GRANT_HOLDER: {"kind": PrincipalKind.USER, "grants": [Scope.AGENT_APPROVE]},
+              SERVICE_ACCOUNT: {"kind": PrincipalKind.SERVICE_ACCOUNT},
+              SERVICE_APPROVE: {"kind": PrincipalKind.SERVICE_ACCOUNT, "scopes": [Scope.AGENT_APPROVE]},
+              SERVICE_READ: {"kind": PrincipalKind.SERVICE_ACCOUNT, "scopes": [Scope.AGENT_READ]}}
+STRANGER_REQUESTS = (Ask(STRANGER, Request.APPROVE), Ask(ANONYMOUS, Request.STATUS),
+                     Ask(SERVICE_ACCOUNT, Request.CANCEL), Ask(GRANT_HOLDER, Request.EVENTS),
+                     Ask(SERVICE_APPROVE, Request.APPROVE), Ask(SERVICE_READ, Request.STATUS))
 
 if TYPE_CHECKING:
     from .engine import Simulation
@@ -185,7 +198,8 @@ class Processes:
     def stranger(self, i: int, rid: str):
         """The requests by other principals of the run in slot ``i`` (``RunSpec.requests``):
         after the delay, each one the model enables then, in the model's order; a decision's
-        resume is driven to its end (the access check refuses it at 12.2 step 2)."""
+        resume is driven to its end (refused at 12.2 step 2 by the access rule, or after the
+        claim by gate 2)."""
         sim = self.sim
         rng = stream(self.seed, f"stranger:{rid}")
         yield self.env.timeout(self.cfg.stranger_delay.sample(rng))
@@ -213,6 +227,7 @@ class Processes:
         # gate 2: this approver may not run the turn's writes (drawn only when configured)
         np_ = self.cfg.not_permitted_probability
         refused = np_ > 0 and rng.random() < np_
+        refused = refused and sim.world.config.policy.approver_gate  # no gate 2 before ADR-133
         _comp, fault = self.other_fault(rng, *DECISIONS)  # none is declared: no draw
         before = {p.name for p in sim.world.procs}
         try:

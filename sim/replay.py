@@ -155,5 +155,5 @@ def _run_table(rec: RunRecord) -> dict[str, Any]:
 def _ask_table(a: Ask) -> dict[str, Any]:
     d: dict[str, Any] = {"by": a.by, "request": str(a.request)}
     if a.request == Request.EVENTS:
-        d.update(after_sequence=a.after, limit=a.limit)
+        d.update(after_sequence=a.after)
     return d

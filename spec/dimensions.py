@@ -68,6 +68,7 @@ LEVELS = ("constants", "model", "tool", "run")
 CUSTOM = "custom"  # a tool no catalogue declares for itself: its [[tools]] table says what it is
 UNKNOWN = "unknown"  # a name no catalogue knows (model.unknown_tools: 14.2)
 OTHER_OWNER = "owner2"  # a second user who owns a run
+SERVICE_OWNER = "starter"  # a service account that started a run (be_user = 0: 16.18.1)
 NO_RUN_ID = ""  # the operator's cancel command without an id
 GONE_RUN_ID = "gone"  # an id no run has
 A_RUN = "run"  # the operator's cancel command given the run's id (the value, as a label)
@@ -106,13 +107,16 @@ def _sequences(xs: Sequence[str], longest: int) -> tuple[tuple[str, ...], ...]:
 # the statements a store_error may hit (model.names: a transition's fault kinds)
 _STORE_OPS = tuple(sorted(n for n, (_, kinds) in TRANSITIONS.items()
                           if FaultKind.STORE_ERROR in kinds))
-# a requester (RUNTIME 16.18): a principal's kind and scopes; the owner's own decisions are
-# RunSpec.decisions
+# a requester (RUNTIME 16.18): a principal's kind and what it holds (a user's grants, a
+# service account's scopes); the owner's own decisions are RunSpec.decisions
 _REQUESTERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (PrincipalKind.USER, ()), (PrincipalKind.ADMIN, ()), (PrincipalKind.SERVICE_ACCOUNT, ()),
     *((PrincipalKind.SERVICE_ACCOUNT, (s,)) for s in Scope),
     (PrincipalKind.SERVICE_ACCOUNT, tuple(Scope)),
+    (PrincipalKind.USER, (Scope.AGENT_APPROVE,)), (PrincipalKind.ANONYMOUS, ()),
 )
+# what a principal holds, by its kind: a user's grants, the others' scopes (16.18.1)
+_HOLDS = {PrincipalKind.USER: "grants"}
 _DEFAULTS = Constants()
 # decisions, base first, then the two-decision sequences (a retry asked again), then the rest
 _DECISIONS = _sequences(tuple(Decision), 2)
@@ -176,14 +180,21 @@ DIMENSIONS: tuple[Dimension, ...] = (
               odds=8),
     Dimension("cap", "run", ("RunSpec.cap",), (None, 1, 2), context={"rounds": 2}, odds=12),
     Dimension("row", "run", ("RunSpec.initial",), (None, *STATUSES), odds=16),
-    Dimension("owner", "run", ("RunSpec.owner",), (DEFAULT_OWNER, OTHER_OWNER), odds=16),
+    Dimension("owner", "run", ("RunSpec.owner",), (DEFAULT_OWNER, OTHER_OWNER, SERVICE_OWNER),
+              odds=16),
+    # the four-eyes rule (16.18.4): the initiator's own approval of a write is refused
+    Dimension("four_eyes", "run", ("RunSpec.require_second_approver",), (False, True),
+              context={"approval": True}, odds=8),
+    # the owner's tool policy refuses the run's first tool (17: execution under the owner's)
+    Dimension("owner_refuses", "run", ("Principal.refused",), (False, True),
+              context={"approval": True}, odds=12),
     Dimension("request", "run", ("RunSpec.requests", "Ask.request"), (None, *Request), odds=8),
     Dimension("requester", "run", ("Ask.by", "Principal.kind", "Principal.scopes",
-                                   "Config.principals"), _REQUESTERS,
+                                   "Principal.grants", "Config.principals"), _REQUESTERS,
               context={"request": Request.APPROVE}, odds=1),
-    Dimension("events_page", "run", ("Ask.after", "Ask.limit"), ((-1, 100), (0, 1)),
+    Dimension("events_page", "run", ("Ask.after",), (-1, 0),
               context={"request": Request.EVENTS,
-                       "requester": (PrincipalKind.SERVICE_ACCOUNT, (Scope.AGENT_STATUS,))},
+                       "requester": (PrincipalKind.SERVICE_ACCOUNT, (Scope.AGENT_READ,))},
               odds=2),
     Dimension("rounds", "run", ("RunSpec.plan", "Answer.kind"), (1, 0, 2), odds=8),
     Dimension("calls", "run", ("Answer.calls",), (1, 2), context={"tools": 2}, odds=8),
@@ -338,14 +349,21 @@ def _run_table(r: dict[str, Any], k: int, calls: list[str],
             t["row"]["suspended_state"] = 0
     if r["owner"] != DEFAULT_OWNER:
         t["owner"] = r["owner"]
-        principals[r["owner"]] = {"kind": PrincipalKind.USER}
+        principals[r["owner"]] = {"kind": PrincipalKind.SERVICE_ACCOUNT
+                                  if r["owner"] == SERVICE_OWNER else PrincipalKind.USER}
+    if r["four_eyes"]:
+        t["require_second_approver"] = True
+    if r["owner_refuses"] and r["owner"] != SERVICE_OWNER:
+        principals.setdefault(r["owner"], {"kind": PrincipalKind.USER})
+        principals[r["owner"]]["permitted"] = {turn[0]: False}
     if r["request"] is not None:
         who = _principal_name(r["requester"])
-        principals[who] = {"kind": r["requester"][0]} | (
-            {"scopes": list(r["requester"][1])} if r["requester"][1] else {})
+        kind, holds = r["requester"]
+        principals[who] = {"kind": kind} | (
+            {_HOLDS.get(kind, "scopes"): list(holds)} if holds else {})
         ask: dict[str, Any] = {"by": who, "request": str(r["request"])}
         if r["request"] == Request.EVENTS and r["events_page"] != _BY_NAME["events_page"].base:
-            ask |= {"after_sequence": r["events_page"][0], "limit": r["events_page"][1]}
+            ask |= {"after_sequence": r["events_page"]}
         t["requests"] = [ask]
     return t
 
@@ -413,14 +431,20 @@ def _run_values(cfg: Config, r: Any, out: dict[str, set[Any]]) -> None:
     out["observer"].add(r.observer)
     out["cap"].add(r.cap)
     out["row"].add(r.initial.status if r.initial is not None else None)
-    out["owner"].add(DEFAULT_OWNER if r.owner == DEFAULT_OWNER else OTHER_OWNER)
+    owner = cfg.principal(r.owner)
+    human = owner is None or owner.human
+    out["owner"].add(DEFAULT_OWNER if r.owner == DEFAULT_OWNER
+                     else OTHER_OWNER if human else SERVICE_OWNER)
+    out["four_eyes"].add(r.require_second_approver)
+    out["owner_refuses"].add(owner is not None and bool(owner.refused))
     for a in r.requests:
         out["request"].add(a.request)
         who = cfg.principal(a.by)
         if who is not None:
-            out["requester"].add((who.kind, tuple(s for s in Scope if s in who.scopes)))
+            holds = who.grants if _HOLDS.get(who.kind) == "grants" else who.scopes
+            out["requester"].add((who.kind, tuple(s for s in Scope if s in holds)))
         if a.request == Request.EVENTS:
-            out["events_page"].add((a.after, a.limit))
+            out["events_page"].add(a.after)
     if not r.requests:
         out["request"].add(None)
     tool_rounds = [a for a in r.plan if a.kind == _TOOLS]

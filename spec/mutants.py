@@ -38,13 +38,23 @@ MUTANT_SWITCHES: dict[str, tuple[str, str]] = {
     "mutant_reaper_trusts_snapshot": (PropertyName.RACE_SAFE_STALENESS, "zombie.toml"),
     "mutant_enqueue_stores_before_transport_check": (PropertyName.NO_ORPHAN_QUEUED_RUN,
                                                      "no-transport.toml"),
-    # the access check and the status view (RUNTIME 17): a stranger's and a scopeless
+    # the access check and the status view (RUNTIME 16.18.2, 16.18.3): a stranger's and a scopeless
     # service account's requests, and the owner's status read, on one interactive run
     "mutant_cancel_skips_access": (PropertyName.NO_STORE_CHANGE_WITHOUT_ACCESS, "access.toml"),
     "mutant_resume_skips_access": (PropertyName.NO_APPROVAL_WITHOUT_ACCESS, "access.toml"),
     "mutant_read_skips_access": (PropertyName.NO_READ_WITHOUT_ACCESS, "access.toml"),
     "mutant_status_view_keeps_state": (PropertyName.STATUS_VIEW_STRIPS_SUSPENDED_STATE,
                                        "access.toml"),
+    # the gates that judge a principal (RUNTIME 16.18.4, 16.18.5): a service account's approval of a
+    # write, an initiator's approval under four-eyes, an approval of a write the owner's tool
+    # policy refuses, and the approval events' decidedBy
+    "mutant_gates_pass_service_accounts": (
+        PropertyName.NO_WRITE_OR_INPUT_RELEASED_BY_SERVICE_ACCOUNT, "access-gates.toml"),
+    "mutant_four_eyes_skipped": (PropertyName.NO_SELF_APPROVED_WRITE, "access-gates.toml"),
+    "mutant_execution_ignores_owner_policy": (PropertyName.NO_CALL_BEYOND_ITS_PRINCIPALS_POLICY,
+                                              "access-gates.toml"),
+    "mutant_decision_event_unsigned": (PropertyName.DECISION_EVENTS_NAME_THEIR_PRINCIPAL,
+                                       "access-gates.toml"),
 }
 
 
@@ -60,7 +70,7 @@ def mutants() -> dict[str, str]:
     for sw in COUNTERFACTUAL_OFF:
         out.setdefault(f"-{sw}", f"current-{sw}")
     for name in PRESET_ORDER:
-        if name != "adr-141":
+        if name != PRESET_ORDER[-1]:  # the last preset is current
             out[name] = name
     for sw in MUTANT_SWITCHES:
         out[f"+{sw}"] = f"current+{sw}"

@@ -61,7 +61,7 @@ from failclosed.model.state import (
 )
 from failclosed.model.steps import Fair
 from failclosed.model.transition import Transition
-from failclosed.model.vocab import Decision, Mark, OutcomeName, Request
+from failclosed.model.vocab import Decision, Mark, OutcomeName, PrincipalKind, Request
 
 from .vocab import PropertyName
 
@@ -749,7 +749,7 @@ _never_marked(
 )
 
 
-# -- access (RUNTIME 16.18): what a named principal's request changed or read ---------------
+# -- access (RUNTIME 16.18.2, 16.18.3): what a named principal's request changed or read ----------
 # ``World.made`` (ghost) holds each request of a named principal that took effect: a store
 # change on its behalf (a cancel that matched, a resume's claim) or a read it was answered.
 # Each property judges it by the access rule of model/rules.py ``may``.
@@ -812,6 +812,90 @@ def _find_status_view_with_state(w: World) -> str | None:
         if carried:
             return (f"the status view {m.by} read of run {w.run_id(m.run)} carries "
                     f"{', '.join(carried)}")
+    return None
+
+
+# -- who decided (RUNTIME 16.18.4, 16.18.5): the calls a resume released, judged on its decider -----
+# ``Application.decision`` and ``.by`` (ghost) name the decision that released a call of a
+# resumed turn and the principal who made it; an ``approval`` / ``input`` event names it too.
+def _released(w: World) -> list[Application]:
+    return [a for a in w.ledger if a.decision]
+
+
+def _kind(w: World, by: str) -> str:
+    p = w.config.principal(by)
+    return p.kind if p is not None else ""
+
+
+@always(
+    P.NO_WRITE_OR_INPUT_RELEASED_BY_SERVICE_ACCOUNT,
+    """
+    □ (∀a∈ledger: a.decision ∈ {approve, input} ⇒ kind(a.by) ≠ service_account)
+      ∧ (∀e∈events: e.kind = input ⇒ kind(e.by) ≠ service_account)
+    """,
+    source="RUNTIME 16.18.5, ADR-133, ADR-150", reads=("ledger", "events"), stable=True,
+)
+def _find_service_account_release(w: World) -> str | None:
+    for a in _released(w):
+        if a.decision != Decision.DENY and _kind(w, a.by) == PrincipalKind.SERVICE_ACCOUNT:
+            return (f"service account {a.by}'s {a.decision} released {a.tool} ({a.effect}) of "
+                    f"run {w.run_id(a.run)} in {a.seg}")
+    for e in w.events:
+        if e.kind == "input" and _kind(w, e.by) == PrincipalKind.SERVICE_ACCOUNT:
+            return f"service account {e.by} submitted the input of run {w.run_id(e.run)} ({e.seg})"
+    return None
+
+
+@always(
+    P.NO_SELF_APPROVED_WRITE,
+    """
+    □ ∀a∈ledger: a.decision = approve ∧ require_second_approver(a.run) ⇒ ¬initiator(a.by, a.run)
+    """,
+    source="RUNTIME 16.18.4, ADR-172", reads=("ledger",), stable=True,
+)
+def _find_self_approved_write(w: World) -> str | None:
+    spec = w.config
+    for a in _released(w):
+        if (a.decision == Decision.APPROVE and spec.runs[a.run].require_second_approver
+                and rules.initiator(spec, a.by, a.run)):
+            return (f"{a.by} started run {w.run_id(a.run)}, which requires a second approver, "
+                    f"and its own approval released {a.tool} in {a.seg}")
+    return None
+
+
+@always(
+    P.NO_CALL_BEYOND_ITS_PRINCIPALS_POLICY,
+    """
+    □ ∀a∈ledger: a.decision ≠ "" ⇒ permitted(owner(a.run), a.tool)
+        ∧ (a.decision ∈ {approve, input} ⇒ permitted(a.by, a.tool))
+    """,
+    source="RUNTIME 16.18.5, 17, ADR-133, ADR-150", reads=("ledger",), stable=True,
+)
+def _find_call_beyond_policy(w: World) -> str | None:
+    spec = w.config
+    for a in _released(w):
+        owner = spec.runs[a.run].owner
+        if not rules.permitted(spec, owner, a.tool):
+            return (f"{a.tool} ran in {a.seg} under run {w.run_id(a.run)}'s owner {owner}, "
+                    "whose tool policy refuses it")
+        if a.decision != Decision.DENY and not rules.permitted(spec, a.by, a.tool):
+            return (f"{a.tool} ran in {a.seg} on the {a.decision} of {a.by}, whose tool policy "
+                    "refuses it")
+    return None
+
+
+@always(
+    P.DECISION_EVENTS_NAME_THEIR_PRINCIPAL,
+    """
+    □ ∀e∈events: e.kind ∈ {approval, input} ⇒ e.by ∈ principals
+    """,
+    source="RUNTIME 16.18.5 (decidedBy, submittedBy), ADR-173", reads=("events",), stable=True,
+)
+def _find_unsigned_decision(w: World) -> str | None:
+    for e in w.events:
+        if e.kind in ("approval", "input") and w.config.principal(e.by) is None:
+            return (f"the {e.kind} event {e.seq} of run {w.run_id(e.run)} ({e.seg}) names "
+                    f"{e.by or 'no one'}")
     return None
 
 

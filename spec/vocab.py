@@ -41,6 +41,10 @@ class PropertyName(Closed):
     NO_APPROVAL_WITHOUT_ACCESS = "no_approval_without_access"
     NO_READ_WITHOUT_ACCESS = "no_read_without_access"
     STATUS_VIEW_STRIPS_SUSPENDED_STATE = "status_view_strips_suspended_state"
+    NO_WRITE_OR_INPUT_RELEASED_BY_SERVICE_ACCOUNT = "no_write_or_input_released_by_service_account"
+    NO_SELF_APPROVED_WRITE = "no_self_approved_write"
+    NO_CALL_BEYOND_ITS_PRINCIPALS_POLICY = "no_call_beyond_its_principals_policy"
+    DECISION_EVENTS_NAME_THEIR_PRINCIPAL = "decision_events_name_their_principal"
     # liveness
     LEASED_RUNS_LEAVE_RUNNING = "leased_runs_leave_running"
     NO_ORPHAN_QUEUED_RUN = "no_orphan_queued_run"

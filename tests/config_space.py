@@ -44,7 +44,7 @@ RUN: dict[str, list[Any]] = {
     "owner": ["owner", "alice"],
     "requests": [[], [{"by": "mallory", "request": "approve"}],
                  [{"by": "mallory", "request": "cancel"}], [{"by": "bot", "request": "status"}],
-                 [{"by": "bot", "request": "events", "after_sequence": 0, "limit": 1}],
+                 [{"by": "bot", "request": "events", "after_sequence": 0}],
                  [{"by": "owner", "request": "deny"}]],
 }
 IDS = ["r1", "r2", "a", "b"]
@@ -73,7 +73,7 @@ TWIN_CONTEXT: dict[str, dict[str, Any]] = {
 # must be one), ``mallory`` and ``bot`` drawn
 PRINCIPAL: dict[str, list[Any]] = {
     "kind": ["user", "admin", "service_account"],
-    "scopes": [[], ["AGENT_STATUS"], ["AGENT_CANCEL", "AGENT_APPROVE"]],
+    "scopes": [[], ["AGENT_READ"], ["AGENT_CANCEL", "AGENT_APPROVE"]],
 }
 
 

@@ -67,14 +67,14 @@ def test_a_never_enabled_transition_is_reported_not_silently_absent():
 
 def test_presets_accumulate_switches_in_history_order():
     order = ["adr-092", "adr-101", "adr-102", "adr-104", "owner-guard", "adr-111", "adr-112",
-             "adr-122", "adr-134", "adr-141"]
+             "adr-122", "adr-134", "adr-141", "adr-150", "adr-172"]
     prev: set[str] = set()
     for name in order:
         on = {s for s, v in PRESETS[name].switches().items() if v}
         assert prev <= on, name
         assert on != prev or name == "adr-092"
         prev = on
-    assert PRESETS["current"].switches() == PRESETS["adr-141"].switches()
+    assert PRESETS["current"].switches() == PRESETS["adr-172"].switches()
 
 
 def test_a_switch_can_be_removed_from_a_preset_in_one_line():

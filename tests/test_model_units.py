@@ -402,15 +402,15 @@ def test_every_preset_is_named_as_it_is_listed():
     assert [p.name for p in PRESETS.values()] == list(PRESETS)
 
 
-def test_proposed_is_adr_141_with_every_proposal_of_docs_proposals_on():
-    """The ``proposed`` preset: the current runtime (ADR-141) with the switch of each proposal
+def test_proposed_is_current_with_every_proposal_of_docs_proposals_on():
+    """The ``proposed`` preset: the current runtime (ADR-172) with the switch of each proposal
     docs/PROPOSALS.md makes (``## Pn. ... (`switch`)``, or ``(`switch`, `switch`)`` for a
     proposal of two) turned on, and nothing else changed."""
     text = (Path(__file__).resolve().parents[1] / "docs" / "PROPOSALS.md").read_text(encoding="utf-8")
     heads = re.findall(r"^## P\d+\. .*\(((?:`[a-z_]+`(?:, )?)+)\)$", text, flags=re.M)
     proposals = {s for h in heads for s in re.findall(r"`([a-z_]+)`", h)}
     assert len(proposals) >= 5
-    base, prop = PRESETS["adr-141"].switches(), PRESETS["proposed"].switches()
+    base, prop = PRESETS["current"].switches(), PRESETS["proposed"].switches()
     assert {s for s in SWITCHES if base[s] != prop[s]} == proposals
     assert all(prop[s] for s in proposals)
 

@@ -74,7 +74,7 @@ RUN_SHAPES = [["queued"], ["asked"], ["interactive"], ["queued", "done"], ["done
               ["interactive", "done"], ["queued", "done", "done"]]
 # every request kind, by a stranger and by a service account whose scopes are drawn
 REQUEST_KINDS = ["approve", "deny", "input", "cancel", "status", "events"]
-SCOPES = ["AGENT_CANCEL", "AGENT_APPROVE", "AGENT_STATUS"]
+SCOPES = ["AGENT_CANCEL", "AGENT_APPROVE", "AGENT_READ"]
 PROVIDER_CLASSES = ["rateLimit", "auth", "serverError"]
 STORE_OPS = ["renew_lease", "claim_queued", "settle_completed"]  # a few statements store_error may hit
 POLICIES = ["current", "proposed", "adr-111"]
@@ -154,30 +154,35 @@ def _mix_tools(data: dict, key: str) -> dict | None:
 
 @st.composite
 def requests(draw: st.DrawFn, big: bool = False) -> dict:
-    """The shape ``asked``: a run of a drawn entry whose owner approves, and one or two
-    requests of other principals, every field drawn (who, which request, and for an events
-    page the sequence after which and the limit; a queued entry, where workers act too,
-    only under ``-m slow``: ``big``)."""
+    """The shape ``asked``: a run of a drawn entry started by a drawn principal (RUNTIME 16.18.1:
+    the owner, or a service account: be_user = 0) who approves, its configuration's four-eyes
+    setting drawn, and one or two requests of other principals, every field drawn (who, which
+    request, and for an events read the sequence after which; a queued entry, where workers
+    act too, only under ``-m slow``: ``big``)."""
     out = []
     for _ in range(draw(st.integers(1, 2))):
-        r = {"by": draw(st.sampled_from(["mallory", "bot", "owner"])),
+        r = {"by": draw(st.sampled_from(["mallory", "bot", "owner", "anon"])),
              "request": draw(st.sampled_from(REQUEST_KINDS))}
         if r["request"] == "events":
             r["after_sequence"] = draw(st.integers(-1, 2))
-            r["limit"] = draw(st.integers(1, 3))
         out.append(r)
     unique = list({(r["by"], r["request"]): r for r in out}.values())
     entries = ["queued", "interactive"] if big else ["interactive"]  # queued: workers too
     return {"entry": draw(st.sampled_from(entries)), "decisions": ["approve"],
-            "requests": unique}
+            "owner": draw(st.sampled_from(["owner", "bot"])),
+            "require_second_approver": draw(st.booleans()), "requests": unique}
 
 
 def scope_data(draw: st.DrawFn, prods: list[dict], big: bool = False) -> dict:
     """A random scope's table over ``prods``: the catalogue, the shapes (``asked`` drawn),
     the ends and the principals (the service account's scopes drawn)."""
-    principals = {"owner": {"kind": "user"}, "mallory": {"kind": "user"},
+    principals = {"owner": {"kind": draw(st.sampled_from(["user", "admin"])),
+                            "permitted": {t["name"]: draw(st.booleans()) for t in TOOLS.values()}},
+                  "mallory": {"kind": "user",
+                              "grants": draw(st.lists(st.sampled_from(SCOPES), unique=True))},
                   "bot": {"kind": "service_account",
-                          "scopes": draw(st.lists(st.sampled_from(SCOPES), unique=True))}}
+                          "scopes": draw(st.lists(st.sampled_from(SCOPES), unique=True))},
+                  "anon": {"kind": "anonymous"}}
     return {"constants": CONSTANTS, "tools": TOOLS,
             "shapes": {**SHAPES, "asked": draw(requests(big))}, "ends": ENDS,
             "product": prods, "principals": principals}
@@ -339,9 +344,10 @@ def test_random_scopes_reduce_in_every_dimension():
 
 
 def test_the_request_strategy_draws_every_kind_and_field():
-    """The requests the random scopes' ``asked`` run makes reach every kind and the events
-    page's fields (a property of the generator: the scopes above draw one such run per
-    example, and which kinds their examples hold depends on the hash seed)."""
+    """The requests the random scopes' ``asked`` run makes reach every kind, the events
+    read's field, both owners and both four-eyes settings (a property of the generator: the
+    scopes above draw one such run per example, and which kinds their examples hold depends
+    on the hash seed)."""
     kinds: set[str] = set()
 
     @settings(max_examples=100, **_SETTINGS)
@@ -349,8 +355,11 @@ def test_the_request_strategy_draws_every_kind_and_field():
     def asked(shape):
         for q in shape["requests"]:
             kinds.add(q["request"])
-            if "limit" in q:
-                kinds.add("limit")
+            if "after_sequence" in q:
+                kinds.add("after_sequence")
+        kinds.add(f"owner {shape['owner']}")
+        kinds.add(f"four-eyes {shape['require_second_approver']}")
 
     asked()
-    assert kinds >= {*REQUEST_KINDS, "limit"}, kinds
+    assert kinds >= {*REQUEST_KINDS, "after_sequence", "owner owner", "owner bot",
+                     "four-eyes True", "four-eyes False"}, kinds

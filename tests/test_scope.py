@@ -114,16 +114,28 @@ def test_standard_covers_every_dimension_the_issue_names():
 
     assert {f for (f,) in singles} | {f for p in pairs for f in p} == set(fault_kinds())
     assert ("slow_operation", "pause") in pairs
-    # who may do what (RUNTIME 16.18): a stranger and service accounts, with and without
-    # scopes, make requests in some members, which then declare their principals; the others
-    # keep the default principal
+    # who may act on a run (RUNTIME 16.18): in the access product, every kind of principal
+    # makes requests (a stranger, an admin, a grant holder, service accounts with each scope
+    # and none, an anonymous caller), with four-eyes on and off, on a run a user and a run a
+    # service account started; those members declare their principals, the others keep the
+    # default principal
     access = [m.data for m in s.members if "principals" in m.data]
     assert access and len(access) < len(s.members)
-    kinds = {(p["kind"], bool(p.get("scopes"))) for d in access for p in d["principals"].values()}
-    assert {("user", False), ("service_account", True), ("service_account", False)} <= kinds
+    principals = {n: p for d in access for n, p in d["principals"].items()}
     asked = {(q["by"], q["request"]) for d in access for r in d["runs"] for q in r.get("requests", [])}
-    assert {("mallory", "approve"), ("mallory", "cancel"), ("mallory", "status"),
-            ("bot", "approve"), ("bot", "events"), ("nobody", "cancel")} <= asked
+    by_kind = {(principals[b]["kind"], tuple(principals[b].get("scopes", ())),
+                tuple(principals[b].get("grants", ()))) for b, _ in asked}
+    assert by_kind >= {("user", (), ()), ("admin", (), ()), ("user", (), ("AGENT_APPROVE",)),
+                       ("anonymous", (), ()), ("service_account", (), ()),
+                       ("service_account", ("AGENT_CANCEL",), ())}, by_kind
+    scopes = {x for p in principals.values() for x in p.get("scopes", ())}
+    assert scopes == {"AGENT_APPROVE", "AGENT_CANCEL", "AGENT_READ"}
+    assert {q for _, q in asked} == {"approve", "input", "cancel", "status", "events"}
+    runs = [r for d in access for r in d["runs"]]
+    assert {r.get("require_second_approver", False) for r in runs} == {True, False}
+    assert {principals[r.get("owner", "owner")]["kind"] for r in runs} >= {"user",
+                                                                             "service_account"}
+    assert any(p.get("permitted") for p in principals.values())
     assert all("principals" not in m.data for m in s.members
                if not any("requests" in r or "owner" in r for r in m.data["runs"]))
 

@@ -109,9 +109,9 @@ def configs(draw: st.DrawFn, twin: str | None = None) -> tuple[dict, str]:
 
 # principals and their requests (RUNTIME 16.18): a stranger, a service account that may read
 PRINCIPALS = {"owner": {"kind": "user"}, "mallory": {"kind": "user"},
-              "bot": {"kind": "service_account", "scopes": ["AGENT_STATUS"]}}
+              "bot": {"kind": "service_account", "scopes": ["AGENT_READ"]}}
 REQUESTS = [{"by": "mallory", "request": "approve"}, {"by": "mallory", "request": "cancel"},
-            {"by": "bot", "request": "status"}, {"by": "bot", "request": "events", "limit": 1},
+            {"by": "bot", "request": "status"}, {"by": "bot", "request": "events"},
             {"by": "owner", "request": "deny"}]
 
 @st.composite
