@@ -37,6 +37,7 @@ def _requeued(steps: list[dict]) -> bool:  # a reaper took the run from a live s
 
 # each workload, and the trigger some violating run of its shipped seed shows
 WORKLOADS = {"approval-heavy": _denied, "tool-errors": _tool_error, "short-lease": _requeued}
+SEEDS = (1, 2, 3)
 
 
 def test_every_hard_workload_is_shipped_and_tested():
@@ -46,8 +47,13 @@ def test_every_hard_workload_is_shipped_and_tested():
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_hard_workload_finds_an_unaudited_write_settled_under_current(name, tmp_path):
     raw = tomllib.loads(shipped_sim_configs()[name].read_text())
-    res, sim = simulate_one(raw, policy="current", keep_going=True, scenarios=None)
-    found = [v for v in sim.violations if v.property == str(CENTRAL)]
+    # one seed is one replication: a workload shows the violation on most seeds, not on every
+    # one (docs/SIMULATOR.md "Workloads" counts them over 20), so the first of three that does
+    for seed in SEEDS:
+        res, sim = simulate_one(raw, policy="current", seed=seed, keep_going=True, scenarios=None)
+        found = [v for v in sim.violations if v.property == str(CENTRAL)]
+        if found:
+            break
     assert found, (name, res["violations"])
     assert any(WORKLOADS[name](v.scenario["steps"]) for v in found), name
     # the first one's counterexample replays through the model and violates the property again
