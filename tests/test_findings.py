@@ -21,6 +21,11 @@ CLOSED_BY_PROPOSAL = (
     "stream_order--current",  # F2, by P8
     "no_zombie_append--current--pause-after-renewal",  # F5, by P7
     "no_unaudited_write_settles_successfully--current--approve-then-deny",  # F7, by P9
+    # found by `failclosed hunt` outside standard (FINDINGS.md 8)
+    "no_unaudited_write_settles_successfully--current--hunt",  # F1 settled by a 2nd approval, P1
+    "interrupted_non_idempotent_write_not_repeated--current--hunt",  # F1 on a gated write, P1
+    "no_zombie_append--current--hunt",  # F5 on a gated write, by P7
+    "no_zombie_settle--current--hunt",  # F6 on a gated write, by P4 and P5
 )
 # and those it leaves open, each for the reason FINDINGS.md gives
 # (F3's liveness lassos are closed by P6: docs/PROPOSALS.md's regression scenarios
@@ -28,6 +33,7 @@ CLOSED_BY_PROPOSAL = (
 OPEN_UNDER_PROPOSAL = (
     "no_orphan_queued_run--current",  # F3: a liveness lasso (closed by P6, see above)
     "every_run_terminates--current",  # F3
+    "every_run_terminates--current--hunt",  # F8: no bus, no reaper tick (FINDINGS.md 8)
 )
 
 
