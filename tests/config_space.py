@@ -46,6 +46,7 @@ RUN: dict[str, list[Any]] = {
                  [{"by": "mallory", "request": "cancel"}], [{"by": "bot", "request": "status"}],
                  [{"by": "bot", "request": "events", "after_sequence": 0}],
                  [{"by": "owner", "request": "deny"}]],
+    "require_second_approver": [None, True],
 }
 IDS = ["r1", "r2", "a", "b"]
 
@@ -53,6 +54,9 @@ IDS = ["r1", "r2", "a", "b"]
 # field but the id, the entry and the plan
 TWIN_FIELDS = sorted(RUN)
 TWIN_FIELDS.remove("entry")
+# four-eyes (RUNTIME 16.18.4) reads the run's initiator only when its owner approves its own
+# write: a twin differing there costs what a decision's twin does; not yet drawn as a twin
+TWIN_FIELDS.remove("require_second_approver")
 
 # what makes a twin's field matter (the first run's fields fixed, the faults given): an
 # observer only when its hook may raise. A decision or an owner is read only once a run
@@ -74,6 +78,8 @@ TWIN_CONTEXT: dict[str, dict[str, Any]] = {
 PRINCIPAL: dict[str, list[Any]] = {
     "kind": ["user", "admin", "service_account"],
     "scopes": [[], ["AGENT_READ"], ["AGENT_CANCEL", "AGENT_APPROVE"]],
+    "grants": [[], ["AGENT_APPROVE"]],  # a user's (16.18.1)
+    "permitted": [None, {"create_page_draft": False}],  # a user's or an admin's tool policy (17)
 }
 
 
@@ -122,6 +128,12 @@ def principals(draw: st.DrawFn) -> dict[str, dict]:
     mallory: dict[str, Any] = {"kind": value(draw, PRINCIPAL, "kind")}
     if mallory["kind"] == "service_account":
         mallory["scopes"] = value(draw, PRINCIPAL, "scopes")
+    else:
+        permitted = value(draw, PRINCIPAL, "permitted")
+        if permitted is not None:
+            mallory["permitted"] = permitted
+    if mallory["kind"] == "user":
+        mallory["grants"] = value(draw, PRINCIPAL, "grants")
     return {"owner": {"kind": "user"}, "alice": {"kind": "user"}, "mallory": mallory,
             "bot": {"kind": "service_account", "scopes": value(draw, PRINCIPAL, "scopes")}}
 

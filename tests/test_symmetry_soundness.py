@@ -686,7 +686,7 @@ def test_the_random_worlds_interleave_every_log_of_runs():
     and moves them (else the property above proves little)."""
     seen: set[str] = set()
 
-    @settings(max_examples=150, derandomize=True, **_SETTINGS)
+    @settings(max_examples=400, derandomize=True, **_SETTINGS)
     @given(interleaved())
     def collect(pair):
         w, v = pair
