@@ -44,15 +44,21 @@ __all__ = [
 # =========================================================================================
 # arguments, checked before any work
 # =========================================================================================
-def positive_mib(text: str) -> float:
-    """An argparse type: a number of MiB > 0 (a usage error otherwise, exit 2)."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of MiB > 0, got {text!r}") from None
-    if not v > 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number of MiB > 0, got {text}")
-    return v
+def positive_number(unit: str) -> Any:
+    """An argparse type: a finite number of ``unit`` > 0 (a usage error otherwise, exit 2)."""
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a number of {unit} > 0, got {text!r}") from None
+        if not v > 0 or v == float("inf"):
+            raise argparse.ArgumentTypeError(f"must be a finite number of {unit} > 0, got {text}")
+        return v
+    return parse
+
+
+positive_mib = positive_number("MiB")
 
 
 def add_memory_budget(p: argparse.ArgumentParser, split: str) -> None:

@@ -26,6 +26,7 @@ from failclosed.cli.checking import (
     notes_and_baseline,
     plural,
     positive_int,
+    positive_number,
     say,
     table_width,
     text_table,
@@ -45,14 +46,6 @@ PROGRESS_SECONDS = 10.0  # between two progress lines of a stream, at most
 NO_SCOPE = "none"
 
 
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of minutes > 0, got {text!r}") from None
-    if not v > 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number of minutes > 0, got {text}")
-    return v
 
 
 def _seed(text: str) -> int:
@@ -93,7 +86,7 @@ def register(subparsers: Any) -> None:
                         "configurations")
     h.add_argument("--examples", type=positive_int, default=DEFAULT_EXAMPLES, metavar="N",
                    help="configurations drawn at most, over all streams")
-    h.add_argument("--minutes", type=_positive_float, default=DEFAULT_MINUTES, metavar="M",
+    h.add_argument("--minutes", type=positive_number("minutes"), default=DEFAULT_MINUTES, metavar="M",
                    help="stop drawing (and shrinking) after M minutes of wall time")
     h.add_argument("--max-states", type=positive_int, default=DEFAULT_MAX_STATES, metavar="N",
                    help="stop each configuration's search after N states")
