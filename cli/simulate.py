@@ -133,9 +133,18 @@ def resolve_sim_config(name: str, flag: str = "CONFIG") -> str:
 
 def is_shipped_config(path: str) -> bool:
     """Is ``path`` one of the shipped simulator configs (``simulate``, ``simulate default``,
-    ``simulate sim/configs/default.toml``: one configuration, one verdict)?"""
+    ``simulate sim/configs/default.toml``: one configuration, one verdict)? By place or by
+    content: a checkout's ``sim/configs/default.toml`` beside an installed package is the same
+    configuration as the package's own copy."""
     real = os.path.realpath(path)
-    return any(os.path.realpath(p) == real for p in shipped_sim_configs().values())
+    shipped = [os.path.realpath(p) for p in shipped_sim_configs().values()]
+    if real in shipped:
+        return True
+    try:
+        content = Path(real).read_bytes()
+    except OSError:
+        return False
+    return any(Path(p).read_bytes() == content for p in shipped)
 
 
 def read_config(path: str, flag: str = "CONFIG") -> dict[str, Any]:
