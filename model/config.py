@@ -74,7 +74,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import Any
 
-from . import names
+from . import names, store
 from .constants import CONSTANT_MAX, CONSTANT_NAMES, Constants
 from .policy import SWITCHES, Policy, UnknownPolicy, parse_policy
 from .state import (
@@ -650,7 +650,7 @@ def _row(d: Any, where: str) -> Row:
 def initial_world(spec: Config, fault_budget: int) -> World:
     n = len(spec.runs)
     rows = tuple(r.initial for r in spec.runs)
-    return World(
+    return store.migrated(World(
         clock=0,
         rows=rows,
         started=tuple(r.initial is not None for r in spec.runs),
@@ -659,7 +659,7 @@ def initial_world(spec: Config, fault_budget: int) -> World:
         resumes=(0,) * n,
         faults=fault_budget,
         config=spec,
-    )
+    ))
 
 
 def load_world(data: dict[str, Any], policy_override: str | None = None) -> World:

@@ -105,6 +105,19 @@ def dispatch_deadline(w: World, delay: int = 0) -> int:
     return w.clock + delay + w.config.constants.LEASE_SECONDS
 
 
+def migrated(w: World) -> World:
+    """The rows as the new code finds them after P6's migration (docs/PROPOSALS.md
+    "Migration"): every row that is QUEUED when it starts without a deadline gets one a lease
+    from now, so that a row an earlier version left QUEUED with no message (FINDINGS.md 3) is
+    swept once its deadline passes. Without the proposal, the world unchanged."""
+    if not w.config.policy.overdue_queued_redispatched:
+        return w
+    for i, row in enumerate(w.rows):
+        if row is not None and row.status == QUEUED and row.dispatch_deadline == 0:
+            w = w.set_row(i, replace(row, dispatch_deadline=dispatch_deadline(w)))
+    return w
+
+
 def overdue(w: World, row: Row | None, now: int) -> bool:
     """The overdue predicate of T14 / T15 (P6): ``status = 'queued' AND dispatch_deadline > 0
     AND dispatch_deadline < now`` (strict, as the stale predicate)."""

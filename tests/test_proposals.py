@@ -139,3 +139,32 @@ def test_proposed_holds_every_property_on_two_runs_where_current_orphans_a_row(s
     orphan = {"no_orphan_queued_run", "every_run_terminates"}
     assert violated("current") >= orphan
     assert violated("proposed-fallback_settles_requeued_row-overdue_queued_redispatched") >= orphan
+
+
+def test_a_row_left_queued_before_the_migration_is_swept_after_it():
+    """docs/PROPOSALS.md "Migration": every row QUEUED when the new code starts gets a
+    deadline one lease on, so a row an earlier version left QUEUED with no message
+    (FINDINGS.md 3) is dispatched again by P6's sweep. Without the migration the sweep never
+    selects it (its deadline is none) and the run never terminates under `proposed` either."""
+    from failclosed.model.config import load_world
+    from failclosed.spec.checker import ConfigPart, check
+
+    data = {"constants": TWO_RUN_K, "model": {"horizon": 4},
+            "runs": [{"id": "r1", "entry": "queued", "plan": [{"final": "completed"}],
+                      "row": {"status": "queued"}}]}
+    lease = TWO_RUN_K["LEASE_SECONDS"]
+    assert load_world(data, "proposed").rows[0].dispatch_deadline == lease
+    assert load_world(data, "current").rows[0].dispatch_deadline == 0  # no column before P6
+    # a deadline the configuration gives is the row's own (written by the new code)
+    given = {**data, "runs": [{**data["runs"][0], "row": {"status": "queued",
+                                                          "dispatch_deadline": 3}}]}
+    assert load_world(given, "proposed").rows[0].dispatch_deadline == 3
+
+    def violated(policy: str) -> set[str]:
+        res = check(policy, ConfigPart("left-queued", "", data), None, witnesses=False,
+                    coverage=False, max_states=50_000)
+        assert res.complete, policy
+        return {n for n, r in res.properties.items() if not r.holds}
+
+    assert violated("proposed") == set()
+    assert violated("current") >= {"no_orphan_queued_run", "every_run_terminates"}
