@@ -107,14 +107,19 @@ def dispatch_deadline(w: World, delay: int = 0) -> int:
 
 def migrated(w: World) -> World:
     """The rows as the new code finds them after P6's migration (docs/PROPOSALS.md
-    "Migration"): every row that is QUEUED when it starts without a deadline gets one a lease
-    from now, so that a row an earlier version left QUEUED with no message (FINDINGS.md 3) is
-    swept once its deadline passes. Without the proposal, the world unchanged."""
+    "Migration"), which gives every row without a wake-up one: a row QUEUED without a
+    deadline gets one a lease from now, so that a row an earlier version left QUEUED with no
+    message (FINDINGS.md 3) is swept once its deadline passes; a row RUNNING without a lease
+    (written before ADR-141, RUNTIME 16.12: it "stayed RUNNING until it was purged") gets a
+    lease from now, so that the reaper takes it once the lease lapses (no process of the old
+    version survives the deployment to renew it). Without the proposal, the world unchanged."""
     if not w.config.policy.overdue_queued_redispatched:
         return w
     for i, row in enumerate(w.rows):
         if row is not None and row.status == QUEUED and row.dispatch_deadline == 0:
             w = w.set_row(i, replace(row, dispatch_deadline=dispatch_deadline(w)))
+        elif row is not None and row.status == RUNNING and row.lease_expires == 0:
+            w = w.set_row(i, replace(row, lease_expires=_lease(w)))
     return w
 
 

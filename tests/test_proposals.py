@@ -168,3 +168,25 @@ def test_a_row_left_queued_before_the_migration_is_swept_after_it():
 
     assert violated("proposed") == set()
     assert violated("current") >= {"no_orphan_queued_run", "every_run_terminates"}
+
+
+def test_a_row_left_running_without_a_lease_before_the_migration_is_reaped_after_it():
+    """RUNTIME 16.12: a row RUNNING with `lease_expires = 0` (written before ADR-141) "stayed
+    RUNNING until it was purged", under `current` too; the migration gives it a lease, and
+    the reaper takes it once the lease lapses."""
+    from failclosed.model.config import load_world
+    from failclosed.spec.checker import ConfigPart, check
+
+    data = {"constants": TWO_RUN_K, "model": {"horizon": 4},
+            "runs": [{"id": "r1", "entry": "interactive", "row": {"status": "running"}}]}
+    assert load_world(data, "proposed").rows[0].lease_expires == TWO_RUN_K["LEASE_SECONDS"]
+    assert load_world(data, "current").rows[0].lease_expires == 0
+
+    def violated(policy: str) -> set[str]:
+        res = check(policy, ConfigPart("left-running", "", data), None, witnesses=False,
+                    coverage=False, max_states=50_000)
+        assert res.complete, policy
+        return {n for n, r in res.properties.items() if not r.holds}
+
+    assert violated("proposed") == set()
+    assert "every_run_terminates" in violated("current")
