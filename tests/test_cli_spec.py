@@ -459,12 +459,22 @@ def test_matrix_tables_fit_the_terminal(columns, monkeypatch, capsys):
     assert (tables > 1) == (width <= 100), tables  # split into tables of columns, never cut
 
 
-def test_mutants_progress_per_variant_summary_and_baseline(capsys):
+def test_mutants_progress_summary_baseline_and_the_same_table_on_two_processes(capsys, tmp_path):
+    """Progress per variant, the summary line and the baseline's words; ``mutants --jobs 2``
+    runs the variants on spawned processes and gives the same table and JSON (one test: each
+    run of every mutant on tiny costs about 20 s of CPU in pure Python)."""
     from failclosed.spec.mutants import mutants
 
     n = len(mutants())
-    assert main(["mutants", "--config", "tiny", "--baseline", str(BASELINE)]) == 1
-    cap = capsys.readouterr()
+    outs = []
+    for jobs in ("1", "2"):
+        js = tmp_path / f"m{jobs}.json"
+        assert main(["mutants", "--config", "tiny", "--baseline", str(BASELINE), "--jobs", jobs,
+                     "--json", str(js)]) == 1
+        cap = capsys.readouterr()
+        outs.append((cap, json.loads(js.read_text())))
+    (cap, j1), (cap2, j2) = outs
+    assert cap.out == cap2.out and j1 == j2
     prog = [x for x in cap.err.splitlines() if x.startswith("failclosed mutants:")]
     assert len(prog) == n + 1 and prog[-1].startswith(
         f"failclosed mutants: {n + 1}/{n + 1} checks (variants and current)")
@@ -476,17 +486,6 @@ def test_mutants_progress_per_variant_summary_and_baseline(capsys):
     assert int(m[2]) == len(survivors) > 0  # tiny is too small to kill everything: exit 1
     assert m[3] == m[4]  # current's violations on tiny are all known findings
     assert max(len(ln) for ln in cap.out.splitlines()[:-1]) <= 100  # piped: 100 columns
-
-
-def test_mutants_on_two_processes_gives_the_same_kill_table(capsys, tmp_path):
-    """``mutants --jobs 2`` runs the variants on spawned processes: the same table and JSON."""
-    outs = []
-    for jobs in ("1", "2"):
-        js = tmp_path / f"m{jobs}.json"
-        assert main(["mutants", "--config", "tiny", "--jobs", jobs, "--json", str(js)]) == 1
-        outs.append((capsys.readouterr().out, json.loads(js.read_text())))
-    (out1, j1), (out2, j2) = outs
-    assert out1 == out2 and j1 == j2
 
 
 # =========================================================================================
