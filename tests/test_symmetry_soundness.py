@@ -77,8 +77,8 @@ def configs(draw: st.DrawFn, twin: str | None = None) -> tuple[dict, str]:
     name), built by the table's builder. Drawn here: how many runs are live (one or two), a
     second live run's relation to the first (:data:`SECOND`), runs seeded completed, the run
     ids and order, the policy; and the counts bounded by the runs (two live runs: one worker,
-    one reaper, a budget of at most one, a horizon of at most 3; else 4). ``twin``: two live runs with
-    the same entry and plan that differ in that dimension, where it matters
+    one reaper, a budget of at most one, a horizon of at most 3; else 4). ``twin``: two live
+    runs with the same entry and plan that differ in that dimension, where it matters
     (``config_space.context``; the first run live unless that says otherwise, no operator's
     cancel naming a run)."""
     ctx = space.context(twin)
