@@ -595,7 +595,10 @@ class _GrowthWatch:
         from failclosed.model.config import initial_world
 
         self.checkpoint = 2 * stored
-        cfg, budget = parse_config(self.part.data, self.preset)
+        # the preset's own space: a [switches] table is part of the varied policy (it named
+        # the part's policy preset+switch), so the probe leaves it out
+        preset_data = {k: v for k, v in self.part.data.items() if k != "switches"}
+        cfg, budget = parse_config(preset_data, self.preset)
         probe = engine.explore([initial_world(cfg, budget)], successors, invariants={},
                                canonical=self.search.canonical(cfg),
                                max_states=max(1, stored // GROWTH))

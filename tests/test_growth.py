@@ -101,10 +101,9 @@ SMALL = ('[[runs]]\nid = "r1"\nentry = "interactive"\nplan = [{ final = "complet
     ("adr-112-write_fence", "", "adr-112-write_fence", "adr-112"),
     (f"current-renew_before_persist+{SWITCH}", "", f"current-renew_before_persist+{SWITCH}",
      "current"),
-    pytest.param("current", "[switches]\nrenew_before_persist = false\n",
-                 "current-renew_before_persist", "current", marks=pytest.mark.xfail(strict=True, reason="open (issue 40): a [switches] table in the file gets no growth line; the CLI names the part's policy by --policy")),
-    pytest.param("adr-111", "[switches]\nwrite_fence = true\n", "adr-111+write_fence", "adr-111",
-                 marks=pytest.mark.xfail(strict=True, reason="open (issue 40): a [switches] table in the file gets no growth line; the CLI names the part's policy by --policy")),
+    ("current", "[switches]\nrenew_before_persist = false\n", "current-renew_before_persist",
+     "current"),
+    ("adr-111", "[switches]\nwrite_fence = true\n", "adr-111+write_fence", "adr-111"),
 ])
 def test_every_form_of_a_varied_policy_gets_the_growth_line(unbounded, capsys, tmp_path,
                                                             policy, switches, named, preset):

@@ -1,8 +1,12 @@
 """Soundness of the scope reduction (spec/scope.py), as a Hypothesis property over random
 members in every dimension: budget, faults (kinds, provider classes, store statements),
-workers, transport, runs and tools.
+workers, transport, horizon, runs and tools, every value drawn from the dimension table
+(tests/config_space.py): the catalogue's tools and the runs' shapes with every field of a
+tool, of a run and of the principals it names.
 
-A random scope is generated (one or two products over random sub-lists of every axis), some
+A random scope is generated (one or two products over random sub-lists of every axis; each
+product lists its runs twice, with a run and with its twin, which differs from it in one
+field of its run table: members a reduction must not take for renamings), some
 of its members are given random renamings (runs reordered and renamed, the catalogue
 reordered, a description, ``provider_error`` without a class) and mixed catalogues (two
 runs calling two different tools). Every member, kept or dropped, is then checked under a
@@ -33,8 +37,8 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from failclosed.model.state import TRANSPORTS  # noqa: E402
-from failclosed.model.steps import fault_kinds  # noqa: E402
+from failclosed.model.state import COMPLETED  # noqa: E402
+from failclosed.spec import dimensions as D  # noqa: E402
 from failclosed.spec.scope import (  # noqa: E402
     FAULT_SET_KINDS,
     Member,
@@ -47,38 +51,21 @@ from failclosed.spec.scope import (  # noqa: E402
     subsumes,
 )
 
+from tests import config_space as space  # noqa: E402
+
 CONSTANTS = {"LEASE_SECONDS": 1, "MAX_REQUEUES": 1, "REQUEUE_BACKOFF_MS": 1000,
              "REQUEUE_BACKOFF_CAP_MS": 2000}
-TOOLS = {
-    "read": {"name": "lookup_page"},
-    "idem": {"name": "set_file_alternative_text", "effect": "idempotent_write"},
-    "nonidem": {"name": "create_page_draft", "effect": "non_idempotent_write"},
-    "remote": {"name": "remote_write", "effect": "non_idempotent_write", "remote": True,
-               "server_flag": 0},
-}
-SHAPES = {
-    "queued": {"entry": "queued", "decisions": ["approve"]},
-    "interactive": {"entry": "interactive", "decisions": ["approve"]},
-    # a run already completed: a second (third) run that costs no state, so the run order,
-    # the run ids and identical runs are varied at the price of one-run members
-    "done": {"entry": "interactive", "row": {"status": "completed"}},
-}
-ENDS = {
-    "completed": {"final": "completed"},
-    "not_retryable": {"fail": "auth"},
-    "retryable": {"fail": "rateLimit"},
-}
-# one run; two different runs in both orders (a renaming of each other); two identical runs;
-# a run on which other principals make requests (``asked``: drawn per example, RUNTIME 16.18)
-RUN_SHAPES = [["queued"], ["asked"], ["interactive"], ["queued", "done"], ["done", "queued"],
-              ["interactive", "done"], ["queued", "done", "done"]]
-# every request kind, by a stranger and by a service account whose scopes are drawn
-REQUEST_KINDS = ["approve", "deny", "input", "cancel", "status", "events"]
-SCOPES = ["AGENT_CANCEL", "AGENT_APPROVE", "AGENT_READ"]
-PROVIDER_CLASSES = ["rateLimit", "auth", "serverError"]
-STORE_OPS = ["renew_lease", "claim_queued", "settle_completed"]  # a few statements store_error may hit
 POLICIES = ["current", "proposed", "adr-111"]
 MAX_MEMBERS = 24  # per example: keeps one example well under a second
+# the runs of a member: one run, or one with a run already completed beside it (``done``: a
+# second or third run that costs no state, so the run order, the run ids and identical runs
+# are varied at the price of one-run members), in both orders. A product lists each drawn
+# one twice: with the run ``a`` and with its twin ``b`` (members that differ only in one
+# field of a run, which a reduction must not take for renamings)
+RUN_SHAPES = [["a"], ["a", "done"], ["done", "a"], ["a", "done", "done"]]
+# the scope format's fixed parts of a run: its id (given by the member), its plan (a round
+# calling the product's tool, then the product's end)
+PLAN = {"id", "plan"}
 
 
 def _sub(xs: list, max_size: int | None = None) -> st.SearchStrategy[list]:
@@ -88,38 +75,53 @@ def _sub(xs: list, max_size: int | None = None) -> st.SearchStrategy[list]:
         lambda s: sorted(s, key=xs.index))
 
 
+def _values(name: str) -> list:
+    """The values of a dimension of the table (tests/config_space.py), its base first."""
+    return list(D.dimension(name).values)
+
+
 @st.composite
-def products(draw: st.DrawFn, name: str, big: bool) -> dict:
-    """One [[product]] over random sub-lists of every axis. Small (the default suite): with
-    two workers, a budget of at most one and single faults (a second worker with two
-    faults or a budget of two costs thousands of states)."""
-    faults = draw(st.lists(st.sampled_from(fault_kinds()), max_size=3, unique=True))
+def products(draw: st.DrawFn, name: str, shapes: list[str], tools: list[str],
+             pools: dict[str, list]) -> dict:
+    """One [[product]] over random sub-lists of every axis, each axis's values the
+    dimension table's (workers, transport, fault kinds, budget; the ends, the horizon, the
+    provider classes and the store statements from the scope's ``pools``, a few drawn from
+    the table's, so that two products' lists overlap and a member of one may subsume a
+    member of the other). With two workers, a budget of at most one and
+    single faults (a second worker with two faults or a budget of two costs thousands of
+    states; a run with every field drawn, tens of thousands)."""
+    kinds = _values("fault")[1:]
+    faults = draw(st.lists(st.sampled_from(kinds), max_size=3, unique=True))
     if draw(st.booleans()):  # a lapse: the faults under which a second worker matters
         faults = list(dict.fromkeys([*faults, draw(st.sampled_from(["pause", "slow_operation"]))]))
     workers = draw(st.sampled_from([[1], [2], [1, 2], [1, 2]]))
-    small = not big and 2 in workers
+    small = 2 in workers
+    budgets = [b for b in _values("budget") if b <= (1 if small else 2)]
     prod: dict = {
         "name": name,
         "workers": workers,
-        "transport": draw(_sub(list(TRANSPORTS))),
-        "runs": draw(_sub(RUN_SHAPES, 2)),
-        "tools": draw(_sub(list(TOOLS), 2)),
-        "ends": draw(_sub(list(ENDS), 2)),
-        "fault_budget": draw(_sub([0, 1] if small else [0, 1, 2], 2)),
+        "transport": draw(_sub(_values("transport"))),
+        "runs": [[s if s != "a" else ab for s in r] for r in draw(_sub(shapes, 2))
+                 for ab in ("a", "b")],
+        "tools": draw(_sub(tools, 2)),
+        "ends": draw(_sub(pools["ends"], 2)),
+        "fault_budget": draw(_sub(budgets, 2)),
+        "horizon": pools["horizon"],
     }
     if faults:
         prod["faults"] = faults
-        kinds = ["none", "singles"] if small else list(FAULT_SET_KINDS)
-        sets = draw(_sub(kinds, 3))
+        sets = ["none", "singles"] if small else list(FAULT_SET_KINDS)
+        sets = draw(_sub(sets, 3))
         if len(faults) < 2 and sets == ["pairs"]:  # one fault makes no pair: no member at all
             sets = ["singles"]
         prod["fault_sets"] = sets
     if "provider_error" in faults:
-        classes = draw(st.lists(st.sampled_from(PROVIDER_CLASSES), max_size=2, unique=True))
-        if classes:  # none: provider_error is never enabled (a scope lists at least one)
-            prod["provider_faults"] = classes
+        pf = draw(_sub(pools["classes"], 2)) if draw(st.integers(0, 3)) else []
+        if pf:  # none (one time in four): provider_error is never enabled (a scope lists at
+            # least one)
+            prod["provider_faults"] = pf
     if "store_error" in faults and draw(st.booleans()):
-        prod["fault_ops"] = draw(_sub(STORE_OPS, 2))
+        prod["fault_ops"] = draw(_sub(pools["ops"], 2))
     return prod
 
 
@@ -142,64 +144,77 @@ def _rename(data: dict, rnd: random.Random) -> dict:
     return d
 
 
-def _mix_tools(data: dict, key: str) -> dict | None:
-    """Two runs calling two different tools (the first one ``key``); None for one run."""
-    if len(data["runs"]) < 2 or data["tools"][0] == TOOLS[key]:
+def _mix_tools(data: dict, tool: dict) -> dict | None:
+    """Two runs calling two different tools (the first one ``tool``); None for one run."""
+    if len(data["runs"]) < 2 or data["tools"][0] == tool:
         return None
     d = copy.deepcopy(data)
-    d["runs"][0]["plan"][0] = {"tools": [TOOLS[key]["name"]]}
-    d["tools"].append(dict(TOOLS[key]))
+    d["runs"][0]["plan"][0] = {"tools": [tool["name"]]}
+    d["tools"].append(dict(tool))
     return d
 
 
 @st.composite
-def requests(draw: st.DrawFn, big: bool = False) -> dict:
-    """The shape ``asked``: a run of a drawn entry started by a drawn principal (RUNTIME 16.18.1:
-    the owner, or a service account: be_user = 0) who approves, its configuration's four-eyes
-    setting drawn, and one or two requests of other principals, every field drawn (who, which
-    request, and for an events read the sequence after which; a queued entry, where workers
-    act too, only under ``-m slow``: ``big``)."""
-    out = []
-    for _ in range(draw(st.integers(1, 2))):
-        r = {"by": draw(st.sampled_from(["mallory", "bot", "owner", "anon"])),
-             "request": draw(st.sampled_from(REQUEST_KINDS))}
-        if r["request"] == "events":
-            r["after_sequence"] = draw(st.integers(-1, 2))
-        out.append(r)
-    unique = list({(r["by"], r["request"]): r for r in out}.values())
-    entries = ["queued", "interactive"] if big else ["interactive"]  # queued: workers too
-    return {"entry": draw(st.sampled_from(entries)), "decisions": ["approve"],
-            "owner": draw(st.sampled_from(["owner", "bot"])),
-            "require_second_approver": draw(st.booleans()), "requests": unique}
+def catalogue(draw: st.DrawFn) -> dict:
+    """A scope's catalogue, shapes and principals, drawn from the dimension table
+    (tests/config_space.py): one to three tools (every tool dimension drawn; a name no
+    catalogue knows is no scope's), and the run shapes ``a`` (every run dimension drawn),
+    ``b`` (``a``'s twin: another value of a drawn run dimension, where it matters: the
+    table's context of it) and ``done`` (a run seeded completed), built by the table's
+    builder; the principals they name."""
+    n = draw(st.integers(1, 3))
+    names = [v for v in _values("name") if v != D.UNKNOWN]
+    tools = [space.level(draw, "tool", name=draw(st.sampled_from(names))) for _ in range(n)]
+    field = draw(st.sampled_from(space.TWIN_FIELDS))
+    a = space.run(draw, draw(st.integers(0, n - 1)))
+    point = {"constants": D.base("constants"), "model": D.base("model"), "tools": tools,
+             "runs": [a]}
+    # the values drawn, where they matter (the table's contexts; a model dimension's is the
+    # products' to draw), the twin's field's first
+    ctx = D.dimension(field).context
+    a |= space.at(ctx, "run")
+    tools[a["tool"]] |= space.at(ctx, "tool")
+    space.matter(draw, point, "run", 0)
+    for k in range(n):
+        space.matter(draw, point, "tool", k)
+    done = D.base("run") | {"entry": "interactive", "row": COMPLETED, "tool": 0}
+    point["runs"] += [space.twin(draw, a, field), done]
+    data = space.build(point)
+    shapes = {k: {f: v for f, v in r.items() if f not in PLAN}
+              for k, r in zip(("a", "b", "done"), data["runs"], strict=True)}
+    return {"tools": {f"t{k}": t for k, t in enumerate(data["tools"])}, "shapes": shapes,
+            "principals": data.get("principals", {}), "built": data}
 
 
-def scope_data(draw: st.DrawFn, prods: list[dict], big: bool = False) -> dict:
-    """A random scope's table over ``prods``: the catalogue, the shapes (``asked`` drawn),
-    the ends and the principals (the service account's scopes drawn)."""
-    principals = {"owner": {"kind": draw(st.sampled_from(["user", "admin"])),
-                            "permitted": {t["name"]: draw(st.booleans()) for t in TOOLS.values()}},
-                  "mallory": {"kind": "user",
-                              "grants": draw(st.lists(st.sampled_from(SCOPES), unique=True))},
-                  "bot": {"kind": "service_account",
-                          "scopes": draw(st.lists(st.sampled_from(SCOPES), unique=True))},
-                  "anon": {"kind": "anonymous"}}
-    return {"constants": CONSTANTS, "tools": TOOLS,
-            "shapes": {**SHAPES, "asked": draw(requests(big))}, "ends": ENDS,
-            "product": prods, "principals": principals}
+def scope_data(draw: st.DrawFn, prods: list[dict], cat: dict) -> dict:
+    """A random scope's table over ``prods`` and catalogue ``cat``: the ends are every end
+    of a plan the table declares."""
+    ends = {D.label(v): {v[0]: v[1]} for v in _values("end")}
+    return {"constants": CONSTANTS, "tools": cat["tools"], "shapes": cat["shapes"],
+            "ends": ends, "product": prods, "principals": cat["principals"]}
 
 
 @st.composite
-def scopes(draw: st.DrawFn, big: bool = False) -> tuple[list[Member], str]:
+def scopes(draw: st.DrawFn) -> tuple[list[Member], str]:
     """A random scope's members, before reduction, and a policy."""
-    prods = [draw(products(f"p{k}", big)) for k in range(draw(st.integers(1, 2)))]
-    members = expand(scope_data(draw, prods, big), "random", Path("."))
+    cat = draw(catalogue())
+
+    def pool(values: list, least: int) -> list:
+        return draw(st.lists(st.sampled_from(values), min_size=least, max_size=3, unique=True))
+
+    pools = {"ends": pool([D.label(v) for v in _values("end")], 1),
+             "horizon": pool([h for h in _values("horizon") if h and h <= 4], 1)[:1],
+             "classes": pool(_values("provider_faults"), 2), "ops": pool(_values("fault_ops")[1:], 1)}
+    prods = [draw(products(f"p{k}", list(RUN_SHAPES), list(cat["tools"]), pools))
+             for k in range(draw(st.integers(1, 2)))]
+    members = expand(scope_data(draw, prods, cat), "random", Path("."))
     rnd = random.Random(draw(st.integers(0, 2**32 - 1)))
     extra = []
     for m in members:
         if rnd.random() < 0.3:
             extra.append(Member(f"{m.name}~renamed", _rename(m.data, rnd), "renaming"))
         if rnd.random() < 0.3:
-            mixed = _mix_tools(m.data, rnd.choice(list(TOOLS)))
+            mixed = _mix_tools(m.data, rnd.choice(list(cat["tools"].values())))
             if mixed is not None:
                 extra.append(Member(f"{m.name}~mixed", mixed, "mixed"))
                 extra.append(Member(f"{m.name}~mixed~renamed", _rename(mixed, rnd), "renaming"))
@@ -281,37 +296,31 @@ def test_reduced_scope_gives_the_unreduced_verdicts_and_lengths(case):
 
 @pytest.mark.slow
 @settings(max_examples=300, **{**_SETTINGS, "derandomize": False})
-@given(scopes(big=True))
+@given(scopes())
 def test_reduced_scope_gives_the_unreduced_verdicts_and_lengths_large(case):
     _assert_sound(*case)
 
 
 # -- the generator really spans the dimensions (else the property above proves little) -------
-def _asked(m: Member) -> set[str]:
-    """The kinds of request ``m``'s runs make, who makes them, and whether it declares a
-    service account with scopes."""
-    out = set()
-    for r in m.data["runs"]:
-        for q in r.get("requests", []):
-            out |= {f"request {q['request']}", f"by {q['by']}"}
-    if any(p.get("scopes") for p in m.data.get("principals", {}).values()):
-        out.add("scoped service account")
-    return out
+MODEL = ("workers", "transport", "fault", "budget", "provider_faults", "fault_ops", "horizon")
 
 
 def test_random_scopes_reduce_in_every_dimension():
     """Over the examples the default budget draws, the reduction drops members for each of
     the reasons it knows: a renaming (run order, ids, catalogue order, workers on sync) and a
-    subsumption (fewer fault kinds, a smaller budget, fewer provider classes); and its
-    members carry every kind of request, by a service account with scopes among others."""
+    subsumption (fewer fault kinds, a smaller budget, fewer provider classes); and the
+    members vary every model dimension of spec/dimensions.py a product draws (``MODEL``:
+    workers, transport, fault kinds, budget, provider classes, store statements, horizon;
+    read back from the parsed members)."""
     seen: set[str] = set()
+    reach = space.Reach()
 
-    @settings(max_examples=60, **_SETTINGS)  # cheap: no search
+    @settings(max_examples=100, **_SETTINGS)  # cheap: no search
     @given(scopes())
     def collect(case):
         members, _ = case
         for m in members:
-            seen.update(_asked(m))
+            reach.add(m.data)
         kept, _eq, _sub = reduce_members(members)
         ks = {m.key for m in kept}
         for m in members:
@@ -339,27 +348,42 @@ def test_random_scopes_reduce_in_every_dimension():
                         seen.add("provider classes")
 
     collect()
-    assert seen >= {"runs", "tools", "workers", "budget", "faults", "scoped service account",
-                    "by owner", "by mallory", "by bot", "request approve"}, seen
+    assert seen >= {"runs", "tools", "workers", "budget", "faults", "provider classes"}, seen
+    want = {f"dimension {n}" for n in MODEL}
+    assert want - reach.varied() == set(), sorted(want - reach.varied())
 
 
-def test_the_request_strategy_draws_every_kind_and_field():
-    """The requests the random scopes' ``asked`` run makes reach every kind, the events
-    read's field, both owners and both four-eyes settings (a property of the generator: the
-    scopes above draw one such run per example, and which kinds their examples hold depends
-    on the hash seed)."""
-    kinds: set[str] = set()
+REACH_EXAMPLES = 300
 
-    @settings(max_examples=100, **_SETTINGS)
-    @given(requests())
-    def asked(shape):
-        for q in shape["requests"]:
-            kinds.add(q["request"])
-            if "after_sequence" in q:
-                kinds.add("after_sequence")
-        kinds.add(f"owner {shape['owner']}")
-        kinds.add(f"four-eyes {shape['require_second_approver']}")
 
-    asked()
-    assert kinds >= {*REQUEST_KINDS, "after_sequence", "owner owner", "owner bot",
-                     "four-eyes True", "four-eyes False"}, kinds
+def test_the_random_scopes_vary_every_field_of_a_run_a_tool_and_a_principal():
+    """Over ``REACH_EXAMPLES`` catalogues of the random scopes (drawing is cheap: no search,
+    no member), the run shapes vary every run dimension of spec/dimensions.py but the plan's
+    (the scope format's plan is one round calling the product's tool, then its end:
+    ``rounds``, ``calls`` and ``end`` are the products'; every end is in the scope's
+    ``ends``), the tools every tool dimension, and the tables every key of a run's table but
+    its id and plan and every key of a principal (read back from the built tables:
+    ``config_space.Reach``); and the twins ``a`` and ``b`` differ in every key of a run's
+    table a twin is drawn in (members that a reduction keyed on fewer fields would take
+    for renamings)."""
+    from failclosed.model.config import PRINCIPAL_KEYS, RUN_KEYS
+
+    reach = space.Reach()
+    twins: set[str] = set()
+
+    @settings(max_examples=REACH_EXAMPLES, **_SETTINGS)
+    @given(catalogue())
+    def collect(cat):
+        reach.add(cat["built"])
+        a, b = cat["shapes"]["a"], cat["shapes"]["b"]
+        twins.update(f for f in RUN_KEYS - PLAN if a.get(f) != b.get(f))
+
+    collect()
+    plan = {n for n in space.LEVEL["run"] if space.run_key(n) == "plan"}
+    assert plan == {"rounds", "calls", "end"}
+    want = ({f"dimension {n}" for n in (*space.LEVEL["run"], *space.LEVEL["tool"])
+             if n not in plan}
+            | {f"run.{f}" for f in RUN_KEYS - PLAN} | {f"principal.{f}" for f in PRINCIPAL_KEYS})
+    assert want - reach.varied() == set(), sorted(want - reach.varied())
+    keys = {space.run_key(f) for f in space.TWIN_FIELDS}
+    assert twins >= keys, sorted(keys - twins)

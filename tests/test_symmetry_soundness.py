@@ -1,7 +1,8 @@
 """Soundness of the checker's state abstraction (spec/symmetry.py), as a Hypothesis property
-over random configurations: interchangeable workers, identical runs, random faults and
-budgets, every transport, the operator's cancel commands, with and without a horizon (the
-time shift), under a random policy.
+over random configurations drawn from the dimension table (tests/config_space.py):
+interchangeable workers, identical runs, twin runs (one entry and plan, another field
+different), random faults and budgets, every transport, the operator's cancel commands,
+with and without a horizon (the time shift), under a random policy.
 
 * The symmetric search gives the plain search's verdicts and shortest counterexample
   lengths, for every safety and liveness property.
@@ -33,8 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from failclosed.model.config import initial_world, parse_config  # noqa: E402
 from failclosed.model.runtime import successors  # noqa: E402
-from failclosed.model.state import TRANSPORTS  # noqa: E402
+from failclosed.model.state import COMPLETED, TRANSPORTS  # noqa: E402
 from failclosed.model.steps import fault_kinds  # noqa: E402
+from failclosed.spec import dimensions as D  # noqa: E402
 from failclosed.spec import engine  # noqa: E402
 from failclosed.spec.checker import ConfigPart, check  # noqa: E402
 from failclosed.spec.properties import SAFETY  # noqa: E402
@@ -51,7 +53,12 @@ from tests import config_space as space  # noqa: E402
 
 CONSTANTS = {"LEASE_SECONDS": 1, "MAX_REQUEUES": 1, "REQUEUE_BACKOFF_MS": 1000,
              "REQUEUE_BACKOFF_CAP_MS": 2000}
-TOOLS = space.TOOLS
+# the catalogue of the fixed configurations and of classic_configs below
+TOOLS = [
+    {"name": "lookup_page"},
+    {"name": "create_page_draft", "effect": "non_idempotent_write"},
+    {"name": "remote_write", "effect": "non_idempotent_write", "remote": True, "server_flag": 0},
+]
 # a run that is already completed costs no state: identical ones make run symmetry cheap
 DONE = {"entry": "interactive", "row": {"status": "completed"}}
 POLICIES = ["current", "proposed", "adr-111", "adr-102"]
@@ -60,51 +67,72 @@ MAX_STATES = 6000
 # (the same entry and plan, one other field different: no symmetry may merge the two), or
 # drawn on its own
 SECOND = ["same", "twin", "other"]
+IDS = ["r1", "r2", "a", "b"]
 
 
 @st.composite
 def configs(draw: st.DrawFn, twin: str | None = None) -> tuple[dict, str]:
-    """A random configuration: every field of a run, of its plan and of the principals drawn
-    from tests/config_space.py; workers, faults, budget, horizon, transport, the operator's
-    cancels, the run order and the policy drawn here. ``twin``: two live runs with the same
-    entry and plan that differ in that field (the first run live: no seeded row)."""
-    tool = draw(st.sampled_from(TOOLS))
+    """A random configuration: a point of the dimension table drawn by tests/config_space.py
+    (every dimension of the model, of a tool, of a run and its plan, the principals its runs
+    name), built by the table's builder. Drawn here: how many runs are live (one or two), a
+    second live run's relation to the first (:data:`SECOND`), runs seeded completed, the run
+    ids and order, the policy; and the counts bounded by the runs (two live runs: one worker,
+    one reaper, a budget of at most one, a horizon of at most 3; else 4). ``twin``: two live
+    runs with the same entry and plan that differ in that dimension, where it matters
+    (``config_space.context``; the first run live unless that says otherwise, no operator's
+    cancel naming a run)."""
+    ctx = space.context(twin)
     live = 2 if twin else draw(st.integers(1, 2))  # runs that do something
-    workers = draw(st.integers(1, 2)) if live == 1 else 1
-    done = draw(st.integers(0, 2 if live == 1 else 1))
-    ctx = space.TWIN_CONTEXT.get(twin or "", {})
-    faults = ctx["faults"] if "faults" in ctx else draw(st.lists(
-        st.sampled_from(fault_kinds()), max_size=1 if live == 2 else 2, unique=True))
-    budget = draw(st.integers(1 if "faults" in ctx else 0, 1 if live == 2 else 2)) if faults else 0
-    horizon = 3 if twin else draw(st.sampled_from([None, 3, 4]))  # None: the plain search
-    # never ends when the clock moves (the example is then skipped)
-    transport = draw(st.sampled_from(TRANSPORTS))
-    ids = draw(st.permutations(space.IDS))
-    fixed = {"row": None, **ctx.get("run", {})} if twin else {}
-    runs = [space.run(draw, ids[0], draw(st.sampled_from([tool["name"], None])), **fixed)]
+    model = space.level(draw, "model", **space.at(ctx, "model"))
+    second = space.value(draw, "fault")  # a second fault kind with one live run
+    if live == 1 and second not in (None, model["fault"]):
+        model["fault"] = tuple(f for f in (model["fault"], second) if f is not None)
+    # a twin's tool is the table's base tool (a read-only tool of the catalogue) but where its
+    # context says otherwise: a tool that suspends or writes costs thousands of states with
+    # two runs calling it
+    n_tools = 1 if twin else draw(st.integers(1, 2))
+    tools = [D.base("tool") | space.at(ctx, "tool") if twin else space.level(draw, "tool")
+             for _ in range(n_tools)]
+    fixed = {"row": None} | space.at(ctx, "run") if twin else {}
+    point = {"constants": D.base("constants"), "model": model, "tools": tools, "runs": []}
+    runs = point["runs"]
+    runs.append(space.run(draw, draw(st.integers(0, n_tools - 1)), **fixed))
+    # the contexts where drawn values matter: with one live run (a twin's is set already; a
+    # second live run beside one that suspends costs thousands of states)
+    settle = live == 1
+    if settle:
+        space.matter(draw, point, "run", 0)
     if live == 2:
         how = "twin" if twin else draw(st.sampled_from(SECOND))
         if how == "same":
-            runs.append({**runs[0], "id": ids[1]})
+            runs.append(dict(runs[0]))
         elif how == "twin":
-            runs.append(space.twin(draw, runs[0], ids[1], twin)[0])
+            runs.append(space.twin(draw, runs[0],
+                                   twin or draw(st.sampled_from(space.TWIN_FIELDS))))
         else:
-            runs.append(space.run(draw, ids[1], tool["name"]))
-    runs += [{"id": f"d{k}", **DONE} for k in range(done)]
-    # the operator's cancel command: a run's id (which breaks that run's symmetry), no id,
-    # an unknown id
-    cancels = [] if twin else draw(st.lists(
-        st.sampled_from([r["id"] for r in runs] + ["", "gone"]), max_size=2))
-    model: dict = {"workers": workers, "faults": faults, "fault_budget": budget,
-                   "transport": transport, "operator_cancels": cancels}
-    if "provider_error" in faults:
-        model["provider_faults"] = ["rateLimit"]
-    if horizon is not None:
-        model["horizon"] = horizon
+            runs.append(space.run(draw, draw(st.integers(0, len(tools) - 1))))
+    if settle:
+        for k in range(n_tools):
+            space.matter(draw, point, "tool", k)
+        space.matter(draw, point, "model")
+    if live == 2:
+        model |= {"workers": 1, "reapers": 1, "budget": min(model["budget"], 1)}
+    model["budget"] = min(model["budget"], 2)
+    if model["fault"] is not None and "fault" in ctx:
+        model["budget"] = max(model["budget"], 1)
+    # the table's horizons up to 4 (3 with two live runs), every one alike (None, the time
+    # shift, as often as a bound: the plain search never ends when the clock moves, the
+    # example is then skipped)
+    model["horizon"] = 3 if twin else draw(st.sampled_from(
+        [h for h in D.dimension("horizon").values if h is None or h <= 5 - live]))
+    if twin:
+        model["operator_cancels"] = None  # a command naming a run breaks its symmetry
+    done = draw(st.integers(0, 2 if live == 1 else 1))
+    runs += [{**D.base("run"), "entry": "interactive", "row": COMPLETED, "tool": 0}] * done
+    ids = draw(st.permutations(IDS))[:live] + [f"d{k}" for k in range(done)]
     order = draw(st.permutations(range(len(runs))))
-    data = {"constants": CONSTANTS, "model": model, "tools": [dict(t) for t in TOOLS],
-            "runs": [runs[i] for i in order], "principals": space.principals(draw)}
-    return data, draw(st.sampled_from(POLICIES))
+    data = space.build(point, ids, order)
+    return data, draw(st.sampled_from(ctx.get("policies", POLICIES)))
 
 
 # principals and their requests (RUNTIME 16.18): a stranger, a service account that may read
@@ -115,17 +143,18 @@ REQUESTS = [{"by": "mallory", "request": "approve"}, {"by": "mallory", "request"
             {"by": "owner", "request": "deny"}]
 
 @st.composite
-def classic_configs(draw: st.DrawFn) -> tuple[dict, str]:
+def classic_configs(draw: st.DrawFn, writers: bool = False) -> tuple[dict, str]:
     """The generator before issue 40 (live runs identical or differing in their plan, no
     drawn cap, observer, cancels, owner or seeded row): the worlds the clock-region and
     log-order tests below stretch and interleave are drawn from it. Drawn from
     :func:`configs` instead, the clock-region bisimulation fails on a world whose clock is
     past its horizon (``proposed``, horizon 4, clock 19, two QUEUED rows with overdue
-    dispatch deadlines): open, see docs/MUTATION.md."""
-    tool = draw(st.sampled_from(TOOLS))
+    dispatch deadlines): open, see docs/MUTATION.md. ``writers``: two live identical runs
+    that call a writing tool (the ledger holds both runs' applications)."""
+    tool = draw(st.sampled_from([t for t in TOOLS if not writers or "effect" in t]))
     end = draw(st.sampled_from([{"final": "completed"}, {"fail": "auth"}]))
     entry = draw(st.sampled_from(["queued", "interactive"]))
-    live = draw(st.integers(1, 2))  # runs that do something (identical when two)
+    live = 2 if writers else draw(st.integers(1, 2))  # runs that do something (identical when two)
     workers = draw(st.integers(1, 2)) if live == 1 else 1
     done = draw(st.integers(0, 2))
     faults = draw(st.lists(st.sampled_from(fault_kinds()), max_size=1 if live == 2 else 2,
@@ -137,7 +166,7 @@ def classic_configs(draw: st.DrawFn) -> tuple[dict, str]:
                              unique_by=lambda r: (r["by"], r["request"])))
     runs = [{"id": f"r{k}", "entry": entry, "decisions": ["approve"],
              "plan": [{"tools": [tool["name"]]}, dict(end)]} for k in range(live)]
-    if live == 2 and draw(st.booleans()):  # two live runs that differ: no run symmetry
+    if live == 2 and not writers and draw(st.booleans()):  # two live runs that differ: no run symmetry
         runs[1]["plan"] = [{"final": "completed"}]
     for r in runs:
         if requests:
@@ -219,18 +248,29 @@ def test_symmetric_search_gives_the_plain_verdicts_and_lengths_large(case):
     _assert_sound(*case)
 
 
+TWIN_EXAMPLES = 6
+
+
 @pytest.mark.parametrize("field", space.TWIN_FIELDS)
 def test_runs_with_one_entry_and_plan_that_differ_elsewhere_are_kept_apart(field):
-    """Two runs that share their entry and plan but differ in ``field`` (the cancels a caller
-    may issue, the decisions, the owner, the requests, the observer, the cap, a seeded row)
-    are not interchangeable: a key that merged them would halve the states and lengthen the
-    shortest counterexamples; the symmetric search must give the plain one's verdicts and
-    lengths, one world per orbit."""
+    """Two runs that share their entry and plan but differ in dimension ``field`` (the
+    cancels a caller may issue, the decisions, the owner, four-eyes, a request, who makes it,
+    the events page it reads, the observer, the cap, a seeded row) are not interchangeable:
+    a key that merged them would halve the states and lengthen the shortest counterexamples;
+    the symmetric search must give the plain one's verdicts and lengths, one world per
+    orbit, and merge no two worlds with different futures. Each example is drawn where the
+    field matters (``config_space.context``: a decision, the owner and four-eyes on runs
+    seeded awaiting an approval)."""
+    key = space.run_key(field)
 
-    @settings(max_examples=6, derandomize=True, **_SETTINGS)
+    @settings(max_examples=TWIN_EXAMPLES, derandomize=True, **_SETTINGS)
     @given(configs(twin=field))
     def sound(case):
-        _assert_sound(*case, futures=True)
+        data, policy = case
+        live = [r for r in data["runs"] if not r["id"].startswith("d")]
+        assert live[0]["entry"] == live[1]["entry"] and live[0]["plan"] == live[1]["plan"]
+        assert live[0].get(key) != live[1].get(key), (field, live)  # a twin, not a copy
+        _assert_sound(data, policy, futures=True)
 
     sound()
 
@@ -641,20 +681,23 @@ def _by_key(w, log) -> dict:
     return out
 
 
-def _mixed(w) -> bool:
-    """A log of ``w`` holds the entries of two keys."""
-    return any(len(_by_key(w, log)) > 1 for log in state.LOGS)
+def _mixed(w, field: str | None = None) -> bool:
+    """A log of ``w`` (``field``: that one) holds the entries of two keys."""
+    return any(len(_by_key(w, log)) > 1 for log in state.LOGS if field in (None, log.field))
 
 
 @st.composite
 def interleaved(draw: st.DrawFn):
-    """(w, v): a reachable world of a random configuration with two live runs (a world whose
-    logs hold both runs' entries where there is one) and the same world with every log
-    declared in ``model.state.LOGS`` interleaved afresh: a drawn order of its entries that
-    keeps each key's own order (one log-order class, two worlds)."""
-    data, policy = draw(classic_configs())
+    """(w, v): a reachable world of a random configuration (a world whose logs hold two
+    runs' entries where there is one, a drawn log first: every log as often, the ledger
+    drawn from two runs that write) and the same world with every log declared in
+    ``model.state.LOGS`` interleaved afresh: a drawn order of its entries that keeps each
+    key's own order (one log-order class, two worlds)."""
+    want = draw(st.sampled_from([None, *(log.field for log in state.LOGS)]))
+    data, policy = draw(classic_configs(writers=want == "ledger"))
     worlds = _reachable(json.dumps(data, sort_keys=True), policy, 2000)
-    w = draw(st.sampled_from([x for x in worlds if _mixed(x)] or list(worlds)))
+    w = draw(st.sampled_from([x for x in worlds if _mixed(x, want)]
+                             or [x for x in worlds if _mixed(x)] or list(worlds)))
     ch = {}
     for log in state.LOGS:
         groups = _by_key(w, log)
@@ -686,7 +729,7 @@ def test_the_random_worlds_interleave_every_log_of_runs():
     and moves them (else the property above proves little)."""
     seen: set[str] = set()
 
-    @settings(max_examples=400, derandomize=True, **_SETTINGS)
+    @settings(max_examples=60, derandomize=True, **_SETTINGS)  # as the property above
     @given(interleaved())
     def collect(pair):
         w, v = pair
@@ -758,26 +801,42 @@ def test_every_standard_member_has_the_same_verdicts_with_and_without_the_log_or
     _assert_differential("standard", ("current", "proposed"), without="logs")
 
 
+REACH_EXAMPLES = 200
+
+
 def test_the_generator_varies_every_field_of_a_run_a_plan_and_a_principal():
-    """Over the examples the tests above draw, every field of a run (model.config's
-    RUN_KEYS), every kind of a plan's answer and every field of a principal (PRINCIPAL_KEYS)
-    takes at least two values, and two runs with one entry and plan differ in each field
-    the twins are drawn in (cancels, cap, decisions, observer, owner, requests, row)."""
+    """Over the examples the tests above draw, every dimension of spec/dimensions.py at the
+    levels the generator draws (model, tool, run: read back from the parsed configurations
+    by the table's ``values_of``), every key of a run's table (model.config's RUN_KEYS), every
+    kind of a plan's answer and every key of a principal (PRINCIPAL_KEYS) takes at least two
+    values, and two runs with one entry and plan differ in every key of a run's table the
+    twins are drawn in (the run keys of ``config_space.TWIN_FIELDS``: cancels, cap, decisions,
+    observer, owner, require_second_approver, requests, row). The constants are not drawn:
+    each is the table's base value (the short lease and backoffs).
+
+    The reach is the generator's: over ``REACH_EXAMPLES`` of its draws (drawing is cheap; the
+    property above checks 40 of them in the default suite, 400 under ``-m slow``), as a
+    value the table declares only where another matters (a provider class under
+    ``provider_error``, a grant with a request) is rare in any 40."""
     from failclosed.model.config import PRINCIPAL_KEYS, RUN_KEYS
+    from failclosed.model.state import ANSWER_KINDS
 
     reach = space.Reach()
 
-    @settings(max_examples=40, derandomize=True, **_SETTINGS)  # as the property above
+    @settings(max_examples=REACH_EXAMPLES, derandomize=True, **_SETTINGS)
     @given(configs())
     def drawn(case):
         reach.add(case[0])
 
     drawn()
-    for field in space.TWIN_FIELDS:
-        settings(max_examples=6, derandomize=True, **_SETTINGS)(
+    for field in space.TWIN_FIELDS:  # as the twin test
+        settings(max_examples=TWIN_EXAMPLES, derandomize=True, **_SETTINGS)(
             given(configs(twin=field))(lambda case: reach.add(case[0])))()
-    want = ({f"run.{f}" for f in RUN_KEYS} | {f"answer.{k}" for k in space.ANSWERS}
+    want = ({f"dimension {n}" for lv in ("model", "tool", "run") for n in space.LEVEL[lv]}
+            | {f"run.{f}" for f in RUN_KEYS} | {f"answer.{k}" for k in ANSWER_KINDS}
             | {f"principal.{f}" for f in PRINCIPAL_KEYS})
     assert want - reach.varied() == set(), sorted(want - reach.varied())
-    assert reach.twins >= {"cancels", "cap", "decisions", "observer", "owner", "requests",
-                           "row"}, reach.twins
+    twins = {space.run_key(f) for f in space.TWIN_FIELDS}
+    assert twins == {"cancels", "cap", "decisions", "observer", "owner",
+                     "require_second_approver", "requests", "row"}
+    assert reach.twins >= twins, sorted(twins - reach.twins)
