@@ -649,32 +649,6 @@ def _seed(initial: Sequence[W], canon: Callable[[W], Hashable] | None, st: _Stor
     return False
 
 
-def _ample_first(successors: Callable[[W], Iterable[tuple[Transition, W]]],
-                 reduce: Callable[[W], tuple[Sequence[tuple[Transition, W]], bool]],
-                 canon: Callable[[W], Hashable] | None, st: _Store
-                 ) -> Callable[[W], Iterable[tuple[Transition, W]]]:
-    """``successors`` under partial-order reduction (``explore(..., reduce=)``):
-    ``reduce(world)`` gives ``(steps, ample)``, every successor (``ample`` False) or an
-    ample set's, which is taken if every state it leads to is new, else every successor is.
-    The check is the BFS cycle proviso (spec/por.py, C3): a reduced state's successors all
-    get larger ids, so every cycle of the reduced graph has a fully expanded state. An
-    ample set refused by it is counted in ``reduce.cycle_full`` when the reducer has that
-    attribute."""
-    stored = st.index
-
-    def succ(w: W) -> Iterable[tuple[Transition, W]]:
-        steps, ample = reduce(w)
-        if not ample:
-            return steps
-        if all(hash(w2 if canon is None else canon(w2)) not in stored for _, w2 in steps):
-            return steps
-        if hasattr(reduce, "cycle_full"):
-            reduce.cycle_full += 1
-        return successors(w)
-
-    return succ
-
-
 def _bfs(
     st: _Store,
     successors: Callable[[W], Iterable[tuple[Transition, W]]],
@@ -684,7 +658,6 @@ def _bfs(
     on_progress: Callable[[int, int], None] | None,
     progress_every: int,
     n_labels: int = 0,
-    max_depth: int | None = None,
 ) -> tuple[int, bool, bool]:
     """The BFS core, one layer at a time: ids are assigned in BFS order, so when the search
     reaches the first state of a layer every state of that layer is stored (ids lo..hi-1) and
@@ -693,9 +666,7 @@ def _bfs(
     ``max_states`` cut the search short, the states stored of the last layer are left for the
     caller to check. ``on_progress(stored, expanded)`` is called every ``progress_every``
     expanded states. At each layer boundary the seen set may move the older layers out of
-    memory (a memory budget: spec/seen.py); ``n_labels``: the labels kept per state;
-    ``max_depth``: the states of that depth are checked, not expanded (the search then ends as
-    stopped early)."""
+    memory (a memory budget: spec/seen.py); ``n_labels``: the labels kept per state."""
     worlds, depth = st.worlds, st.paths.depth
     expand = _expander(st, successors, canon, max_n, on_progress, progress_every)
     lo = 0
@@ -706,8 +677,6 @@ def _bfs(
             st.packed = PackedWorlds()  # over the budget: the next layers are packed
         if props.check(lo, hi, worlds, st.paths, st.packed):
             return lo, False, True  # stop_at_first_violation
-        if max_depth is not None and depth[lo] >= max_depth:
-            return lo, False, True  # the depth bound: this layer is not expanded
         i = expand(lo, hi, depth[lo] + 1)
         if i < hi:
             return i, True, False  # max_states: state i was not fully expanded
@@ -962,8 +931,6 @@ def explore(
     progress_every: int = 16384,
     memory_budget_mib: float | None = None,
     spill_dir: str | None = None,
-    reduce: Callable[[W], tuple[Sequence[tuple[Transition, W]], bool]] | None = None,
-    max_depth: int | None = None,
 ) -> Exploration:
     """Breadth-first exploration of every state reachable from ``initial`` (the search is
     described above :class:`_Transitions`; fingerprints in the module docstring).
@@ -999,12 +966,6 @@ def explore(
       then to disk under ``spill_dir`` (None: ``$TMPDIR``), in a temporary directory removed
       when the search ends, however it ends (spec/seen.py); from the next layer on, its
       worlds are packed (spec/frontier.py). The result is the same.
-    * ``reduce``: partial-order reduction (spec/por.py): ``reduce(world)`` is ``(steps,
-      ample)``: every ``(transition, world')`` successor, or (``ample``) an ample set's,
-      taken when every state it leads to is new (the cycle proviso, :func:`_ample_first`).
-      Traces stay concrete and replayable but may be longer than the shortest.
-    * ``max_depth``: states of that depth are checked but not expanded (the search ends
-      ``stopped_early``): the bound of a search for a shorter counterexample.
 
     Properties are checked one layer at a time, once the layer is complete (the property
     step); the verdicts and traces are those of checking each state as it is stored.
@@ -1020,10 +981,9 @@ def explore(
         try:
             seed_cut = _seed(initial, canon, st, max_n)  # 1. the initial states
             props.n_initial = n_initial = len(st.worlds)
-            succ = successors if reduce is None else _ample_first(successors, reduce, canon, st)
-            expanded, cut, stopped = _bfs(st, succ, canon, props, max_n, on_progress,
-                                          max(1, progress_every), len(labels),
-                                          max_depth)  # 2. the layers, each checked
+            expanded, cut, stopped = _bfs(st, successors, canon, props, max_n, on_progress,
+                                          max(1, progress_every),
+                                          len(labels))  # 2. the layers, each checked
         finally:
             st.index.close()  # the spilled runs' directory (their mappings stay readable)
     props.check(props.checked, len(st.worlds), st.worlds, st.paths, st.packed)  # 3. a cut's rest
