@@ -200,7 +200,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         res = check(args.policy, args.config, args.properties, max_states=args.max_states,
                     witnesses=not args.properties, coverage=not args.properties,
                     on_part=lambda name, states: pg.advance(states=states), jobs=args.jobs,
-                    on_note=pg.note, clock=args.clock_regions, logs=args.log_order,
+                    on_note=pg.note, logs=args.log_order,
                     memory_budget_mib=args.memory_budget)
     cells = {(args.policy, n): not r.holds for n, r in res.properties.items()}
     failed = [r for r in res.properties.values() if not r.holds]
@@ -307,13 +307,12 @@ def _cell(r: Any) -> dict[str, Any]:
 
 def run_matrix(config: str, policies: list[str],
                on_policy: Callable[[str, Any], None] | None = None,
-               max_states: int | None = None, clock: bool = True,
+               max_states: int | None = None,
                memory_budget_mib: float | None = None, logs: bool = True,
                ) -> tuple[list[str], dict[str, dict[str, Any]], list[Any]]:
     """Check every property under each policy: (properties, {policy: {property: cell}},
     the CheckResults). ``on_policy(policy, result)`` is called as each is done;
-    ``max_states`` bounds each part's search (``--max-states``); ``clock``: under the
-    clock regions (``--no-clock-reduction``: without); ``logs``: under the log order
+    ``max_states`` bounds each part's search (``--max-states``); ``logs``: under the log order
     (``--no-log-reduction``: without); ``memory_budget_mib``: what it may keep in memory
     (``--memory-budget``)."""
     from failclosed.spec.checker import check
@@ -323,7 +322,7 @@ def run_matrix(config: str, policies: list[str],
     props: list[str] = []
     for pol in policies:
         res = check(pol, config, None, witnesses=False, coverage=False, max_states=max_states,
-                    clock=clock, logs=logs, memory_budget_mib=memory_budget_mib)
+                    logs=logs, memory_budget_mib=memory_budget_mib)
         results.append(res)
         props = list(res.properties)
         table[pol] = {n: _cell(r) for n, r in res.properties.items()}
@@ -355,7 +354,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     with progress(args, "matrix", len(pols), "policies") as pg:
         props, table, results = run_matrix(
             args.config, pols, lambda pol, res: pg.advance(states=res.states), args.max_states,
-            args.clock_regions, args.memory_budget, args.log_order)
+            args.memory_budget, args.log_order)
     cells = {(pol, n): not table[pol][n]["holds"] for pol in pols for n in props}
     notes: list[str] = []
     if args.write_baseline:

@@ -220,11 +220,7 @@ def add_common(p: argparse.ArgumentParser, *, baseline: bool = True, config: boo
 
 def add_reductions(p: argparse.ArgumentParser) -> None:
     """The switches of the search's reductions, of check, scope and matrix (the verdict line
-    names the ones a run applied): the clock regions and the log order, on by default."""
-    p.add_argument("--no-clock-reduction", dest="clock_regions", action="store_false",
-                   help="search without the clock regions (instants before now kept apart by "
-                        "their distances, not by their order only; spec/symmetry.py): the same "
-                        "verdicts and lengths, more states (default: with the clock regions)")
+    names the ones a run applied): the log order, on by default."""
     p.add_argument("--no-log-reduction", dest="log_order", action="store_false",
                    help="search without the log order (the events, ledger, outcomes and "
                         "commands kept in the order different runs appended them, not grouped "

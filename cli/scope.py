@@ -120,7 +120,7 @@ def run_scope_cli(scope_name: str, policies: list[str], properties: list[str] | 
         pg.note(_scope_header(scope, policies))
         return check_scope(scope, policies, properties, jobs=args.jobs, dask=args.dask,
                            max_states=args.max_states, cache=cache,
-                           clock=args.clock_regions, logs=args.log_order,
+                           logs=args.log_order,
                            memory_budget_mib=args.memory_budget,
                            on_result=lambda r: pg.advance(states=r.states),
                            on_running=lambda n: pg.running(states=n))

@@ -592,8 +592,8 @@ class Instant(NamedTuple):
     at: str = ""
 
 
-# Every field that holds an instant, the one list (spec/symmetry.py's time shift and clock
-# regions read it): adding an instant field to a record is adding its line here.
+# Every field that holds an instant, the one list (spec/symmetry.py's time shift reads it):
+# adding an instant field to a record is adding its line here.
 INSTANTS: tuple[Instant, ...] = (
     Instant(World, "clock"),
     Instant(Row, "lease_expires", none=0, at="rows"),

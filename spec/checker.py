@@ -421,7 +421,6 @@ def check(
     witnesses: bool = True,
     coverage: bool = True,
     symmetry: bool = True,
-    clock: bool = True,
     logs: bool = True,
     measure_reduction: bool = False,
     max_states: int | None = None,
@@ -443,8 +442,8 @@ def check(
     ``jobs`` > 1: the parts (independent searches) run on that many spawned processes
     (spec/scope.py's pool) and are merged in their order, so the result is the one of
     ``jobs=1`` (but for the measured seconds and memory).
-    ``symmetry``, ``clock``, ``logs``: the state abstractions of spec/symmetry.py (the
-    symmetry reduction, the clock regions, the log order; False: without).
+    ``symmetry``, ``logs``: the state abstractions of spec/symmetry.py (the symmetry
+    reduction, the log order; False: without).
     ``CheckResult.reductions`` says what ran.
     ``memory_budget_mib``: what the searches may store in memory, shared by the ``jobs``
     processes (each part's search gets its share: spec/seen.py); None: no bound."""
@@ -462,7 +461,7 @@ def check(
     from failclosed.spec.scope import worker_share
 
     search = _Search(pname, tuple(safety), tuple(live), coverage, symmetry, measure_reduction,
-                     max_states, clock, logs,
+                     max_states, logs,
                      worker_share(memory_budget_mib, min(jobs, len(parts))))
     if jobs > 1 and len(parts) > 1:
         outcomes = _parts_in_processes(parts, search, tuple(reached), jobs, on_part)
@@ -503,13 +502,12 @@ class _Search:
     symmetry: bool
     measure_reduction: bool
     max_states: int | None
-    clock: bool = True  # the clock regions (spec/symmetry.py); False: the time shift only
     logs: bool = True  # the log order (spec/symmetry.py); False: each log in landing order
     memory_budget_mib: float | None = None  # one search's share (spec/seen.py)
 
     def canonical(self, cfg: Config) -> Callable[[World], Hashable] | None:
         """The key of ``cfg``'s worlds under this search's reductions (spec/symmetry.py)."""
-        return make_canonical(cfg, self.symmetry, self.clock, self.logs)
+        return make_canonical(cfg, self.symmetry, self.logs)
 
 
 @dataclass

@@ -524,11 +524,9 @@ def check_member(name: str, data: dict[str, Any], policy: str,
                  properties: Sequence[str] | None = None,
                  max_states: int | None = None,
                  on_progress: Callable[[int, int], None] | None = None,
-                 clock: bool = True,
                  memory_budget_mib: float | None = None, logs: bool = True) -> TaskResult:
     """Check one member under one policy (no witnesses, no coverage: verdicts only).
     ``on_progress(stored, expanded)``: the running search's progress (spec.engine.explore);
-    ``clock``: under the clock regions (spec/symmetry.py; False: the time shift only);
     ``logs``: under the log order (spec/symmetry.py; False: each log in landing order);
     ``memory_budget_mib``: what its search may store in memory (spec/seen.py)."""
     from failclosed.spec.checker import ConfigPart, check
@@ -537,7 +535,7 @@ def check_member(name: str, data: dict[str, Any], policy: str,
 
     before = _maxrss_mib()
     res = check(policy, ConfigPart(name, "", data), properties, witnesses=False,
-                coverage=False, max_states=max_states, on_progress=on_progress, clock=clock,
+                coverage=False, max_states=max_states, on_progress=on_progress,
                 logs=logs, memory_budget_mib=memory_budget_mib)
     after = _maxrss_mib()
     # the process's peak, if this member raised it (then it is the member's own); else the
@@ -561,16 +559,16 @@ def _init_progress(queue: Any) -> None:
     _PROGRESS[0] = queue
 
 
-def _task(args: tuple[str, dict[str, Any], str, tuple[str, ...] | None, int | None, bool,
+def _task(args: tuple[str, dict[str, Any], str, tuple[str, ...] | None, int | None,
                       float | None, bool]) -> dict[str, Any]:
-    name, data, policy, props, max_states, clock, budget, logs = args
+    name, data, policy, props, max_states, budget, logs = args
     queue = _PROGRESS[0]
     report = None
     if queue is not None:
         def report(stored: int, expanded: int) -> None:
             queue.put(((name, policy), stored))
-    return check_member(name, data, policy, props, max_states, report, clock,
-                        budget, logs).to_json()
+    return check_member(name, data, policy, props, max_states, report, budget,
+                        logs).to_json()
 
 
 CACHE_VARIABLE = "FAILCLOSED_CACHE"  # the cache's root (README, the notebooks, docs/SCOPES.md)
@@ -605,7 +603,7 @@ class Cache:
     def key(self, m: Member, policy: str, props: Sequence[str] | None,
             max_states: int | None, reductions: dict[str, bool] | None = None) -> str:
         """``reductions``: the search's reduction switches, on or off by Reduction
-        (``{Reduction.CLOCK_REGIONS: False}``: without the clock regions); a result under
+        (``{Reduction.LOG_ORDER: False}``: without the log order); a result under
         other switches is another entry."""
         raw = json.dumps([self.version, m.key, policy, sorted(props or []), max_states,
                           dict(sorted((reductions or {}).items()))])
@@ -650,15 +648,13 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
               cache: Cache | None = None,
               on_result: Callable[[TaskResult], None] | None = None,
               on_running: Callable[[int], None] | None = None,
-              clock: bool = True,
               memory_budget_mib: float | None = None, logs: bool = True) -> list[TaskResult]:
     """Every (member, policy) checked once; cached results are not recomputed. ``on_result``
     sees each result as it arrives (progress); the list comes back in task order.
     ``on_running(states)``: the states stored so far by the searches still running (every
     few thousand states of each, and at least every few seconds on local processes, so a
     progress display can show life while a large member runs); Dask tasks report none.
-    ``clock``: every search under the clock regions (spec/symmetry.py; False: without);
-    ``logs``: under the log order (the same; False: without);
+    ``logs``: every search under the log order (spec/symmetry.py; False: without);
     ``memory_budget_mib``: what the searches may store in memory at once: each of the
     ``jobs`` local workers gets ``memory_budget_mib / jobs`` (a Dask task, the whole of it:
     the cluster sizes its own workers); None: no bound (spec/seen.py)."""
@@ -669,7 +665,7 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
     keys: dict[int, str] = {}
     for i, (m, p) in enumerate(tasks):
         if cache is not None:
-            switches = {Reduction.CLOCK_REGIONS: clock, Reduction.LOG_ORDER: logs}
+            switches = {Reduction.LOG_ORDER: logs}
             keys[i] = cache.key(m, p, props, max_states, switches)
             hit = cache.get(keys[i], m.name)
             if hit is not None:
@@ -701,8 +697,7 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
             on_result(r)
 
     share = worker_share(memory_budget_mib, 1 if dask else min(jobs, len(todo)))
-    args = {i: (tasks[i][0].name, tasks[i][0].data, tasks[i][1], props, max_states, clock,
-                share, logs)
+    args = {i: (tasks[i][0].name, tasks[i][0].data, tasks[i][1], props, max_states, share, logs)
             for i in todo}
     if dask:
         _run_dask(dask, args, done)
@@ -711,8 +706,7 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
             a = args[i]
             key = (a[0], a[2])
             done(i, check_member(*a[:5], on_progress=lambda n, _e, k=key: progress(k, n),
-                                 clock=a[5], memory_budget_mib=a[6],
-                                 logs=a[7]).to_json())
+                                 memory_budget_mib=a[5], logs=a[6]).to_json())
     else:
         run_local(jobs, args, done, on_progress=progress if on_running is not None else None)
     return [results[i] for i in range(len(tasks))]
