@@ -20,8 +20,7 @@ fingerprints. Two distinct keys with the same fingerprint would be taken for one
 (:attr:`Stats.collision_probability`: about n^2 / 2^65 for n states, as TLC reports it);
 ``keep_worlds=True`` keeps every world (tests compare reachable sets with it). Under a memory
 budget (``memory_budget_mib``) the seen set is tiered and spills to disk (spec/seen.py): the
-ids of the two live layers stay in a dict, the older ones in sorted runs; and the worlds of
-the next layers are packed, a block of ids pickled at a time (spec/frontier.py). Transitions are
+ids of the two live layers stay in a dict, the older ones in sorted runs. Transitions are
 interned to ints. With ``keep_graph=True`` the edges are three ``array('i')`` (src, dst,
 transition id); no networkx graph is built during the search. Ids are assigned in BFS order,
 so the frontier is just a cursor over the id range and the edge ``src`` array is sorted.
@@ -43,7 +42,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import networkx as nx
 import numpy as np
-from failclosed.spec.frontier import PackedWorlds
 from failclosed.spec.seen import PER_STATE_BYTES, SeenSet, resident_mib, sigterm_raises
 
 if TYPE_CHECKING:
@@ -486,23 +484,14 @@ class _PropertyStep:
         self.stop = stop_at_first_violation
         self.checked = 0  # states 0..checked-1 were checked
 
-    def check(self, lo: int, hi: int, worlds: list[Any], paths: _Paths,
-              packed: PackedWorlds | None = None) -> bool:
+    def check(self, lo: int, hi: int, worlds: list[Any], paths: _Paths) -> bool:
         """Check states ``lo..hi-1`` (one whole layer, or the part of one stored before
         ``max_states`` ended the search) against the properties no earlier layer violated or
         reached, and record their labels. True: stop the search (``stop_at_first_violation``
         and a violation). Then, unless every world is kept, release the worlds of the states
-        before ``lo`` (all expanded, and no longer parents the property step compares with).
-        ``packed``: where the worlds that are None in ``worlds`` are (spec/frontier.py)."""
-        fetch = None if packed is None else _fetcher(worlds, packed)
-        if fetch is None:
-            for _, pred, out in self.label_items:
-                out.extend(bool(pred(worlds[j])) for j in range(lo, hi))
-        elif self.label_items:  # packed: one pass over the layer, a block read back once
-            for j in range(lo, hi):
-                w = fetch(j)
-                for _, pred, out in self.label_items:
-                    out.append(bool(pred(w)))
+        before ``lo`` (all expanded, and no longer parents the property step compares with)."""
+        for _, pred, out in self.label_items:
+            out.extend(bool(pred(worlds[j])) for j in range(lo, hi))
         inv = [(nm, p, self.read_mask.get(nm, 0)) for nm, p in self.inv_items
                if nm not in self.inv_hits]
         wit = [(nm, p, self.read_mask.get(nm, 0)) for nm, p in self.wit_items
@@ -513,7 +502,7 @@ class _PropertyStep:
                 parents = paths.parent[lo:hi]
                 for j, p in paths.displaced.items():
                     parents[j - lo] = p  # all in lo..hi-1: displaced only in the next layer
-            self._check(range(lo, hi), parents, worlds, inv, wit, fetch)
+            self._check(range(lo, hi), parents, worlds, inv, wit)
         paths.displaced.clear()
         self.checked = hi
         start = max(self.released, self.n_initial)
@@ -522,8 +511,6 @@ class _PropertyStep:
             # of this layer) is over: only the traces need it again, rebuilt by replay
             worlds[start:lo] = [None] * (lo - start)
             self.released = lo
-            if packed is not None:
-                packed.release(lo)
         return self.stop and bool(self.inv_hits)
 
     def _check(
@@ -533,19 +520,18 @@ class _PropertyStep:
         worlds: list[Any],
         inv: list[tuple[str, Callable[[Any], bool], int]],
         wit: list[tuple[str, Callable[[Any], bool], int]],
-        fetch: Callable[[int], Any] | None = None,
     ) -> None:
         changed_fields = self.changed
         inv_hits, wit_hits = self.inv_hits, self.wit_hits
         changed = -1
         for k, j in enumerate(ids):
-            w2 = worlds[j] if fetch is None else fetch(j)
+            w2 = worlds[j]
             if parents is not None:
                 p = parents[k]
                 if p < 0:
                     changed = -1
                 else:
-                    changed = changed_fields(worlds[p] if fetch is None else fetch(p), w2)
+                    changed = changed_fields(worlds[p], w2)
             for name, pred, rm in inv:
                 if rm and not rm & changed:
                     continue  # reads nothing that differs from the parent: held there
@@ -569,17 +555,6 @@ class _PropertyStep:
             hits = self.wit_hits.get(name)
             ex.witnesses[name] = (ex.finding(name, min(hits, key=lambda s: (sw[s], s)))
                                   if hits else None)
-
-
-def _fetcher(worlds: list[Any], packed: PackedWorlds) -> Callable[[int], Any]:
-    """State ``j``'s world, from ``worlds`` or, packed, from ``packed``."""
-    get = packed.get
-
-    def fetch(j: int) -> Any:
-        w = worlds[j]
-        return get(j) if w is None else w
-
-    return fetch
 
 
 def _hashing(canonical: Callable[[W], Hashable] | None, seen: set[int]) -> Callable[[W], Hashable]:
@@ -608,8 +583,6 @@ class _Store:
     edges: tuple[array, array, array] | None
     deadlocks: array  # 'i'
     at_deadlock: list[tuple[Callable[[Any], bool], bytearray]]
-    # the next layers' worlds, packed, once the seen set is tiered (spec/frontier.py)
-    packed: PackedWorlds | None = None
 
     @staticmethod
     def empty(keep_graph: bool, deadlock_labels: Mapping[str, Callable[[Any], bool]],
@@ -622,8 +595,7 @@ class _Store:
         """The estimated bytes stored besides the seen set: the per-state arrays and labels,
         the edges, the tying parents and the deadlocks."""
         n_edges = len(self.edges[0]) if self.edges is not None else 0
-        packed = self.packed.nbytes if self.packed is not None else 0
-        return (len(self.fps) * (PER_STATE_BYTES + n_labels) + 12 * n_edges + packed
+        return (len(self.fps) * (PER_STATE_BYTES + n_labels) + 12 * n_edges
                 + 200 * len(self.paths.alts) + len(self.deadlocks) * (4 + len(self.at_deadlock)))
 
     def deadlock(self, i: int, w: Any) -> None:
@@ -673,9 +645,7 @@ def _bfs(
     while lo < len(worlds):
         hi = len(worlds)
         st.index.settle(lo, st.fps, st.other_bytes(n_labels))
-        if st.packed is None and st.index.tiered and not props.keep_worlds:
-            st.packed = PackedWorlds()  # over the budget: the next layers are packed
-        if props.check(lo, hi, worlds, st.paths, st.packed):
+        if props.check(lo, hi, worlds, st.paths):
             return lo, False, True  # stop_at_first_violation
         i = expand(lo, hi, depth[lo] + 1)
         if i < hi:
@@ -716,10 +686,8 @@ def _expander(
         esrc_append, edst_append, etr_append = esrc.append, edst.append, etr.append
         n = len(worlds)
         next_report = report[0]
-        packed = st.packed
-        world_of, pack_at = _packing(worlds, packed, hi)
         for i in range(lo, hi):
-            w = world_of(i)
+            w = worlds[i]
             k = sw[i]
             m = amask[i]
             any_succ = False
@@ -768,8 +736,6 @@ def _expander(
                     etr_append(tid)
             if not any_succ:
                 st.deadlock(i, w)
-            if n >= pack_at:  # a block of the next layer is complete: pack it
-                pack_at = _pack_blocks(packed, worlds, n, pack_at)
             if i + 1 >= next_report:
                 next_report += progress_every
                 on_progress(n, i + 1)  # type: ignore[misc]
@@ -777,27 +743,6 @@ def _expander(
         return hi
 
     return expand
-
-
-def _packing(worlds: list[Any], packed: PackedWorlds | None,
-             hi: int) -> tuple[Callable[[int], Any], int]:
-    """For the expansion of a layer ending before ``hi``: state ``i``'s world, and where the
-    first block whose ids are all in the next layer ends (never: no packing)."""
-    if packed is None:
-        return worlds.__getitem__, sys.maxsize
-    b = packed.block
-    return _fetcher(worlds, packed), -(-hi // b) * b + b
-
-
-def _pack_blocks(packed: PackedWorlds | None, worlds: list[Any], n: int, end: int) -> int:
-    """Pack every complete block ending by ``n``, from the one ending at ``end``; the end of
-    the next block to pack."""
-    assert packed is not None
-    b = packed.block
-    while n >= end:
-        packed.pack(worlds, end // b - 1)
-        end += b
-    return end
 
 
 _PREFETCH = 256  # states of a layer whose successors a tiered search looks up at once
@@ -827,7 +772,6 @@ def _triples(
 
         return lazy, nowhere
     worlds, hot = st.worlds, st.index.hot
-    fetch = None if st.packed is None else _fetcher(worlds, st.packed)
     chunk: list[list[Triple]] = []
     old: dict[int, int] = {}
     at = [0, 0]  # the chunk's ids: at[0]..at[1]-1
@@ -837,8 +781,7 @@ def _triples(
             at[:] = [i, min(hi, i + _PREFETCH)]
             chunk[:] = [[(t, w2, hash(w2 if canon is None else canon(w2)))
                          for t, w2 in successors(x)]  # type: ignore[arg-type]
-                        for x in (worlds[at[0]:at[1]] if fetch is None else
-                                  [fetch(j) for j in range(at[0], at[1])])]
+                        for x in worlds[at[0]:at[1]]]
             old.clear()
             old.update(st.index.find_old(fp for succ in chunk for _, _, fp in succ
                                          if fp not in hot))
@@ -868,7 +811,7 @@ def _stats(t0: float, rss0: float, st: _Store, expanded: int, truncated: bool,
         stopped_early=stopped,
         search_peak_rss_mib=max(st.index.peak_rss_mib, resident_mib()),
         stored_bytes=st.index.nbytes() + st.other_bytes(n_labels),
-        seen=st.index.describe() + (st.packed.describe() if st.packed is not None else ""),
+        seen=st.index.describe(),
     )
 
 
@@ -964,8 +907,7 @@ def explore(
     * ``memory_budget_mib``: what the search may store in memory (None: no bound, the seen
       set is one dict). Over it, the older layers' fingerprints move to sorted runs, and
       then to disk under ``spill_dir`` (None: ``$TMPDIR``), in a temporary directory removed
-      when the search ends, however it ends (spec/seen.py); from the next layer on, its
-      worlds are packed (spec/frontier.py). The result is the same.
+      when the search ends, however it ends (spec/seen.py). The result is the same.
 
     Properties are checked one layer at a time, once the layer is complete (the property
     step); the verdicts and traces are those of checking each state as it is stored.
@@ -986,10 +928,8 @@ def explore(
                                           len(labels))  # 2. the layers, each checked
         finally:
             st.index.close()  # the spilled runs' directory (their mappings stay readable)
-    props.check(props.checked, len(st.worlds), st.worlds, st.paths, st.packed)  # 3. a cut's rest
+    props.check(props.checked, len(st.worlds), st.worlds, st.paths)  # 3. a cut's rest
     stats = _stats(t0, rss0, st, expanded, seed_cut or cut, stopped, len(labels))
-    if st.packed is not None:  # the result holds the worlds a search without packing would
-        st.packed.unpack_into(st.worlds)
     ex = _exploration(st, successors, canonical, props, deadlock_labels, n_initial, expanded,
                       seen, stats)  # 4. the result, and in it 5. each property's trace
     props.report(ex)
