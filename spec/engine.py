@@ -349,18 +349,15 @@ class FieldReads:
         self.fields = tuple(sorted({f for fs in reads.values() for f in fs}))
         bit = {f: 1 << k for k, f in enumerate(self.fields)}
         self.mask = {nm: sum(bit[f] for f in set(fs)) for nm, fs in reads.items()}
-        for f in self.fields:
-            if not f.isidentifier():
-                raise ValueError(f"reads: {f!r} is not an attribute name")
-        # changed(a, b), written out for these fields: one identity test per field
-        src = "def changed(a, b):\n    m = 0\n" + "".join(
-            f"    if b.{f} is not a.{f}:\n        m |= {1 << k}\n"
-            for k, f in enumerate(self.fields)) + "    return m\n"
-        ns: dict[str, Any] = {}
-        exec(src, ns)  # noqa: S102 - generated from the declared attribute names
-        self.changed: Callable[[Any, Any], int] = ns["changed"]
-        self.changed.__doc__ = ("The mask of the fields whose value in ``b`` is not the very "
-                                "object it is in ``a``.")
+        self._bits = tuple((f, 1 << k) for k, f in enumerate(self.fields))
+
+    def changed(self, a: Any, b: Any) -> int:
+        """The mask of the fields whose value in ``b`` is not the very object it is in ``a``."""
+        m = 0
+        for f, bit in self._bits:
+            if getattr(b, f) is not getattr(a, f):
+                m |= bit
+        return m
 
 
 # The search is four parts, in the manner of TLC and stateright: the transition table

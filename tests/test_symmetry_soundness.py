@@ -408,9 +408,8 @@ def test_the_instants_are_read_from_their_declaration(monkeypatch):
     more = (*INSTANTS, Instant(state.Row, "requeue_count", none=0, at="rows"))
     monkeypatch.setattr(state, "INSTANTS", more)
     plan = state._instant_plan()
-    count, move = state._make_instants(plan), state._make_map(plan)
-    assert sorted(count(w)) == sorted(instants(w) + [7] * len(w.rows))
-    moved = move(w, lambda t: t - 5)
+    assert sorted(state.instants(w, plan)) == sorted(instants(w) + [7] * len(w.rows))
+    moved = state.map_instants(w, lambda t: t - 5, plan)
     assert all(r.requeue_count == 2 and r.lease_expires == 44 for r in moved.rows)
     assert moved.clock == 45
     monkeypatch.setattr(state, "INSTANTS", (*INSTANTS, Instant(state.Row, "no_such_field")))
