@@ -187,7 +187,7 @@ def _holds(find: Finder, name: str, doc: str) -> Callable[[World], bool]:
     def holds(w: World) -> bool:
         return find(w) is None
 
-    holds.__name__ = holds.__qualname__ = name
+    holds.__name__ = name
     holds.__doc__ = doc
     return holds
 
