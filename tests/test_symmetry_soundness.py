@@ -113,11 +113,8 @@ REQUESTS = [{"by": "mallory", "request": "approve"}, {"by": "mallory", "request"
 @st.composite
 def classic_configs(draw: st.DrawFn) -> tuple[dict, str]:
     """The generator before issue 40 (live runs identical or differing in their plan, no
-    drawn cap, observer, cancels, owner or seeded row): the worlds the clock-region and
-    log-order tests below stretch and interleave are drawn from it. Drawn from
-    :func:`configs` instead, the clock-region bisimulation fails on a world whose clock is
-    past its horizon (``proposed``, horizon 4, clock 19, two QUEUED rows with overdue
-    dispatch deadlines): open, see docs/MUTATION.md."""
+    drawn cap, observer, cancels, owner or seeded row): the worlds the log-order tests below
+    interleave are drawn from it (docs/MUTATION.md)."""
     tool = draw(st.sampled_from(TOOLS))
     end = draw(st.sampled_from([{"final": "completed"}, {"fail": "auth"}]))
     entry = draw(st.sampled_from(["queued", "interactive"]))
