@@ -1,14 +1,13 @@
 """Benchmark of the seen set (spec/seen.py): one member of a scope searched with the seen set
 in memory (no budget: one dict, the default) and under a memory budget that makes it spill
-(older layers' fingerprints in sorted runs on disk), the latter with the worlds of its next
-layers kept as they are and packed (spec/frontier.py, what a budget does), each in a fresh
-process, one after the other.
+(older layers' fingerprints in sorted runs on disk), each in a fresh process, one after the
+other.
 
 Prints per search: states, CPU seconds and states per CPU second, the process's peak RSS
 (``ru_maxrss``), the search's own sampled peak and its growth per state, the estimated bytes
 stored in memory per state (the seen set and the per-state arrays: spec.engine.Stats
-.bytes_per_state) and the seen set's line; then the ratios spilled / in memory and packed /
-not packed. CPU time, not wall time, is the figure on a shared machine.
+.bytes_per_state) and the seen set's line; then the ratios spilled / in memory. CPU time, not
+wall time, is the figure on a shared machine.
 
     python benchmarks/bench_memory.py [SCOPE] [--member NAME] [--policy P]
                                       [--max-states N] [--budget MIB]
@@ -34,18 +33,14 @@ from failclosed.spec.scope import load_scope, member  # noqa: E402
 DEFAULT_MEMBER = "two-runs:w2-async-queued+queued-read-completed-store_error+audit_insert_fails-b2"
 
 
-def _search(args: tuple[dict, str, int | None, float | None, bool]) -> dict:
-    """One search in this (fresh) process: its figures. ``pack`` False: no block of worlds
-    ever fills, so none is packed."""
+def _search(args: tuple[dict, str, int | None, float | None]) -> dict:
+    """One search in this (fresh) process: its figures."""
     import resource
 
-    from failclosed.spec import frontier
     from failclosed.spec.checker import ConfigPart, check
     from failclosed.spec.seen import resident_mib
 
-    data, policy, max_states, budget, pack = args
-    if not pack:
-        frontier.BLOCK = sys.maxsize
+    data, policy, max_states, budget = args
     rss0 = resident_mib()
     c0 = time.process_time()
     res = check(policy, ConfigPart("bench", "", data), None, witnesses=False, coverage=False,
@@ -81,21 +76,18 @@ def main(argv: list[str] | None = None) -> int:
           f"spilled under --memory-budget {a.budget:g} MiB", flush=True)
     ctx = multiprocessing.get_context("spawn")
     rows = {}
-    for what, budget, pack in (("in memory", None, False), ("spilled", a.budget, False),
-                               ("spilled, worlds packed", a.budget, True)):
+    for what, budget in (("in memory", None), ("spilled", a.budget)):
         with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as ex:
-            rows[what] = ex.submit(_search, (m.data, a.policy, a.max_states, budget,
-                                             pack)).result()
+            rows[what] = ex.submit(_search, (m.data, a.policy, a.max_states, budget)).result()
         print(_line(what, rows[what]), flush=True)
     mem = rows["in memory"]
     same = all(r["verdicts"] == mem["verdicts"] and r["states"] == mem["states"]
                for r in rows.values())
-    for a_, b_ in (("spilled", "in memory"), ("spilled, worlds packed", "spilled")):
-        x, y = rows[a_], rows[b_]
-        print(f"{a_} / {b_}: CPU x{x['cpu'] / max(y['cpu'], 1e-9):.2f}, "
-              f"peak RSS x{x['maxrss'] / max(y['maxrss'], 1e-9):.2f}, search peak "
-              f"x{x['peak'] / max(y['peak'], 1e-9):.2f}, stored bytes per state "
-              f"x{x['bytes'] / max(y['bytes'], 1e-9):.2f}")
+    x, y = rows["spilled"], mem
+    print(f"spilled / in memory: CPU x{x['cpu'] / max(y['cpu'], 1e-9):.2f}, "
+          f"peak RSS x{x['maxrss'] / max(y['maxrss'], 1e-9):.2f}, search peak "
+          f"x{x['peak'] / max(y['peak'], 1e-9):.2f}, stored bytes per state "
+          f"x{x['bytes'] / max(y['bytes'], 1e-9):.2f}")
     print(f"same states and verdicts: {same}")
     return 0 if same else 1
 

@@ -15,37 +15,16 @@ states per CPU second and peak RSS per stored state; per product the mean CPU se
 sample times its members: an **extrapolation** of the whole scope's CPU time, and of its
 wall time on ``--jobs`` processes (CPU / jobs), not a measurement of it.
 
-With ``--por K`` it compares partial-order reduction (spec/por.py) on the K members spec.scope
-guesses largest (most runs, then budget, faults and workers), each with and without it, in
-fresh processes one at a time (``--max-states`` caps each search; the safety properties
-only, as the reduction is off for a search with a liveness property): states, CPU seconds and the reductions each ran under, the factor of
-states and of CPU time, and what limits the reduction: per member the count of each reason a
-process's transitions were no ample set (C1 and the parts another actor may touch first, C2,
-a single actor), counted by a search that runs the ample-set choice even where no step is
-independent (where the checker itself runs unreduced).
-
 With ``--reductions K`` it measures each state abstraction alone and together: the K largest
 members (by the states a scope run stored, ``--measured FILE`` being that run's ``--json``;
 else spec.scope's guess), each searched for every property with no reduction (the time shift
-only), with the symmetry reduction, the clock regions or the log order alone, and with all of
-them (the default), each in a fresh process (``--jobs`` at a time; ``--max-states`` caps
-each search): states, CPU seconds, peak RSS, the factor of each against none, whether the
+only), with the symmetry reduction or the log order alone, and with both (the default), each
+in a fresh process (``--jobs`` at a time; ``--max-states`` caps each search): states, CPU seconds, peak RSS, the factor of each against none, whether the
 verdicts and lengths agree with the default's, and the sums.
-
-With ``--clock K`` it measures the clock regions (spec/symmetry.py) instead: the K largest
-generated members of the scope (spec.scope's guess, largest first) and, with ``--configs``, every
-shipped configuration (spec/configs/*.toml), each checked under the first policy without and
-with the clock regions, one after the other in this process (``--max-states N`` bounds each
-search; a truncated pair stores the bound both ways, so the worlds the search without them
-stores are then counted under the clock regions' key: the factor on that prefix). Per
-target it prints the
-states and CPU seconds of both, the factor of each (without / with), and whether the
-verdicts and shortest lengths agree; then the totals.
 
     python benchmarks/bench_scope.py [SCOPE] [--policy P ...] [--jobs 2] [--sample N]
                                      [--speedup] [--dask] [--per-product K]
-                                     [--por K] [--clock K [--configs]] [--max-states N]
-                                     [--reductions K [--measured FILE]]
+                                     [--reductions K [--measured FILE] [--max-states N]]
 """
 
 from __future__ import annotations
@@ -144,145 +123,13 @@ def per_product(scope: Scope, policy: str, k: int, jobs: int) -> None:
           "not a run of the scope)")
 
 
-def _por_measured(args: tuple[str, dict, str, int | None]) -> dict:
-    """One member in this (fresh) process, safety only: without and with --por (states, CPU
-    seconds, reductions), and the ample-set choice's refusals over a search that runs it."""
-    from failclosed.model.config import initial_world, parse_config
-    from failclosed.model.runtime import successors
-    from failclosed.spec import engine
-    from failclosed.spec import properties as P
-    from failclosed.spec.checker import ConfigPart, check
-    from failclosed.spec.por import AmpleSets, visible_fields
-    from failclosed.spec.symmetry import make_canonical
-
-    name, data, policy, cap = args
-    safety = list(P.SAFETY)
-    out: dict = {"member": name}
-    for key, por in (("plain", False), ("por", True)):
-        c0 = time.process_time()
-        r = check(policy, ConfigPart(name, "", data), safety, witnesses=False, coverage=False,
-                  max_states=cap, por=por)
-        out[key] = (r.states, time.process_time() - c0, r.reductions, r.complete)
-    spec, budget = parse_config(data, policy)
-    red = AmpleSets(visible_fields(P.SAFETY[n].reads for n in safety))
-    engine.explore([initial_world(spec, budget)], successors,
-                   invariants={n: P.SAFETY[n].check for n in safety},
-                   canonical=make_canonical(spec), max_states=cap, reduce=red)
-    out["choice"] = red.counts()
-    return out
-
-
-def por_compare(scope: Scope, policy: str, k: int, cap: int | None) -> None:
-    """The K members guessed largest, each with and without partial-order reduction."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    # spec.scope's size guess without its first key (which puts the hand-picked parts first):
-    # runs, budget, faults, workers
-    members = sorted(scope.members, key=lambda m: _cost(m)[1:], reverse=True)[:k]
-    ctx = multiprocessing.get_context("spawn")
-    tot = {"plain": [0, 0.0], "por": [0, 0.0]}
-    bound = f", at most {cap:,} states each" if cap else ""
-    print(f"partial-order reduction on the {len(members)} largest guesses of {scope.name} "
-          f"({policy}, safety properties{bound}):")
-    with ProcessPoolExecutor(max_workers=1, mp_context=ctx, max_tasks_per_child=1) as ex:
-        for m in members:
-            d = ex.submit(_por_measured, (m.name, m.data, policy, cap)).result()
-            (n0, c0, r0, done0), (n1, c1, r1, _) = d["plain"], d["por"]
-            for key, (n, c, _, _) in (("plain", d["plain"]), ("por", d["por"])):
-                tot[key][0] += n
-                tot[key][1] += c
-            cut = "" if done0 else " (truncated)"
-            print(f"  {m.name}{cut}:\n"
-                  f"    --no-por {n0:,} states, CPU {c0:.1f} s ({', '.join(r0) or 'none'})\n"
-                  f"    --por    {n1:,} states, CPU {c1:.1f} s ({', '.join(r1) or 'none'}): "
-                  f"states x{n0 / max(n1, 1):.2f}, CPU x{c0 / max(c1, 1e-9):.2f}", flush=True)
-            ch = d["choice"]
-            print(f"    ample sets offered {ch['offered']:,}, taken {ch['taken']:,}; refused:")
-            for why, n in sorted(ch["refused"].items(), key=lambda x: -x[1]):
-                print(f"      {n:9,}  {why}")
-    from failclosed.spec.por import independent_steps, who_touches
-
-    print(f"  process steps independent of every other actor's: "
-          f"{', '.join(independent_steps()) or 'none'}; who touches each part:")
-    for part, who in who_touches().items():
-        print(f"    {part:10s} {len(who):3d}: {', '.join(who)}")
-    (n0, c0), (n1, c1) = tot["plain"], tot["por"]
-    print(f"  together: --no-por {n0:,} states {c0:.1f} s CPU, --por {n1:,} states "
-          f"{c1:.1f} s CPU: states x{n0 / max(n1, 1):.2f}, CPU x{c0 / max(c1, 1e-9):.2f}")
-
-
-def _clock_pair(policy: str, target: object, max_states: int | None) -> tuple:
-    """One target without and with the clock regions: ((states, CPU s, truncated) each, and
-    whether the verdicts and shortest lengths agree)."""
-    from failclosed.spec.checker import check
-
-    out, cells = [], []
-    for clock in (False, True):
-        c0 = time.process_time()
-        r = check(policy, target, None, witnesses=False, coverage=False,
-                  max_states=max_states, clock=clock)
-        out.append((r.states, time.process_time() - c0, not r.complete))
-        cells.append({n: (v.holds, v.trace_length) for n, v in r.properties.items()})
-    return out[0], out[1], cells[0] == cells[1]
-
-
-def _prefix_merged(policy: str, data: dict, max_states: int) -> tuple[int, int]:
-    """A truncated search's prefix: the worlds the search without the clock regions stores
-    up to ``max_states``, and how many keys of the clock regions they fall into."""
-    from failclosed.model.config import initial_world, parse_config
-    from failclosed.model.runtime import successors
-    from failclosed.spec import engine
-    from failclosed.spec.symmetry import make_canonical
-
-    spec, budget = parse_config(data, policy)
-    ex = engine.explore([initial_world(spec, budget)], successors, invariants={},
-                        canonical=make_canonical(spec, clock=False), max_states=max_states,
-                        keep_worlds=True)
-    key = make_canonical(spec)
-    return len(ex.worlds), len({key(w) for w in ex.worlds})
-
-
-def clock_regions(scope: Scope, policy: str, k: int, configs: bool,
-                  max_states: int | None) -> None:
-    """The clock regions' factor on the K largest members of ``scope`` (and the shipped
-    configurations): states and CPU seconds without and with them."""
-    from failclosed.spec.checker import CONFIG_DIR, ConfigPart
-
-    targets: list[tuple[str, object]] = []
-    if configs:
-        targets += [(p.stem, p.stem) for p in sorted(CONFIG_DIR.glob("*.toml"))]
-    generated = [m for m in scope.members if not m.origin.startswith("config")]
-    for m in sorted(generated, key=_cost, reverse=True)[:k]:  # shipped parts: --configs
-        targets.append((f"{scope.name}:{m.name}", ConfigPart(m.name, "", m.data)))
-    bound = f", --max-states {max_states:,}" if max_states else ""
-    print(f"clock regions under {policy}{bound}: states and CPU without -> with "
-          "(factor = without / with)")
-    tot = [0, 0.0, 0, 0.0]
-    for name, target in targets:
-        (s0, c0, t0), (s1, c1, t1), agree = _clock_pair(policy, target, max_states)
-        tot = [tot[0] + s0, tot[1] + c0, tot[2] + s1, tot[3] + c1]
-        cut = " (truncated)" if t0 or t1 else ""
-        print(f"  {name}: {s0:,} -> {s1:,} states x{s0 / max(s1, 1):.2f}{cut}, CPU {c0:.1f} s -> "
-              f"{c1:.1f} s x{c0 / max(c1, 1e-9):.2f}, verdicts and lengths "
-              f"{'agree' if agree else 'DIFFER'}", flush=True)
-        if cut and max_states and isinstance(target, ConfigPart):
-            stored, keys = _prefix_merged(policy, target.data, max_states)
-            print(f"    truncated: both stop at the bound; the {stored:,} worlds stored without "
-                  f"the clock regions are {keys:,} states with them: x{stored / max(keys, 1):.2f} "
-                  "on that prefix", flush=True)
-    print(f"  total: {tot[0]:,} -> {tot[2]:,} states x{tot[0] / max(tot[2], 1):.2f}, CPU "
-          f"{_fmt(tot[1])} -> {_fmt(tot[3])} x{tot[1] / max(tot[3], 1e-9):.2f}")
-
-
 # the reductions measured one by one (--reductions): name -> check()'s switches. "none" keeps
 # the time shift (without it, a search without a horizon never ends: the clock only grows)
 _ALONE = {
-    "none": dict(symmetry=False, clock=False, logs=False),
-    "symmetry": dict(symmetry=True, clock=False, logs=False),
-    "clock regions": dict(symmetry=False, clock=True, logs=False),
-    "log order": dict(symmetry=False, clock=False, logs=True),
-    "all": dict(symmetry=True, clock=True, logs=True),
+    "none": dict(symmetry=False, logs=False),
+    "symmetry": dict(symmetry=True, logs=False),
+    "log order": dict(symmetry=False, logs=True),
+    "all": dict(symmetry=True, logs=True),
 }
 
 
@@ -402,23 +249,18 @@ def reductions_table(scope: Scope, policy: str, k: int, cap: int | None, jobs: i
 
 
 def _other_mode(args: argparse.Namespace, scope: Scope, policies: list[str]) -> bool:
-    """The modes that replace the scope's check (``--clock`` and ``--por`` may both run, in
-    that order; ``--per-product`` alone): True if one ran."""
+    """The modes that replace the scope's check (``--reductions``, ``--per-product``): True
+    if one ran."""
     if args.reductions:
         for pol in policies:
             reductions_table(scope, pol, args.reductions, args.max_states, args.jobs,
                              args.measured)
         return True
-    if args.clock or args.configs:
-        clock_regions(scope, policies[0], args.clock, args.configs, args.max_states)
-    elif args.per_product:
+    if args.per_product:
         for pol in policies:
             per_product(scope, pol, args.per_product, args.jobs)
         return True
-    if args.por:
-        for pol in policies:
-            por_compare(scope, pol, args.por, args.max_states)
-    return bool(args.clock or args.configs or args.por)
+    return False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -431,18 +273,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dask", action="store_true", help="overhead of a Dask task")
     ap.add_argument("--per-product", type=int, default=0,
                     help="K members of each product in fresh processes: extrapolate the scope")
-    ap.add_argument("--por", type=int, default=0, metavar="K",
-                    help="the K largest members with and without partial-order reduction")
-    ap.add_argument("--clock", type=int, default=0, metavar="K",
-                    help="the clock regions' factor on the K largest members")
-    ap.add_argument("--configs", action="store_true",
-                    help="with --clock: the shipped configurations too")
     ap.add_argument("--reductions", type=int, default=0, metavar="K",
                     help="the K largest members with no reduction, each alone, and all")
     ap.add_argument("--measured", metavar="FILE",
                     help="with --reductions: the largest by a scope run's --json (members)")
     ap.add_argument("--max-states", type=int, default=None, metavar="N",
-                    help="with --por, --clock or --reductions: cap each search at N states")
+                    help="with --reductions: cap each search at N states")
     args = ap.parse_args(argv)
     policies = args.policies or ["current", "proposed"]
 

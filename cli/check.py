@@ -197,12 +197,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
     check_junit(args)
 
     with progress(args, "check", len(parts), "parts") as pg:
-        # coverage counts what a search fired: under reduction, not what the model enables
         res = check(args.policy, args.config, args.properties, max_states=args.max_states,
-                    witnesses=not args.properties,
-                    coverage=not args.properties and not args.por,
+                    witnesses=not args.properties, coverage=not args.properties,
                     on_part=lambda name, states: pg.advance(states=states), jobs=args.jobs,
-                    on_note=pg.note, clock=args.clock_regions, logs=args.log_order, por=args.por,
+                    on_note=pg.note, logs=args.log_order,
                     memory_budget_mib=args.memory_budget)
     cells = {(args.policy, n): not r.holds for n, r in res.properties.items()}
     failed = [r for r in res.properties.values() if not r.holds]
@@ -264,8 +262,6 @@ def _print_check(args: argparse.Namespace, res: Any, new: list[Any], cmp: Compar
             mark = "holds" if res.complete else f"holds up to {args.max_states:,} states per part (truncated)"
         else:
             mark = f"VIOLATED ({r.trace_length} steps, {r.part})"
-            if not r.shortest:
-                mark += ", not shortest (found under reduction; the bounded search was cut)"
             if n in known:
                 mark += f", known: {known[n].finding or 'in the baseline'}"
         # a liveness property: [A], the fairness it was checked under (the legend below)
@@ -311,15 +307,14 @@ def _cell(r: Any) -> dict[str, Any]:
 
 def run_matrix(config: str, policies: list[str],
                on_policy: Callable[[str, Any], None] | None = None,
-               max_states: int | None = None, clock: bool = True, por: bool = False,
+               max_states: int | None = None,
                memory_budget_mib: float | None = None, logs: bool = True,
                ) -> tuple[list[str], dict[str, dict[str, Any]], list[Any]]:
     """Check every property under each policy: (properties, {policy: {property: cell}},
     the CheckResults). ``on_policy(policy, result)`` is called as each is done;
-    ``max_states`` bounds each part's search (``--max-states``); ``clock``: under the
-    clock regions (``--no-clock-reduction``: without); ``logs``: under the log order
-    (``--no-log-reduction``: without); ``por``: ``--por``; ``memory_budget_mib``
-    what it may keep in memory (``--memory-budget``)."""
+    ``max_states`` bounds each part's search (``--max-states``); ``logs``: under the log order
+    (``--no-log-reduction``: without); ``memory_budget_mib``: what it may keep in memory
+    (``--memory-budget``)."""
     from failclosed.spec.checker import check
 
     table: dict[str, dict[str, Any]] = {}
@@ -327,7 +322,7 @@ def run_matrix(config: str, policies: list[str],
     props: list[str] = []
     for pol in policies:
         res = check(pol, config, None, witnesses=False, coverage=False, max_states=max_states,
-                    clock=clock, logs=logs, por=por, memory_budget_mib=memory_budget_mib)
+                    logs=logs, memory_budget_mib=memory_budget_mib)
         results.append(res)
         props = list(res.properties)
         table[pol] = {n: _cell(r) for n, r in res.properties.items()}
@@ -359,7 +354,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     with progress(args, "matrix", len(pols), "policies") as pg:
         props, table, results = run_matrix(
             args.config, pols, lambda pol, res: pg.advance(states=res.states), args.max_states,
-            args.clock_regions, args.por, args.memory_budget, args.log_order)
+            args.memory_budget, args.log_order)
     cells = {(pol, n): not table[pol][n]["holds"] for pol in pols for n in props}
     notes: list[str] = []
     if args.write_baseline:

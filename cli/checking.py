@@ -218,27 +218,14 @@ def add_common(p: argparse.ArgumentParser, *, baseline: bool = True, config: boo
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
-POR_HELP = ("partial-order reduction (spec/por.py): expand only an ample set of one process's "
-            "transitions where the footprints allow it; off for a search with a liveness "
-            "property (the fair-cycle analysis keeps the graph), and a violation found under "
-            "it is shortened by an unreduced search bounded at its length (default: off, "
-            "--no-por: see docs/SCOPES.md, partial-order reduction)")
-
-
 def add_reductions(p: argparse.ArgumentParser) -> None:
     """The switches of the search's reductions, of check, scope and matrix (the verdict line
-    names the ones a run applied): the clock regions and the log order, on by default, and
-    partial-order reduction, off by default."""
-    p.add_argument("--no-clock-reduction", dest="clock_regions", action="store_false",
-                   help="search without the clock regions (instants before now kept apart by "
-                        "their distances, not by their order only; spec/symmetry.py): the same "
-                        "verdicts and lengths, more states (default: with the clock regions)")
+    names the ones a run applied): the log order, on by default."""
     p.add_argument("--no-log-reduction", dest="log_order", action="store_false",
                    help="search without the log order (the events, ledger, outcomes and "
                         "commands kept in the order different runs appended them, not grouped "
                         "by run; spec/symmetry.py): the same verdicts and lengths, more states "
                         "(default: with the log order)")
-    p.add_argument("--por", action=argparse.BooleanOptionalAction, default=False, help=POR_HELP)
 
 
 def config_help(default: str = "") -> str:

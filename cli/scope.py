@@ -120,7 +120,7 @@ def run_scope_cli(scope_name: str, policies: list[str], properties: list[str] | 
         pg.note(_scope_header(scope, policies))
         return check_scope(scope, policies, properties, jobs=args.jobs, dask=args.dask,
                            max_states=args.max_states, cache=cache,
-                           clock=args.clock_regions, logs=args.log_order, por=args.por,
+                           logs=args.log_order,
                            memory_budget_mib=args.memory_budget,
                            on_result=lambda r: pg.advance(states=r.states),
                            on_running=lambda n: pg.running(states=n))
@@ -314,8 +314,6 @@ def _print_verdicts(res: Any, policies: list[str], cmp: Comparison, judged: bool
             else:
                 word = (f"VIOLATED: {v.length} steps in {v.member} ({v.violating} of "
                         f"{len(res.scope.members)} configurations)")
-                if not v.shortest:
-                    word += ", not shortest (found under reduction)"
                 if (pol, n) in known:
                     word += f", known: {known[pol, n].finding or 'in the baseline'}"
                 elif judged:

@@ -22,25 +22,6 @@ class Constants:
     def retry_delay_s(self, count: int) -> int:
         return -(-self.retry_delay_ms(count) // 1000)
 
-    def time_offsets(self, deadlines: bool = False) -> tuple[int, ...]:
-        """Every constant the model's time arithmetic adds to now, in seconds, ascending:
-        one second (``store.lapses_at``: a lease has lapsed one second after it expires, and
-        ``runtime.waiting_instants``' same-second renewal), the lease (``store._lease``),
-        every requeue backoff up to its cap (``runtime``'s dispatch) and, with ``deadlines``
-        (proposal P6's ``overdue_queued_redispatched``: ``store.dispatch_deadline``), a
-        backoff plus one lease (T9's deadline). Every instant a world
-        holds was written as now + one of these (or is now), so none lies more than
-        ``max(time_offsets())`` after the clock (spec/symmetry.py's clock regions rely on it,
-        tests/test_symmetry_soundness.py checks it on every reachable world)."""
-        delays = set()
-        for c in range(64):  # the backoff doubles until it reaches its cap
-            d = self.retry_delay_s(c)
-            delays.add(d)
-            if self.retry_delay_ms(c) >= self.REQUEUE_BACKOFF_CAP_MS or d == 0:
-                break
-        late = {d + self.LEASE_SECONDS for d in delays} if deadlines else set()
-        return tuple(sorted({1, self.LEASE_SECONDS} | delays | late))
-
 
 CONSTANT_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Constants))
 # the largest value a configuration may give a constant (seconds, milliseconds or counts):

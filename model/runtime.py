@@ -118,7 +118,6 @@ from .vocab import (
     OutcomeName,
     PrincipalKind,
     Request,
-    Touch,
     TransitionName,
 )
 
@@ -961,11 +960,6 @@ def _dispatch_queued(w: World, i: int, process: str, not_before: int,
 
 
 # -- reaper (section 10) ------------------------------------------------------------------
-# every reaper step reads or writes its tick's state, the rows (its tick reads them all), the
-# clock and the marks (model/footprint.py)
-_REAPER_TOUCHES = (Touch.REAPERS, Touch.ROW, Touch.CLOCK, Touch.MARKS)
-
-
 def _reaper(w: World, t: Transition) -> World:
     if t.name == TransitionName.CRASH:
         return w.set_reaper(t.actor, None)
@@ -985,7 +979,7 @@ def tick_selects(config: Config) -> tuple[TransitionName, ...]:
     return (store.FIND_STALE_RUNNING,)
 
 
-@action(REAPER_TICK, actor=REAPER, touches=_REAPER_TOUCHES,
+@action(REAPER_TICK, actor=REAPER,
         fires=store.FIND_STALE_RUNNING,
         faults=(FaultKind.STORE_ERROR, FaultKind.DECODE_ERROR),
         cost=STORE, then=(REAPER_DECISION, REAPER_REDISPATCH, END), args=("order",), place="T10; 10")
@@ -1033,7 +1027,7 @@ def _row_move(w: World, r: ReaperState) -> Transition:
     return T(name, r.name, run=w.run_id(run), reason=reason)
 
 
-@action(REAPER_DECISION, actor=REAPER, touches=_REAPER_TOUCHES,
+@action(REAPER_DECISION, actor=REAPER,
         fires=(store.REQUEUE_STALE, store.DEAD_LETTER_STALE), faults=STORE_FAULTS,
         cost=STORE, then=(Label.DISPATCH, REAPER_DECISION, REAPER_REDISPATCH, END),
         args=("reason",), move=_row_move,
@@ -1051,7 +1045,7 @@ def _r_row(w: World, r: ReaperState, t: Transition) -> World:
     return _reaper_next(w, r)
 
 
-@action(Label.DISPATCH, actor=REAPER, touches=_REAPER_TOUCHES,
+@action(Label.DISPATCH, actor=REAPER,
         fires=TransitionName.DISPATCH,
         faults=(FaultKind.DISPATCH_FAILS,), cost=DISPATCH,
         then=(Label.MAX_SEQUENCE, Label.NESTED, REAPER_DECISION, REAPER_REDISPATCH, END),
@@ -1067,7 +1061,7 @@ def _r_dispatch(w: World, r: ReaperState, t: Transition) -> World:
     return _reaper_next(w, r)
 
 
-@action(Label.MAX_SEQUENCE, actor=REAPER, touches=_REAPER_TOUCHES,
+@action(Label.MAX_SEQUENCE, actor=REAPER,
         fires=TransitionName.MAX_SEQUENCE, faults=STORE_FAULTS,
         cost=STORE, then=(Label.SETTLE, REAPER_DECISION, REAPER_REDISPATCH, END),
         place="4.2; 10 branch 5 (fail-closed dispatch)")
@@ -1081,7 +1075,7 @@ def _r_settle_move(w: World, r: ReaperState) -> Transition:
     return T(TransitionName.SETTLE_FAILED, r.name, run=w.run_id(r.rows[r.idx][0]), reason="provider_failed")
 
 
-@action(Label.SETTLE, actor=REAPER, touches=_REAPER_TOUCHES,
+@action(Label.SETTLE, actor=REAPER,
         fires=TransitionName.SETTLE_FAILED, faults=STORE_FAULTS,
         cost=STORE, then=(REAPER_DECISION, REAPER_REDISPATCH, END), args=("reason",),
         move=_r_settle_move,
@@ -1092,7 +1086,7 @@ def _r_settle(w: World, r: ReaperState, t: Transition) -> World:
     return _reaper_next(w, r)
 
 
-@action(REAPER_REDISPATCH, actor=REAPER, touches=_REAPER_TOUCHES,
+@action(REAPER_REDISPATCH, actor=REAPER,
         fires=store.REDISPATCH_QUEUED, faults=STORE_FAULTS,
         cost=STORE, then=(REAPER_RESEND, REAPER_DECISION, REAPER_REDISPATCH, END),
         place="proposal P6 (the overdue sweep's guarded update)")
@@ -1107,7 +1101,7 @@ def _r_redispatch(w: World, r: ReaperState, t: Transition) -> World:
     return _reaper_next(w, r)
 
 
-@action(REAPER_RESEND, actor=REAPER, touches=_REAPER_TOUCHES,
+@action(REAPER_RESEND, actor=REAPER,
         fires=TransitionName.DISPATCH,
         faults=(FaultKind.DISPATCH_FAILS,), cost=DISPATCH,
         then=(Label.NESTED, REAPER_DECISION, REAPER_REDISPATCH, END),
@@ -1743,8 +1737,7 @@ def _resume_claim_move(w: World, p: Proc) -> Transition:
 
 
 @action(Label.RESUME_CLAIM, fires=(TransitionName.CLAIM_FOR_RESUME, TransitionName.CLAIM_FOR_RESUME_FROM_INPUT), faults=STORE_FAULTS,
-        cost=STORE, then=(Label.RESUME_POSITION, END), move=_resume_claim_move, place="T7; 12.2 step 4",
-        touches=(Touch.MADE,))  # a named principal's decision: its claim is what it made
+        cost=STORE, then=(Label.RESUME_POSITION, END), move=_resume_claim_move, place="T7; 12.2 step 4")
 def _h_resume_claim(w: World, p: Proc, t: Transition) -> World:
     pol = w.config.policy
     ok = False

@@ -592,8 +592,8 @@ class Instant(NamedTuple):
     at: str = ""
 
 
-# Every field that holds an instant, the one list (spec/symmetry.py's time shift and clock
-# regions read it): adding an instant field to a record is adding its line here.
+# Every field that holds an instant, the one list (spec/symmetry.py's time shift reads it):
+# adding an instant field to a record is adding its line here.
 INSTANTS: tuple[Instant, ...] = (
     Instant(World, "clock"),
     Instant(Row, "lease_expires", none=0, at="rows"),
@@ -635,79 +635,48 @@ def _instant_plan() -> _InstantPlan:
 INSTANT_PLAN = _instant_plan()
 
 
-def _instants_source(plan: _InstantPlan) -> tuple[str, dict[str, Any]]:
-    """The source of :func:`instants` for ``plan``: one loop per World field and record type
-    (generated once: the checker's key reads every world's instants)."""
-    ns: dict[str, Any] = {}
-    lines = ["def instants(w):", "    out = [" + ", ".join(f"w.{f}" for f in plan.direct) + "]"]
+def instants(w: World, plan: _InstantPlan = INSTANT_PLAN) -> list[int]:
+    """Every instant of ``w`` (its "no instant" values left out), in no particular order, as
+    :data:`INSTANTS` declares them (``plan``: :func:`_instant_plan` of another declaration)."""
+    out = [getattr(w, f) for f in plan.direct]
     for name, held in plan.nested:
-        lines.append(f"    v = w.{name}")
-        lines.append("    for x in (v if v.__class__ is tuple else (v,)):")
-        for k, (typ, spec) in enumerate(held.items()):
-            ns[f"T{name}{k}"] = typ
-            lines.append(f"        {'if' if k == 0 else 'elif'} x.__class__ is T{name}{k}:")
-            for f, none in spec:
-                if none is None:
-                    lines.append(f"            out.append(x.{f})")
-                else:
-                    lines.append(f"            t = x.{f}")
-                    lines.append(f"            if t != {none!r}:")
-                    lines.append("                out.append(t)")
-    lines.append("    return out")
-    return "\n".join(lines) + "\n", ns
+        v = getattr(w, name)
+        for x in (v if v.__class__ is tuple else (v,)):
+            spec = held.get(x.__class__)
+            if spec:
+                for f, none in spec:
+                    t = getattr(x, f)
+                    if none is None or t != none:
+                        out.append(t)
+    return out
 
 
-def _make_instants(plan: _InstantPlan) -> Any:
-    src, ns = _instants_source(plan)
-    exec(src, ns)  # noqa: S102 - generated from the declaration INSTANTS
-    fn = ns["instants"]
-    fn.__doc__ = """Every instant of ``w`` (its "no instant" values left out), in no particular
-    order (generated from :data:`INSTANTS`: :func:`_instants_source`)."""
-    return fn
-
-
-instants: Any = _make_instants(INSTANT_PLAN)
-
-
-def _map_source(plan: _InstantPlan) -> tuple[str, dict[str, Any]]:
-    """The source of :func:`map_instants` for ``plan`` (as :func:`_instants_source`)."""
-    ns: dict[str, Any] = {"replace": replace}
-    lines = ["def map_instants(w, move):",
-             "    ch = {" + ", ".join(f"{f!r}: move(w.{f})" for f in plan.direct) + "}"]
+def map_instants(w: World, move: Any, plan: _InstantPlan = INSTANT_PLAN) -> World:
+    """The same world with every instant ``t`` replaced by ``move(t)`` ("no instant" values
+    kept; a record none of whose instants moves is kept as the same object)."""
+    ch: dict[str, Any] = {f: move(getattr(w, f)) for f in plan.direct}
     for name, held in plan.nested:
-        lines += [f"    v = w.{name}", "    one = v.__class__ is not tuple",
-                  "    new = []", "    changed = False",
-                  "    for x in ((v,) if one else v):"]
-        for k, (typ, spec) in enumerate(held.items()):
-            ns[f"T{name}{k}"] = typ
-            lines.append(f"        {'if' if k == 0 else 'elif'} x.__class__ is T{name}{k}:")
-            lines.append("            c = {}")
-            for f, none in spec:
-                lines.append(f"            t = x.{f}")
-                guard = "" if none is None else f" and t != {none!r}"
-                lines.append("            u = move(t)" if none is None else
-                             f"            u = move(t) if t != {none!r} else t")
-                lines.append(f"            if u != t{guard}:")
-                lines.append(f"                c[{f!r}] = u")
-            lines += ["            if c:", "                x = replace(x, **c)",
-                      "                changed = True"]
-        lines += ["        new.append(x)", "    if changed:",
-                  f"        ch[{name!r}] = new[0] if one else tuple(new)"]
-    lines.append("    return replace(w, **ch)")
-    return "\n".join(lines) + "\n", ns
-
-
-def _make_map(plan: _InstantPlan) -> Any:
-    src, ns = _map_source(plan)
-    exec(src, ns)  # noqa: S102 - generated from the declaration INSTANTS
-    fn = ns["map_instants"]
-    fn.__doc__ = """The same world with every instant ``t`` replaced by ``move(t)`` ("no instant"
-    values kept; a record none of whose instants moves is kept as the same object; generated
-    from :data:`INSTANTS`: :func:`_map_source`)."""
-    return fn
-
-
-map_instants: Any = _make_map(INSTANT_PLAN)
+        v = getattr(w, name)
+        one = v.__class__ is not tuple
+        new = []
+        changed = False
+        for x in ((v,) if one else v):
+            spec = held.get(x.__class__)
+            if spec:
+                c = {}
+                for f, none in spec:
+                    t = getattr(x, f)
+                    if none is None or t != none:
+                        u = move(t)
+                        if u != t:
+                            c[f] = u
+                if c:
+                    x = replace(x, **c)
+                    changed = True
+            new.append(x)
+        if changed:
+            ch[name] = new[0] if one else tuple(new)
+    return replace(w, **ch)
 
 
 # -- logs (the model's declared append-only tuples) ------------------------------------------

@@ -26,9 +26,6 @@ into its vocabulary and refuses an undeclared one, naming it. The declaration na
   the model and checks every move it sees is declared;
 * ``args``: the arguments the fired transition carries besides ``run`` and ``fault``;
 * ``move``: the transition enabled at this label (default: ``fires[0]`` with ``run``);
-* ``touches``: the parts of the world (``Touch``) it reads or writes beyond what its actor,
-  cost, faults and ``then`` imply (model/footprint.py derives those: partial-order reduction's
-  footprints);
 * ``effect``: the function decorated, ``(world, proc, transition) -> world``.
 
 Everything else is derived from this table: ``runtime.enabled`` (the guard is "the process is
@@ -54,7 +51,6 @@ from .vocab import ActorKind as ActorKind
 from .vocab import Closed, Keyed
 from .vocab import FaultKind as FaultKind
 from .vocab import Label as Label
-from .vocab import Touch as Touch
 from .vocab import TransitionName as TransitionName
 
 # cost classes: the environment component a step waits on (the simulator's latency and fault)
@@ -146,9 +142,6 @@ class Action:
     # a step of a step boundary (7.2) before its event is stored: a tool's application is
     # not yet judged audited or not while its segment is at such a label
     boundary: bool = False
-    # what the step reads or writes beyond what its actor, cost, faults and ``then`` imply
-    # (model/footprint.py derives the rest; partial-order reduction reads it)
-    touches: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,8 +152,6 @@ class Other:
     faults: tuple[str, ...]
     place: str
     args: tuple[str, ...] = ()
-    # what it reads or writes (model/footprint.py adds the fault budget when it has faults)
-    touches: tuple[str, ...] = ()
 
     @property
     def cost(self) -> str:
@@ -293,52 +284,37 @@ def actor_instances(config: Any) -> dict[str, tuple[str, ...]]:
 ACTIONS: dict[str, Action] = _Table(Label)
 REAPER_ACTIONS: dict[str, Action] = _Table(Label)
 
-N, A, X = TransitionName, ActorKind, Touch
+N, A = TransitionName, ActorKind
 OTHER_TRANSITIONS: dict[str, Other] = _Table(TransitionName, {
     # callers (6.1, 11, 12)
-    store.START_RUN: Other(A.CALLER, STORE_FAULTS, "T1",
-                           touches=(X.RUN_INPUTS, X.ROW, X.PROCS, X.CLOCK, X.EVENTS)),
+    store.START_RUN: Other(A.CALLER, STORE_FAULTS, "T1"),
     # (without a transport the enqueue fails up front: its outcome, 6.4)
-    store.ENQUEUE_RUN: Other(A.CALLER, STORE_FAULTS, "T2",
-                             touches=(X.RUN_INPUTS, X.ROW, X.PROCS, X.CLOCK, X.EVENTS,
-                                      X.OUTCOMES)),
+    store.ENQUEUE_RUN: Other(A.CALLER, STORE_FAULTS, "T2"),
     # (``by``: a named principal's request, RunSpec.requests; none: the run's owner's. A
     # request is made once (``asked``), enabled once its run is started; what a cancel or a
     # read returned when it changed or read nothing is an outcome, what it changed or read a
     # ``made``)
-    store.CANCEL: Other(A.CALLER, STORE_FAULTS, "T13; 11 step 1", ("by",),
-                        touches=(X.RUN_INPUTS, X.ROW, X.MARKS, X.ASKED, X.MADE, X.OUTCOMES)),
-    N.APPROVE: Other(A.CALLER, (), "12.2", ("permitted", "configured", "by"),
-                     touches=(X.RUN_INPUTS, X.ROW, X.PROCS, X.ASKED)),
-    N.DENY: Other(A.CALLER, (), "12.2", ("permitted", "configured", "by"),
-                  touches=(X.RUN_INPUTS, X.ROW, X.PROCS, X.ASKED)),
-    N.SUBMIT_INPUT: Other(A.CALLER, (), "12.3", ("valid", "configured", "by"),
-                          touches=(X.RUN_INPUTS, X.ROW, X.PROCS, X.ASKED)),
+    store.CANCEL: Other(A.CALLER, STORE_FAULTS, "T13; 11 step 1", ("by",)),
+    N.APPROVE: Other(A.CALLER, (), "12.2", ("permitted", "configured", "by")),
+    N.DENY: Other(A.CALLER, (), "12.2", ("permitted", "configured", "by")),
+    N.SUBMIT_INPUT: Other(A.CALLER, (), "12.3", ("valid", "configured", "by")),
     # a principal's reads: they change nothing but what it has seen (17)
-    N.READ_STATUS: Other(A.CALLER, (), "16.18 the status view", ("by",),
-                         touches=(X.RUN_INPUTS, X.ROW, X.ASKED, X.MADE, X.OUTCOMES)),
-    N.READ_EVENTS: Other(A.CALLER, (), "16.18 the events read", ("by", "after_sequence"),
-                         touches=(X.RUN_INPUTS, X.ROW, X.EVENTS, X.ASKED, X.MADE, X.OUTCOMES)),
+    N.READ_STATUS: Other(A.CALLER, (), "16.18 the status view", ("by",)),
+    N.READ_EVENTS: Other(A.CALLER, (), "16.18 the events read", ("by", "after_sequence")),
     # a free worker takes a delivered message (async transport; 6.2 step 1)
-    N.RUN_QUEUED: Other(A.WORKER, STORE_FAULTS, "6.2 step 1 (async: a delivery)", ("not_before",),
-                        touches=(X.MESSAGES, X.PROCS, X.ROW, X.CLOCK, X.MARKS, X.OUTCOMES)),
+    N.RUN_QUEUED: Other(A.WORKER, STORE_FAULTS, "6.2 step 1 (async: a delivery)", ("not_before",)),
     # the environment and its faults (1.3); the clock reads every lease and every process's
     # label (which lapse is a slow operation, which a pause)
     N.ADVANCE_TIME: Other(A.CLOCK, (F.SLOW_OPERATION, F.PAUSE),
-                          "conventions: one clock; 1.3 slow operation", ("to",),
-                          touches=(X.CLOCK, X.PROCS, X.ROW, X.MESSAGES, X.REAPERS)),
-    N.CRASH: Other("any process", (), "1.3 process death",
-                   touches=(X.SELF, X.PROCS, X.OUTCOMES, X.REAPERS)),
-    N.DUPLICATE_MESSAGE: Other(A.BUS, (), "1.3, 6.3", ("not_before",), touches=(X.MESSAGES,)),
-    N.REMOVE_TOOL: Other(A.OPERATOR, (), "14.2 a tool removed between attempts", ("tool",),
-                         touches=(X.CATALOGUE,)),
+                          "conventions: one clock; 1.3 slow operation", ("to",)),
+    N.CRASH: Other("any process", (), "1.3 process death"),
+    N.DUPLICATE_MESSAGE: Other(A.BUS, (), "1.3, 6.3", ("not_before",)),
+    N.REMOVE_TOOL: Other(A.OPERATOR, (), "14.2 a tool removed between attempts", ("tool",)),
     # the runtime's console commands (model/commands.py: their outcomes' exit codes); the
     # operator's next cancel is the one after those ended (``commands``), a refused tick is
     # a reaper's while it is idle
-    N.CANCEL_COMMAND: Other(A.OPERATOR, STORE_FAULTS, "11 the cancel command; T13", ("uuid",),
-                            touches=(X.COMMANDS, X.ROW, X.MARKS)),
-    N.TICK_REFUSED: Other(A.REAPER, (), "6.4 no transport: the reaper's tick fails before T10",
-                          touches=(X.COMMANDS, X.REAPERS)),
+    N.CANCEL_COMMAND: Other(A.OPERATOR, STORE_FAULTS, "11 the cancel command; T13", ("uuid",)),
+    N.TICK_REFUSED: Other(A.REAPER, (), "6.4 no transport: the reaper's tick fails before T10"),
 })
 
 
@@ -347,7 +323,7 @@ def action(
     faults: tuple[str, ...] = (), then: tuple[str, ...] = (), args: tuple[str, ...] = (),
     move: Callable[..., Any] | None = None,
     faults_now: Callable[..., tuple[str, ...]] | None = None, actor: str = PROCESS,
-    boundary: bool = False, touches: tuple[str, ...] = (),
+    boundary: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare the decorated function as the effect of the step labelled ``pc``. Every name
     is parsed into its vocabulary (model/vocab.py) here: the label, the transitions it fires,
@@ -361,7 +337,6 @@ def action(
     if unknown:
         raise ValueError(f"{where} unknown fault kinds {unknown}; declare them in FAULTS")
     actor = ActorKind.of(actor, where)
-    parts = tuple(Touch.of(x, where) for x in touches)
     names = tuple(TransitionName.of(n, where)
                   for n in ((fires,) if isinstance(fires, str) else fires))
     nexts = tuple(x if x == END else Label.of(x, where) for x in then)
@@ -371,7 +346,7 @@ def action(
 
     def declare(effect: Callable[..., Any]) -> Callable[..., Any]:
         table[pc] = Action(pc, names, kinds, cost, place, effect, move, faults_now,
-                           nexts, tuple(args), actor, boundary, parts)
+                           nexts, tuple(args), actor, boundary)
         return effect
 
     return declare

@@ -382,29 +382,6 @@ class Scope(Closed):
     AGENT_READ = "AGENT_READ"
 
 
-class Touch(Closed):
-    """What a transition may read or write (its footprint, ``model.footprint``): a part of
-    the world. ``ROW`` and ``RUN_INPUTS`` are per run (the run the transition names), ``SELF``
-    is the acting process's own entry of ``World.procs``; the others are one part each."""
-
-    ROW = "row"  # World.rows[run]
-    RUN_INPUTS = "run_inputs"  # World.started / cancels / decisions / resumes [run]
-    SELF = "self"  # the acting process's entry of World.procs (its frames included)
-    PROCS = "procs"  # which processes exist (a spawn, an end) and the other processes
-    EVENTS = "events"
-    LEDGER = "ledger"
-    OUTCOMES = "outcomes"
-    MESSAGES = "messages"
-    CLOCK = "clock"
-    MARKS = "marks"
-    CATALOGUE = "catalogue"  # World.removed
-    REAPERS = "reapers"
-    BUDGET = "budget"  # World.faults
-    COMMANDS = "commands"  # World.commands (the console commands that have ended)
-    ASKED = "asked"  # World.asked (the named principals' requests made so far)
-    MADE = "made"  # World.made (what those requests changed or read: a ghost)
-
-
 describe(Label, "step label")
 describe(TransitionName, "transition")
 describe(FaultKind, "fault kind")
@@ -415,4 +392,3 @@ describe(Decision, "decision")
 describe(Request, "request")
 describe(PrincipalKind, "principal kind")
 describe(Scope, "scope")
-describe(Touch, "footprint part")

@@ -35,7 +35,6 @@ from failclosed.model.vocab import OutcomeName, Request, TransitionName
 from failclosed.spec import engine
 from failclosed.spec import properties as P
 from failclosed.spec.coverage import expected_labels
-from failclosed.spec.por import AmpleSets, independent_steps, visible_fields
 from failclosed.spec.symmetry import make_canonical, reductions_of
 from failclosed.spec.vocab import PropertyName, Reduction
 
@@ -251,9 +250,6 @@ class PropertyResult:
     complete: bool = True
     # liveness: the fairness it was checked under, tersely (spec.properties LivenessProperty)
     under: str = ""
-    # the trace is a shortest one (False: found under partial-order reduction and not
-    # shortened, as the bounded unreduced search was cut by --max-states)
-    shortest: bool = True
 
     @property
     def trace_length(self) -> int | None:
@@ -267,14 +263,8 @@ class PartStats:
     reduction: float | None
     group: int
     growth: str | None = None  # the growth line of a varied policy (see _GrowthWatch)
-    # what its search ran under (spec.vocab.Reduction, in its order), and why one asked for
-    # did not run ("por off (liveness keeps the graph)")
+    # what its search ran under (spec.vocab.Reduction, in its order)
     reductions: tuple[str, ...] = ()
-    off: tuple[str, ...] = ()
-    # partial-order reduction's counts (spec/por.py): states an ample set was offered for,
-    # taken, expanded in full by the cycle proviso, and why each process's transitions were
-    # refused as an ample set
-    por: dict[str, Any] | None = None
 
 
 @dataclass
@@ -336,10 +326,8 @@ class CheckResult:
     @property
     def reductions(self) -> tuple[str, ...]:
         """The reductions any part's search ran under (spec.vocab.Reduction), in their
-        order; a reduction appends its name to a part's ``reductions``. Then what was asked
-        for and did not run (a part's ``off``: "por off (...)")."""
-        return reductions_union(p.reductions for p in self.parts) + tuple(
-            dict.fromkeys(o for p in self.parts for o in p.off))
+        order."""
+        return reductions_union(p.reductions for p in self.parts)
 
     @property
     def ok(self) -> bool:
@@ -383,7 +371,6 @@ class CheckResult:
             "reductions": list(self.reductions),
             "coverage_never_enabled": self.coverage.never_enabled if self.coverage else None,
             "growth": self.growth,
-            "shortest": {n: r.shortest for n, r in self.properties.items() if not r.holds},
         }
 
 
@@ -434,7 +421,6 @@ def check(
     witnesses: bool = True,
     coverage: bool = True,
     symmetry: bool = True,
-    clock: bool = True,
     logs: bool = True,
     measure_reduction: bool = False,
     max_states: int | None = None,
@@ -442,7 +428,6 @@ def check(
     jobs: int = 1,
     on_progress: Callable[[int, int], None] | None = None,
     on_note: Callable[[str], None] | None = None,
-    por: bool = False,
     memory_budget_mib: float | None = None,
 ) -> CheckResult:
     """Check ``properties`` (None: all) on every part of ``config`` under ``policy`` (None:
@@ -457,12 +442,9 @@ def check(
     ``jobs`` > 1: the parts (independent searches) run on that many spawned processes
     (spec/scope.py's pool) and are merged in their order, so the result is the one of
     ``jobs=1`` (but for the measured seconds and memory).
-    ``symmetry``, ``clock``, ``logs``: the state abstractions of spec/symmetry.py (the
-    symmetry reduction, the clock regions, the log order; False: without).
-    ``por``: partial-order reduction (spec/por.py) for the parts' searches that keep no
-    graph (no liveness property is checked: the reduction is not claimed sound for the fair
-    cycle analysis); a violation found under it is shortened by an unreduced search bounded
-    at its length (:func:`_shortest`). ``CheckResult.reductions`` says what ran.
+    ``symmetry``, ``logs``: the state abstractions of spec/symmetry.py (the symmetry
+    reduction, the log order; False: without).
+    ``CheckResult.reductions`` says what ran.
     ``memory_budget_mib``: what the searches may store in memory, shared by the ``jobs``
     processes (each part's search gets its share: spec/seen.py); None: no bound."""
     t0 = time.perf_counter()
@@ -479,7 +461,7 @@ def check(
     from failclosed.spec.scope import worker_share
 
     search = _Search(pname, tuple(safety), tuple(live), coverage, symmetry, measure_reduction,
-                     max_states, clock, logs, por,
+                     max_states, logs,
                      worker_share(memory_budget_mib, min(jobs, len(parts))))
     if jobs > 1 and len(parts) > 1:
         outcomes = _parts_in_processes(parts, search, tuple(reached), jobs, on_part)
@@ -520,19 +502,12 @@ class _Search:
     symmetry: bool
     measure_reduction: bool
     max_states: int | None
-    clock: bool = True  # the clock regions (spec/symmetry.py); False: the time shift only
     logs: bool = True  # the log order (spec/symmetry.py); False: each log in landing order
-    por: bool = False
     memory_budget_mib: float | None = None  # one search's share (spec/seen.py)
 
     def canonical(self, cfg: Config) -> Callable[[World], Hashable] | None:
         """The key of ``cfg``'s worlds under this search's reductions (spec/symmetry.py)."""
-        return make_canonical(cfg, self.symmetry, self.clock, self.logs)
-
-    @property
-    def por_runs(self) -> bool:
-        """Partial-order reduction runs: asked for, and no liveness property keeps the graph."""
-        return self.por and not self.live
+        return make_canonical(cfg, self.symmetry, self.logs)
 
 
 @dataclass
@@ -543,9 +518,8 @@ class _PartOutcome:
     stats: PartStats
     config: Config
     witnesses: list[str]  # reached in this part
-    # safety: (name, initial world, trace, the violating world, it is a shortest trace), in
-    # the engine's order
-    violations: list[tuple[str, World, list[tuple[Transition, World]], World, bool]]
+    # safety: (name, initial world, trace, the violating world), in the engine's order
+    violations: list[tuple[str, World, list[tuple[Transition, World]], World]]
     # liveness: (name, the analysis was complete, its counterexample or None)
     liveness: list[tuple[str, bool, PropertyResult | None]]
     enabled: dict[str, int]  # coverage: label -> times enabled, in first-seen order
@@ -657,10 +631,6 @@ def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
                                                      search, say or _say)
     reads = ({n: P.SAFETY[n].reads for n in search.safety if P.SAFETY[n].reads}
              | {k: WITNESSES[k].reads for k in wit})
-    reduce = None
-    if search.por_runs and independent_steps():
-        reduce = AmpleSets(visible_fields([P.SAFETY[n].reads for n in search.safety]
-                                          + [WITNESSES[k].reads for k in wit]))
     ex = engine.explore(
         [w0], successors,
         invariants={n: P.SAFETY[n].check for n in search.safety},
@@ -674,11 +644,7 @@ def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
         deadlock_labels=ignore,
         on_progress=_both(on_progress, watch),
         memory_budget_mib=search.memory_budget_mib,
-        reduce=reduce,
     )
-    violations = {n: (f, True) for n, f in ex.violations.items()}
-    if reduce is not None and ex.violations:
-        violations = _shortest(w0, canon, reads, ex.violations, search.max_states)
     if watch is not None and watch.line is None and ex.truncated:
         watch.check(ex.stats.states, searching=False)
     enabled: dict[str, int] = {}
@@ -691,47 +657,13 @@ def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
     return _PartOutcome(
         PartStats(part.name, ex.stats, ex.reduction_factor, getattr(canon, "group_size", 1),
                   watch.line if watch is not None else None,
-                  reductions_of(canon) + ((Reduction.POR,) if reduce is not None else ()),
-                  _por_off(search, reduce),
-                  None if reduce is None else reduce.counts()),
+                  reductions_of(canon)),
         spec,
         [k for k, f in ex.witnesses.items() if f is not None],
-        [(n, f.initial, list(f.trace), f.world, shortest)
-         for n, (f, shortest) in violations.items()],
+        [(n, f.initial, list(f.trace), f.world) for n, f in ex.violations.items()],
         [_liveness(part, spec, ex, n) for n in search.live],
         enabled, taken,
     )
-
-
-POR_OFF_LIVENESS = "por off (liveness keeps the graph)"
-POR_OFF_DEPENDENT = "por off (every step shares a part with another actor's)"
-
-
-def _por_off(search: _Search, reduce: AmpleSets | None) -> tuple[str, ...]:
-    """Why partial-order reduction asked for did not run: a liveness property keeps the
-    graph, or no process step is independent of the other actors' (spec.por, C1)."""
-    if not search.por or reduce is not None:
-        return ()
-    return (POR_OFF_LIVENESS,) if search.live else (POR_OFF_DEPENDENT,)
-
-
-def _shortest(w0: World, canon: Any, reads: dict[str, Any], found: dict[str, engine.Finding],
-              max_states: int | None) -> dict[str, tuple[engine.Finding, bool]]:
-    """The violations a reduced search found, each replaced by the shortest, fewest-switch
-    one: an unreduced search of the violated invariants bounded at the deepest of them (a
-    reduced trace is a real path, so the unreduced BFS meets each at that depth or before).
-    A violation the bounded search does not reach (``max_states`` cut it) keeps its reduced
-    trace, marked not shortest."""
-    bound = max(f.depth for f in found.values())
-    ex = engine.explore([w0], successors,
-                        invariants={n: P.SAFETY[n].check for n in found}, canonical=canon,
-                        reads={n: r for n, r in reads.items() if n in found},
-                        max_states=max_states, max_depth=bound)
-    out: dict[str, tuple[engine.Finding, bool]] = {}
-    for n, f in found.items():
-        g = ex.violations.get(n)
-        out[n] = (f, False) if g is None else (g, True)
-    return out
 
 
 def _liveness(part: ConfigPart, spec: Config, ex: Any, n: str) -> tuple[str, bool, PropertyResult | None]:
@@ -774,11 +706,11 @@ def _merge_part(results: dict[str, PropertyResult], reached: dict[str, str | Non
     for k in out.witnesses:
         if reached.get(k) is None:
             reached[k] = part.name
-    for n, initial, trace, world, shortest in out.violations:
+    for n, initial, trace, world in out.violations:
         r = results[n]
         if r.holds or len(trace) < len(r.trace):
             results[n] = PropertyResult(n, "safety", False, part.name, part.data, initial, trace,
-                                        explanation=P.explain(n, world), shortest=shortest)
+                                        explanation=P.explain(n, world))
     for n, complete, cx in out.liveness:
         r = results[n]
         r.complete = r.complete and complete

@@ -20,8 +20,7 @@ fingerprints. Two distinct keys with the same fingerprint would be taken for one
 (:attr:`Stats.collision_probability`: about n^2 / 2^65 for n states, as TLC reports it);
 ``keep_worlds=True`` keeps every world (tests compare reachable sets with it). Under a memory
 budget (``memory_budget_mib``) the seen set is tiered and spills to disk (spec/seen.py): the
-ids of the two live layers stay in a dict, the older ones in sorted runs; and the worlds of
-the next layers are packed, a block of ids pickled at a time (spec/frontier.py). Transitions are
+ids of the two live layers stay in a dict, the older ones in sorted runs. Transitions are
 interned to ints. With ``keep_graph=True`` the edges are three ``array('i')`` (src, dst,
 transition id); no networkx graph is built during the search. Ids are assigned in BFS order,
 so the frontier is just a cursor over the id range and the edge ``src`` array is sorted.
@@ -43,7 +42,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import networkx as nx
 import numpy as np
-from failclosed.spec.frontier import PackedWorlds
 from failclosed.spec.seen import PER_STATE_BYTES, SeenSet, resident_mib, sigterm_raises
 
 if TYPE_CHECKING:
@@ -351,18 +349,15 @@ class FieldReads:
         self.fields = tuple(sorted({f for fs in reads.values() for f in fs}))
         bit = {f: 1 << k for k, f in enumerate(self.fields)}
         self.mask = {nm: sum(bit[f] for f in set(fs)) for nm, fs in reads.items()}
-        for f in self.fields:
-            if not f.isidentifier():
-                raise ValueError(f"reads: {f!r} is not an attribute name")
-        # changed(a, b), written out for these fields: one identity test per field
-        src = "def changed(a, b):\n    m = 0\n" + "".join(
-            f"    if b.{f} is not a.{f}:\n        m |= {1 << k}\n"
-            for k, f in enumerate(self.fields)) + "    return m\n"
-        ns: dict[str, Any] = {}
-        exec(src, ns)  # noqa: S102 - generated from the declared attribute names
-        self.changed: Callable[[Any, Any], int] = ns["changed"]
-        self.changed.__doc__ = ("The mask of the fields whose value in ``b`` is not the very "
-                                "object it is in ``a``.")
+        self._bits = tuple((f, 1 << k) for k, f in enumerate(self.fields))
+
+    def changed(self, a: Any, b: Any) -> int:
+        """The mask of the fields whose value in ``b`` is not the very object it is in ``a``."""
+        m = 0
+        for f, bit in self._bits:
+            if getattr(b, f) is not getattr(a, f):
+                m |= bit
+        return m
 
 
 # The search is four parts, in the manner of TLC and stateright: the transition table
@@ -486,23 +481,14 @@ class _PropertyStep:
         self.stop = stop_at_first_violation
         self.checked = 0  # states 0..checked-1 were checked
 
-    def check(self, lo: int, hi: int, worlds: list[Any], paths: _Paths,
-              packed: PackedWorlds | None = None) -> bool:
+    def check(self, lo: int, hi: int, worlds: list[Any], paths: _Paths) -> bool:
         """Check states ``lo..hi-1`` (one whole layer, or the part of one stored before
         ``max_states`` ended the search) against the properties no earlier layer violated or
         reached, and record their labels. True: stop the search (``stop_at_first_violation``
         and a violation). Then, unless every world is kept, release the worlds of the states
-        before ``lo`` (all expanded, and no longer parents the property step compares with).
-        ``packed``: where the worlds that are None in ``worlds`` are (spec/frontier.py)."""
-        fetch = None if packed is None else _fetcher(worlds, packed)
-        if fetch is None:
-            for _, pred, out in self.label_items:
-                out.extend(bool(pred(worlds[j])) for j in range(lo, hi))
-        elif self.label_items:  # packed: one pass over the layer, a block read back once
-            for j in range(lo, hi):
-                w = fetch(j)
-                for _, pred, out in self.label_items:
-                    out.append(bool(pred(w)))
+        before ``lo`` (all expanded, and no longer parents the property step compares with)."""
+        for _, pred, out in self.label_items:
+            out.extend(bool(pred(worlds[j])) for j in range(lo, hi))
         inv = [(nm, p, self.read_mask.get(nm, 0)) for nm, p in self.inv_items
                if nm not in self.inv_hits]
         wit = [(nm, p, self.read_mask.get(nm, 0)) for nm, p in self.wit_items
@@ -513,7 +499,7 @@ class _PropertyStep:
                 parents = paths.parent[lo:hi]
                 for j, p in paths.displaced.items():
                     parents[j - lo] = p  # all in lo..hi-1: displaced only in the next layer
-            self._check(range(lo, hi), parents, worlds, inv, wit, fetch)
+            self._check(range(lo, hi), parents, worlds, inv, wit)
         paths.displaced.clear()
         self.checked = hi
         start = max(self.released, self.n_initial)
@@ -522,8 +508,6 @@ class _PropertyStep:
             # of this layer) is over: only the traces need it again, rebuilt by replay
             worlds[start:lo] = [None] * (lo - start)
             self.released = lo
-            if packed is not None:
-                packed.release(lo)
         return self.stop and bool(self.inv_hits)
 
     def _check(
@@ -533,19 +517,18 @@ class _PropertyStep:
         worlds: list[Any],
         inv: list[tuple[str, Callable[[Any], bool], int]],
         wit: list[tuple[str, Callable[[Any], bool], int]],
-        fetch: Callable[[int], Any] | None = None,
     ) -> None:
         changed_fields = self.changed
         inv_hits, wit_hits = self.inv_hits, self.wit_hits
         changed = -1
         for k, j in enumerate(ids):
-            w2 = worlds[j] if fetch is None else fetch(j)
+            w2 = worlds[j]
             if parents is not None:
                 p = parents[k]
                 if p < 0:
                     changed = -1
                 else:
-                    changed = changed_fields(worlds[p] if fetch is None else fetch(p), w2)
+                    changed = changed_fields(worlds[p], w2)
             for name, pred, rm in inv:
                 if rm and not rm & changed:
                     continue  # reads nothing that differs from the parent: held there
@@ -569,17 +552,6 @@ class _PropertyStep:
             hits = self.wit_hits.get(name)
             ex.witnesses[name] = (ex.finding(name, min(hits, key=lambda s: (sw[s], s)))
                                   if hits else None)
-
-
-def _fetcher(worlds: list[Any], packed: PackedWorlds) -> Callable[[int], Any]:
-    """State ``j``'s world, from ``worlds`` or, packed, from ``packed``."""
-    get = packed.get
-
-    def fetch(j: int) -> Any:
-        w = worlds[j]
-        return get(j) if w is None else w
-
-    return fetch
 
 
 def _hashing(canonical: Callable[[W], Hashable] | None, seen: set[int]) -> Callable[[W], Hashable]:
@@ -608,8 +580,6 @@ class _Store:
     edges: tuple[array, array, array] | None
     deadlocks: array  # 'i'
     at_deadlock: list[tuple[Callable[[Any], bool], bytearray]]
-    # the next layers' worlds, packed, once the seen set is tiered (spec/frontier.py)
-    packed: PackedWorlds | None = None
 
     @staticmethod
     def empty(keep_graph: bool, deadlock_labels: Mapping[str, Callable[[Any], bool]],
@@ -622,8 +592,7 @@ class _Store:
         """The estimated bytes stored besides the seen set: the per-state arrays and labels,
         the edges, the tying parents and the deadlocks."""
         n_edges = len(self.edges[0]) if self.edges is not None else 0
-        packed = self.packed.nbytes if self.packed is not None else 0
-        return (len(self.fps) * (PER_STATE_BYTES + n_labels) + 12 * n_edges + packed
+        return (len(self.fps) * (PER_STATE_BYTES + n_labels) + 12 * n_edges
                 + 200 * len(self.paths.alts) + len(self.deadlocks) * (4 + len(self.at_deadlock)))
 
     def deadlock(self, i: int, w: Any) -> None:
@@ -649,32 +618,6 @@ def _seed(initial: Sequence[W], canon: Callable[[W], Hashable] | None, st: _Stor
     return False
 
 
-def _ample_first(successors: Callable[[W], Iterable[tuple[Transition, W]]],
-                 reduce: Callable[[W], tuple[Sequence[tuple[Transition, W]], bool]],
-                 canon: Callable[[W], Hashable] | None, st: _Store
-                 ) -> Callable[[W], Iterable[tuple[Transition, W]]]:
-    """``successors`` under partial-order reduction (``explore(..., reduce=)``):
-    ``reduce(world)`` gives ``(steps, ample)``, every successor (``ample`` False) or an
-    ample set's, which is taken if every state it leads to is new, else every successor is.
-    The check is the BFS cycle proviso (spec/por.py, C3): a reduced state's successors all
-    get larger ids, so every cycle of the reduced graph has a fully expanded state. An
-    ample set refused by it is counted in ``reduce.cycle_full`` when the reducer has that
-    attribute."""
-    stored = st.index
-
-    def succ(w: W) -> Iterable[tuple[Transition, W]]:
-        steps, ample = reduce(w)
-        if not ample:
-            return steps
-        if all(hash(w2 if canon is None else canon(w2)) not in stored for _, w2 in steps):
-            return steps
-        if hasattr(reduce, "cycle_full"):
-            reduce.cycle_full += 1
-        return successors(w)
-
-    return succ
-
-
 def _bfs(
     st: _Store,
     successors: Callable[[W], Iterable[tuple[Transition, W]]],
@@ -684,7 +627,6 @@ def _bfs(
     on_progress: Callable[[int, int], None] | None,
     progress_every: int,
     n_labels: int = 0,
-    max_depth: int | None = None,
 ) -> tuple[int, bool, bool]:
     """The BFS core, one layer at a time: ids are assigned in BFS order, so when the search
     reaches the first state of a layer every state of that layer is stored (ids lo..hi-1) and
@@ -693,21 +635,15 @@ def _bfs(
     ``max_states`` cut the search short, the states stored of the last layer are left for the
     caller to check. ``on_progress(stored, expanded)`` is called every ``progress_every``
     expanded states. At each layer boundary the seen set may move the older layers out of
-    memory (a memory budget: spec/seen.py); ``n_labels``: the labels kept per state;
-    ``max_depth``: the states of that depth are checked, not expanded (the search then ends as
-    stopped early)."""
+    memory (a memory budget: spec/seen.py); ``n_labels``: the labels kept per state."""
     worlds, depth = st.worlds, st.paths.depth
     expand = _expander(st, successors, canon, max_n, on_progress, progress_every)
     lo = 0
     while lo < len(worlds):
         hi = len(worlds)
         st.index.settle(lo, st.fps, st.other_bytes(n_labels))
-        if st.packed is None and st.index.tiered and not props.keep_worlds:
-            st.packed = PackedWorlds()  # over the budget: the next layers are packed
-        if props.check(lo, hi, worlds, st.paths, st.packed):
+        if props.check(lo, hi, worlds, st.paths):
             return lo, False, True  # stop_at_first_violation
-        if max_depth is not None and depth[lo] >= max_depth:
-            return lo, False, True  # the depth bound: this layer is not expanded
         i = expand(lo, hi, depth[lo] + 1)
         if i < hi:
             return i, True, False  # max_states: state i was not fully expanded
@@ -747,10 +683,8 @@ def _expander(
         esrc_append, edst_append, etr_append = esrc.append, edst.append, etr.append
         n = len(worlds)
         next_report = report[0]
-        packed = st.packed
-        world_of, pack_at = _packing(worlds, packed, hi)
         for i in range(lo, hi):
-            w = world_of(i)
+            w = worlds[i]
             k = sw[i]
             m = amask[i]
             any_succ = False
@@ -799,8 +733,6 @@ def _expander(
                     etr_append(tid)
             if not any_succ:
                 st.deadlock(i, w)
-            if n >= pack_at:  # a block of the next layer is complete: pack it
-                pack_at = _pack_blocks(packed, worlds, n, pack_at)
             if i + 1 >= next_report:
                 next_report += progress_every
                 on_progress(n, i + 1)  # type: ignore[misc]
@@ -808,27 +740,6 @@ def _expander(
         return hi
 
     return expand
-
-
-def _packing(worlds: list[Any], packed: PackedWorlds | None,
-             hi: int) -> tuple[Callable[[int], Any], int]:
-    """For the expansion of a layer ending before ``hi``: state ``i``'s world, and where the
-    first block whose ids are all in the next layer ends (never: no packing)."""
-    if packed is None:
-        return worlds.__getitem__, sys.maxsize
-    b = packed.block
-    return _fetcher(worlds, packed), -(-hi // b) * b + b
-
-
-def _pack_blocks(packed: PackedWorlds | None, worlds: list[Any], n: int, end: int) -> int:
-    """Pack every complete block ending by ``n``, from the one ending at ``end``; the end of
-    the next block to pack."""
-    assert packed is not None
-    b = packed.block
-    while n >= end:
-        packed.pack(worlds, end // b - 1)
-        end += b
-    return end
 
 
 _PREFETCH = 256  # states of a layer whose successors a tiered search looks up at once
@@ -858,7 +769,6 @@ def _triples(
 
         return lazy, nowhere
     worlds, hot = st.worlds, st.index.hot
-    fetch = None if st.packed is None else _fetcher(worlds, st.packed)
     chunk: list[list[Triple]] = []
     old: dict[int, int] = {}
     at = [0, 0]  # the chunk's ids: at[0]..at[1]-1
@@ -868,8 +778,7 @@ def _triples(
             at[:] = [i, min(hi, i + _PREFETCH)]
             chunk[:] = [[(t, w2, hash(w2 if canon is None else canon(w2)))
                          for t, w2 in successors(x)]  # type: ignore[arg-type]
-                        for x in (worlds[at[0]:at[1]] if fetch is None else
-                                  [fetch(j) for j in range(at[0], at[1])])]
+                        for x in worlds[at[0]:at[1]]]
             old.clear()
             old.update(st.index.find_old(fp for succ in chunk for _, _, fp in succ
                                          if fp not in hot))
@@ -899,7 +808,7 @@ def _stats(t0: float, rss0: float, st: _Store, expanded: int, truncated: bool,
         stopped_early=stopped,
         search_peak_rss_mib=max(st.index.peak_rss_mib, resident_mib()),
         stored_bytes=st.index.nbytes() + st.other_bytes(n_labels),
-        seen=st.index.describe() + (st.packed.describe() if st.packed is not None else ""),
+        seen=st.index.describe(),
     )
 
 
@@ -962,8 +871,6 @@ def explore(
     progress_every: int = 16384,
     memory_budget_mib: float | None = None,
     spill_dir: str | None = None,
-    reduce: Callable[[W], tuple[Sequence[tuple[Transition, W]], bool]] | None = None,
-    max_depth: int | None = None,
 ) -> Exploration:
     """Breadth-first exploration of every state reachable from ``initial`` (the search is
     described above :class:`_Transitions`; fingerprints in the module docstring).
@@ -997,14 +904,7 @@ def explore(
     * ``memory_budget_mib``: what the search may store in memory (None: no bound, the seen
       set is one dict). Over it, the older layers' fingerprints move to sorted runs, and
       then to disk under ``spill_dir`` (None: ``$TMPDIR``), in a temporary directory removed
-      when the search ends, however it ends (spec/seen.py); from the next layer on, its
-      worlds are packed (spec/frontier.py). The result is the same.
-    * ``reduce``: partial-order reduction (spec/por.py): ``reduce(world)`` is ``(steps,
-      ample)``: every ``(transition, world')`` successor, or (``ample``) an ample set's,
-      taken when every state it leads to is new (the cycle proviso, :func:`_ample_first`).
-      Traces stay concrete and replayable but may be longer than the shortest.
-    * ``max_depth``: states of that depth are checked but not expanded (the search ends
-      ``stopped_early``): the bound of a search for a shorter counterexample.
+      when the search ends, however it ends (spec/seen.py). The result is the same.
 
     Properties are checked one layer at a time, once the layer is complete (the property
     step); the verdicts and traces are those of checking each state as it is stored.
@@ -1020,16 +920,13 @@ def explore(
         try:
             seed_cut = _seed(initial, canon, st, max_n)  # 1. the initial states
             props.n_initial = n_initial = len(st.worlds)
-            succ = successors if reduce is None else _ample_first(successors, reduce, canon, st)
-            expanded, cut, stopped = _bfs(st, succ, canon, props, max_n, on_progress,
-                                          max(1, progress_every), len(labels),
-                                          max_depth)  # 2. the layers, each checked
+            expanded, cut, stopped = _bfs(st, successors, canon, props, max_n, on_progress,
+                                          max(1, progress_every),
+                                          len(labels))  # 2. the layers, each checked
         finally:
             st.index.close()  # the spilled runs' directory (their mappings stay readable)
-    props.check(props.checked, len(st.worlds), st.worlds, st.paths, st.packed)  # 3. a cut's rest
+    props.check(props.checked, len(st.worlds), st.worlds, st.paths)  # 3. a cut's rest
     stats = _stats(t0, rss0, st, expanded, seed_cut or cut, stopped, len(labels))
-    if st.packed is not None:  # the result holds the worlds a search without packing would
-        st.packed.unpack_into(st.worlds)
     ex = _exploration(st, successors, canonical, props, deadlock_labels, n_initial, expanded,
                       seen, stats)  # 4. the result, and in it 5. each property's trace
     props.report(ex)

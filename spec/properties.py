@@ -33,7 +33,6 @@ Ghost state read here (written by the model, read by no guard; docs/MODEL_GUIDE.
 from __future__ import annotations
 
 import inspect
-import types
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -182,33 +181,15 @@ def _formula(text: str) -> str:
     return inspect.cleandoc(text)
 
 
-def _holds_template(w: World) -> bool:
-    return find(w) is None  # type: ignore[name-defined]  # noqa: F821 (each copy's own global)
-
-
 def _holds(find: Finder, name: str, doc: str) -> Callable[[World], bool]:
-    """The bool form of a finder: ``find(w) is None``, as a plain function named ``name``.
+    """The bool form of a finder: ``find(w) is None``, as a function named ``name``."""
 
-    The engine calls it on every stored state, so it is built to be what a hand-written
-    ``def name(w): return _find(w) is None`` is: one call above the finder, ``find`` a global
-    (of a namespace holding only the finder), and a code object of its own. A shared code
-    object (closures from one ``def``) makes the call site ``find(w)`` polymorphic, so
-    CPython 3.11's specialising interpreter loses its inline cache: ~5 % slower over the
-    eighteen checks on the checker's worlds. Compiled by mypyc, a function has no code
-    object to copy, nor an inline cache to lose: the bool form is then a native closure."""
-    if not isinstance(_holds_template, types.FunctionType):
-        def holds(w: World) -> bool:
-            return find(w) is None
+    def holds(w: World) -> bool:
+        return find(w) is None
 
-        holds.__name__ = name
-        holds.__doc__ = doc
-        return holds
-    g = {"find": find, "__name__": __name__, "__builtins__": __builtins__}
-    code = _holds_template.__code__.replace(co_name=name, co_qualname=name)
-    check = types.FunctionType(code, g, name)
-    check.__qualname__ = name
-    check.__doc__ = doc
-    return check
+    holds.__name__ = name
+    holds.__doc__ = doc
+    return holds
 
 
 def _register(table: dict, name: str, prop: object) -> None:

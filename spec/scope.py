@@ -500,7 +500,7 @@ class TaskResult:
     transitions: int
     seconds: float
     truncated: bool
-    violations: dict[str, dict[str, Any]]  # property -> {length, kind, explanation, shortest}
+    violations: dict[str, dict[str, Any]]  # property -> {length, kind, explanation}
     cached: bool = False
     reductions: tuple[str, ...] = ()  # what the search ran under (CheckResult.reductions)
     peak_rss_mib: float = 0.0  # the member's own peak resident size (check_member)
@@ -524,29 +524,25 @@ def check_member(name: str, data: dict[str, Any], policy: str,
                  properties: Sequence[str] | None = None,
                  max_states: int | None = None,
                  on_progress: Callable[[int, int], None] | None = None,
-                 clock: bool = True, por: bool = False,
                  memory_budget_mib: float | None = None, logs: bool = True) -> TaskResult:
     """Check one member under one policy (no witnesses, no coverage: verdicts only).
     ``on_progress(stored, expanded)``: the running search's progress (spec.engine.explore);
-    ``clock``: under the clock regions (spec/symmetry.py; False: the time shift only);
     ``logs``: under the log order (spec/symmetry.py; False: each log in landing order);
-    ``por``: partial-order reduction (spec.checker.check); ``memory_budget_mib``: what its
-    search may store in memory (spec/seen.py)."""
+    ``memory_budget_mib``: what its search may store in memory (spec/seen.py)."""
     from failclosed.spec.checker import ConfigPart, check
     from failclosed.spec.engine import _maxrss_mib
     from failclosed.spec.seen import resident_mib
 
     before = _maxrss_mib()
     res = check(policy, ConfigPart(name, "", data), properties, witnesses=False,
-                coverage=False, max_states=max_states, on_progress=on_progress, clock=clock,
-                logs=logs, por=por, memory_budget_mib=memory_budget_mib)
+                coverage=False, max_states=max_states, on_progress=on_progress,
+                logs=logs, memory_budget_mib=memory_budget_mib)
     after = _maxrss_mib()
     # the process's peak, if this member raised it (then it is the member's own); else the
     # largest resident size sampled during its searches (a worker that ran a larger one)
     peak = after if after > before else max(res.search_peak_rss_mib, resident_mib())
     viol = {
-        n: {"length": r.trace_length, "kind": r.kind, "explanation": r.explanation,
-            "shortest": r.shortest}
+        n: {"length": r.trace_length, "kind": r.kind, "explanation": r.explanation}
         for n, r in res.properties.items() if not r.holds
     }
     return TaskResult(name, policy, res.states, res.transitions, res.seconds,
@@ -563,16 +559,16 @@ def _init_progress(queue: Any) -> None:
     _PROGRESS[0] = queue
 
 
-def _task(args: tuple[str, dict[str, Any], str, tuple[str, ...] | None, int | None, bool, bool,
+def _task(args: tuple[str, dict[str, Any], str, tuple[str, ...] | None, int | None,
                       float | None, bool]) -> dict[str, Any]:
-    name, data, policy, props, max_states, clock, por, budget, logs = args
+    name, data, policy, props, max_states, budget, logs = args
     queue = _PROGRESS[0]
     report = None
     if queue is not None:
         def report(stored: int, expanded: int) -> None:
             queue.put(((name, policy), stored))
-    return check_member(name, data, policy, props, max_states, report, clock, por,
-                        budget, logs).to_json()
+    return check_member(name, data, policy, props, max_states, report, budget,
+                        logs).to_json()
 
 
 CACHE_VARIABLE = "FAILCLOSED_CACHE"  # the cache's root (README, the notebooks, docs/SCOPES.md)
@@ -607,7 +603,7 @@ class Cache:
     def key(self, m: Member, policy: str, props: Sequence[str] | None,
             max_states: int | None, reductions: dict[str, bool] | None = None) -> str:
         """``reductions``: the search's reduction switches, on or off by Reduction
-        (``{Reduction.CLOCK_REGIONS: False}``: without the clock regions); a result under
+        (``{Reduction.LOG_ORDER: False}``: without the log order); a result under
         other switches is another entry."""
         raw = json.dumps([self.version, m.key, policy, sorted(props or []), max_states,
                           dict(sorted((reductions or {}).items()))])
@@ -652,15 +648,13 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
               cache: Cache | None = None,
               on_result: Callable[[TaskResult], None] | None = None,
               on_running: Callable[[int], None] | None = None,
-              clock: bool = True, por: bool = False,
               memory_budget_mib: float | None = None, logs: bool = True) -> list[TaskResult]:
     """Every (member, policy) checked once; cached results are not recomputed. ``on_result``
     sees each result as it arrives (progress); the list comes back in task order.
     ``on_running(states)``: the states stored so far by the searches still running (every
     few thousand states of each, and at least every few seconds on local processes, so a
     progress display can show life while a large member runs); Dask tasks report none.
-    ``clock``: every search under the clock regions (spec/symmetry.py; False: without);
-    ``logs``: under the log order (the same; False: without);
+    ``logs``: every search under the log order (spec/symmetry.py; False: without);
     ``memory_budget_mib``: what the searches may store in memory at once: each of the
     ``jobs`` local workers gets ``memory_budget_mib / jobs`` (a Dask task, the whole of it:
     the cluster sizes its own workers); None: no bound (spec/seen.py)."""
@@ -671,9 +665,7 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
     keys: dict[int, str] = {}
     for i, (m, p) in enumerate(tasks):
         if cache is not None:
-            # por joins the key only when on, so every key of an unreduced run is what it was
-            switches = ({Reduction.CLOCK_REGIONS: clock, Reduction.LOG_ORDER: logs}
-                        | ({Reduction.POR: True} if por else {}))
+            switches = {Reduction.LOG_ORDER: logs}
             keys[i] = cache.key(m, p, props, max_states, switches)
             hit = cache.get(keys[i], m.name)
             if hit is not None:
@@ -705,8 +697,7 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
             on_result(r)
 
     share = worker_share(memory_budget_mib, 1 if dask else min(jobs, len(todo)))
-    args = {i: (tasks[i][0].name, tasks[i][0].data, tasks[i][1], props, max_states, clock, por,
-                share, logs)
+    args = {i: (tasks[i][0].name, tasks[i][0].data, tasks[i][1], props, max_states, share, logs)
             for i in todo}
     if dask:
         _run_dask(dask, args, done)
@@ -715,8 +706,7 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
             a = args[i]
             key = (a[0], a[2])
             done(i, check_member(*a[:5], on_progress=lambda n, _e, k=key: progress(k, n),
-                                 clock=a[5], por=a[6], memory_budget_mib=a[7],
-                                 logs=a[8]).to_json())
+                                 memory_budget_mib=a[5], logs=a[6]).to_json())
     else:
         run_local(jobs, args, done, on_progress=progress if on_running is not None else None)
     return [results[i] for i in range(len(tasks))]
@@ -840,7 +830,6 @@ class Verdict:
     explanation: str = ""
     violating: int = 0  # members with a counterexample
     kind: str = "safety"
-    shortest: bool = True  # False: found under reduction and not shortened (spec.checker)
 
 
 @dataclass
@@ -895,8 +884,6 @@ class ScopeResult:
         if not v.holds:
             d["config"] = v.member
             d["violating_configurations"] = v.violating
-            if not v.shortest:
-                d["shortest"] = False
         return d
 
     def to_json(self) -> dict[str, Any]:
@@ -949,7 +936,6 @@ def merge(scope: Scope, policies: Sequence[str], properties: Sequence[str],
             if cur.holds or v["length"] < (cur.length or 0):
                 cur.holds, cur.length, cur.member = False, v["length"], r.member
                 cur.explanation, cur.kind = v.get("explanation", ""), v.get("kind", cur.kind)
-                cur.shortest = v.get("shortest", True)
     return ScopeResult(scope, list(policies), list(properties), verdicts, res, seconds)
 
 

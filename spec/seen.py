@@ -27,8 +27,7 @@ very same Exploration (tests/test_seen_set.py).
 
 The budget bounds the estimate of what the search stores per state (the seen set and the
 per-state arrays: :data:`PER_STATE_BYTES`) and the process's resident size, whichever is
-larger. The worlds of the two live layers are not the seen set's: once it is tiered, the
-engine packs those of the next layers (spec/frontier.py).
+larger. The worlds of the two live layers are not the seen set's: they stay in memory.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """State abstraction for the exhaustive checker: symmetry reduction, the time shift and the
-clock regions.
+log order.
 
 Symmetry: workers are interchangeable (their names only appear as identities and labels),
 and so are runs whose ``RunSpec`` differs only in its id. :func:`make_canonical` returns a
@@ -9,39 +9,6 @@ labels, identities, ``claimed_by`` and marks) and keeps the least serialised for
 
 Time: without a horizon only the differences between instants matter, so every key is taken
 of the world shifted as early as it goes (:func:`shift_time`).
-
-Clock regions (:func:`clock_regions`): of the instants *before* now only their order
-matters, so the gaps between them are closed up to one second each. The instants are the
-fields ``model.state.INSTANTS`` declares (the clock, a row's lease, a message's not_before,
-a reaper tick's now; "no instant" values such as a lease of 0 are left alone). The
-argument that worlds with one key have the same futures (an exact bisimulation, up to the
-instants' values in transition labels):
-
-* What the model does with instants (model/store.py, model/runtime.py): every guard compares
-  an instant with the clock or with another instant, with a constant of 0 or 1
-  (``store.stale``: ``lease_expires + 1 <= now`` through ``store.lapses_at``, now being the
-  clock, a tick's now or the clock's next instant; a pick-up's ``not_before <= now``; T10's
-  order by ``lease_expires``, ties included; ``waiting_instants``' ``lease_expires == now +
-  LEASE_SECONDS`` and its ``not_before > now``), and every write is now + c with c one of
-  ``Constants.time_offsets()`` (all >= 0) or a copy of now (a tick's now). The clock only
-  moves forward, to the instants ``waiting_instants`` names, which are later than now.
-* An instant x before now (x < now) therefore stays before every later now, before every
-  instant written from now on (now' + c >= now > x) and before every instant at or after
-  now; each guard on x alone is decided (stale, deliverable, no same-second renewal, no
-  clock target). What is left are comparisons of two instants both before now, and those
-  read their order only (equal, or one earlier: integers one second apart already satisfy
-  ``x + 1 <= y``). Closing each gap below now to one second keeps that order and every
-  equality, and moves nothing at or after now: the worlds have the same guards' values now
-  and after every step, step for step, so the same futures.
-* The instants at or after now keep their exact distance from now: each was written as
-  now + c for a constant c, so none lies more than ``max(time_offsets())`` ahead (the classic
-  region bound; no gap there is "far") and their differences decide what the clock's next
-  instants are and how new leases order against them.
-* The properties read instants only through the same predicates (``stale`` at a tick's now,
-  ``not_before <= now``, ``lease_expires > 0``); none reads a duration.
-* With a horizon the clock is compared with an absolute instant (``to <= horizon``), but only
-  instants at or after now are, and those are not moved: the regions are taken anchored at
-  the clock there (no translation), without a horizon before the time shift.
 
 Log order (:func:`group_logs`): the World tuples ``model.state.LOGS`` declares (the events,
 the ledger, the outcomes, the principals' requests that took effect, the console commands)
@@ -75,7 +42,7 @@ from failclosed.model import state
 from failclosed.model.state import Config, World, instants, map_instants
 from failclosed.spec.vocab import Reduction
 
-__all__ = ["clock_regions", "group_logs", "make_canonical", "reductions_of", "shift_time"]
+__all__ = ["group_logs", "make_canonical", "reductions_of", "shift_time"]
 
 
 # =========================================================================================
@@ -94,50 +61,6 @@ def shift_time(w: World) -> World:
     if d <= 0:
         return w
     return map_instants(w, lambda t: t - d)
-
-
-# the gap an instant before now keeps to the next one (see the module docstring: order only)
-PAST_GAP = 1
-
-
-def clock_regions(w: World, past_gap: int = PAST_GAP, future_gap: int | None = None) -> World:
-    """The representative of ``w``'s clock region: every gap between two successive instants
-    before now (the last of them and now included) closed to at most ``past_gap`` seconds,
-    the instants at or after now kept where they are, then (without a horizon) every instant
-    moved by one constant so the earliest is 1. ``future_gap`` (None: none) closes the gaps
-    after now too: unsound for any value below the largest time offset, there only for the
-    tests that show the checks catch it."""
-    now: int = w.clock
-    ts: list[int] = list(instants(w))
-    lo = min(ts)
-    moves: dict[int, int] = {}
-    # no gap to close when every instant before now is now - 1 (or none is: lo is now)
-    if lo < now - 1 or (past_gap != 1 and lo < now):
-        below: list[int] = sorted({t for t in ts if t < now})
-        prev_old = prev_new = now
-        for t in below[::-1]:
-            new = prev_new - min(prev_old - t, past_gap)
-            if new != t:
-                moves[t] = new
-            prev_old, prev_new = t, new
-    if future_gap is not None:
-        prev_old = prev_new = now
-        above: list[int] = sorted({t for t in ts if t > now})
-        for t in above:
-            new = prev_new + min(t - prev_old, future_gap)
-            if new != t:
-                moves[t] = new
-            prev_old, prev_new = t, new
-    d = 0
-    if w.config.horizon is None:  # the earliest instant at 1 (0 too: a lease is never 0)
-        d = moves.get(lo, lo) - 1
-    if not moves:
-        return w if d == 0 else map_instants(w, lambda t: t - d)
-
-    def move(t: int) -> int:
-        return moves.get(t, t) - d
-
-    return map_instants(w, move)
 
 
 # =========================================================================================
@@ -175,12 +98,9 @@ def group_logs(w: World, logs: dict[str, str] | None = None) -> World:
     return replace(w, **ch) if ch else w
 
 
-def _time_key(spec: Config, clock: bool) -> tuple[Callable[[World], World] | None,
-                                                  tuple[Reduction, ...]]:
-    """The time abstraction of ``spec`` and the reductions it applies (None: none)."""
-    if clock:
-        shift = (Reduction.TIME_SHIFT,) if spec.horizon is None else ()
-        return clock_regions, shift + (Reduction.CLOCK_REGIONS,)
+def _time_key(spec: Config) -> tuple[Callable[[World], World] | None, tuple[Reduction, ...]]:
+    """The time abstraction of ``spec`` and the reductions it applies (None: none, as with a
+    horizon there is nothing to shift against)."""
     if spec.horizon is None:
         return shift_time, (Reduction.TIME_SHIFT,)
     return None, ()
@@ -239,7 +159,7 @@ def _group(spec: Config) -> list[tuple[dict[str, str], list[int]]] | None:
     return group
 
 
-def make_canonical(spec: Config, symmetry: bool = True, clock: bool = True,
+def make_canonical(spec: Config, symmetry: bool = True,
                    logs: bool = True) -> Callable[[World], Hashable] | None:
     """A canonical key over the symmetry group of ``spec`` (None: no reduction applies).
 
@@ -250,13 +170,13 @@ def make_canonical(spec: Config, symmetry: bool = True, clock: bool = True,
     outcome tuples), and the run ids inside strings: labels, identities, marks). Processes
     and messages are multisets (sorted). tests/test_checker.py checks on
     ``medium-symmetric`` that the reduced search stores exactly one world per orbit of the
-    plain search's worlds. Every key is taken of the world's time representative: its clock
-    region (:func:`clock_regions`; ``clock=False``: the time shift alone, and nothing with a
-    horizon); with a trivial group (or ``symmetry=False``) that representative alone is the
-    key. ``logs``: every log's entries grouped by key (:func:`group_logs`; after the
-    permutation, by the permuted key). The key's ``reductions`` attribute names what it
-    applies, in this order: symmetry, time shift, clock regions, log order."""
-    time, treds = _time_key(spec, clock)
+    plain search's worlds. Every key is taken of the world shifted in time
+    (:func:`shift_time`; nothing with a horizon); with a trivial group (or
+    ``symmetry=False``) that world alone is the key. ``logs``: every log's entries grouped by
+    key (:func:`group_logs`; after the permutation, by the permuted key). The key's
+    ``reductions`` attribute names what it applies, in this order: symmetry, time shift, log
+    order."""
+    time, treds = _time_key(spec)
     # a log keyed by run has one key with one run: nothing to group
     log_keys = {f: k for f, k in (_log_keys() if logs else {}).items()
                 if k != "run" or len(spec.runs) > 1}
@@ -287,7 +207,7 @@ def make_canonical(spec: Config, symmetry: bool = True, clock: bool = True,
             return min(ser(w))
     else:
         def canonical(w: World) -> Hashable:
-            return min(ser(time(w)))  # only the instants' order and near differences matter
+            return min(ser(time(w)))  # only the differences between instants matter
 
     canonical.group_size = len(group)  # type: ignore[attr-defined]
     canonical.reductions = (Reduction.SYMMETRY,) + treds  # type: ignore[attr-defined]

@@ -60,9 +60,7 @@ class Reduction(Closed):
 
     SYMMETRY = "symmetry"  # spec/symmetry.py: workers and identical runs permuted
     TIME_SHIFT = "time shift"  # spec/symmetry.py: every instant moved by one constant
-    CLOCK_REGIONS = "clock regions"  # spec/symmetry.py: instants before now by order only
     LOG_ORDER = "log order"  # spec/symmetry.py: each log's entries grouped by run (or actor)
-    POR = "por"  # spec/por.py: ample sets (partial-order reduction, opt-in with --por)
 
 
 describe(Reduction, "reduction")

@@ -3,10 +3,9 @@
 behaviour (a speed-up, a refactoring, a new record field; issue 12, issue 26).
 
 * checker: for every shipped configuration (``spec/configs/*.toml``) and each policy of
-  ``POLICIES``, searched without and with the clock regions and the log order
-  (spec/symmetry.py; a key ``config|policy`` is the search without them, as every digest was
-  recorded before they existed, ``config|policy|clock regions`` the default search with
-  them: its name is older than the log order), the states and transitions explored, the witnesses reached, and per property
+  ``POLICIES`` (a key ``config|policy``), searched as ``check`` searches by default (its
+  reductions: symmetry, the time shift, the log order; spec/symmetry.py), the states and
+  transitions explored, the witnesses reached, and per property
   whether it holds, the shortest counterexample's length, part, lasso cycle start and kind,
   and the SHA-256 of its steps: each step's actor, transition name, fault and arguments and
   what it changed in the model's observable view (``model.observe``: fields by entity and
@@ -47,20 +46,14 @@ SIM_SEEDS = (1, 2, 3)
 FAST_SIM = {("small", p, s) for p in POLICIES for s in SIM_SEEDS}
 
 
-# a checker digest key's third part -> the search's ``clock`` and ``logs`` switches (none:
-# without the clock regions and the log order, the meaning the two-part keys were recorded
-# with; "clock regions": the default search, both on)
-CLOCK_KEYS = {"": False, "clock regions": True}
+def checker_key(config: str, policy: str) -> str:
+    return f"{config}|{policy}"
 
 
-def checker_key(config: str, policy: str, clock: bool) -> str:
-    return f"{config}|{policy}" + ("|clock regions" if clock else "")
-
-
-def parse_checker_key(key: str) -> tuple[str, str, bool]:
-    """(configuration, policy, clock) of a checker digest key."""
-    config, policy, *flag = key.split("|")
-    return config, policy, CLOCK_KEYS[flag[0] if flag else ""]
+def parse_checker_key(key: str) -> tuple[str, str]:
+    """(configuration, policy) of a checker digest key."""
+    config, policy = key.split("|")
+    return config, policy
 
 
 def _step(t: Any) -> list[Any]:
@@ -95,10 +88,10 @@ def checker_configs() -> list[str]:
     return sorted(p.stem for p in CONFIG_DIR.glob("*.toml"))
 
 
-def checker_digest(config: str, policy: str, clock: bool = False) -> dict[str, Any]:
+def checker_digest(config: str, policy: str) -> dict[str, Any]:
     from failclosed.spec.checker import check
 
-    res = check(policy, config, None, clock=clock, logs=clock)
+    res = check(policy, config, None)
     out: dict[str, Any] = {}
     for n, r in res.properties.items():
         cell: dict[str, Any] = {"holds": r.holds, "trace_length": r.trace_length}
@@ -164,12 +157,10 @@ def compute(only: str | None = None, fast: bool = False, verbose: bool = False) 
             if fast and c not in FAST_CONFIGS:
                 continue
             for p in POLICIES:
-                for clock in CLOCK_KEYS.values():
-                    t0 = time.process_time()
-                    out["checker"][checker_key(c, p, clock)] = checker_digest(c, p, clock)
-                    if verbose:
-                        print(f"checker {c} {p} clock={clock}: "
-                              f"{time.process_time() - t0:.1f} s", file=sys.stderr)
+                t0 = time.process_time()
+                out["checker"][checker_key(c, p)] = checker_digest(c, p)
+                if verbose:
+                    print(f"checker {c} {p}: {time.process_time() - t0:.1f} s", file=sys.stderr)
     if only in (None, "sim"):
         loads = sim_workloads()
         for name, raw in loads.items():

@@ -676,24 +676,18 @@ def test_every_command_takes_quiet(tmp_path, monkeypatch, capsys):
     capsys.readouterr()
 
 
-def test_the_verdict_line_names_the_reductions_and_one_switch_turns_the_clock_regions_off(capsys):
-    """``check`` and ``scope`` search under the clock regions and the log order unless
-    --no-clock-reduction or --no-log-reduction; the stats line and --json name the
-    reductions a run applied (tiny has a horizon: no time shift; quick has members with two
-    workers: symmetry)."""
-    for extra, want in (([], ["clock regions", "log order"]),
-                        (["--no-clock-reduction"], ["log order"]),
-                        (["--no-log-reduction"], ["clock regions"]),
-                        (["--no-clock-reduction", "--no-log-reduction"], [])):
+def test_the_verdict_line_names_the_reductions_and_one_switch_turns_the_log_order_off(capsys):
+    """``check`` and ``scope`` search under the log order unless --no-log-reduction; the
+    stats line and --json name the reductions a run applied (tiny has a horizon: no time
+    shift; quick has members with two workers: symmetry)."""
+    for extra, want in (([], ["log order"]), (["--no-log-reduction"], [])):
         argv = ["check", "--policy", "current", "--config", "tiny",
                 "--property", "exclusive_claim", *extra]
         assert main([*argv, "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["reductions"] == want
         assert main(argv) == 0
         assert f"reductions: {', '.join(want) or 'none'}" in capsys.readouterr().out
-    for extra, want in (([], ["symmetry", "clock regions", "log order"]),
-                        (["--no-clock-reduction"], ["symmetry", "log order"]),
-                        (["--no-log-reduction"], ["symmetry", "clock regions"])):
+    for extra, want in (([], ["symmetry", "log order"]), (["--no-log-reduction"], ["symmetry"])):
         assert main(["scope", "quick", "--policy", "current", "--property", "exclusive_claim",
                      "--no-cache", "--jobs", "1", "--quiet", "--json", *extra]) == 0
         d = json.loads(capsys.readouterr().out)

@@ -1,12 +1,11 @@
-"""The record types' two forms (model/records.py): the generated fast form and the plain
-frozen dataclasses give the same worlds, and no world is ever changed after it is made."""
+"""The record types (model/records.py): the generated fast form's hash, equality and copy
+with changes are the dataclass's own, the compiled form has the same fields, values and
+hashes, and no world is ever changed after it is made."""
 
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
-import subprocess
 import sys
 from pathlib import Path
 
@@ -36,15 +35,6 @@ SYNC = {**FAULTY, "model": {**FAULTY["model"], "transport": "sync"}}
 RECORDS = (Row, Event, Application, Message, Proc, WorkerPart, ResumePart, Made, Asked, ReaperState,
            World)
 COMPILED = records.is_compiled(Row)  # pip install . with mypyc: the records' compiled form
-one_form = pytest.mark.skipif(COMPILED, reason="a compiled build's records have one form, the "
-                              "compiled one; .ci/run compares the plain and fast forms on the "
-                              "pure build")
-
-
-@pytest.fixture
-def plain_after():
-    yield
-    records.use_plain(False)
 
 
 def _deep(v):
@@ -78,25 +68,42 @@ def _walk(data: dict, policy: str, seed: int, steps: int, made=None):
     return w0, out
 
 
-@one_form
-@pytest.mark.parametrize("policy,data", [("current", FAULTY), ("adr-104", FAULTY),
-                                         ("proposed", FAULTY), ("current", SYNC)])
-def test_fast_and_plain_records_give_equal_worlds_on_random_walks(policy, data, plain_after):
-    assert not records.is_plain()
-    for seed in range(3):
-        w0, fast = _walk(data, policy, seed, 600)
-        records.use_plain(True)
-        p0, plain = _walk(data, policy, seed, 600)  # the same choices: equal lists enabled
-        records.use_plain(False)
-        assert p0 == w0 and hash(p0) == hash(w0)
-        assert [t for t, _ in plain] == [t for t, _ in fast]
-        for (_, a), (_, b) in zip(fast, plain, strict=True):
-            assert a == b and b == a and hash(a) == hash(b)
-            assert _deep(a) == _deep(b)
-        records.use_plain(True)  # and compared by the plain dataclass methods
-        for (_, a), (_, b) in zip(fast, plain, strict=True):
-            assert a == b and hash(a) == hash(b)
-        records.use_plain(False)
+def _held(w) -> list:
+    """``w`` and the records it holds (rows, processes and their parts, events, ledger,
+    messages, reaper ticks)."""
+    procs = [*w.procs, *(q for p in w.procs for q in p.outer)]
+    return [w, *procs, *(p.part for p in procs if p.part is not None), *w.events, *w.ledger,
+            *w.messages, *w.reapers, *(r for r in w.rows if r)]
+
+
+@pytest.mark.parametrize("policy,data", [("current", FAULTY), ("proposed", FAULTY),
+                                         ("current", SYNC)])
+def test_the_fast_forms_hash_equality_and_copy_are_the_dataclasss(policy, data):
+    """On the records of random walks: the hash is the hash of the tuple of compared fields
+    (what ``dataclasses`` defines), a record equals a copy of it made field by field and
+    differs from one with a field changed, and :func:`records.replace` gives what
+    ``dataclasses.replace`` gives, field for field, hash for hash."""
+    seen: set[type] = set()
+    for seed in range(2):
+        _, steps = _walk(data, policy, seed, 400)
+        for _, w in steps[::7]:
+            for x in _held(w):
+                cls = type(x)
+                seen.add(cls)
+                fs = dataclasses.fields(x)
+                assert hash(x) == hash(tuple(getattr(x, f.name) for f in fs if f.compare))
+                twin = cls(**{f.name: getattr(x, f.name) for f in fs})
+                assert twin == x and x == twin and not twin != x and twin is not x
+                f = next(f for f in fs if f.compare)
+                v = getattr(x, f.name)
+                other = 7 if isinstance(v, int) and v != 7 else ("x" if v != "x" else "y")
+                if isinstance(v, tuple):
+                    other = v + (None,)
+                mine = records.replace(x, **{f.name: other})
+                theirs = dataclasses.replace(x, **{f.name: other})
+                assert _deep(mine) == _deep(theirs) and mine == theirs
+                assert hash(mine) == hash(theirs) and mine != x and type(mine) is cls
+    assert seen >= {World, Proc, Row, Event}, seen
 
 
 def test_no_world_is_changed_after_it_is_made():
@@ -109,9 +116,7 @@ def test_no_world_is_changed_after_it_is_made():
         assert len({hash(w) for _, w in steps}) > 50
 
 
-@pytest.mark.parametrize("plain", [False, pytest.param(True, marks=one_form)])
-def test_assigning_a_field_of_a_record_raises_in_both_forms(plain, plain_after):
-    records.use_plain(plain)
+def test_assigning_a_field_of_a_record_raises():
     _, steps = _walk(FAULTY, "current", 3, 400)
     w = next(w for _, w in reversed(steps) if w.procs and w.events and w.reaper("reaper") is None)
     made = [w, *w.procs, *w.events, *w.ledger, *w.messages, *(r for r in w.rows if r)]
@@ -133,14 +138,6 @@ def test_records_declare_their_ghost_fields_once():
     for cls in RECORDS:
         assert dataclasses.is_dataclass(cls)
         assert issubclass(cls, records.Record) != records.is_compiled(cls) == COMPILED
-
-
-def test_a_compiled_build_refuses_the_plain_form(plain_after):
-    if not COMPILED:
-        pytest.skip("a pure build: both forms (the tests above)")
-    with pytest.raises(RuntimeError, match="FAILCLOSED_PURE=1"):
-        records.use_plain(True)
-    assert not records.is_plain()
 
 
 def _compiled_form():
@@ -194,20 +191,6 @@ def _rebuilt(cs, x):
     c = getattr(cs, type(x).__name__)
     pos = {f.name: _rebuilt(cs, getattr(x, f.name)) for f in dataclasses.fields(x)}
     return c(**pos)
-
-
-def test_environment_variable_selects_the_plain_form():
-    code = ("import dataclasses; from model import records; from model.state import Row; "
-            "r = records.replace(Row(), status='running'); "
-            "print(records.is_plain(), Row.__hash__ is records._RECORDS[Row]['plain']['__hash__'], "
-            "r.status)")
-    out = {}
-    for flag in ("1", ""):
-        env = {**os.environ, "FAILCLOSED_PLAIN_RECORDS": flag}
-        out[flag] = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True,
-                                   capture_output=True, text=True).stdout.split()
-    assert out["1"] == ["True", "True", "running"]
-    assert out[""] == ["False", "False", "running"]
 
 
 def test_the_compiled_form_refuses_a_declaration_it_cannot_write():

@@ -12,7 +12,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from failclosed.model.config import ConfigError, UsageError  # noqa: E402
-from failclosed.spec.checker import POR_OFF_LIVENESS  # noqa: E402
 from failclosed.spec.scope import (  # noqa: E402
     Cache,
     Member,
@@ -305,15 +304,11 @@ def test_scope_result_states_its_reach():
     assert res.reach() == ("scope s: 2 configurations, 20 states (fingerprint collision probability "
                            "5e-18); 1 truncated (holds up to the bound there); reductions: none")
     # the reductions any member's search ran under, in their order
-    res.results[0].reductions = (Reduction.CLOCK_REGIONS,)
-    res.results[1].reductions = (Reduction.SYMMETRY, Reduction.CLOCK_REGIONS)
-    assert res.reach().endswith("; reductions: symmetry, clock regions")
-    assert res.to_json()["reductions"] == ["symmetry", "clock regions"]
+    res.results[0].reductions = (Reduction.LOG_ORDER,)
+    res.results[1].reductions = (Reduction.LOG_ORDER, Reduction.SYMMETRY)
+    assert res.reach().endswith("; reductions: symmetry, log order")
+    assert res.to_json()["reductions"] == ["symmetry", "log order"]
     assert TaskResult.from_json(res.results[1].to_json()).reductions == res.results[1].reductions
-    # partial-order reduction after them, and what was asked for and did not run last
-    res.results[0].reductions = (Reduction.CLOCK_REGIONS, POR_OFF_LIVENESS)
-    res.results[1].reductions = (Reduction.POR, Reduction.SYMMETRY)
-    assert res.reach().endswith(f"; reductions: symmetry, clock regions, por, {POR_OFF_LIVENESS}")
     assert res.reach("current").startswith("scope s: 2 configurations, 10 states")
     d = res.to_json()
     assert (d["scope"], d["configurations"], d["states"], d["seconds"]) == ("s", 2, 20, 1.235)
@@ -333,9 +328,9 @@ def test_task_results_and_the_cache_round_trip(tmp_path):
     assert k != cache.key(m, "proposed", ["x"], None) != cache.key(m, "current", ["x"], 10)
     assert k != Cache(tmp_path, "v2").key(m, "current", ["x"], None)
     assert cache.key(m, "current", ["x", "y"], None) == cache.key(m, "current", ["y", "x"], None)
-    # a result without the clock regions is another entry (the default is with them)
-    off = cache.key(m, "current", ["x"], None, {Reduction.CLOCK_REGIONS: False})
-    assert off != cache.key(m, "current", ["x"], None, {Reduction.CLOCK_REGIONS: True})
+    # a result without the log order is another entry (the default is with it)
+    off = cache.key(m, "current", ["x"], None, {Reduction.LOG_ORDER: False})
+    assert off != cache.key(m, "current", ["x"], None, {Reduction.LOG_ORDER: True})
     assert cache.get(k, "a") is None
     cache.put(k, r)
     hit = cache.get(k, "renamed")

@@ -9,20 +9,17 @@ with and without a horizon (the time shift), under a random policy.
 * The symmetric search stores exactly one world per orbit of the plain search's reachable
   worlds (the key is canonical and the group is a symmetry of the model).
 * The canonical key never merges two reachable worlds on which a safety property differs.
-* The clock regions (spec/symmetry.py): random worlds whose every instant is drawn (equal,
-  adjacent, far apart, before and after now) have the key of every world drawn from them by
-  stretching the gaps before now, and both have the same safety verdicts, goals and
+* The log order (spec/symmetry.py): random reachable worlds of two runs and the same worlds
+  with their logs interleaved afresh have one key, the same safety verdicts, goals and
   successors' keys (the abstraction is a bisimulation); the check catches the abstraction
-  made unsound (a gap one below the largest time offset after now, or none before it); every
-  member of ``quick`` (``standard``: ``-m slow``) has the same verdicts and shortest lengths
-  with and without it.
+  made unsound (a grouping that forgets each run's own order); every member of ``quick``
+  (``standard``: ``-m slow``) has the same verdicts and shortest lengths with and without it.
 
 The default suite runs a small budget; ``-m slow`` runs a larger one.
 """
 
 from __future__ import annotations
 
-import itertools
 import sys
 from pathlib import Path
 
@@ -41,7 +38,6 @@ from failclosed.spec import engine  # noqa: E402
 from failclosed.spec.checker import ConfigPart, check  # noqa: E402
 from failclosed.spec.properties import SAFETY  # noqa: E402
 from failclosed.spec.symmetry import (  # noqa: E402
-    clock_regions,
     group_logs,
     make_canonical,
     reductions_of,
@@ -145,11 +141,8 @@ REQUESTS = [{"by": "mallory", "request": "approve"}, {"by": "mallory", "request"
 @st.composite
 def classic_configs(draw: st.DrawFn, writers: bool = False) -> tuple[dict, str]:
     """The generator before issue 40 (live runs identical or differing in their plan, no
-    drawn cap, observer, cancels, owner or seeded row): the worlds the clock-region and
-    log-order tests below stretch and interleave are drawn from it. Drawn from
-    :func:`configs` instead, the clock-region bisimulation fails on a world whose clock is
-    past its horizon (``proposed``, horizon 4, clock 19, two QUEUED rows with overdue
-    dispatch deadlines): open, see docs/MUTATION.md. ``writers``: two live identical runs
+    drawn cap, observer, cancels, owner or seeded row): the worlds the log-order tests below
+    interleave are drawn from it (docs/MUTATION.md). ``writers``: two live identical runs
     that call a writing tool (the ledger holds both runs' applications)."""
     tool = draw(st.sampled_from([t for t in TOOLS if not writers or "effect" in t]))
     end = draw(st.sampled_from([{"final": "completed"}, {"fail": "auth"}]))
@@ -392,23 +385,14 @@ def test_a_symmetric_key_compares_its_content_not_only_its_hash():
     assert len({a, b}) == 2
 
 
-# -- the clock regions ---------------------------------------------------------------------
+# -- what the time shift and the log order tests share ------------------------------------
 import json  # noqa: E402
 from functools import lru_cache  # noqa: E402
 
 from failclosed.model import state  # noqa: E402
 from failclosed.model.records import replace  # noqa: E402
-from failclosed.model.state import INSTANTS, Instant, instants, map_instants  # noqa: E402
+from failclosed.model.state import INSTANTS, Instant, instants  # noqa: E402
 from failclosed.spec.properties import LIVENESS  # noqa: E402
-
-
-def _largest_offset(w) -> int:
-    return max(_offsets(w))
-
-
-def _offsets(w) -> tuple[int, ...]:
-    """The time offsets of ``w``'s configuration (P6's deadlines where its policy has them)."""
-    return w.config.constants.time_offsets(w.config.policy.overdue_queued_redispatched)
 
 
 @lru_cache(maxsize=64)
@@ -419,76 +403,6 @@ def _reachable(text: str, policy: str, most: int = 300) -> tuple:
     ex = engine.explore([initial_world(spec, budget)], successors, invariants={},
                         canonical=make_canonical(spec), max_states=most, keep_worlds=True)
     return tuple(ex.worlds)
-
-
-def _fields(w) -> list[tuple[object, str, object]]:
-    """Every declared instant field of ``w`` as (record, field, "no instant" value), the world
-    itself included (read from the declaration ``model.state.INSTANTS``)."""
-    held = [w, *(x for v in (w.rows, w.messages, w.reapers) for x in v if x is not None)]
-    return [(x, i.field, i.none) for x in held for i in INSTANTS if type(x) is i.record]
-
-
-@st.composite
-def timed_worlds(draw: st.DrawFn):
-    """A reachable world of a random configuration with every instant drawn afresh: the clock,
-    every lease (a leased row stays leased), every message's not_before and every tick's now,
-    each equal to one drawn before, one second off one, a time offset after now, or far in
-    the past. Every instant lies at most the largest time offset after now (as in every
-    reachable world) and a tick's now is not after the clock."""
-    data, policy = draw(classic_configs())
-    worlds = _reachable(json.dumps(data, sort_keys=True), policy)
-    want = draw(st.sampled_from(["any", "tick", "message"]))  # the rarer worlds drawn as often
-    worlds = [x for x in worlds if want == "any" or (x.reapers if want == "tick" else x.messages)
-              ] or list(worlds)
-    w = draw(st.sampled_from(worlds))
-    big = _largest_offset(w)
-    now = draw(st.sampled_from([w.clock, 2, big, big + 1, 10 * big + 7]) | st.integers(1, 50))
-    pool = [now]
-
-    def instant(lo: int, hi: int) -> int:
-        near = [t + d for t in pool for d in (-1, 0, 1) if lo <= t + d <= hi]
-        offsets = [now + c for c in _offsets(w) if lo <= now + c <= hi]
-        t = draw(st.sampled_from(sorted({lo, hi, *near, *offsets})) | st.integers(lo, hi))
-        pool.append(t)
-        return t
-
-    def fresh(x, f: str, none):
-        v = getattr(x, f)
-        if none is not None and v == none:
-            return v
-        if type(x).__name__ == "ReaperState":
-            return instant(max(0, now - 3 * big), now)
-        return instant(1 if none == 0 else 0, now + big)
-
-    rows = tuple(r if r is None else replace(r, **{f: fresh(r, f, n) for x, f, n in _fields(w)
-                                                   if x is r}) for r in w.rows)
-    msgs = tuple(sorted((replace(m, not_before=fresh(m, "not_before", None)) for m in w.messages),
-                        key=lambda m: (m.run, m.not_before)))
-    ticks = tuple(replace(t, now=fresh(t, "now", None)) for t in w.reapers)
-    return replace(w, clock=now, rows=rows, messages=msgs, reapers=ticks)
-
-
-@st.composite
-def stretched(draw: st.DrawFn):
-    """(w, v): a drawn world and the same world with every gap between successive instants
-    before now drawn afresh (one second to far apart, order and equalities kept), and moved
-    by a drawn constant where there is no horizon: one clock region, two worlds."""
-    w = draw(timed_worlds())
-    now = w.clock
-    below = sorted({t for t in instants(w) if t < now})
-    big = _largest_offset(w)
-    moves, prev = {}, now
-    for t in reversed(below):
-        prev -= draw(st.sampled_from([1, 2, big, big + 1, 5 * big]) | st.integers(1, 3 * big))
-        moves[t] = prev
-    lo = min([now, *moves.values()])
-    if w.config.horizon is None:
-        d = draw(st.integers(1 - lo, 1 - lo + 2 * big))
-    else:  # absolute instants: no shift; the stretch must leave every instant >= 1
-        d = 0
-        if lo < 1:
-            moves = {}
-    return w, map_instants(w, lambda t: moves.get(t, t) + d)
 
 
 def _future(w, key) -> set:
@@ -506,52 +420,6 @@ def _assert_bisimilar(a, b, key) -> None:
     assert _future(a, key) == _future(b, key)
 
 
-@settings(max_examples=60, derandomize=True, **_SETTINGS)
-@given(stretched())
-def test_the_clock_regions_are_a_bisimulation_on_random_worlds(pair):
-    w, v = pair
-    _assert_bisimilar(w, v, make_canonical(w.config))
-    _assert_bisimilar(w, clock_regions(w), make_canonical(w.config, symmetry=False))
-
-
-@pytest.mark.slow
-@settings(max_examples=600, **_SETTINGS)
-@given(stretched())
-def test_the_clock_regions_are_a_bisimulation_on_random_worlds_large(pair):
-    w, v = pair
-    _assert_bisimilar(w, v, make_canonical(w.config))
-
-
-def test_the_random_worlds_reach_every_instant_field_and_far_gaps():
-    """The generator draws leases, messages and ticks before, at and after now, far gaps and
-    equal instants (else the property above proves little)."""
-    seen: set[str] = set()
-
-    # more examples than the property draws: a configuration without messages (transport
-    # sync or none) draws no message at all
-    @settings(max_examples=200, derandomize=True, **_SETTINGS)
-    @given(stretched())
-    def collect(pair):
-        w, v = pair
-        for x, f, none in _fields(v):
-            t = getattr(x, f)
-            if t != none and x is not v:
-                seen.add(f"{type(x).__name__}.{f} {'<' if t < v.clock else '>=' } now")
-        ts = sorted(instants(w))
-        if len(ts) != len(set(ts)):
-            seen.add("equal")
-        vs = sorted({t for t in instants(v) if t < v.clock} | {v.clock})
-        if any(b - a > _largest_offset(v) for a, b in zip(vs, vs[1:], strict=False)):
-            seen.add("far")
-        if clock_regions(v) != clock_regions(shift_time(v)) or clock_regions(v) != v:
-            seen.add("moved")
-
-    collect()
-    want = {"Row.lease_expires < now", "Row.lease_expires >= now", "Message.not_before < now",
-            "Message.not_before >= now", "ReaperState.now < now", "equal", "far", "moved"}
-    assert want <= seen, want - seen
-
-
 def _unsound_pairs(key, worlds) -> int:
     """How many worlds differ in their futures from their representative under ``key``."""
     bad = 0
@@ -561,58 +429,6 @@ def _unsound_pairs(key, worlds) -> int:
         except AssertionError:
             bad += 1
     return bad
-
-
-def test_the_bisimulation_check_catches_an_unsound_clock():
-    """Closing gaps after now to one second below the largest time offset, or the gaps
-    before now to none, merges worlds with different futures: the check above finds them on
-    reachable worlds where the sound key passes."""
-    # a lease longer than the backoff: a fresh lease is the largest offset after now
-    data = {"constants": {**CONSTANTS, "LEASE_SECONDS": 3},
-            "model": {"workers": 1, "faults": ["pause", "crash"], "fault_budget": 2},
-            "tools": [TOOLS[2]], "runs": [{"id": "r0", "entry": "queued", "decisions": ["approve"],
-                                            "plan": [{"tools": ["remote_write"]},
-                                                     {"final": "completed"}]}]}
-    worlds = []
-    for policy in ("current", "adr-104"):
-        spec, budget = parse_config(data, policy)
-        ex = engine.explore([initial_world(spec, budget)], successors, invariants={},
-                            canonical=shift_time, max_states=500, keep_worlds=True)
-        worlds += list(ex.worlds)
-    assert _unsound_pairs(clock_regions, worlds) == 0
-    # the largest offset these worlds reach after now: a fresh lease
-    big = max(t - w.clock for w in worlds for t in instants(w))
-    assert big == data["constants"]["LEASE_SECONDS"] <= _largest_offset(worlds[0])
-    assert _unsound_pairs(lambda w: clock_regions(w, future_gap=big - 1), worlds) > 0
-    assert _unsound_pairs(lambda w: clock_regions(w, past_gap=0), worlds) > 0
-
-
-def test_every_reachable_instant_lies_within_the_largest_offset():
-    """What the regions keep exact after now stays bounded: no instant of a reachable world
-    lies more than ``max(time_offsets())`` after the clock, and a tick's now never after it."""
-    from failclosed.spec.scope import load_scope
-
-    for m, policy in itertools.product(load_scope("quick").members, ("current", "proposed")):
-        spec, budget = parse_config(m.data, policy)
-        ex = engine.explore([initial_world(spec, budget)], successors, invariants={},
-                            canonical=make_canonical(spec, clock=False), keep_worlds=True)
-        big = max(spec.constants.time_offsets(spec.policy.overdue_queued_redispatched))
-        for w in ex.worlds:
-            assert max(instants(w)) <= w.clock + big, m.name
-            assert all(t.now <= w.clock for t in w.reapers), m.name
-
-
-def test_the_clock_regions_merge_worlds_the_time_shift_keeps_apart():
-    from failclosed.spec.checker import CONFIG_DIR, load_config
-
-    _, parts = load_config(CONFIG_DIR / "small-queued.toml")
-    spec, budget = parse_config(parts[0].data, "current")
-    ex = engine.explore([initial_world(spec, budget)], successors, invariants={},
-                        max_states=20000, keep_worlds=True)
-    regions = {clock_regions(w) for w in ex.worlds}
-    assert len(regions) < len({shift_time(w) for w in ex.worlds})
-    for w in ex.worlds:
-        assert clock_regions(clock_regions(w)) == clock_regions(w)  # a representative
 
 
 def test_the_instants_are_read_from_their_declaration(monkeypatch):
@@ -629,9 +445,8 @@ def test_the_instants_are_read_from_their_declaration(monkeypatch):
     more = (*INSTANTS, Instant(state.Row, "requeue_count", none=0, at="rows"))
     monkeypatch.setattr(state, "INSTANTS", more)
     plan = state._instant_plan()
-    count, move = state._make_instants(plan), state._make_map(plan)
-    assert sorted(count(w)) == sorted(instants(w) + [7] * len(w.rows))
-    moved = move(w, lambda t: t - 5)
+    assert sorted(state.instants(w, plan)) == sorted(instants(w) + [7] * len(w.rows))
+    moved = state.map_instants(w, lambda t: t - 5, plan)
     assert all(r.requeue_count == 2 and r.lease_expires == 44 for r in moved.rows)
     assert moved.clock == 45
     monkeypatch.setattr(state, "INSTANTS", (*INSTANTS, Instant(state.Row, "no_such_field")))
@@ -650,7 +465,7 @@ def _verdicts_of(m, policy: str, **switches: bool) -> tuple[dict, int]:
     return {n: v["length"] for n, v in r.violations.items()}, r.states
 
 
-def _assert_differential(scope: str, policies: tuple[str, ...], without: str = "clock") -> None:
+def _assert_differential(scope: str, policies: tuple[str, ...], without: str) -> None:
     """Every member of ``scope`` under each policy: the default search and the one with the
     reduction ``without`` (check_member's switch) off give the same verdicts and lengths,
     and the default stores no more states."""
@@ -661,15 +476,6 @@ def _assert_differential(scope: str, policies: tuple[str, ...], without: str = "
             (a, sa), (b, sb) = _verdicts_of(m, policy), _verdicts_of(m, policy, **{without: False})
             assert a == b, (m.name, policy)
             assert sa <= sb, (m.name, policy)
-
-
-def test_every_quick_member_has_the_same_verdicts_with_and_without_the_clock_regions():
-    _assert_differential("quick", ("current", "proposed", "adr-104"))
-
-
-@pytest.mark.slow
-def test_every_standard_member_has_the_same_verdicts_with_and_without_the_clock_regions():
-    _assert_differential("standard", ("current", "proposed"))
 
 
 # -- the log order -------------------------------------------------------------------------
@@ -768,7 +574,7 @@ def test_the_bisimulation_check_catches_an_unsound_log_order(monkeypatch):
     worlds = _two_runs("current")
     assert sum(_mixed(w) for w in worlds) > 100
     spec = worlds[0].config
-    # without symmetry the key is the representative world (the logs grouped, the regions)
+    # without symmetry the key is the representative world (the logs grouped)
     assert _unsound_pairs(make_canonical(spec, symmetry=False), worlds) == 0
     unsound = (state.Log("events", "kind"), *state.LOGS[1:])
     monkeypatch.setattr(state, "LOGS", unsound)
