@@ -455,12 +455,16 @@ def _mixed(w) -> bool:
 @st.composite
 def interleaved(draw: st.DrawFn):
     """(w, v): a reachable world of a random configuration with two live runs (a world whose
-    logs hold both runs' entries where there is one) and the same world with every log
-    declared in ``model.state.LOGS`` interleaved afresh: a drawn order of its entries that
-    keeps each key's own order (one log-order class, two worlds)."""
+    logs hold both runs' entries where there is one, the rarer logs drawn as often: a world
+    whose ledger holds two runs' entries a third of the time it has one) and the same world
+    with every log declared in ``model.state.LOGS`` interleaved afresh: a drawn order of its
+    entries that keeps each key's own order (one log-order class, two worlds)."""
     data, policy = draw(classic_configs())
-    worlds = _reachable(json.dumps(data, sort_keys=True), policy, 2500)
-    w = draw(st.sampled_from([x for x in worlds if _mixed(x)] or list(worlds)))
+    worlds = _reachable(json.dumps(data, sort_keys=True), policy, 2000)
+    logs = {log.field: log for log in state.LOGS}
+    want = draw(st.sampled_from(["any", "events", "ledger"]))
+    mixed = [x for x in worlds if _mixed(x) if want == "any" or len(_by_key(x, logs[want])) > 1]
+    w = draw(st.sampled_from(mixed or [x for x in worlds if _mixed(x)] or list(worlds)))
     ch = {}
     for log in state.LOGS:
         groups = _by_key(w, log)
