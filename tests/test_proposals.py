@@ -115,6 +115,16 @@ def _two_runs(second: dict) -> dict:
             "runs": [{"id": "r1", "entry": "queued", "plan": [{"fail": "rateLimit"}]}, second]}
 
 
+def _violated(policy: str, name: str, data: dict) -> set[str]:
+    """The properties a complete search of ``data`` under ``policy`` violates."""
+    from failclosed.spec.checker import ConfigPart, check
+
+    res = check(policy, ConfigPart(name, "", data), None, witnesses=False, coverage=False,
+                max_states=50_000)
+    assert res.complete, policy
+    return {n for n, r in res.properties.items() if not r.holds}
+
+
 @pytest.mark.parametrize("second", [
     {"id": "r2", "entry": "interactive"},
     {"id": "r2", "entry": "queued", "plan": [{"fail": "rateLimit"}]},
@@ -124,14 +134,8 @@ def test_proposed_holds_every_property_on_two_runs_where_current_orphans_a_row(s
     none") on a complete search of two runs, and so does ``proposed`` without P2 (P6's
     sweep alone); ``current``, and ``proposed`` without both P2 and P6 (one of the two is
     needed), leave a failed run's row QUEUED with no message."""
-    from failclosed.spec.checker import ConfigPart, check
-
-    part = ConfigPart("two-runs", "", _two_runs(second))
-
     def violated(policy: str) -> set[str]:
-        res = check(policy, part, None, witnesses=False, coverage=False, max_states=50_000)
-        assert res.complete, policy
-        return {n for n, r in res.properties.items() if not r.holds}
+        return _violated(policy, "two-runs", _two_runs(second))
 
     assert violated("proposed") == set()
     # P6 alone (its sweep over every QUEUED row) closes it too (docs/PROPOSALS.md)
@@ -147,7 +151,6 @@ def test_a_row_left_queued_before_the_migration_is_swept_after_it():
     (FINDINGS.md 3) is dispatched again by P6's sweep. Without the migration the sweep never
     selects it (its deadline is none) and the run never terminates under `proposed` either."""
     from failclosed.model.config import load_world
-    from failclosed.spec.checker import ConfigPart, check
 
     data = {"constants": TWO_RUN_K, "model": {"horizon": 4},
             "runs": [{"id": "r1", "entry": "queued", "plan": [{"final": "completed"}],
@@ -161,10 +164,7 @@ def test_a_row_left_queued_before_the_migration_is_swept_after_it():
     assert load_world(given, "proposed").rows[0].dispatch_deadline == 3
 
     def violated(policy: str) -> set[str]:
-        res = check(policy, ConfigPart("left-queued", "", data), None, witnesses=False,
-                    coverage=False, max_states=50_000)
-        assert res.complete, policy
-        return {n for n, r in res.properties.items() if not r.holds}
+        return _violated(policy, "left-queued", data)
 
     assert violated("proposed") == set()
     assert violated("current") >= {"no_orphan_queued_run", "every_run_terminates"}
@@ -175,7 +175,6 @@ def test_a_row_left_running_without_a_lease_before_the_migration_is_reaped_after
     RUNNING until it was purged", under `current` too; the migration gives it a lease, and
     the reaper takes it once the lease lapses."""
     from failclosed.model.config import load_world
-    from failclosed.spec.checker import ConfigPart, check
 
     data = {"constants": TWO_RUN_K, "model": {"horizon": 4},
             "runs": [{"id": "r1", "entry": "interactive", "row": {"status": "running"}}]}
@@ -183,10 +182,7 @@ def test_a_row_left_running_without_a_lease_before_the_migration_is_reaped_after
     assert load_world(data, "current").rows[0].lease_expires == 0
 
     def violated(policy: str) -> set[str]:
-        res = check(policy, ConfigPart("left-running", "", data), None, witnesses=False,
-                    coverage=False, max_states=50_000)
-        assert res.complete, policy
-        return {n for n, r in res.properties.items() if not r.holds}
+        return _violated(policy, "left-running", data)
 
     assert violated("proposed") == set()
     assert "every_run_terminates" in violated("current")
