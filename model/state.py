@@ -393,7 +393,7 @@ class Proc(Record):
     cap: int = 5
     call: int = 0
     step: Any = ()  # the RunStep at the boundary (() before the first)
-    then: str = ""  # continuation after the boundary
+    then: str = ""  # continuation after the boundary: a Label (PROVIDER, AFTER_LLM, AFTER_TOOL)
     error: str = ""  # the error the ladder handles
     eclass: str = ""  # classify(error)
     settle: Any = ()  # the pending T8: a SettlePlan (() when none)

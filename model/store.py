@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .identities import caller_identity
 from .state import (
     CANCELLED,
     QUEUED,
@@ -515,8 +516,6 @@ def _limit(w: World, a: dict[str, Any]) -> int:
 
 
 def _interactive(w: World, a: dict[str, Any]) -> str:
-    from .names import caller_identity
-
     return caller_identity(a["run"])
 
 

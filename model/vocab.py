@@ -161,8 +161,9 @@ class Keyed(dict):  # type: ignore[type-arg]
 # the vocabularies
 # =========================================================================================
 class Label(Closed):
-    """A step label (``Proc.pc``, ``ReaperState.pc``): every ``@action`` of model/runtime.py,
-    and the reaper's ``nested``."""
+    """A step label (``Proc.pc``, ``ReaperState.pc``): every step of the actor modules'
+    tables (model/segment.py, pickup.py, resume.py, reaper.py), the reaper's ``nested``, and
+    a segment's continuations after a boundary (``Proc.then``)."""
 
     # a segment's or a caller's steps
     RUN_QUEUED = "run_queued"
@@ -197,6 +198,10 @@ class Label(Closed):
     # the reaper's overdue-queued sweep (proposal P6, docs/PROPOSALS.md)
     REDISPATCH = "redispatch"  # T15 on an overdue QUEUED row of T14's snapshot
     RESEND = "resend"  # the sweep's dispatch of that row
+    # a segment's continuations after a step boundary (``Proc.then``; no step of their own:
+    # the boundary's last step goes on to them, model/segment.py ``_continue``)
+    AFTER_LLM = "after_llm"  # the provider's answer: the approval scan, the calls or the arm
+    AFTER_TOOL = "after_tool"  # a tool's step: the turn's next call, or the next round
 
 
 class TransitionName(Closed):

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from failclosed.model import runtime, steps
+from failclosed.model import frames, steps
 from failclosed.model.config import ConfigError, read_toml
 from failclosed.model.runtime import enabled
 from failclosed.model.steps import (
@@ -81,7 +81,7 @@ def declare_reaper_dies(faults_now=None) -> None:
 
     def effect(w, r, t):
         if t.fault == REAPER_DIES:
-            return runtime._reaper_next(w, r)
+            return frames.reaper_next(w, r)
         return row.effect(w, r, t)
 
     REAPER_ACTIONS[REAPER_DECISION] = dataclasses.replace(

@@ -12,10 +12,13 @@ search so the test is quick.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from failclosed.cli.app import main
-from failclosed.model import PRESETS, runtime
+from failclosed.model import PRESETS, steps
 from failclosed.model.transition import Transition
+from failclosed.model.vocab import ActorKind
 from failclosed.spec.checker import CONFIG_DIR, GROWTH, check
 
 from failclosed import build_info
@@ -33,14 +36,14 @@ needs_pure = pytest.mark.skipif("failclosed.model.runtime" in build_info().compi
 def unbounded(monkeypatch):
     """Under a varied policy (``SWITCH`` on, or any policy that is not a preset as it is) the
     operator removes a new tool at every step, without end."""
-    real = runtime._operator_moves
+    real = steps.ACTORS[ActorKind.OPERATOR]
 
-    def moves(w):
+    def moves(w, name, one_order, slots):
         if not getattr(w.config.policy, SWITCH) and w.config.policy.name in PRESETS:
-            return real(w)
+            return real.moves(w, name, one_order, slots)
         return [Transition.make("remove_tool", "operator", tool=f"gone{len(w.removed)}")]
 
-    monkeypatch.setattr(runtime, "_operator_moves", moves)
+    monkeypatch.setitem(steps.ACTORS, ActorKind.OPERATOR, dataclasses.replace(real, moves=moves))
 
 
 def _preset_states() -> int:

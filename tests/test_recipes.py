@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from failclosed.model import names, runtime, steps, store, vocab
+from failclosed.model import names, rules, segment, steps, store, vocab
 from failclosed.model.config import initial_world, parse_config
 from failclosed.model.runtime import enabled, fire
 from failclosed.model.scenario import replay, scenario_from_dict
@@ -36,9 +36,9 @@ from failclosed import build_info
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import behaviour_digests as bd  # noqa: E402
 
-# the readers of store.lapses_at (store.stale, the clock's instants in model.runtime): where
+# the readers of store.lapses_at (store.stale, the lease instants in model.process): where
 # either module is compiled, it calls the function natively and a monkeypatch is not seen
-COMPILED = bool({"failclosed.model.store", "failclosed.model.runtime"}
+COMPILED = bool({"failclosed.model.store", "failclosed.model.process"}
                 & set(build_info().compiled))
 needs_pure = pytest.mark.skipif(COMPILED, reason="patches a model function, which a compiled "
                                 "build calls natively (the step-table fixtures run on both)")
@@ -78,7 +78,7 @@ def declare_touch(boundary: bool = True) -> None:
         if not t.fault:
             w, ok = touch_run(w, p.run, p.owner)
         if not ok:
-            return runtime._ladder(w, p, runtime.LEASE_LOST, "")
+            return segment.ladder(w, p, rules.LEASE_LOST, "")
         return w.set_proc(replace(p, pc="renew"))
 
     probe = ACTIONS["probe"]
@@ -203,7 +203,7 @@ def declare_stale_read() -> None:
 
     def effect(w, p, t):
         if t.fault == "stale_read":
-            return runtime._after_probe(w, p)  # the cancel is not seen
+            return segment.after_probe(w, p)  # the cancel is not seen
         return probe.effect(w, p, t)
 
     ACTIONS["probe"] = dataclasses.replace(probe, faults=probe.faults + ("stale_read",),

@@ -25,7 +25,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from failclosed.model import enabled, fire, load_world, read_toml, runtime  # noqa: E402
+from failclosed.model import enabled, fire, load_world, read_toml, reaper, runtime  # noqa: E402
 from failclosed.model.state import RUNNING, Row  # noqa: E402
 from failclosed.model.transition import Transition  # noqa: E402
 from failclosed.sim import config as sconfig  # noqa: E402
@@ -133,9 +133,9 @@ def test_tie_orders_are_all_permutations_cut_at_the_limit_in_the_same_sequence()
     for _ in range(300):
         w = _tied_world(rng, rng.randint(1, 7), rng.choice([0, 1, 2, 3, 4, 50]))
         want = _orders_by_all_permutations(w)
-        orders, tied = runtime._stale_orders(w)
+        orders, tied = reaper.stale_orders(w)
         assert orders == want and tied == (len(want) > 1)
-        first, tied1 = runtime._stale_orders(w, first_only=True)
+        first, tied1 = reaper.stale_orders(w, first_only=True)
         assert first == want[:1] and tied1 == tied
         full = enabled(w, "reaper")
         one = enabled(w, "reaper", one_order=True)

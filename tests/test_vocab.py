@@ -43,7 +43,8 @@ def test_every_table_is_keyed_by_members():
 
 def test_the_vocabularies_hold_exactly_the_declared_names():
     """A member no table declares is a stale name: remove it, or declare its fact."""
-    labels = {a.pc for a in steps.steps()} | {Label.NESTED}  # nested: the reaper waits
+    # nested: the reaper waits; after_llm, after_tool: a segment's continuations (Proc.then)
+    labels = {a.pc for a in steps.steps()} | {Label.NESTED, Label.AFTER_LLM, Label.AFTER_TOOL}
     assert set(Label) == labels
     assert set(TransitionName) == set(names.TRANSITIONS) | set(store.STATEMENTS)
     assert set(FaultKind) == set(steps.FAULTS)
