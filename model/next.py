@@ -72,5 +72,17 @@ NEXT: tuple[Actor, ...] = (
           says="time moves on while something waits on it"),
 )
 
+
+
+def formula(actors: tuple[Actor, ...] = NEXT) -> str:
+    """Next and its fairness as TLA+ writes them, read from ``actors`` (spec/SPEC.md and this
+    module's docstring quote it; tests/test_spec_md.py checks both)."""
+    kinds = [a.kind.capitalize() for a in actors]
+    fair = [f"{a.fairness}({a.kind.capitalize()})" for a in actors if a.fairness is not Fair.NONE]
+    disjunction = " \\/ ".join(kinds)
+    conjunction = " /\\ ".join(fair)
+    return f"Next == {disjunction}\nFairness == {conjunction}"
+
+
 # kind -> actor, in the order of NEXT (a fixture may add one: model/steps.py ``extended``)
 ACTORS: dict[str, Actor] = Keyed(ActorKind, {a.kind: a for a in NEXT})

@@ -176,6 +176,13 @@ def _renew_move(w: World, p: Proc) -> Transition:
 
 
 def renew(w: World, p: Proc, t: Transition) -> World:
+    """T4 (7.2 step 4), at label RENEW: the segment holds a lease (the way in is
+    :func:`after_probe`, after the observer and the cancel probe; or :func:`persist`, when the
+    renewal follows the event: before ``renew_before_persist``). The move is the renewal, or on
+    a write's boundary with the fence the T5 clear (:func:`_renew_move`). A store error, or a
+    row no longer this segment's (the owner guard fails): LeaseLost through the ladder, the
+    step not persisted. Otherwise on to PERSIST (``renew_before_persist``), or the boundary's
+    continuation (``Proc.then``)."""
     if t.fault:
         ok = False
     elif t.name == store.MARK_PENDING_EFFECT:

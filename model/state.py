@@ -517,7 +517,7 @@ class World(Record):
     events: tuple[Event, ...] = ()
     ledger: tuple[Application, ...] = ()
     messages: tuple[Message, ...] = ()  # a sorted multiset
-    procs: tuple[Proc, ...] = ()  # a set, sorted by name (runtime._spawn)
+    procs: tuple[Proc, ...] = ()  # a set, sorted by name (frames.spawn)
     reapers: tuple[ReaperState, ...] = ()  # the ticks in progress, sorted by reaper name
     outcomes: tuple[Outcome, ...] = ()
     # the runtime's console commands that have ended, in order: each operator cancel; a
@@ -685,7 +685,7 @@ class Log(NamedTuple):
     belonging to one ``key`` (the entry's field of that name: its run, or the actor of a
     console command). What the model and the properties read of a log is each key's own
     entries, in their order, or a count or a membership: a run's largest sequence and its
-    events page (model/store.py, model/runtime.py ``read_events``), a call's later
+    events page (model/store.py, model/caller.py ``read_events``), a call's later
     re-application, a segment's outcome, a run's stream (spec/properties.py). The order of
     two keys' entries is the interleaving of independent appends, which nothing reads: two
     worlds that differ only in it have the same futures and the same verdicts (the log order

@@ -64,7 +64,7 @@ def lapses_at(w: World, row: Row) -> int:
     """The first instant at which the lease of the RUNNING ``row`` has lapsed: the instant
     :func:`stale` turns true for a leased row (T10's ``lease_expires < now``, strict). The
     clock's next instants and the model's time bound are read from here
-    (``runtime.waiting_instants``)."""
+    (model/process.py ``instants``, the clock's next instants)."""
     return row.lease_expires + 1
 
 

@@ -324,7 +324,7 @@ class OutcomeName(Closed):
 
 class Mark(Closed):
     """A history fact (``World.marks`` holds ``<mark>:<run id>``, :func:`fact`) that
-    model/store.py and model/runtime.py write and the properties read."""
+    model/store.py and the actor modules write and the properties read."""
 
     FOREIGN_OWNER_MUTATION = "foreign_owner_mutation"
     ZOMBIE_APPEND = "zombie_append"

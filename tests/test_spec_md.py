@@ -106,3 +106,16 @@ def test_spec_md_shows_each_declarations_formula_and_source(section):
             f"SPEC.md {name}: the formula differs from its declaration in spec/properties.py; "
             f"the declaration reads:\n{_block(p.statement)}\nSPEC.md reads:\n{formula}")
         assert source == p.source, f"SPEC.md {name}: source ({source}), declared ({p.source})"
+
+
+def test_spec_md_and_model_next_quote_next_as_the_actor_table_declares_it():
+    """Next's disjunction (the actor kinds in their fixed order) and its fairness conjuncts,
+    read from model/next.py's table, are quoted as an indented block in spec/SPEC.md and in
+    model/next.py's docstring: a kind added, moved or made fair changes both quotes."""
+    from failclosed.model import next as model_next
+
+    quote = _block(model_next.formula())
+    assert quote in SPEC_MD.read_text(encoding="utf-8"), f"spec/SPEC.md should quote:\n{quote}"
+    assert quote in (model_next.__doc__ or ""), f"model/next.py should quote:\n{quote}"
+    assert model_next.formula().startswith(
+        "Next == Caller \\/ Process \\/ Worker \\/ Bus \\/ Reaper \\/ Operator \\/ Clock")
