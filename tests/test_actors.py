@@ -255,3 +255,37 @@ queued_fraction = 1.0
 rounds = 2
 tool_mix = {ticket = 1}
 """
+
+
+def test_the_clock_stops_at_the_instants_an_actor_declares():
+    """The clock moves only to the instants the actor kinds declare (model/next.py
+    ``waiting_instants``): a segment inside its provider call waits on its lease's lapse
+    alone, so time jumps past the lease in one step; an actor kind that acts in time (a
+    heartbeat that would renew while the call is in flight) declares an instant before the
+    lapse and the clock stops there first, unfaulted. Declared in a fixture, it is gone after."""
+    from failclosed.model import runtime, steps, vocab
+
+    w = load_world(data(1))
+    w = do(w, "enqueue_run", "caller", run="r1")
+    w = do(w, "dispatch", "enqueue:r1")
+    w = do(w, "run_queued", "w1", run="r1")
+    w = do(w, "claim_queued", "w1")
+    w = until(w, "w1", "provider_call")
+    lapse = w.rows[0].lease_expires + 1
+
+    def clock_targets(w: World) -> list[tuple[int, str | None]]:
+        return [(t.arg("to"), t.fault) for t in enabled(w, "clock")]
+
+    assert runtime.waiting_instants(w) == [lapse]
+    assert clock_targets(w) == [(lapse, "slow_operation")]
+    beat = lapse - 2
+    with vocab.extended([(vocab.ActorKind, "heartbeat")]), steps.extended():
+        steps.declare_actor("heartbeat", place="(a fixture)", answers=lambda w, n: False,
+                            moves=lambda w, n, o, s: [], fire=lambda w, t: w,
+                            instants=lambda w: [beat] if w.clock < beat else [])
+        assert runtime.waiting_instants(w) == [beat, lapse]
+        assert clock_targets(w) == [(beat, None), (lapse, "slow_operation")]
+        w2 = apply(w, clock_move(w, beat))
+        assert w2.clock == beat and w2.faults == w.faults
+    assert "heartbeat" not in steps.ACTORS
+    assert runtime.waiting_instants(w) == [lapse]
