@@ -3,21 +3,10 @@
 
 from __future__ import annotations
 
-from .frames import (
-    T,
-    add_message,
-    can,
-)
-from .state import (
-    Message,
-    World,
-)
+from .frames import T, add_message, can
+from .state import Message, World
 from .transition import Transition
-from .vocab import (
-    ActorKind,
-    FaultKind,
-    TransitionName,
-)
+from .vocab import ActorKind, FaultKind, TransitionName
 
 
 def answers(w: World, name: str) -> bool:

@@ -5,21 +5,9 @@ from __future__ import annotations
 
 from . import identities as names
 from . import rules, store
-from .frames import (
-    T,
-    cap,
-    made,
-    other_faults,
-    set_tuple,
-    spawn,
-    with_faults,
-)
-from .resume import (
-    REQUEST_DECISION,
-)
-from .segment import (
-    enter_round,
-)
+from .frames import T, cap, made, other_faults, set_tuple, spawn, with_faults
+from .resume import REQUEST_DECISION
+from .segment import enter_round
 from .state import (
     APPROVER_NOT_PERMITTED,
     AWAITING,
@@ -44,14 +32,7 @@ from .state import (
     replace,
 )
 from .transition import Transition
-from .vocab import (
-    ActorKind,
-    Decision,
-    Label,
-    OutcomeName,
-    Request,
-    TransitionName,
-)
+from .vocab import ActorKind, Decision, Label, OutcomeName, Request, TransitionName
 
 
 def answers(w: World, name: str) -> bool:

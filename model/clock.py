@@ -6,21 +6,11 @@ if the segment waits on the provider or a tool, a pause otherwise."""
 from __future__ import annotations
 
 from . import store
-from .frames import (
-    T,
-    can,
-)
+from .frames import T, can
 from .process import SLOW_OPERATIONS
-from .state import (
-    World,
-    replace,
-)
+from .state import World, replace
 from .transition import Transition
-from .vocab import (
-    ActorKind,
-    FaultKind,
-    TransitionName,
-)
+from .vocab import ActorKind, FaultKind, TransitionName
 
 
 def answers(w: World, name: str) -> bool:

@@ -7,9 +7,7 @@ model/reaper.py, model/caller.py, ...) are written in these; nothing here is a s
 from __future__ import annotations
 
 from . import identities as names
-from .rules import (
-    INPUT_REQUIRED,
-)
+from .rules import INPUT_REQUIRED
 from .state import (
     ENQUEUE,
     SYNC,
@@ -25,20 +23,9 @@ from .state import (
     World,
     replace,
 )
-from .table import (
-    OTHER_TRANSITIONS,
-    PICK_UP,
-    REAPER_DECISION,
-    REAPER_REDISPATCH,
-    Action,
-)
+from .table import OTHER_TRANSITIONS, PICK_UP, REAPER_DECISION, REAPER_REDISPATCH, Action
 from .transition import Transition
-from .vocab import (
-    Decision,
-    FaultKind,
-    Label,
-    OutcomeName,
-)
+from .vocab import Decision, FaultKind, Label, OutcomeName
 
 T = Transition.make
 

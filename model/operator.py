@@ -4,22 +4,10 @@ cancel command."""
 from __future__ import annotations
 
 from . import store
-from .frames import (
-    T,
-    other_faults,
-    with_faults,
-)
-from .state import (
-    CommandResult,
-    World,
-    replace,
-)
+from .frames import T, other_faults, with_faults
+from .state import CommandResult, World, replace
 from .transition import Transition
-from .vocab import (
-    ActorKind,
-    OutcomeName,
-    TransitionName,
-)
+from .vocab import ActorKind, OutcomeName, TransitionName
 
 
 def answers(w: World, name: str) -> bool:

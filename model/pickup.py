@@ -7,46 +7,12 @@ deliverable."""
 from __future__ import annotations
 
 from . import store
-from .frames import (
-    T,
-    end,
-    other_faults,
-    pick_up,
-    put,
-    remove_message,
-    spawn,
-    with_faults,
-)
-from .segment import (
-    BOUNDARY,
-    enter_round,
-    to_settle,
-)
-from .state import (
-    FAILED,
-    QUEUED,
-    WORKER,
-    Config,
-    Message,
-    Proc,
-    World,
-    replace,
-)
-from .table import (
-    END,
-    PICK_UP,
-    STORE,
-    STORE_FAULTS,
-    Action,
-    Step,
-)
+from .frames import T, end, other_faults, pick_up, put, remove_message, spawn, with_faults
+from .segment import BOUNDARY, enter_round, to_settle
+from .state import FAILED, QUEUED, WORKER, Config, Message, Proc, World, replace
+from .table import END, PICK_UP, STORE, STORE_FAULTS, Action, Step
 from .transition import Transition
-from .vocab import (
-    FaultKind,
-    Label,
-    OutcomeName,
-    TransitionName,
-)
+from .vocab import FaultKind, Label, OutcomeName, TransitionName
 
 
 def _workers_free(w: World) -> list[str]:

@@ -7,15 +7,7 @@ from __future__ import annotations
 
 from . import identities as names
 from . import rules, store
-from .frames import (
-    T,
-    can,
-    dispatch_queued,
-    reaper_next,
-    row_label,
-    step_faults,
-    with_faults,
-)
+from .frames import T, can, dispatch_queued, reaper_next, row_label, step_faults, with_faults
 from .state import (
     FAILED,
     NO_TRANSPORT,
@@ -43,12 +35,7 @@ from .table import (
     table,
 )
 from .transition import Transition
-from .vocab import (
-    FaultKind,
-    Label,
-    OutcomeName,
-    TransitionName,
-)
+from .vocab import FaultKind, Label, OutcomeName, TransitionName
 
 
 def _queue_on(w: World) -> bool:
@@ -242,7 +229,7 @@ def max_sequence(w: World, r: ReaperState, t: Transition) -> World:
     return w.set_reaper(r.name, replace(r, pc=Label.SETTLE))
 
 
-def _r_settle_move(w: World, r: ReaperState) -> Transition:
+def _settle_move(w: World, r: ReaperState) -> Transition:
     return T(TransitionName.SETTLE_FAILED, r.name, run=w.run_id(r.rows[r.idx][0]), reason="provider_failed")
 
 
@@ -318,7 +305,7 @@ STEPS: tuple[Action, ...] = (
          place="4.2; 10 branch 5 (fail-closed dispatch)"),
     Step(Label.SETTLE, settle,
          actor=REAPER, fires=TransitionName.SETTLE_FAILED, faults=STORE_FAULTS, cost=STORE,
-         then=(REAPER_DECISION, REAPER_REDISPATCH, END), args=("reason",), move=_r_settle_move,
+         then=(REAPER_DECISION, REAPER_REDISPATCH, END), args=("reason",), move=_settle_move,
          place="T8 via 4.3; 10 branch 5 (fail-closed dispatch)"),
     Step(REAPER_REDISPATCH, redispatch,
          actor=REAPER, fires=store.REDISPATCH_QUEUED, faults=STORE_FAULTS, cost=STORE,

@@ -6,20 +6,8 @@ waiting; then the segment's loop (model/segment.py) runs the resumed turn."""
 from __future__ import annotations
 
 from . import rules, store
-from .frames import (
-    T,
-    end,
-    input_side,
-    made,
-    put,
-)
-from .segment import (
-    LOOP,
-    decider,
-    insert_not_stored,
-    next_call,
-    to_settle,
-)
+from .frames import T, end, input_side, made, put
+from .segment import LOOP, decider, insert_not_stored, next_call, to_settle
 from .state import (
     APPROVER_NOT_PERMITTED,
     CONFIGURATION_GONE,
@@ -35,24 +23,9 @@ from .state import (
     World,
     replace,
 )
-from .table import (
-    AUDIT,
-    END,
-    STORE,
-    STORE_FAULTS,
-    Action,
-    Step,
-)
+from .table import AUDIT, END, STORE, STORE_FAULTS, Action, Step
 from .transition import Transition
-from .vocab import (
-    Decision,
-    FaultKind,
-    Label,
-    OutcomeName,
-    PrincipalKind,
-    Request,
-    TransitionName,
-)
+from .vocab import Decision, FaultKind, Label, OutcomeName, PrincipalKind, Request, TransitionName
 
 REQUEST_DECISION: dict[str, str] = {
     Request.APPROVE: Decision.APPROVE, Request.DENY: Decision.DENY, Request.INPUT: Decision.INPUT,

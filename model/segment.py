@@ -16,14 +16,7 @@ from __future__ import annotations
 
 from . import identities as names
 from . import rules, store
-from .frames import (
-    T,
-    call_name,
-    dispatch_queued,
-    end,
-    input_side,
-    put,
-)
+from .frames import T, call_name, dispatch_queued, end, input_side, put
 from .rules import (
     APPROVAL_REQUIRED,
     AUDIT_PERSISTENCE_FAILED,
@@ -69,14 +62,7 @@ from .table import (
     Step,
 )
 from .transition import Transition
-from .vocab import (
-    Decision,
-    FaultKind,
-    Label,
-    Mark,
-    OutcomeName,
-    TransitionName,
-)
+from .vocab import Decision, FaultKind, Label, Mark, OutcomeName, TransitionName
 
 # The labels a segment may go on to, named for the ``then`` of the steps below: a step
 # boundary with a handle (7.2), the ladder's arms (8), and the loop's next step (after a
