@@ -5,6 +5,8 @@ at the foot. Its instants: the overdue deadlines of queued rows (P6)."""
 
 from __future__ import annotations
 
+import itertools
+
 from . import identities as names
 from . import rules, store
 from .frames import T, can, dispatch_queued, reaper_next, row_label, step_faults, with_faults
@@ -105,8 +107,6 @@ def stale_orders(w: World, first_only: bool = False) -> tuple[list[tuple[str, ..
     that reach into the first ``limit`` rows matter, and of a group the cut splits only which
     of its rows come first: its r-permutations (the same orders in the same sequence as all
     permutations with duplicates dropped). ``first_only``: the first order (ties by slot)."""
-    import itertools
-
     stale = sorted(
         (r.lease_expires, i) for i, r in enumerate(w.rows)
         if r is not None and store.stale(w, r, w.clock)  # stale() is False for no row
