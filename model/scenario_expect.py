@@ -56,8 +56,8 @@ ENQUEUE_KEYS = frozenset({"error", "returned"})
 
 
 def near(key: str, allowed: frozenset[str] | set[str]) -> str:
-    near = difflib.get_close_matches(key, sorted(allowed), n=1)
-    return f"did you mean {near[0]!r}?" if near else f"allowed: {', '.join(sorted(allowed))}"
+    close = difflib.get_close_matches(key, sorted(allowed), n=1)
+    return f"did you mean {close[0]!r}?" if close else f"allowed: {', '.join(sorted(allowed))}"
 
 
 def unknown_key(key: str, where: str, allowed: frozenset[str] | set[str], what: str = "key") -> str:
@@ -134,10 +134,10 @@ def _proc_names(v: list[str], w: str, world: World, actors: Iterable[str]) -> No
         head, sep, tail = name.partition(":")
         if sep and head and tail.split("#")[0].split("/")[0] in runs:
             continue
-        near = known | {x for x in seen if ":" in x}
-        hint = near(name, near)
+        nearby = known | {x for x in seen if ":" in x}
+        hint = near(name, nearby)
         if not hint.startswith("did you mean"):
-            hint = f"did you mean one of {', '.join(sorted(near))}?"
+            hint = f"did you mean one of {', '.join(sorted(nearby))}?"
         raise ConfigError(f"{w}[{n}]: no process {name!r} in this scenario (a worker: "
                           f"{', '.join(cfg.workers)}; a reaper: {', '.join(names.reaper_names(cfg))}; or a process of one of its "
                           f"runs, NAME:<run id>); {hint}")
