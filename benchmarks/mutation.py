@@ -64,7 +64,7 @@ _SIM = ["tests/test_sim.py", "-k", "not sweep_with_local_processes and not sweep
 MODULES: dict[str, list[str]] = {
     **{f"model/{m}.py": _MODEL for m in (
         "store", "rules", "state", "policy", "steps", "runtime", "names", "classify",
-        "records", "config", "scenario", "scenario_check")},
+        "records", "config", "scenario", "scenario_check", "scenario_expect")},
     "sim/faults.py": ["tests/test_sim_faults.py", "tests/test_sim.py", "tests/test_sim_inputs.py"],
     "sim/checks.py": ["tests/test_sim_checks.py", *_SIM],
     "sim/metrics.py": ["tests/test_sim_metrics.py", *_SIM],

@@ -20,11 +20,19 @@ stopped, partial files removed).
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import re
+import signal
 import sys
+import tempfile
 import textwrap
+import threading
+import tomllib
+import traceback
 from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from failclosed.cli.exits import (
@@ -35,12 +43,15 @@ from failclosed.cli.exits import (
     EXIT_TERMINATED,
     exit_codes_text,
 )
+from failclosed.cli.junit import start_clock
 from failclosed.model.config import ConfigError, UsageError, io_error_message
 from failclosed.model.policy import PRESET_ORDER, PRESETS, SWITCHES, UnknownPolicy
 
 # spec.properties registers the evaluator of a scenario's holds / violates expectations
 # (model/ does not import spec/)
 from failclosed.spec import properties as _properties  # noqa: F401
+
+from failclosed import build_info
 
 COMMAND_MODULES = ("failclosed.cli.replay", "failclosed.cli.check", "failclosed.cli.simulate",
                    "failclosed.cli.sweep", "failclosed.cli.summarize", "failclosed.cli.plot",
@@ -51,8 +62,6 @@ COMMAND_MODULES = ("failclosed.cli.replay", "failclosed.cli.check", "failclosed.
 
 def version() -> str:
     """The installed distribution's version (importlib.metadata), else pyproject.toml's."""
-    from importlib import metadata
-
     try:
         return metadata.version("failclosed")
     except metadata.PackageNotFoundError:
@@ -60,9 +69,6 @@ def version() -> str:
 
 
 def _pyproject_version() -> str:
-    import tomllib
-    from pathlib import Path
-
     path = Path(__file__).resolve().parents[1] / "pyproject.toml"
     try:
         return str(tomllib.loads(path.read_text(encoding="utf-8"))["project"]["version"])
@@ -159,15 +165,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    import importlib
-
     parser = _Parser(
         prog="failclosed",
         description="The reference model, exhaustive checker and deterministic fault-injection "
                     "simulator of an at-least-once agent-run queue.",
         epilog=exit_codes_text(),
     )
-    from failclosed import build_info  # compiled by mypyc or pure Python (setup.py)
 
     parser.add_argument("--version", action="version",
                         version=f"failclosed {version()} ({build_info()})")
@@ -208,9 +211,6 @@ def _error(message: str) -> int:
 def _internal_error(e: BaseException) -> int:
     """A bug: one line naming the exception and where its full traceback was written (a
     file in the temporary directory), exit 70: never 1 (a finding) nor 2 (bad input)."""
-    import tempfile
-    import traceback
-
     text = "".join(traceback.format_exception(e))
     where = ""
     try:
@@ -238,9 +238,6 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 def _install_sigterm() -> Any:
     """SIGTERM interrupts like SIGINT for the whole command; the previous handler, or None
     where it cannot be set (not the main thread)."""
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return None
     return signal.signal(signal.SIGTERM, _on_sigterm)
@@ -263,8 +260,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     the command has cleaned up (workers stopped, partial files removed): the caller's
     (:func:`console_main` turns it into 130). SIGTERM, whose handler main installs for the
     command, is: 143."""
-    import signal
-
     old = _install_sigterm()
     try:
         return _main(argv)
@@ -283,7 +278,6 @@ def _main(argv: Sequence[str] | None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    from failclosed.cli.junit import start_clock
 
     start_clock()  # --junit's times are measured from here
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import textwrap
 from collections.abc import Callable
 from dataclasses import replace
@@ -50,6 +51,7 @@ from failclosed.cli.scope import (
 from failclosed.model.config import UsageError
 from failclosed.model.policy import PRESET_ORDER
 from failclosed.spec.baseline import Baseline, Comparison, Known, write_baseline
+from failclosed.spec.checker import check, resolve_properties, trace_compact, trace_text
 from failclosed.spec.mutants import check_variant, mutant_config, mutants
 from failclosed.spec.scope import run_local
 
@@ -170,8 +172,6 @@ def _baseline_entries(found: list[tuple[str, Any]], baseline: Baseline, command:
 def _rerun(args: argparse.Namespace, command: str) -> str:
     """The command line that checks what this run checked (its policies and configuration),
     for the comment of a written baseline: it must run as written."""
-    import shlex
-
     pols = [args.policy] if getattr(args, "policy", None) else (getattr(args, "policies", None) or [])
     words = [command, *(w for p in pols for w in ("--policy", p)), "--config", args.config]
     return "failclosed " + " ".join(shlex.quote(w) for w in words)
@@ -187,8 +187,6 @@ def _write_baseline(args: argparse.Namespace, entries: list[Known], command: str
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from failclosed.spec.checker import check, resolve_properties
-
     validate_policy(args.policy)
     resolve_properties(args.properties)  # an unknown name: one line, before any work
     _, parts = load_config_arg(args.config)
@@ -244,8 +242,6 @@ def _print_check(args: argparse.Namespace, res: Any, new: list[Any], cmp: Compar
                  notes: list[str], written: list[str]) -> None:
     """The new violations' traces, one verdict line per property, the witnesses and
     transitions never seen, the files written, the notes and the statistics."""
-    from failclosed.spec.checker import trace_compact, trace_text
-
     width = table_width()
     for r in new:
         print(trace_text(r) if args.wide else trace_compact(r, width))
@@ -289,7 +285,6 @@ def _junit_results(args: argparse.Namespace, suite: str, config: str,
     CheckResult, a new violation carrying its shortest trace."""
     if not getattr(args, "junit", None):
         return
-    from failclosed.spec.checker import trace_text
 
     by = {pol: res for pol, res in results}
     cells = [(pol, n, not r.holds) for pol, res in results for n, r in res.properties.items()]
@@ -315,8 +310,6 @@ def run_matrix(config: str, policies: list[str],
     ``max_states`` bounds each part's search (``--max-states``); ``logs``: under the log order
     (``--no-log-reduction``: without); ``memory_budget_mib``: what it may keep in memory
     (``--memory-budget``)."""
-    from failclosed.spec.checker import check
-
     table: dict[str, dict[str, Any]] = {}
     results = []
     props: list[str] = []

@@ -36,6 +36,17 @@ from failclosed.cli.checking import (
 )
 from failclosed.cli.exits import EXIT_TRUNCATED, exit_codes_text, with_truncation
 from failclosed.cli.junit import add_junit, cell_cases, check_junit, write_junit
+from failclosed.cli.scenario_writer import dump_scenario
+from failclosed.spec.baseline import Baseline, Known, write_baseline
+from failclosed.spec.checker import ConfigPart, check, resolve_properties, trace_compact, trace_text
+from failclosed.spec.scope import (
+    Cache,
+    dask_client,
+    load_scope,
+    model_version,
+    resolve_scope_path,
+    run_local,
+)
 
 __all__ = ["register"]
 
@@ -116,8 +127,8 @@ def register(subparsers: Any) -> None:
 def _stream(job: tuple[Any, ...]) -> Any:
     """One stream of draws: ``spec.hunt.hunt`` with this stream's seed and share of the
     examples, stopping at the wall-clock ``deadline``; progress on stderr."""
+    # lazy: spec.hunt imports hypothesis, start-up x1.26 CPU for every command (only hunt draws)
     from failclosed.spec.hunt import hunt
-    from failclosed.spec.scope import Cache, load_scope, model_version
 
     (k, seed, policies, props, examples, max_states, deadline, outside, cache_dir,
      quiet) = job
@@ -149,12 +160,14 @@ def _stream(job: tuple[Any, ...]) -> Any:
 
 
 def _describe(f: Any) -> str:
+    # lazy: spec.hunt imports hypothesis, start-up x1.26 CPU for every command (only hunt draws)
     from failclosed.spec.hunt import describe
 
     return describe(f.point)
 
 
 def _run_streams(args: argparse.Namespace, policies: list[str], cache_dir: str | None) -> Any:
+    # lazy: spec.hunt imports hypothesis, start-up x1.26 CPU for every command (only hunt draws)
     from failclosed.spec.hunt import HuntResult
 
     deadline = time.time() + args.minutes * 60
@@ -172,8 +185,6 @@ def _run_streams(args: argparse.Namespace, policies: list[str], cache_dir: str |
     elif jobs == 1:
         done(0, _stream(work[0]))
     else:
-        from failclosed.spec.scope import run_local
-
         run_local(jobs, work, done, task=_stream)
     res = HuntResult(policies, args.properties, args.seed)
     for k in sorted(got):  # stream order: the result does not depend on which ended first
@@ -182,8 +193,8 @@ def _run_streams(args: argparse.Namespace, policies: list[str], cache_dir: str |
 
 
 def _on_dask(address: str, work: dict[int, tuple], done: Any) -> None:
+    # lazy: dask is optional (failclosed[dask]); dask.distributed costs start-up x1.55 CPU
     from distributed import as_completed
-    from failclosed.spec.scope import dask_client
 
     client = dask_client(address)
     try:
@@ -199,29 +210,21 @@ def _on_dask(address: str, work: dict[int, tuple], done: Any) -> None:
 # the command
 # =========================================================================================
 def _preflight(args: argparse.Namespace) -> list[str]:
-    from failclosed.spec.checker import resolve_properties
-
     policies = args.policies or ["current"]
     for p in policies:
         validate_policy(p)
     resolve_properties(args.properties)
     if args.outside != NO_SCOPE:
-        from failclosed.spec.scope import resolve_scope_path
-
         resolve_scope_path(args.outside)
     load_baseline_arg(args.baseline)
     check_outputs(args)
     check_junit(args)
     if args.dask:
-        from failclosed.spec.scope import dask_client
-
         dask_client(args.dask).close()
     return policies
 
 
 def _cmd_hunt(args: argparse.Namespace) -> int:
-    from failclosed.spec.scope import Cache
-
     policies = _preflight(args)
     cache_dir = None
     if not args.no_cache:
@@ -253,8 +256,6 @@ def _cmd_hunt(args: argparse.Namespace) -> int:
 
 
 def _cells_checked(properties: list[str] | None) -> list[str]:
-    from failclosed.spec.checker import resolve_properties
-
     safety, live = resolve_properties(properties)
     return [*safety, *live]
 
@@ -262,8 +263,6 @@ def _cells_checked(properties: list[str] | None) -> list[str]:
 def _trace(f: Any, max_states: int) -> Any:
     """The minimal configuration checked again for its one property: the PropertyResult with
     the shortest counterexample (within the state cap)."""
-    from failclosed.spec.checker import ConfigPart, check
-
     data = f.data | {"description": f"minimal configuration of failclosed hunt: {f.property} "
                                     f"under {f.policy}"}
     one = check(f.policy, ConfigPart("hunt-minimal", "", data), [f.property], witnesses=False,
@@ -273,8 +272,6 @@ def _trace(f: Any, max_states: int) -> Any:
 
 def _write_baseline(args: argparse.Namespace, res: Any, results: dict, baseline: Any,
                     notes: list[str]) -> Any:
-    from failclosed.spec.baseline import Baseline, Known, write_baseline
-
     entries = []
     for (p, n), r in results.items():
         k = baseline.find(p, n)
@@ -314,9 +311,6 @@ def _summary(res: Any, args: argparse.Namespace, jobs: int, seconds: float, cmp:
 
 def _print(res: Any, results: dict, cmp: Any, written: list[str], notes: list[str],
            args: argparse.Namespace) -> None:
-    from failclosed.cli.scenario_writer import dump_scenario
-    from failclosed.spec.checker import trace_compact
-
     width = table_width()
     new = set(cmp.new)
     for f in res.found:
@@ -359,7 +353,6 @@ def _json(res: Any, args: argparse.Namespace, seconds: float, cmp: Any, summary:
 def _junit(args: argparse.Namespace, cells: dict, cmp: Any, results: dict) -> None:
     if not getattr(args, "junit", None):
         return
-    from failclosed.spec.checker import trace_text
 
     known = {k.cell: k for k in cmp.known}
     write_junit(args, "hunt", cell_cases(

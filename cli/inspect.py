@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from failclosed.cli.junit import Case, junit_text
 from failclosed.cli.simulate import (
     check_input_file,
     check_output_file,
@@ -33,7 +34,24 @@ from failclosed.cli.simulate import (
     load_known,
     plural,
     rel_path,
+    resolve_sim_config,
 )
+from failclosed.model.config import ConfigError
+from failclosed.model.policy import parse_policy
+from failclosed.sim.dbschema import PRIVACY_LEVELS
+from failclosed.sim.inspect import (
+    CHECKS,
+    DETECTABLE,
+    LIMITS,
+    applies,
+    finding_traces,
+    footprints,
+    inspect,
+    load_catalogue,
+)
+from failclosed.sim.inspect_sources import DEFAULT_BUDGET, open_source, parse_budget
+from failclosed.spec.baseline import load_baseline
+from failclosed.spec.progress import Progress
 
 LIST_PER_CHECK = 5
 
@@ -58,9 +76,6 @@ def since_arg(s: str) -> int:
 
 def budget_arg(s: str) -> int:
     """``--memory-budget``: a size in bytes (K, M, G: powers of 1024), checked before any read."""
-    from failclosed.model.config import ConfigError
-    from failclosed.sim.inspect_sources import parse_budget
-
     try:
         return parse_budget(s)
     except ConfigError as e:
@@ -68,8 +83,6 @@ def budget_arg(s: str) -> int:
 
 
 def _labels(props: tuple[str, ...], labeller: Any) -> list[dict[str, Any]]:
-    from failclosed.sim.inspect import finding_traces
-
     out = []
     for p in props:
         k = labeller.find("current", p)
@@ -100,9 +113,6 @@ def _atomic_write(path: str, text: str) -> None:
 def _junit(rep: Any, verdicts: dict[int, Any], elapsed: float) -> str:
     """One case per check (cli/junit.py, the root element of every command): a failure lists
     the new anomalies, a note the known ones and what the data could not support."""
-    from failclosed.cli.junit import Case, junit_text
-    from failclosed.sim.inspect import CHECKS
-
     by = rep.by_check()
     cases = []
     for cid, section, what, certainty, _props in CHECKS:
@@ -124,23 +134,16 @@ def _junit(rep: Any, verdicts: dict[int, Any], elapsed: float) -> str:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:  # noqa: C901 - input checks, then one pass
-    from failclosed.sim.inspect import inspect, load_catalogue
-    from failclosed.sim.inspect_sources import open_source
-    from failclosed.spec.baseline import load_baseline
-    from failclosed.spec.progress import Progress
 
     check_output_file(args.json, "--json")
     check_output_file(args.junit, "--junit", (".xml",))
     if args.tools:  # a FILE, or a shipped simulator config by name (default)
-        from failclosed.cli.simulate import resolve_sim_config
 
         args.tools = resolve_sim_config(args.tools, "--tools")
         check_input_file(args.tools, "--tools")
     catalogue = load_catalogue(args.tools)
     baseline = load_known(args.baseline) if args.baseline else None
     if args.policy:
-        from failclosed.model.policy import parse_policy
-
         parse_policy(args.policy)
     policy = args.policy or "current"
     labeller = load_baseline(default_baseline_path())
@@ -172,8 +175,6 @@ def _cmd_inspect(args: argparse.Namespace) -> int:  # noqa: C901 - input checks,
 
 
 def _json(rep: Any, verdicts: dict[int, Any], labeller: Any, elapsed: float, args: Any, policy: str) -> dict[str, Any]:
-    from failclosed.sim.inspect import CHECKS, DETECTABLE, LIMITS, footprints
-
     by = rep.by_check()
     anomalies = []
     for a in rep.anomalies:
@@ -201,7 +202,7 @@ def _json(rep: Any, verdicts: dict[int, Any], labeller: Any, elapsed: float, arg
 
 
 def _print(rep: Any, verdicts: dict[int, Any], labeller: Any, elapsed: float, args: Any, new: list) -> None:
-    from failclosed.sim.inspect import CHECKS, LIMITS, applies
+    # lazy: rich costs start-up x1.04 to x1.10 CPU for every command; only the printed table needs it
     from rich.console import Console
 
     con = Console(highlight=False, soft_wrap=True)
@@ -256,8 +257,6 @@ def _print(rep: Any, verdicts: dict[int, Any], labeller: Any, elapsed: float, ar
 def _print_footprints(con: Any, rep: Any) -> None:
     """Per proposal (docs/PROPOSALS.md): the anomalies that would show it not working in a
     database taken after the change, or why its check does not apply here."""
-    from failclosed.sim.inspect import footprints
-
     con.print("the proposals' footprints (docs/PROPOSALS.md; zero in a database taken after the change):")
     for f in footprints(rep):
         what = f["check"] + (f" ({f['detail'].replace('_', ' ')})" if f["detail"] else "")
@@ -282,9 +281,6 @@ def _print_unreadable(con: Any, un: Any) -> None:
 
 
 def register(subparsers: Any) -> None:
-    from failclosed.sim.dbschema import PRIVACY_LEVELS
-    from failclosed.sim.inspect_sources import DEFAULT_BUDGET
-
     p = subparsers.add_parser(
         "inspect", help="find the findings' footprints in a database of the runtime",
         description="Run every check of EXPORT.md section 7 that the data supports on the runtime's two tables "

@@ -25,6 +25,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from failclosed.cli.checking import require_writable_file
+
 __all__ = ["Case", "add_junit", "check_junit", "command_seconds", "junit_text", "junit_tree",
            "start_clock", "write_junit"]
 
@@ -65,8 +67,6 @@ def add_junit(p: argparse.ArgumentParser) -> None:
 def check_junit(args: argparse.Namespace) -> None:
     """The ``--junit`` path can be written (before any work)."""
     if getattr(args, "junit", None):
-        from failclosed.cli.checking import require_writable_file
-
         require_writable_file(args.junit, "--junit")
 
 

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from failclosed.model.config import TOP_KEYS as MODEL
 from failclosed.model.config import ConfigError
+from failclosed.sim.config import TOP as SIM
+from failclosed.spec.baseline import BASELINE_KEYS
+from failclosed.spec.scope import TOP_KEYS as SCOPE
 
 __all__ = ["KINDS", "identify", "require_kind"]
 
@@ -25,11 +29,6 @@ KINDS = {
 
 
 def _keys() -> dict[str, set[str]]:
-    from failclosed.model.config import TOP_KEYS as MODEL
-    from failclosed.sim.config import TOP as SIM
-    from failclosed.spec.baseline import BASELINE_KEYS
-    from failclosed.spec.scope import TOP_KEYS as SCOPE
-
     return {"sim": set(SIM), "model": (set(MODEL) - {"steps", "expect"}) | {"parts"},
             "scenario": set(MODEL) | {"messages"}, "baseline": set(BASELINE_KEYS),
             "scope": set(SCOPE)}

@@ -20,9 +20,12 @@ swimlane
 from __future__ import annotations
 
 import argparse
+import csv
+import math
 from typing import Any
 
 from failclosed.cli.simulate import check_input_file, check_output_file, int_arg
+from failclosed.cli.summarize import check_metrics
 from failclosed.model.config import ConfigError, UsageError
 
 __all__ = ["PLOT_FORMATS", "parse_window", "register"]
@@ -31,8 +34,6 @@ PLOT_FORMATS = (".png", ".svg", ".pdf")
 
 
 def parse_window(text: str) -> tuple[float, float]:
-    import math
-
     try:
         a, b = text.split(":")
         window = (float(a), float(b))
@@ -51,13 +52,13 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     check_input_file(args.input, what)
     window = parse_window(args.window) if args.window else None
     if args.kind == "curves":  # the arguments first: cheap, before matplotlib and the CSV's rows
-        from failclosed.cli.summarize import check_metrics
 
         check_metrics(args.metric)
         if not args.x:
             raise UsageError("plot curves: --x PARAM is required; e.g. --x constants.LEASE_SECONDS")
     elif args.kind == "lease-curves":
         _refuse_curve_flags(args, "lease-curves")
+    # lazy: sim.plots imports matplotlib, start-up x1.75 CPU for every command
     from failclosed.sim import plots
 
     if args.kind == "swimlane":
@@ -94,8 +95,6 @@ def _refuse_curve_flags(args: argparse.Namespace, kind: str) -> None:
 
 
 def _curves(args: argparse.Namespace, plots: Any) -> None:
-    from failclosed.cli.summarize import check_metrics
-
     metrics = check_metrics(args.metric) or list(plots.CURVE_METRICS)
     header = _csv_header(args.input)
     if header:  # the names of --x, --color, --facet against the header, before the rows (one
@@ -113,8 +112,6 @@ def _curves(args: argparse.Namespace, plots: Any) -> None:
 
 def _csv_header(path: str) -> list[str]:
     """The first line of a CSV (empty when it cannot be read: read_sweep_csv then says why)."""
-    import csv
-
     try:
         with open(path, newline="", encoding="utf-8") as f:
             return next(csv.reader(f), [])

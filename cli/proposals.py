@@ -27,6 +27,8 @@ from failclosed.cli.proposals_cost import add_cost_arguments, run_cost
 from failclosed.cli.scope import add_scope_run, run_scope_cli, scope_preflight
 from failclosed.model.config import UsageError
 from failclosed.model.policy import proposal_switches
+from failclosed.spec.mutants import check_variant
+from failclosed.spec.scope import run_local
 
 __all__ = ["register", "necessity_table"]
 
@@ -69,9 +71,6 @@ def _policies() -> list[tuple[str, str]]:
 
 
 def _over_config(args: argparse.Namespace, pols: list[str]) -> tuple[str, dict[str, dict]]:
-    from failclosed.spec.mutants import check_variant
-    from failclosed.spec.scope import run_local
-
     for flag, given in (("--dask", args.dask), ("--max-states", args.max_states)):
         if given:
             raise UsageError(f"{flag} applies to a scope: give --scope instead of --config "

@@ -14,11 +14,15 @@ per run against ``current``, paired by seed.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 from typing import Any
 
+from failclosed.cli.simulate import check_output_file, int_arg, read_config, resolve_sim_config
+from failclosed.cli.sweep import _rows_of, parse_params, run_grid
 from failclosed.model.config import UsageError
 from failclosed.model.policy import parse_policy, proposal_switches
+from failclosed.sim import config as sconfig
 
 __all__ = ["COST_COLUMNS", "add_cost_arguments", "cost_policies", "cost_table", "run_cost"]
 
@@ -69,16 +73,12 @@ def add_cost_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _int_at_least(lo: int, what: str):
-    from failclosed.cli.simulate import int_arg
-
     return int_arg(lo, what)
 
 
 def cost_policies(without: str | None) -> list[str]:
     """current, proposed, then proposed without each switch of ``without`` (comma-separated;
     None: every switch of ``proposal_switches``), each checked to be one of those."""
-    import difflib
-
     switches = proposal_switches()
     if without is None:
         chosen = list(switches)
@@ -94,8 +94,6 @@ def cost_policies(without: str | None) -> list[str]:
 
 
 def _fixed_params(items: list[str]) -> dict[str, Any]:
-    from failclosed.cli.sweep import parse_params
-
     out: dict[str, Any] = {}
     for name, values in parse_params(items):
         if name in ("policy", "runs.count"):
@@ -123,6 +121,7 @@ def _cell(est: Any, lo: Any, hi: Any, how: str) -> str:
 def _extra_statements(rows: list[dict[str, str]], policy: str) -> str:
     """Run-store statements per run of ``policy`` minus ``current``'s, seed by seed (the same
     seed draws the same arrivals and plans), with the Student t interval over seeds."""
+    # lazy: sim.stats imports scipy, start-up x2.2 CPU for every command
     from failclosed.sim import stats
 
     def per_run(pol: str) -> dict[str, float]:
@@ -137,6 +136,7 @@ def _extra_statements(rows: list[dict[str, str]], policy: str) -> str:
 def cost_table(rows: list[dict[str, str]], header: list[str], policies: list[str]) -> list[str]:
     """The markdown table: one row per policy (in ``policies``' order), its seeds, the extra
     run-store statements per run against ``current`` and each of ``COST_COLUMNS``."""
+    # lazy: sim.stats imports scipy, start-up x2.2 CPU for every command
     from failclosed.sim import stats
 
     by_policy = {r["param:policy"]: r for r in stats.summarize(rows, header)}
@@ -153,9 +153,7 @@ def cost_table(rows: list[dict[str, str]], header: list[str], policies: list[str
 
 
 def run_cost(args: argparse.Namespace) -> int:
-    from failclosed.cli.simulate import check_output_file, read_config, resolve_sim_config
-    from failclosed.cli.sweep import _rows_of, run_grid
-    from failclosed.sim import config as sconfig
+    # lazy: sim.stats imports scipy, start-up x2.2 CPU for every command
     from failclosed.sim import stats
 
     for flag, given in (("--config", args.config), ("--scope", args.scope), ("--dask", args.dask),

@@ -20,14 +20,25 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import importlib.util
+import io
 import json
+import os
 import re
 import tempfile
 import tomllib
+from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
+from failclosed.cli.check import matrix_word
+from failclosed.cli.checking import write_counterexample
+from failclosed.model import steps
+from failclosed.model.config import UsageError
+from failclosed.model.policy import PRESET_ORDER
 from failclosed.model.vocab import ActorKind
+from failclosed.spec.checker import ConfigPart, check
+from failclosed.spec.scope import Cache, check_scope, load_scope, model_version
 
 
 def _checkout() -> Path:
@@ -83,8 +94,6 @@ def register(subparsers: Any) -> None:
 
 
 def _cmd(args: argparse.Namespace) -> int:
-    from failclosed.model.config import UsageError
-
     if not (ROOT / "pyproject.toml").is_file() or not FINDINGS_MD.is_file():
         raise UsageError("regenerate: run it from a checkout of failclosed (the recorded "
                          "artefacts live there, not in an installed package)")
@@ -121,9 +130,6 @@ def finding_source(path: Path) -> tuple[str, str, str, dict[str, Any]]:
 def regenerate_finding(path: Path) -> tuple[str, dict[str, str]]:
     """Check the finding's property on its configuration again: (what happened, {suffix:
     text}) with the new ``.txt`` and ``.toml`` texts (none when the property now holds)."""
-    from failclosed.cli.checking import write_counterexample
-    from failclosed.spec.checker import ConfigPart, check
-
     prop, policy, part, config = finding_source(path)
     r = check(policy, ConfigPart(part, str(path), config), [prop], witnesses=False,
               coverage=False).properties[prop]
@@ -220,10 +226,6 @@ def _rewrite(path: Path, render: Any, check_only: bool) -> int:
 
 # -- behaviour digests --------------------------------------------------------------------
 def _digests(check_only: bool) -> int:
-    import importlib.util
-    import io
-    from contextlib import redirect_stdout
-
     spec = importlib.util.spec_from_file_location("behaviour_digests", DIGESTS)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
@@ -256,8 +258,6 @@ def _matrix_full(check_only: bool, run: bool, jobs: int | None) -> int:
 def _record(path: Path, make: Any, check_only: bool) -> int:
     """Make a matrix record again and compare it with the one at ``path`` (1: it changed;
     written unless ``check_only``)."""
-    import os
-
     record = make()
     old = json.loads(path.read_text()) if path.exists() else None
     shown = os.path.relpath(path, ROOT)
@@ -277,12 +277,6 @@ def matrix_record(jobs: int | None, scope_name: str = "standard",
     """Every preset and the proposal over a scope (``standard``: the record README renders;
     ``full``: docs/SCOPES.md's). ``cached``: through the scope cache (``$FAILCLOSED_CACHE``),
     so a repeated or interrupted run checks only what is missing."""
-    import os
-
-    from failclosed.cli.check import matrix_word
-    from failclosed.model.policy import PRESET_ORDER
-    from failclosed.spec.scope import Cache, check_scope, load_scope, model_version
-
     pols = [*PRESET_ORDER, "proposed"]
     scope = load_scope(scope_name)
     cache = Cache(Cache.default_root(), model_version()) if cached else None
@@ -309,8 +303,6 @@ def _cells_moved(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
 def render_matrix(record: dict[str, Any]) -> str:
     """The README's matrix table: one row per property, one column per policy (the current
     runtime named as such), a violated cell in bold."""
-    from failclosed.model.policy import PRESET_ORDER
-
     def head(p: str) -> str:  # the newest preset is the current runtime
         return f"{p} (current)" if p == PRESET_ORDER[-1] else p
 
@@ -356,8 +348,6 @@ def render_scopes(text: str) -> str:
 def render_steps() -> str:
     """Every step and every other transition with who takes it, its faults and its place, as
     the step table declares them (model/steps.py)."""
-    from failclosed.model import steps
-
     out = ["| actor | label | fires | faults | cost | RUNTIME |", "|---|---|---|---|---|---|"]
     for a in steps.steps():
         who = ActorKind.REAPER if a.actor == steps.REAPER else ActorKind.PROCESS

@@ -17,15 +17,22 @@ format and the replay itself are model/scenario.py's.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
+import re
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
+from failclosed.cli.checking import table_width
 from failclosed.cli.junit import Case, add_junit, check_junit, write_junit
-from failclosed.model.config import ConfigError
-from failclosed.model.policy import UnknownPolicy, parse_policy
+from failclosed.cli.kinds import KINDS, identify
+from failclosed.model.config import ConfigError, read_toml
+from failclosed.model.policy import UnknownPolicy, parse_policy, split_policy
 from failclosed.model.scenario import SCENARIO_DIR, ReplayResult, jsonable, load_scenario, replay
+from failclosed.spec.baseline import load_baseline
+from failclosed.spec.checker import FINDINGS_DIR
 
 __all__ = ["findings", "register", "shipped"]
 
@@ -37,8 +44,6 @@ def shipped() -> list[Path]:
 
 def findings() -> list[Path]:
     """The checker's findings traces (spec/findings/*.toml)."""
-    from failclosed.spec.checker import FINDINGS_DIR
-
     return sorted(FINDINGS_DIR.glob("*.toml"))
 
 
@@ -76,7 +81,6 @@ def resolve_scenario(name: str) -> Path:
     if traces:
         raise ConfigError(f"replay {name}: the finding has {len(traces)} traces: "
                           f"{', '.join(t.stem for t in traces)}; give one of them")
-    import difflib
 
     near = difflib.get_close_matches(p.name.removesuffix(".toml"), [f.stem for f in shipped_files],
                                      n=3)
@@ -89,11 +93,8 @@ def resolve_scenario(name: str) -> Path:
 def _finding_traces(finding: str) -> list[Path]:
     """The findings traces of a finding's id (``F2``): the files (named PROPERTY--POLICY...,
     as ``check --out`` names them) of the properties the shipped baseline lists under it."""
-    import re
-
     if not re.fullmatch(r"F\d+", finding):
         return []
-    from failclosed.spec.baseline import load_baseline
 
     props = {k.property for k in load_baseline("current").entries if k.finding == finding}
     return [f for f in findings() if f.stem.split("--")[0] in props]
@@ -104,8 +105,6 @@ def _require_content(sc: Any, name: str) -> None:
     PASS), saying what the file is when it is a file of another kind."""
     if sc.steps or sc.expect:
         return
-    from failclosed.cli.kinds import KINDS, identify
-    from failclosed.model.config import read_toml
 
     kind = identify(read_toml(sc.path)) if sc.path else None
     what = (f"it is {KINDS[kind][0]} (read by `{KINDS[kind][1]}`); "
@@ -288,8 +287,6 @@ def reference_policy(policy: str) -> str:
     """What ``policy`` is a change of: the preset of a variant (``current-write_fence`` ->
     ``current``), else ``current``, the runtime as it is. A file that fails under ``policy``
     and fails the same way under this one shows what was already so, not the change."""
-    from failclosed.model.policy import split_policy
-
     preset, changes = split_policy(policy)
     return preset if changes else "current"
 
@@ -376,10 +373,6 @@ def _replay_changes(args: argparse.Namespace, policy: str) -> int:
                           "counts": count, "rows": rows, "summary": summary, "exit_code": rc},
                          indent=2))
     else:
-        import textwrap
-
-        from failclosed.cli.checking import table_width
-
         _print_changes([r for r in rows if r["verdict"] != "unchanged"], policy)
         print(textwrap.fill(summary, table_width(), subsequent_indent="  "))
     return rc
@@ -392,10 +385,6 @@ def plural(n: int, word: str) -> str:
 def _print_changes(rows: list[dict[str, Any]], policy: str) -> None:
     """The rows that are not unchanged, regressions first: a line per file (its verdict
     under ``policy``, its kind and own policy), then the detail, wrapped to the terminal."""
-    import textwrap
-
-    from failclosed.cli.checking import table_width
-
     width = table_width()
     rows = sorted(rows, key=lambda r: VERDICTS.index(r["verdict"]))
     vw = max((len(r["verdict"]) for r in rows), default=0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import time
 from dataclasses import replace
@@ -31,8 +32,11 @@ from failclosed.cli.checking import (
 )
 from failclosed.cli.exits import EXIT_TRUNCATED, exit_codes_text, with_truncation
 from failclosed.cli.junit import add_junit, cell_cases, check_junit, write_junit
+from failclosed.cli.scenario_writer import dump_scenario
 from failclosed.spec.baseline import Baseline, Comparison, Known, write_baseline
+from failclosed.spec.checker import ConfigPart, check, resolve_properties, trace_text
 from failclosed.spec.progress import Progress
+from failclosed.spec.scope import Cache, check_scope, dask_client, load_scope, member, model_version
 
 __all__ = ["add_scope_run", "register_scope", "run_scope_cli", "scope_junit", "scope_preflight",
            "scope_verdict"]
@@ -96,8 +100,6 @@ def scope_preflight(args: argparse.Namespace) -> None:
     load_baseline_arg(args.baseline)
     check_outputs(args)
     if args.dask:
-        from failclosed.spec.scope import dask_client
-
         dask_client(args.dask).close()
 
 
@@ -106,8 +108,6 @@ def run_scope_cli(scope_name: str, policies: list[str], properties: list[str] | 
     """Load the scope, run it with progress (off a terminal at most a line every
     ``PROGRESS_INTERVAL`` seconds) and the
     cache, merge: the ScopeResult."""
-    from failclosed.spec.scope import Cache, check_scope, load_scope, model_version
-
     scope = load_scope(scope_name)
     cache = None
     if not args.no_cache:
@@ -171,7 +171,6 @@ def scope_verdict(res: Any, args: argparse.Namespace, command: str,
                 p, n, f"recorded by `failclosed {command}` over scope {res.scope.name}: "
                       f"shortest counterexample {v.length} steps in {v.member}; replace this "
                       "with why it is accepted", config=res.scope.name))
-        import shlex
 
         run = "failclosed " + " ".join([command, *(f"--policy {shlex.quote(p)}" for p in res.policies)])
         header = (f"Known violations, written by `{run} --write-baseline {args.write_baseline}` "
@@ -193,8 +192,6 @@ def scope_incomplete(res: Any) -> str | None:
 
 
 def _cmd_scope(args: argparse.Namespace) -> int:
-    from failclosed.spec.checker import resolve_properties
-
     if args.list or args.show:
         return _list_or_show(args)
     policies = args.policies or ["current"]
@@ -262,9 +259,6 @@ def _print_largest(res: Any, width: int) -> None:
 def _list_or_show(args: argparse.Namespace) -> int:
     """``scope --list``: the configurations after reduction; ``scope --show NAME``: one as
     TOML (for ``failclosed check --config FILE``)."""
-    from failclosed.cli.scenario_writer import dump_scenario
-    from failclosed.spec.scope import load_scope, member
-
     scope = load_scope(args.scope)
     if args.show:
         print(dump_scenario(member(scope, args.show).data, []), end="")
@@ -278,9 +272,6 @@ def _list_or_show(args: argparse.Namespace) -> int:
 def _shortest(res: Any, pol: str, n: str) -> Any:
     """The winning configuration of (policy, property) checked again, for this property
     only: its PropertyResult, with the shortest trace."""
-    from failclosed.spec.checker import ConfigPart, check
-    from failclosed.spec.scope import member
-
     m = member(res.scope, res.verdicts[pol][n].member)
     one = check(pol, ConfigPart(m.name, "", m.data), [n], witnesses=False, coverage=False)
     return one.properties[n]
@@ -291,7 +282,6 @@ def scope_junit(res: Any, args: argparse.Namespace, cmp: Comparison, suite: str)
     new violation carries the shortest trace (of the configuration that produced it)."""
     if not getattr(args, "junit", None):
         return
-    from failclosed.spec.checker import trace_text
 
     cells = [(p, n, not v.holds) for p in res.policies for n, v in res.verdicts[p].items()]
     write_junit(args, suite, cell_cases(

@@ -49,21 +49,37 @@ simulate
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
 import shutil
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
-from failclosed.cli.outputs import OutputSet, as_umask_allows, output_set
+from failclosed.cli.checking import command_name, load_baseline_arg, shlex_quote
+from failclosed.cli.junit import add_junit, cell_cases, check_junit, write_junit
+from failclosed.cli.kinds import require_kind
+from failclosed.cli.outputs import OutputSet, as_umask_allows, output_set, write_text_atomic
 from failclosed.cli.scenario_writer import write_scenario
 from failclosed.model.config import ConfigError, UsageError, read_toml
+from failclosed.model.policy import parse_policy
+from failclosed.sim import config as sconfig
 from failclosed.sim.batch import run_in_processes, simulate_one, simulate_policy, violation_scenario
-from failclosed.sim.records import SCENARIOS_PER_PROPERTY
+from failclosed.sim.export import SQLITE_SUFFIXES, is_sqlite_target
+from failclosed.sim.history import file_sha256
+from failclosed.sim.invariants import load_safety
+from failclosed.sim.records import NEVER_DRAWN_WHY, SCENARIOS_PER_PROPERTY
+from failclosed.spec.baseline import resolve_baseline
+from failclosed.spec.progress import Progress
+from failclosed.spec.properties import SAFETY
+from failclosed.spec.scope import Cache
+
+from failclosed import spec
 
 __all__ = ["SIDE_BY_SIDE", "check_input_file", "check_output_dir", "check_output_file",
            "default_baseline_path", "int_arg", "load_known", "plural", "read_config", "register",
@@ -113,8 +129,6 @@ def check_input_file(path: str, flag: str) -> None:
 
 def shipped_sim_configs() -> dict[str, Path]:
     """The simulator configs shipped with the package (sim/configs), by name."""
-    from failclosed.sim import config as sconfig
-
     return {p.stem: p for p in sorted(Path(sconfig.default_path()).parent.glob("*.toml"))}
 
 
@@ -150,8 +164,6 @@ def is_shipped_config(path: str) -> bool:
 def read_config(path: str, flag: str = "CONFIG") -> dict[str, Any]:
     """A simulator config's table; a directory, binary or unreadable file, or a TOML file of
     another kind (a model configuration, a baseline, ...) is one ConfigError line."""
-    from failclosed.cli.kinds import require_kind
-
     check_input_file(path, flag)
     data = read_toml(path)  # not UTF-8, not TOML: one line naming the path (model/config.py)
     require_kind(data, "sim", flag, path)
@@ -263,25 +275,17 @@ def _baseline_name(path: str) -> str:
 
 
 def default_baseline_path() -> str:
-    from failclosed import spec
-
     return str(Path(spec.__file__).resolve().parent / "baselines" / "current.toml")
 
 
 def load_known(path: str):
     """The baseline at ``path`` (spec/baseline.py; one ConfigError line if it is unusable)."""
-    from failclosed.cli.checking import load_baseline_arg
-    from failclosed.spec.baseline import resolve_baseline
-
     check_input_file(str(resolve_baseline(path)), "--baseline")
     return load_baseline_arg(path)
 
 
 # -- simulate --------------------------------------------------------------------------------
 def _cmd_simulate(args: argparse.Namespace) -> int:
-    from failclosed.model.policy import parse_policy
-    from failclosed.sim import config as sconfig
-
     if args.fail_fast and args.keep_going:
         raise UsageError("--fail-fast and --keep-going contradict each other; give one of them")
     side = args.config is None and args.policy is None
@@ -297,7 +301,6 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     check_output_file(args.history, "--history")
     check_output_dir(args.violations_dir, "--violations-dir")
     export_policy = _check_export(args, policies)
-    from failclosed.cli.junit import check_junit
 
     check_junit(args)
     baseline_path = args.baseline
@@ -321,9 +324,6 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 def _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_path, hdir,
               export_policy: str | None, vset: OutputSet | None = None) -> int:
-    from failclosed.sim import config as sconfig
-    from failclosed.spec.progress import Progress
-
     cfg = sconfig.load(raw)
 
     results: list[dict[str, Any]] = []
@@ -369,8 +369,6 @@ def _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_
                              "new": sorted(q for p, q in verdict["new"] if p == pol),
                              "fixed": sorted(k.property for k in verdict["fixed"] if k.policy == pol)}
     if args.json:
-        from failclosed.cli.outputs import write_text_atomic
-
         write_text_atomic(args.json, json.dumps(results if side else results[0], indent=1,
                                                 sort_keys=True))
     _junit(args, results, viol_objs, verdict, seed, Path(path).stem, total)
@@ -425,7 +423,6 @@ def _check_export(args: argparse.Namespace, policies: list[str]) -> str | None:
     policy whose simulation is exported."""
     if not args.export:
         return None
-    from failclosed.sim.export import SQLITE_SUFFIXES, is_sqlite_target
 
     if is_sqlite_target(args.export):
         check_output_file(args.export, "--export", SQLITE_SUFFIXES)
@@ -442,9 +439,6 @@ def _junit(args, results, viol_objs, verdict, seed: int, config: str, seconds: f
     its shortest violating trace (the transitions the scenario file replays)."""
     if not getattr(args, "junit", None):
         return
-    from failclosed.cli.junit import cell_cases, write_junit
-    from failclosed.sim.batch import violation_scenario
-    from failclosed.sim.invariants import load_safety
 
     def trace(pol: str, prop: str) -> str:
         vs = [v for v in viol_objs.get(pol, []) if v.property == prop and v.scenario is not None]
@@ -466,8 +460,6 @@ def judge(results: list[dict[str, Any]], baseline: Any, config: str, stopped: bo
     into new and known (``knowns``: pair -> the baseline's entry), and the baseline entries
     reported as fixed (spec/baseline.py: only an entry without ``config``, or observed on a
     configuration of this name, is judged; a stopped simulation judges none)."""
-    from failclosed.sim.invariants import load_safety
-
     violated: dict[tuple[str, str], int] = {}
     for r in results:
         for v in r["violations"]:
@@ -519,8 +511,6 @@ def _headline_violation(results, viol_objs, known):
     """The violation the closing advice replays: a new one first, else current's, one that
     is a finding (F1..) before one that is not, in property order (the central guarantees
     first); None if nothing was violated."""
-    from failclosed.spec.properties import SAFETY
-
     order = [r["policy"] for r in results]
     prop_rank = {n: k for k, n in enumerate(SAFETY)}
     best = None
@@ -545,8 +535,6 @@ def headline_dir() -> str:
     its content (:func:`write_headline_file`), so a rerun writes the same file again and no
     run leaves a folder of its own behind; made before any work, so a cache that cannot be
     written is one line first."""
-    from failclosed.spec.scope import Cache
-
     root = Cache.default_root() / HEADLINE_DIR
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -563,8 +551,6 @@ def write_headline_file(policy: str, seed: int, v: Any, directory: str) -> str:
     """The violation's scenario in ``directory``, named ``sim-POLICY-seedN-PROPERTY-DIGEST.toml``
     by the SHA-256 of its text: written beside it and renamed, so the file is whole, and the
     same run writes the same name again (nothing accumulates but distinct scenarios)."""
-    import hashlib
-
     fd, tmp = tempfile.mkstemp(prefix=".sim-", suffix=".partial", dir=directory)
     os.close(fd)
     try:
@@ -623,6 +609,7 @@ def fit_tables(header: str, columns: list[str], rows: list[tuple[str, list[str]]
     """Tables of ``rows`` (a label and one cell per column, rich markup allowed) no wider
     than ``width``: as many columns per table as fit, the label column repeated in each.
     Labels and cells are never cut (a single column wider than ``width`` still gets a table)."""
+    # lazy: rich costs start-up x1.04 to x1.10 CPU for every command; only the printed table needs it
     from rich import box
     from rich.console import Console
     from rich.table import Table
@@ -655,6 +642,7 @@ def fit_tables(header: str, columns: list[str], rows: list[tuple[str, list[str]]
 
 def _count(by_outcome: dict[str, int], outcome: str | None) -> str:
     """The unaudited applications in runs of one outcome (None: the outcomes not listed first)."""
+    # lazy: sim.metrics imports scipy (sim.stats), start-up x2.1 CPU for every command
     from failclosed.sim.metrics import UNAUDITED_OUTCOMES
 
     if outcome is None:
@@ -663,6 +651,7 @@ def _count(by_outcome: dict[str, int], outcome: str | None) -> str:
 
 
 def _metric_rows(results: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    # lazy: sim.metrics imports scipy (sim.stats), start-up x2.1 CPU for every command
     from failclosed.sim.metrics import UNAUDITED_OUTCOMES, failure_rows
 
     ni, iw = "non_idempotent_write", "idempotent_write"
@@ -707,8 +696,6 @@ def _metric_rows(results: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
 
 def _property_rows(results: list[dict[str, Any]], verdict: dict[str, Any],
                    known: dict | None) -> list[tuple[str, list[str]]]:
-    from failclosed.spec.properties import SAFETY
-
     order = {n: k for k, n in enumerate(SAFETY)}
     props = sorted({p for (_pol, p) in verdict["violated"]}, key=lambda p: (order.get(p, 99), p))
 
@@ -767,6 +754,7 @@ def not_admitted_line(r: dict[str, Any], cfg: Any) -> str:
 
 def report(results, path, total, verdict, *, stop, known, baseline_path, headline, side,
            violations_dir, n_runs, seed, cfg: Any = None) -> None:
+    # lazy: rich costs start-up x1.04 to x1.10 CPU for every command; only the printed table needs it
     from rich.console import Console
 
     width = terminal_width()
@@ -803,7 +791,6 @@ def report(results, path, total, verdict, *, stop, known, baseline_path, headlin
                   f"{', '.join(headline['runs'])}, t={headline['time']:.3f} s), written as a scenario to "
                   f"{os.path.dirname(headline['path'])}/ (--violations-dir DIR writes the first {MAX_SCENARIOS_FLAG} of each property). "
                   "Replay it step by step (-v prints every transition), and draw it:")
-        from failclosed.cli.checking import command_name, shlex_quote
 
         me, where = command_name(), shlex_quote(rel_path(headline["path"]))
         con.print(f"    {me} replay -v {where}", soft_wrap=True, markup=False)
@@ -843,8 +830,6 @@ def _report_refusals(con, results) -> None:
 def _report_faults(con, results) -> None:
     """One line per simulation: how often each enabled fault kind was drawn; and the warning
     of a kind enabled but never drawn (``Simulation.fault_report``)."""
-    import textwrap
-
     def fill(text: str) -> str:
         return textwrap.fill(text, con.width, subsequent_indent="    ", break_long_words=False,
                              break_on_hyphens=False)
@@ -862,7 +847,6 @@ def _report_faults(con, results) -> None:
     if never:  # one warning for every simulation, not one per policy
         n = f"{min(runs):,}" if len(runs) == 1 else f"{min(runs):,} to {max(runs):,}"
         kinds = "; ".join(f"{k} under {', '.join(p)}" for k, p in never.items())
-        from failclosed.sim.records import NEVER_DRAWN_WHY
 
         con.print(fill(f"warning: fault kinds enabled but never drawn in {n} runs: {kinds} "
                        f"({NEVER_DRAWN_WHY})"), markup=False, style="yellow")
@@ -887,8 +871,6 @@ def _report_files(con, results, violations_dir) -> None:
 
 def _hanging(con, text: str) -> None:
     """One item, wrapped to the console's width with a hanging indent."""
-    import textwrap
-
     con.print(textwrap.fill(text, con.width, initial_indent="  ", subsequent_indent="      ",
                             break_long_words=False, break_on_hyphens=False), markup=False)
 
@@ -896,8 +878,6 @@ def _hanging(con, text: str) -> None:
 def _report_meaning(con, verdict, known, pols) -> None:
     """What the violations mean: each known one with its finding and the first clause of
     the baseline's reason, each new one, and the entries reported as fixed."""
-    from failclosed.spec.properties import SAFETY
-
     order = {n: k for k, n in enumerate(SAFETY)}
     groups: dict[tuple[str, str], tuple[set[str], set[str]]] = {}  # (label, reason) -> props, policies
     for pol, prop in verdict["known"]:
@@ -924,8 +904,6 @@ def _report_meaning(con, verdict, known, pols) -> None:
 
 
 def _cmd_history_hash(args: argparse.Namespace) -> int:
-    from failclosed.sim.history import file_sha256
-
     check_input_file(args.history, "HISTORY")
     try:
         digest, n = file_sha256(args.history)
@@ -992,7 +970,6 @@ def register(subparsers: Any) -> None:
     p.add_argument("--export-privacy", choices=("none", "metadata", "redacted", "full"), default="metadata",
                    help="the privacy level the exported payloads are filtered at (default: metadata, the runtime's)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr (default: progress shown)")
-    from failclosed.cli.junit import add_junit
 
     add_junit(p)
     p.set_defaults(func=_cmd_simulate)

@@ -1,5 +1,6 @@
 """What a scenario's expectations mean: each key of an ``expect`` table read off a world and
-the trace that led to it (model/scenario.py describes the keys, validates them and replays).
+the trace that led to it (model/scenario.py describes the keys and replays,
+model/scenario_expect.py validates their shape when the file is read).
 
 - comparisons: an expected value may be a table of operators (``{ ">=" = 1 }``);
 - ``History``: what a world does not keep (store results, the reaper's counters, the enqueue
@@ -11,19 +12,18 @@ the trace that led to it (model/scenario.py describes the keys, validates them a
 from __future__ import annotations
 
 import fnmatch
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import names
 from .commands import exit_code, message
 from .config import ConfigError
 from .state import OverdueRow, Row, StaleRow, World
 from .steps import REAPER_RESEND
+from .transition import Transition
 from .vocab import OutcomeName, TransitionName
-
-if TYPE_CHECKING:
-    from .scenario import StepResult
 
 OUTCOME_KEYS = ("seg", "run", "kind", "outcome")
 COMMAND_KEYS = ("actor", "command", "uuid", "outcome", "exit", "message")
@@ -42,6 +42,24 @@ def overdue_ids(w: World, rows: tuple[Any, ...]) -> list[str]:
     return [w.run_id(x[0]) for x in rows if isinstance(x, OverdueRow)]
 OPS = ("==", "!=", ">", ">=", "<", "<=", "prefix", "contains", "not contains", "in", "not in")
 ROW_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Row))
+
+
+_NONE = object()  # StepResult.result of a transition (a store statement's may be None)
+
+
+@dataclass
+class StepResult:
+    """One entry of a replay's trace (model/scenario.py replays, ``History`` reads them)."""
+
+
+    step: int  # the file step this transition belongs to
+    transition: Transition
+    world: World  # the world after it
+    result: Any = _NONE  # a store statement's result (``store`` steps only)
+
+    @property
+    def is_store(self) -> bool:
+        return self.result is not _NONE
 
 
 @dataclass
@@ -567,8 +585,6 @@ def property_names(w: World) -> tuple[str, ...] | None:
     """The property names ``holds`` / ``violates`` accept: those the registered evaluator
     knows (it is asked, on ``w``, through its ``names`` attribute or its module's ``SAFETY``
     table, never a copy here); None when no evaluator is registered (nothing to check)."""
-    import sys
-
     fn = _PROPERTY_EVALUATOR
     if fn is None:
         return None

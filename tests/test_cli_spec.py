@@ -347,12 +347,14 @@ def test_an_internal_error_is_one_line_its_own_code_and_a_traceback_file(
     exception and the file holding the whole traceback."""
     import tempfile
 
+    import failclosed.cli.check as check_cmd
     import failclosed.spec.checker as checker
 
     def broken(*a, **k):
         raise RuntimeError("a bug in the checker")
 
     monkeypatch.setattr(checker, "check", broken)
+    monkeypatch.setattr(check_cmd, "check", broken)  # the name cli/check.py imported
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     assert main(["check", "--policy", "current", "--config", "tiny", "--quiet"]) == EXIT_INTERNAL
     err = capsys.readouterr().err
