@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -26,9 +27,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from failclosed.model.config import UsageError
+from failclosed.cli.kinds import require_kind
+from failclosed.cli.outputs import output_set, write_text_atomic
+from failclosed.cli.scenario_writer import write_scenario
+from failclosed.model.config import UsageError, read_toml
 from failclosed.model.policy import Policy, parse_policy
-from failclosed.spec.baseline import Baseline, Comparison, load_baseline
+from failclosed.spec.baseline import Baseline, Comparison, load_baseline, resolve_baseline
+from failclosed.spec.checker import (
+    Configuration,
+    config_names,
+    config_path,
+    counterexample_scenario,
+    load_config,
+    pytest_text,
+    trace_text,
+)
 from failclosed.spec.progress import Progress
 
 __all__ = [
@@ -140,10 +153,6 @@ def load_baseline_arg(path: str | None) -> Baseline:
     is one line saying what it is."""
     if not path:
         return Baseline()
-    from failclosed.cli.kinds import require_kind
-    from failclosed.model.config import read_toml
-    from failclosed.spec.baseline import resolve_baseline
-
     p = str(resolve_baseline(path))
     require_kind(read_toml(p), "baseline", "--baseline", path)
     return load_baseline(p)
@@ -165,23 +174,18 @@ def command_name() -> str:
 
 
 def shlex_quote(s: str) -> str:
-    import shlex
-
     return shlex.quote(s)
 
 
-def load_config_arg(config: str) -> tuple[str, list[Any]]:
-    """``--config``: a shipped configuration's name or a FILE (spec.checker.load_config); a
-    file of another kind (a simulator config, a scope) is one line saying what it is."""
-    from failclosed.spec.checker import load_config
-
-    p = Path(config)
-    if p.is_file():
-        from failclosed.cli.kinds import require_kind
-        from failclosed.model.config import read_toml
-
-        require_kind(read_toml(str(p)), "model", "--config", config)
-    return load_config(config)
+def load_config_arg(config: str) -> Configuration:
+    """``--config``: a shipped configuration's name or a FILE, read and parsed once
+    (spec.checker.load_config: hand the result to ``check``); a file of another kind (a
+    simulator config, a scope) is one line saying what it is."""
+    p = config_path(config)
+    data = read_toml(str(p))
+    if Path(config).is_file():
+        require_kind(data, "model", "--config", config)
+    return load_config(p, data)
 
 
 def verdict(cmp: Comparison) -> int:
@@ -230,8 +234,6 @@ def add_reductions(p: argparse.ArgumentParser) -> None:
 
 def config_help(default: str = "") -> str:
     """``--config``'s help: every name that resolves (spec/configs), or a FILE."""
-    from failclosed.spec.checker import config_names
-
     return (f"a shipped configuration by name ({', '.join(config_names())}) or a TOML FILE"
             + (f" (default: {default})" if default else ""))
 
@@ -250,8 +252,6 @@ def emit_json(args: argparse.Namespace, d: dict[str, Any]) -> None:
     if args.json == "-":
         print(text)
     else:
-        from failclosed.cli.outputs import write_text_atomic
-
         write_text_atomic(args.json, text + "\n")
 
 
@@ -345,9 +345,6 @@ def write_counterexample(r: Any, out: Path, policy: str | None) -> list[Path]:
     table), ``<name>.toml`` (the scenario ``failclosed replay`` reproduces it with) and
     ``test_<name>.py`` (a regression test) under ``out`` (a command writes them into the
     staging directory of its cli.outputs.output_set, which moves the set into place)."""
-    from failclosed.cli.scenario_writer import write_scenario
-    from failclosed.spec.checker import counterexample_scenario, pytest_text, trace_text
-
     out.mkdir(parents=True, exist_ok=True)
     base = f"{r.name}--{(policy or 'config').replace('+', 'p')}"
     paths = [out / f"{base}.txt", out / f"{base}.toml", out / f"test_{base.replace('-', '_')}.py"]
@@ -361,8 +358,6 @@ def write_counterexamples(found: list[tuple[Any, str | None]], out: str) -> list
     """Each (PropertyResult, policy) of ``found`` written by :func:`write_counterexample`
     into ``out`` as one set (cli/outputs.py: all of them, or on an interrupt none); the
     paths written, as they are in ``out``."""
-    from failclosed.cli.outputs import output_set
-
     written: list[str] = []
     with output_set(out) as s:
         assert s is not None
