@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from failclosed.cli import scenario_writer
 from failclosed.cli.kinds import require_kind
 from failclosed.cli.outputs import output_set, write_text_atomic
-from failclosed.cli.scenario_writer import write_scenario
 from failclosed.model.config import UsageError, read_toml
 from failclosed.model.policy import Policy, parse_policy
 from failclosed.spec.baseline import Baseline, Comparison, load_baseline, resolve_baseline
@@ -349,7 +349,7 @@ def write_counterexample(r: Any, out: Path, policy: str | None) -> list[Path]:
     base = f"{r.name}--{(policy or 'config').replace('+', 'p')}"
     paths = [out / f"{base}.txt", out / f"{base}.toml", out / f"test_{base.replace('-', '_')}.py"]
     paths[0].write_text(trace_text(r) + "\n")
-    write_scenario(paths[1], counterexample_scenario(r, policy))
+    scenario_writer.write_scenario(paths[1], counterexample_scenario(r, policy))
     paths[2].write_text(pytest_text(r, str(paths[1]), policy))
     return paths
 
