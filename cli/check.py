@@ -189,13 +189,13 @@ def _write_baseline(args: argparse.Namespace, entries: list[Known], command: str
 def _cmd_check(args: argparse.Namespace) -> int:
     validate_policy(args.policy)
     resolve_properties(args.properties)  # an unknown name: one line, before any work
-    _, parts = load_config_arg(args.config)
+    loaded = load_config_arg(args.config)  # read and parsed once, here at the edge
     baseline = load_baseline_arg(args.baseline)
     check_outputs(args)
     check_junit(args)
 
-    with progress(args, "check", len(parts), "parts") as pg:
-        res = check(args.policy, args.config, args.properties, max_states=args.max_states,
+    with progress(args, "check", len(loaded.parts), "parts") as pg:
+        res = check(args.policy, loaded, args.properties, max_states=args.max_states,
                     witnesses=not args.properties, coverage=not args.properties,
                     on_part=lambda name, states: pg.advance(states=states), jobs=args.jobs,
                     on_note=pg.note, logs=args.log_order,
@@ -300,13 +300,14 @@ def _cell(r: Any) -> dict[str, Any]:
     return {"holds": r.holds, "trace_length": r.trace_length}
 
 
-def run_matrix(config: str, policies: list[str],
+def run_matrix(config: Any, policies: list[str],
                on_policy: Callable[[str, Any], None] | None = None,
                max_states: int | None = None,
                memory_budget_mib: float | None = None, logs: bool = True,
                ) -> tuple[list[str], dict[str, dict[str, Any]], list[Any]]:
     """Check every property under each policy: (properties, {policy: {property: cell}},
-    the CheckResults). ``on_policy(policy, result)`` is called as each is done;
+    the CheckResults); ``config``: a name, a path or a configuration already loaded
+    (spec.checker.load_config). ``on_policy(policy, result)`` is called as each is done;
     ``max_states`` bounds each part's search (``--max-states``); ``logs``: under the log order
     (``--no-log-reduction``: without); ``memory_budget_mib``: what it may keep in memory
     (``--memory-budget``)."""
@@ -339,14 +340,15 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     if args.scope:
         return _cmd_matrix_scope(args, pols)
     args.config = args.config or "small"
-    cname, _ = load_config_arg(args.config)
+    loaded = load_config_arg(args.config)  # read and parsed once, for every policy
+    cname = loaded.name
     baseline = load_baseline_arg(args.baseline)
     check_outputs(args)
     check_junit(args)
 
     with progress(args, "matrix", len(pols), "policies") as pg:
         props, table, results = run_matrix(
-            args.config, pols, lambda pol, res: pg.advance(states=res.states), args.max_states,
+            loaded, pols, lambda pol, res: pg.advance(states=res.states), args.max_states,
             args.memory_budget, args.log_order)
     cells = {(pol, n): not table[pol][n]["holds"] for pol in pols for n in props}
     notes: list[str] = []

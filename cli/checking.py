@@ -27,14 +27,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from failclosed.cli import scenario_writer
 from failclosed.cli.kinds import require_kind
 from failclosed.cli.outputs import output_set, write_text_atomic
-from failclosed.cli.scenario_writer import write_scenario
 from failclosed.model.config import UsageError, read_toml
 from failclosed.model.policy import Policy, parse_policy
 from failclosed.spec.baseline import Baseline, Comparison, load_baseline, resolve_baseline
 from failclosed.spec.checker import (
+    Configuration,
     config_names,
+    config_path,
     counterexample_scenario,
     load_config,
     pytest_text,
@@ -151,7 +153,6 @@ def load_baseline_arg(path: str | None) -> Baseline:
     is one line saying what it is."""
     if not path:
         return Baseline()
-
     p = str(resolve_baseline(path))
     require_kind(read_toml(p), "baseline", "--baseline", path)
     return load_baseline(p)
@@ -176,13 +177,15 @@ def shlex_quote(s: str) -> str:
     return shlex.quote(s)
 
 
-def load_config_arg(config: str) -> tuple[str, list[Any]]:
-    """``--config``: a shipped configuration's name or a FILE (spec.checker.load_config); a
-    file of another kind (a simulator config, a scope) is one line saying what it is."""
-    p = Path(config)
-    if p.is_file():
-        require_kind(read_toml(str(p)), "model", "--config", config)
-    return load_config(config)
+def load_config_arg(config: str) -> Configuration:
+    """``--config``: a shipped configuration's name or a FILE, read and parsed once
+    (spec.checker.load_config: hand the result to ``check``); a file of another kind (a
+    simulator config, a scope) is one line saying what it is."""
+    p = config_path(config)
+    data = read_toml(str(p))
+    if Path(config).is_file():
+        require_kind(data, "model", "--config", config)
+    return load_config(p, data)
 
 
 def verdict(cmp: Comparison) -> int:
@@ -346,7 +349,7 @@ def write_counterexample(r: Any, out: Path, policy: str | None) -> list[Path]:
     base = f"{r.name}--{(policy or 'config').replace('+', 'p')}"
     paths = [out / f"{base}.txt", out / f"{base}.toml", out / f"test_{base.replace('-', '_')}.py"]
     paths[0].write_text(trace_text(r) + "\n")
-    write_scenario(paths[1], counterexample_scenario(r, policy))
+    scenario_writer.write_scenario(paths[1], counterexample_scenario(r, policy))
     paths[2].write_text(pytest_text(r, str(paths[1]), policy))
     return paths
 

@@ -215,9 +215,10 @@ def terminal_width() -> int:
 
 
 # -- one simulation, its counterexamples written ---------------------------------------------
-def simulate_and_write(raw: dict[str, Any], violations_dir: str | OutputSet | None = None,
+def simulate_and_write(raw: Any, violations_dir: str | OutputSet | None = None,
                        **kw: Any) -> tuple[dict[str, Any], Any]:
-    """``sim.batch.simulate_one(raw, **kw)``, and each violation's counterexample written as a
+    """``sim.batch.simulate_one(raw, **kw)`` (``raw``: a configuration, validated or its
+    TOML table), and each violation's counterexample written as a
     scenario file under ``violations_dir`` (its path in the violation's ``"scenario"``). An
     interrupted ``history`` is reported on stderr (the engine removed its temporary file)."""
     history = kw.get("history")
@@ -318,13 +319,13 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     hdir = headline_dir() if side and not args.violations_dir else None
     # --violations-dir: the scenarios are one set, all in place at the end or none
     with output_set(args.violations_dir) as vset:
-        return _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_path,
+        return _simulate(args, cfg, path, policies, side, seed, n_runs, baseline, baseline_path,
                          hdir, export_policy, vset)
 
 
-def _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_path, hdir,
+def _simulate(args, cfg, path, policies, side, seed, n_runs, baseline, baseline_path, hdir,
               export_policy: str | None, vset: OutputSet | None = None) -> int:
-    cfg = sconfig.load(raw)
+    """``cfg``: the configuration, validated once (sim/config.py ``load``)."""
 
     results: list[dict[str, Any]] = []
     viol_objs: dict[str, list] = {}
@@ -335,7 +336,7 @@ def _simulate(args, raw, path, policies, side, seed, n_runs, baseline, baseline_
         kws = [dict(policy=pol, seed=seed, runs=n_runs, keep_going=not args.fail_fast, history=args.history,
                     export=args.export if pol == export_policy else None, export_privacy=args.export_privacy,
                     scenarios=args.max_scenarios) for pol in policies]
-        done = _simulations(raw, kws, args.jobs, pg, n_runs)
+        done = _simulations(cfg, kws, args.jobs, pg, n_runs)
         try:
             for pol, (res, violations) in zip(policies, done, strict=False):
                 if vset is not None:
@@ -395,12 +396,12 @@ def export_line(r: dict[str, Any]) -> str:
             f"(privacy {e['privacy']}); read it with: failclosed inspect {e['path']}")
 
 
-def _simulations(raw: dict[str, Any], kws: list[dict[str, Any]], jobs: int, pg: Any, n_runs: int):
-    """(result, violations) of ``simulate_one(raw, **kw)`` for each ``kw``, in order: in this
+def _simulations(cfg: Any, kws: list[dict[str, Any]], jobs: int, pg: Any, n_runs: int):
+    """(result, violations) of ``simulate_one(cfg, **kw)`` for each ``kw``, in order: in this
     process (progress per run) or, with ``jobs`` > 1, on that many spawned processes (progress
     per simulation; the same results: a simulation depends on its seed and config alone)."""
     if jobs > 1 and len(kws) > 1:
-        for res, violations in run_in_processes(simulate_policy, [(raw, kw) for kw in kws], jobs):
+        for res, violations in run_in_processes(simulate_policy, [(cfg, kw) for kw in kws], jobs):
             pg.advance(n_runs)
             yield res, violations
         return
@@ -411,7 +412,7 @@ def _simulations(raw: dict[str, Any], kws: list[dict[str, Any]], jobs: int, pg: 
             counted[0] = n
             pg.advance()
 
-        res, sim = simulate_and_write(raw, None, on_archive=tick, **kw)
+        res, sim = simulate_and_write(cfg, None, on_archive=tick, **kw)
         pg.advance(max(0, n_runs - counted[0]))  # runs left unfinished at the end count as done
         yield res, sim.violations
         del sim

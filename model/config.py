@@ -71,11 +71,15 @@ add ``[[steps]]``). Every key is validated: a typo, a wrong type or a negative l
 
 from __future__ import annotations
 
+import difflib
+import tomllib
+from collections.abc import Iterable, Sequence
 from dataclasses import fields, replace
 from typing import Any
 
 from . import names, store
 from .constants import CONSTANT_MAX, CONSTANT_NAMES, Constants
+from .names import TRANSITIONS
 from .policy import SWITCHES, Policy, UnknownPolicy, parse_policy
 from .state import (
     DEFAULT_OWNER,
@@ -98,6 +102,7 @@ from .state import (
     Tool,
     World,
 )
+from .steps import fault_kinds
 from .vocab import Decision, FaultKind, PrincipalKind, Request, Scope
 
 
@@ -143,8 +148,6 @@ def check_keys(d: dict, allowed: set[str], where: str) -> None:
             hint = misplaced(k, where)
             if hint:
                 raise ConfigError(f"{where}{k}: {hint}")
-            import difflib
-
             near = difflib.get_close_matches(k, sorted(allowed), n=1)
             hint = f"did you mean {near[0]!r}?" if near else f"allowed keys: {', '.join(sorted(allowed))}"
             raise ConfigError(f"{where}{k}: unknown key; {hint}")
@@ -222,8 +225,8 @@ def parse_config(data: dict[str, Any], policy_override: str | None = None) -> tu
     section validated in turn (the first problem is the error), in the order of the file's
     description above."""
     check_keys(data, TOP_KEYS, "")
-    policy = _policy(data, policy_override)
-    constants = _constants(data)
+    policy = policy_of(data, policy_override)
+    constants = constants_of(data)
     model, budget = _model(data, constants)
     tools = _tools(data)
     runs = _runs(data)
@@ -239,9 +242,10 @@ def parse_config(data: dict[str, Any], policy_override: str | None = None) -> tu
     return spec, budget
 
 
-def _policy(data: dict[str, Any], policy_override: str | None) -> Policy:
+def policy_of(data: dict[str, Any], policy_override: str | None = None) -> Policy:
     """``policy`` (or the override) and the ``[switches]`` applied to it; the switches
-    show in the name (``adr-141-write_fence``)."""
+    show in the name (``adr-141-write_fence``). The one reader of a configuration's policy:
+    the checker's parts, the scenarios and the simulator's file."""
     pname = policy_override or data.get("policy", "current")
     _expect(pname, str, "policy", "a preset name such as \"adr-141\"")
     try:
@@ -258,18 +262,37 @@ def _policy(data: dict[str, Any], policy_override: str | None) -> Policy:
     return policy
 
 
-def _constants(data: dict[str, Any]) -> Constants:
-    """``[constants]``: integers >= 0, the lease >= 1 second."""
+def under_policy(config: Config, data: dict[str, Any], policy: str | None) -> Config:
+    """``config`` (parsed from ``data``) under another ``policy`` with the table's
+    ``[switches]`` applied (None: ``config`` itself): what ``parse_config(data, policy)``
+    gives, without parsing the rest of the table again."""
+    return config if policy is None else replace(config, policy=policy_of(data, policy))
+
+
+# The constants that count at least one: a lease of 0 seconds is no lease, a reaper that may
+# read no row never reaps (every other constant is >= 0).
+CONSTANT_MIN = {"LEASE_SECONDS": 1, "REAPER_DEFAULT_LIMIT": 1}
+
+
+def constants_of(data: dict[str, Any]) -> Constants:
+    """``[constants]``: integers from ``CONSTANT_MIN`` (else 0) to ``CONSTANT_MAX``; a
+    constant not given has its default in ``Constants`` (model/constants.py, the one place
+    of each default). The one reader of ``[constants]``, for the checker's files and the
+    simulator's."""
     cons = data.get("constants", {})
-    _expect(cons, dict, "constants", "a table")
+    if not isinstance(cons, dict):
+        raise ConfigError(f"constants: expected a table, got {cons!r}; write [constants]")
     check_keys(cons, set(CONSTANT_NAMES), "constants.")
-    lease = cons.get("LEASE_SECONDS", 1)
-    if isinstance(lease, int) and not isinstance(lease, bool) and lease < 1:
-        raise ConfigError(f"constants.LEASE_SECONDS: must be >= 1 (seconds), got {lease}")
     for k, v in cons.items():
-        _nonneg(v, f"constants.{k}")
+        f, lo = f"constants.{k}", CONSTANT_MIN.get(k, 0)
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ConfigError(f"{f}: expected an integer, got {v!r}; write e.g. {k} = {max(lo, 1)}")
+        if v < lo:
+            unit = " (seconds)" if k == "LEASE_SECONDS" else ""
+            raise ConfigError(f"{f}: must be >= {lo}{unit}, got {v}; give an integer >= {lo}")
         if v > CONSTANT_MAX:
-            raise ConfigError(f"constants.{k}: {v} is above the limit of {CONSTANT_MAX:,}; give a smaller value")
+            raise ConfigError(f"{f}: {v:,} is above the limit of {CONSTANT_MAX:,}; give an "
+                              f"integer <= {CONSTANT_MAX:,}")
     return Constants(**cons)
 
 
@@ -339,39 +362,54 @@ def _workers(m: dict[str, Any]) -> tuple[str, ...]:
 def _faults(m: dict[str, Any]) -> tuple[list[str], list[str], list[str] | None]:
     """``model.faults``, ``model.provider_faults`` (which imply ``provider_error``) and
     ``model.fault_ops``."""
-    from .steps import fault_kinds
-
-    kinds = fault_kinds()
-
     faults = m.get("faults", [])
-    _expect(faults, list, "model.faults", f"a list of {', '.join(kinds)}")
-    for f in faults:
-        if f not in kinds:
-            raise ConfigError(f"model.faults: unknown fault {f!r}; use {', '.join(kinds)}")
-    faults = [FaultKind(f) for f in faults]  # parsed once, here at the edge
+    _expect(faults, list, "model.faults", f"a list of {', '.join(fault_kinds())}")
     pf = m.get("provider_faults", [])
     _expect(pf, list, "model.provider_faults", "a list of failure classes")
-    for c in pf:
-        if c not in FAILURE_CLASSES:
-            raise ConfigError(f"model.provider_faults: unknown class {c!r}; use {', '.join(FAILURE_CLASSES)}")
-    if pf and FaultKind.PROVIDER_ERROR not in faults:
-        faults = [*faults, FaultKind.PROVIDER_ERROR]
+    faults = fault_set(faults, pf)
     fault_ops = m.get("fault_ops")
     if fault_ops is not None:
         _expect(fault_ops, list, "model.fault_ops", "a list of statement names")
-        from difflib import get_close_matches
-
-        from .names import TRANSITIONS
-
         hit = sorted(n for n, (_, kinds) in TRANSITIONS.items() if FaultKind.STORE_ERROR in kinds)
         for x in fault_ops:
             _expect(x, str, "model.fault_ops[]", "a statement name")
             if x not in hit:
-                near = get_close_matches(x, hit, n=1)
+                near = difflib.get_close_matches(x, hit, n=1)
                 hint = f"did you mean {near[0]!r}? " if near else ""
                 raise ConfigError(f"model.fault_ops: {x!r} is not a statement a store_error can hit; "
                                   f"{hint}use one of {', '.join(hit)}")
     return faults, pf, fault_ops
+
+
+def fault_set(faults: Iterable[str], provider_faults: Iterable[str]) -> list[FaultKind]:
+    """The fault kinds a configuration enables (``model.faults``), each a declared kind, with
+    ``provider_error`` when a provider call may fail (``model.provider_faults``, each a
+    failure class)."""
+    kinds = fault_kinds()
+    out = []
+    for f in faults:
+        if f not in kinds:
+            raise ConfigError(f"model.faults: unknown fault {f!r}; use {', '.join(kinds)}")
+        out.append(FaultKind(f))  # parsed once, here at the edge
+    pf = list(provider_faults)
+    for c in pf:
+        if c not in FAILURE_CLASSES:
+            raise ConfigError(f"model.provider_faults: unknown class {c!r}; use {', '.join(FAILURE_CLASSES)}")
+    if pf and FaultKind.PROVIDER_ERROR not in out:
+        out.append(FaultKind.PROVIDER_ERROR)
+    return out
+
+
+def with_faults(config: Config, faults: Iterable[str], provider_faults: Sequence[str]) -> Config:
+    """``config`` enabling ``faults`` and ``provider_faults`` (read by :func:`fault_set`):
+    the simulator's world, whose environment says which kinds it draws."""
+    return replace(config, faults=frozenset(fault_set(faults, provider_faults)),
+                   provider_faults=tuple(provider_faults))
+
+
+def principals_of(data: dict[str, Any]) -> tuple[Principal, ...]:
+    """``[principals]`` (absent: the owner alone)."""
+    return _principals(data)
 
 
 def _refusals(m: dict[str, Any]) -> list[str]:
@@ -391,20 +429,23 @@ def _tools(data: dict[str, Any]) -> list[Tool]:
     raw_tools = data.get("tools", [])
     _expect(raw_tools, list, "tools", "an array of [[tools]] tables")
     for n, t in enumerate(raw_tools):
-        tools.append(_tool(t, n, {x.name for x in tools}))
+        tools.append(tool_of(t, f"tools[{n}]", {x.name for x in tools}))
     return tools
 
 
-def _tool(t: Any, n: int, taken: set[str]) -> Tool:
-    """The ``n``-th ``[[tools]]`` table; ``taken``: the names of the tools before it."""
-    where = f"tools[{n}]."
-    _expect(t, dict, f"tools[{n}]", "a table")
+def tool_of(t: Any, at: str, taken: set[str]) -> Tool:
+    """One ``[[tools]]`` table (``at``: ``tools[n]``) of a checker's, a scenario's or the
+    simulator's file (the simulator reads its own keys beside these); ``taken``: the names of
+    the tools before it."""
+    where = at + "."
+    if not isinstance(t, dict):
+        raise ConfigError(f"{at}: expected a table, got {t!r}; write [[tools]]")
     check_keys(t, TOOL_KEYS, where)
     if "name" not in t:
         raise ConfigError(f"{where}name: missing; every tool needs a name")
     for b in ("remote", "approval", "needs_input", "removable"):
-        if b in t:
-            _expect(t[b], bool, where + b, "true or false")
+        if b in t and not isinstance(t[b], bool):
+            raise ConfigError(f"{where}{b}: expected true or false, got {t[b]!r}; write {b} = true")
     name = _expect(t["name"], str, where + "name", "a string")
     if name in taken:
         raise ConfigError(f"{where}name: duplicate tool {name!r}; give each tool its own name")
@@ -412,6 +453,8 @@ def _tool(t: Any, n: int, taken: set[str]) -> Tool:
     sf = t.get("server_flag")
     if sf is not None:
         _expect(sf, int, where + "server_flag", "0 or 1")
+        if sf not in (0, 1):
+            raise ConfigError(f"{where}server_flag: {sf}; use 0 (unattended) or 1 (approval)")
     return Tool(
         name=name, effect=eff, remote=t.get("remote", False), approval=t.get("approval", False),
         server_flag=sf, needs_input=t.get("needs_input", False), removable=t.get("removable", False),
@@ -589,8 +632,6 @@ def _declared_calls(runs: list[RunSpec], tools: list[Tool], read_only: list[str]
     14.5, or one of ``model.read_only_builtins``), or as a deliberately unknown name
     (``model.unknown_tools``, which resolves ``non_idempotent_write``, 14.2). Any other name
     is a typo: one line with the nearest declared name."""
-    import difflib
-
     writers = sorted(set(read_only) & set(BUILTIN_WRITERS))
     if writers:
         raise ConfigError(f"model.read_only_builtins: {writers[0]!r} is a builtin writer "
@@ -689,8 +730,6 @@ def read_toml(path: str) -> dict[str, Any]:
     """The parsed TOML table at ``path``. Every way the file can be unusable (missing, a
     directory, unreadable, not UTF-8 text, not TOML) is one ``ConfigError`` line naming the
     path and the fix."""
-    import tomllib
-
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)

@@ -10,9 +10,19 @@ cli/sweep.py and cli/plot.py.
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from concurrent.futures import as_completed
 from typing import Any
 
+from failclosed.model.transition import Transition
+from failclosed.spec.pool import spawn_pool, stop_pool
+
+from . import config as sconfig
+from . import metrics
+from .config import SimConfig
+from .engine import Simulation
+from .export import Exporter
 from .records import SCENARIOS_PER_PROPERTY
 
 __all__ = ["SWEEP_COLUMNS", "run_in_processes", "simulate_many", "simulate_one", "simulate_policy",
@@ -21,7 +31,7 @@ __all__ = ["SWEEP_COLUMNS", "run_in_processes", "simulate_many", "simulate_one",
 
 
 def simulate_one(
-    raw: dict[str, Any],
+    config: SimConfig | dict[str, Any],
     policy: str | None = None,
     seed: int | None = None,
     runs: int | None = None,
@@ -33,7 +43,8 @@ def simulate_one(
     export_privacy: str = "metadata",
     scenarios: int | None = SCENARIOS_PER_PROPERTY,
 ) -> tuple[dict[str, Any], Any]:
-    """Run one simulation; returns (the JSON result object, the Simulation).
+    """Run one simulation of ``config`` (validated, sim/config.py ``load``; or the parsed TOML
+    table, validated here); returns (the JSON result object, the Simulation).
 
     ``on_archive(n)`` is called after each run is archived (progress; read-only). A history
     file is complete or not written at all: an interruption removes its temporary file. Each
@@ -41,20 +52,14 @@ def simulate_one(
     ``v`` of ``Simulation.violations`` (the same order as the result's ``violations``), for
     the first ``scenarios`` violations of each property (replayed when the simulation ends;
     None: every violation)."""
-    from . import config as sconfig
-    from . import metrics
-    from .engine import Simulation
-
-    cfg = sconfig.load(raw)
+    cfg = config if isinstance(config, SimConfig) else sconfig.load(config)
     t0 = time.perf_counter()
     sim = Simulation(cfg, policy=policy, seed=seed, runs=runs, keep_going=keep_going,
                      history_path=history, keep_history=keep_history, scenarios=scenarios)
     sim.on_archive = on_archive
     if export:
-        from .export import Exporter
-
         sim.observer = Exporter(export, seed=sim.seed, policy=sim.policy_name, privacy=export_privacy,
-                                configuration=str(raw.get("description", "simulation")))
+                                configuration=str(cfg.raw.get("description", "simulation")))
     try:
         sim.run()
         if sim.observer is not None:
@@ -64,7 +69,15 @@ def simulate_one(
         if sim.observer is not None:
             sim.observer.abort()
         raise
-    elapsed = time.perf_counter() - t0
+    result = _result(sim, cfg, time.perf_counter() - t0)
+    if sim.observer is not None:
+        result["export"] = {"path": export, "privacy": export_privacy, **sim.observer.counts}
+    return result, sim
+
+
+def _result(sim: Simulation, cfg: SimConfig, elapsed: float) -> dict[str, Any]:
+    """The JSON result object of a finished simulation (the metrics read the lease from the
+    configuration's model ``Config``)."""
     recs = sim.all_records()
     viol = [{"property": v.property, "runs": v.runs, "time": round(v.time, 6)}
             for v in sim.violations]
@@ -91,15 +104,15 @@ def simulate_one(
     }
     if sim.refused:  # only without a transport (RUNTIME 6.4): transition -> how many
         result["refusals"] = dict(sorted(sim.refused.items()))
-    if sim.observer is not None:
-        result["export"] = {"path": export, "privacy": export_privacy, **sim.observer.counts}
-    return result, sim
+    return result
 
 
-def simulate_policy(raw: dict[str, Any], kw: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
-    """``simulate_one(raw, **kw)``'s result object and its violations (with their scenarios),
-    without the Simulation: what a worker process sends back (``failclosed simulate --jobs``)."""
-    res, sim = simulate_one(raw, **kw)
+def simulate_policy(config: SimConfig | dict[str, Any], kw: dict[str, Any]
+                    ) -> tuple[dict[str, Any], list[Any]]:
+    """``simulate_one(config, **kw)``'s result object and its violations (with their
+    scenarios), without the Simulation: what a worker process sends back (``failclosed
+    simulate --jobs``)."""
+    res, sim = simulate_one(config, **kw)
     return res, sim.violations
 
 
@@ -107,8 +120,6 @@ def violation_scenario(v: Any, policy: str, seed: int) -> dict[str, Any]:
     """A violation's trace as a scenario document, the keyword arguments of the command
     line's writer (cli/scenario_writer.py ``dump_scenario``): its configuration and steps,
     expecting the property violated after the last one (``failclosed replay`` reproduces it)."""
-    from failclosed.model.transition import Transition
-
     sc = v.scenario
     desc = (f"simulator counterexample: {v.property} violated by {', '.join(v.runs)} "
             f"(policy {policy}, seed {seed}, t={v.time:.3f} s)")
@@ -120,10 +131,6 @@ def run_in_processes(fn, arg_tuples: list[tuple], jobs: int, ordered: bool = Tru
     """``fn(*args)`` for each args tuple on ``jobs`` spawned processes (never forked, so a
     Jupyter kernel or any threaded caller is safe); results in order, or as they complete.
     ``fn`` must be importable by name (a module-level function of the project)."""
-    from concurrent.futures import as_completed
-
-    from failclosed.spec.pool import spawn_pool, stop_pool
-
     ex = spawn_pool(jobs)  # its workers die with this process, whatever ends it
     futs = [ex.submit(fn, *a) for a in arg_tuples]
     try:
@@ -139,8 +146,6 @@ def simulate_records(raw: dict[str, Any], policy: str | None, seed: int, runs: i
                      ) -> tuple[dict[str, Any], list[Any]]:
     """One simulation (every violation counted): its result object and its run records,
     without their plans (what the notebooks need from a process pool)."""
-    import dataclasses
-
     res, sim = simulate_one(raw, policy=policy, seed=seed, runs=runs, keep_going=True)
     return res, [dataclasses.replace(r, spec=None) for r in sim.all_records()]
 
@@ -161,16 +166,11 @@ SWEEP_COLUMNS = ("seed", "policy", "runs", "lease_seconds", "violations", "viola
 
 def sweep_columns(names: list[str]) -> list[str]:
     """The CSV header of a sweep over the parameters ``names``."""
-    from .metrics import FLAT_COLUMNS
-
-    return [f"param:{n}" for n in names] + list(SWEEP_COLUMNS) + list(FLAT_COLUMNS)
+    return [f"param:{n}" for n in names] + list(SWEEP_COLUMNS) + list(metrics.FLAT_COLUMNS)
 
 
 def sweep_task(raw: dict[str, Any], params: dict[str, Any], seed: int) -> dict[str, Any]:
     """One grid point and seed (top level so that process pools and dask can ship it)."""
-    from . import config as sconfig
-    from .metrics import flat
-
     data = sconfig.with_overrides(raw, {k: v for k, v in params.items() if k != "policy"})
     # a sweep's row counts the violations: no scenario is replayed for them
     res, _ = simulate_one(data, policy=params.get("policy"), seed=seed, keep_going=True, scenarios=0)
@@ -179,5 +179,5 @@ def sweep_task(raw: dict[str, Any], params: dict[str, Any], seed: int) -> dict[s
            "violations": sum(len(v["runs"]) for v in res["violations"]),
            "violated": ";".join(sorted({v["property"] for v in res["violations"]})),
            "history_sha256": res["history_sha256"], "elapsed_s": res["elapsed_seconds"]}
-    row.update(flat(res["metrics"]))
+    row.update(metrics.flat(res["metrics"]))
     return row

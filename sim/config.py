@@ -131,17 +131,27 @@ of the report).
 
 from __future__ import annotations
 
+import copy
 import difflib
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 from failclosed.model.classify import BadError, mix_entry
-from failclosed.model.config import ConfigError, check_keys, tool_effect
-from failclosed.model.constants import CONSTANT_MAX, CONSTANT_NAMES, Constants
-from failclosed.model.policy import UnknownPolicy, parse_policy
-from failclosed.model.state import EFFECTS, FAILURE_CLASSES, TRANSPORTS
-from failclosed.model.vocab import ActorKind
+from failclosed.model.config import (
+    REQUEST_REFUSALS,
+    ConfigError,
+    check_keys,
+    constants_of,
+    policy_of,
+    read_toml,
+    tool_of,
+)
+from failclosed.model.state import FAILURE_CLASSES, TRANSPORTS, Config, RunSpec
+from failclosed.model.steps import fault_kinds
+from failclosed.model.vocab import ActorKind, FaultKind
 
 Z99 = 2.3263478740408408  # the standard normal's 0.99 quantile
 
@@ -183,8 +193,6 @@ class Dist:
         if self.kind == "exponential":
             return -self.a * math.log(1 - q)
         if self.kind == "lognormal":
-            from statistics import NormalDist
-
             return math.exp(self.a + self.b * NormalDist().inv_cdf(q))
         vs = sorted(self.values)
         return vs[min(len(vs) - 1, int(q * len(vs)))]
@@ -215,10 +223,15 @@ class ToolConf:
 
 @dataclass(frozen=True)
 class SimConfig:
+    """A simulator configuration, validated: the model's ``Config`` of the simulated world
+    (``model``: policy, constants, tools, workers, reapers, transport, one run spec per
+    slot; parsed by model/config.py's readers, the one validator of each of its fields) and
+    the simulator's own timing and workload. The fault kinds the world may take are the
+    environment's to say (sim/faults.py), so ``model`` has none: sim/engine.py adds them."""
+
     raw: dict[str, Any]
-    policy: str = "current"
+    model: Config
     seed: int = 1
-    constants: dict[str, int] = field(default_factory=dict)
     runs: int = 500
     slots: int = 64
     drain_seconds: float = 14400.0
@@ -234,7 +247,6 @@ class SimConfig:
     dispatch_latency: Dist = ZERO
     reaper_enabled: bool = True
     reaper_period: float = 60.0
-    reaper_limit: int = 50
     reapers: int = 1  # [reaper] count: one reaper process each, names from model.names
     audit_failure_probability: float = 0.0
     ambiguous_commit_probability: float = 0.0
@@ -272,8 +284,19 @@ class SimConfig:
     # [faults]: (kind, probability at each step that may take it), in the table's order
     fault_probabilities: tuple[tuple[str, float], ...] = ()
 
+    @property
+    def policy(self) -> str:
+        """The configuration's policy, by name (``--policy`` may simulate another)."""
+        return self.model.policy.name
+
+    @property
+    def reaper_limit(self) -> int:
+        """``[reaper] limit``: rows a tick reads (absent: ``constants.REAPER_DEFAULT_LIMIT``)."""
+        return self.model.reaper_limit
+
     def lease_seconds(self) -> int:
-        return int(self.constants.get("LEASE_SECONDS", Constants().LEASE_SECONDS))
+        """``LEASE_SECONDS``, as the model reads it (its default: model/constants.py)."""
+        return self.model.constants.LEASE_SECONDS
 
     def tool(self, name: str) -> ToolConf:
         for t in self.tools:
@@ -448,34 +471,40 @@ def load(data: dict[str, Any]) -> SimConfig:
         raise ConfigError("config: expected a TOML table; see sim/configs/default.toml")
     _unknown(data, TOP, "")
     kw: dict[str, Any] = {"raw": data}
-    for section in (_head, _constants, _runs, _arrivals, _workers, _transport, _bus, _reaper,
+    policy = _head(data, kw)
+    constants = constants_of(data)  # the model's reader of [constants]
+    for section in (_runs, _arrivals, _workers, _transport, _bus, _reaper,
                     _audit_store, _run_store, _crashes, _pauses, _provider):
         kw.update(section(data))
-    kw["tools"] = _tools(data)
-    kw.update(_workload(data, tuple(sorted(t.name for t in kw["tools"]))))
+    tools, model_tools = _tools(data)
+    kw["tools"] = tools
+    kw.update(_workload(data, tuple(sorted(t.name for t in tools))))
     kw.update(_faults(data))
+    limit = kw.pop("reaper_limit", constants.REAPER_DEFAULT_LIMIT)
+    kw["model"] = Config(
+        policy=policy, constants=constants, tools=model_tools,
+        # a free run slot: a queued run with the default plan (sim/window.py admits a run
+        # into it by replacing its spec)
+        runs=tuple(RunSpec(id=f"_slot{i}", entry="queued") for i in range(kw["slots"])),
+        workers=tuple(f"w{k + 1}" for k in range(kw["workers"])),
+        reaper_limit=limit, reapers=kw["reapers"], transport=kw["transport"],
+        # gate 2 (12.2 step 8): approvers who may not run the turn's writes
+        refusals=frozenset({NOT_PERMITTED}) if kw["not_permitted_probability"] > 0 else frozenset())
     return SimConfig(**kw)
 
 
-def _head(data: dict[str, Any]) -> dict[str, Any]:
-    """The top-level keys: ``description``, ``policy``, ``seed``."""
+NOT_PERMITTED = "ApproverNotPermitted"  # the refusal of gate 2 (model/state.py REQUEST_REFUSALS)
+assert NOT_PERMITTED in REQUEST_REFUSALS
+
+
+def _head(data: dict[str, Any], kw: dict[str, Any]) -> Any:
+    """The top-level keys: ``description``, ``seed`` (into ``kw``) and ``policy`` (read by
+    the model's reader; returned)."""
     if "description" in data:
         _str(data["description"], "description")
-    pol = _str(data.get("policy", "current"), "policy")
-    try:
-        parse_policy(pol)
-    except UnknownPolicy as e:
-        raise ConfigError(f"policy: {e}") from None
-    return {"policy": pol, "seed": _int(data.get("seed", 1), "seed")}
-
-
-def _constants(data: dict[str, Any]) -> dict[str, Any]:
-    cons = _table(data, "constants")
-    _unknown(cons, set(CONSTANT_NAMES), "constants.")
-    for k, v in cons.items():
-        _int(v, f"constants.{k}", lo=1 if k in ("LEASE_SECONDS", "REAPER_DEFAULT_LIMIT") else 0,
-             hi=CONSTANT_MAX)
-    return {"constants": dict(cons)}
+    policy = policy_of(data)
+    kw["seed"] = _int(data.get("seed", 1), "seed")
+    return policy
 
 
 def _runs(data: dict[str, Any]) -> dict[str, Any]:
@@ -529,7 +558,8 @@ def _reaper(data: dict[str, Any]) -> dict[str, Any]:
     return {
         "reaper_enabled": _bool(rp.get("enabled", True), "reaper.enabled"),
         "reaper_period": _pos(rp.get("period_seconds", 60.0), "reaper.period_seconds"),
-        "reaper_limit": _int(rp.get("limit", 50), "reaper.limit", 1),
+        # absent: the model's default limit (constants.REAPER_DEFAULT_LIMIT), set in load
+        **({"reaper_limit": _int(rp["limit"], "reaper.limit", 1)} if "limit" in rp else {}),
         "reapers": _int(rp.get("count", 1), "reaper.count", 1),
     }
 
@@ -615,51 +645,39 @@ def _provider(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _tools(data: dict[str, Any]) -> tuple[ToolConf, ...]:
-    """The ``[[tools]]`` tables (at least one), names unique."""
+def _tools(data: dict[str, Any]) -> tuple[tuple[ToolConf, ...], tuple[Any, ...]]:
+    """The ``[[tools]]`` tables (at least one), names unique: the simulator's view of each
+    and the model's (``Tool``)."""
     tools = data.get("tools", [])
     if not isinstance(tools, list) or not tools:
         raise ConfigError("tools: expected a non-empty array of [[tools]] tables; add at least one [[tools]] with a name")
     tconfs: list[ToolConf] = []
+    model_tools = []
     for k, t in enumerate(tools):
-        tconfs.append(_tool(t, f"tools[{k}]", {x.name for x in tconfs}))
-    return tuple(tconfs)
+        tconf, tool = _tool(t, f"tools[{k}]", {x.name for x in tconfs})
+        tconfs.append(tconf)
+        model_tools.append(tool)
+    return tuple(tconfs), tuple(model_tools)
 
 
-def _tool(t: Any, f: str, taken: set[str]) -> ToolConf:
-    """One ``[[tools]]`` table: the model's keys (model/config.py) and the simulator's;
-    ``taken``: the names of the tools before it."""
+def _tool(t: Any, f: str, taken: set[str]) -> tuple[ToolConf, Any]:
+    """One ``[[tools]]`` table: the model's keys (read by model/config.py ``tool_of``) and
+    the simulator's; ``taken``: the names of the tools before it."""
     if not isinstance(t, dict):
         raise ConfigError(f"{f}: expected a table, got {t!r}; write [[tools]]")
     _unknown(t, MODEL_TOOL_KEYS | {"latency", "error_probability", "error_mix"}, f + ".")
-    if "name" not in t:
-        raise ConfigError(f"{f}.name: missing; every tool needs a name")
-    name = _str(t["name"], f + ".name")
-    if name in taken:
-        raise ConfigError(f"{f}.name: duplicate tool {name!r}; give each tool its own name")
-    if "effect" in t:
-        _str(t["effect"], f + ".effect", EFFECTS)
-    if "remote" in t:
-        _bool(t["remote"], f + ".remote")
-    tool_effect(t, f + ".")  # a builtin's or a remote's effect contradicted: one line
-    for bk in ("remote", "approval", "needs_input", "removable"):
-        if bk in t:
-            _bool(t[bk], f"{f}.{bk}")
+    model_tab = {kk: vv for kk, vv in t.items() if kk in MODEL_TOOL_KEYS}
+    tool = tool_of(model_tab, f, taken)
     for bk in ("needs_input", "removable"):
         if t.get(bk):
             raise ConfigError(f"{f}.{bk}: not simulated (no process submits input or removes tools); remove it or set it to false")
-    if "server_flag" in t:
-        sf = _int(t["server_flag"], f + ".server_flag")
-        if sf not in (0, 1):
-            raise ConfigError(f"{f}.server_flag: {sf}; use 0 (unattended) or 1 (approval)")
-    model_tab = {kk: vv for kk, vv in t.items() if kk in MODEL_TOOL_KEYS}
     emix = _tool_error_mix(t["error_mix"], f + ".error_mix") if "error_mix" in t else ()
     return ToolConf(
-        name=name, model=model_tab,
+        name=tool.name, model=model_tab,
         latency=parse_dist(t.get("latency", 0.5), f + ".latency"),
         error_probability=_prob(t.get("error_probability", 0.0), f + ".error_probability"),
         error_mix=emix,
-    )
+    ), tool
 
 
 def _tool_error_mix(v: Any, f: str) -> tuple[tuple[str, str, float], ...]:
@@ -706,47 +724,51 @@ def _workload(data: dict[str, Any], tool_names: tuple[str, ...]) -> dict[str, An
     return kw
 
 
+# The fault kinds a component of the environment (sim/faults.py) draws from a knob of its
+# own -> that knob ([faults] refuses these kinds, naming the knob; each component's ``owns``).
+KNOBS: dict[str, str] = {
+    FaultKind.STORE_ERROR: "run_store.error_probability",
+    FaultKind.AUDIT_INSERT_FAILS: "audit_store.insert_failure_probability (or outages, flapping)",
+    FaultKind.AMBIGUOUS_COMMIT: "audit_store.ambiguous_commit_probability",
+    FaultKind.PROVIDER_ERROR: "provider.failure_probability",
+    FaultKind.TOOL_ERROR: "tools[].error_probability",
+    FaultKind.DISPATCH_FAILS: "bus.dispatch_failure_probability",
+    FaultKind.DUPLICATE_MESSAGE: "bus.duplicate_probability",
+    FaultKind.CRASH: "crashes.worker_rate_per_hour and crashes.web_rate_per_hour",
+    FaultKind.PAUSE: "pauses.probability",
+    FaultKind.SLOW_OPERATION: "the provider's and the tools' latencies (a call past the lease)",
+}
+
+
 def _faults(data: dict[str, Any]) -> dict[str, Any]:
     """``[faults]``: ``kind = probability`` for fault kinds declared in ``model/steps.py``
     ``FAULTS`` (read now: a kind declared at run time is accepted at once).
-    A kind a component draws from a knob of its own (sim/faults.py ``owned``) is refused,
-    naming the knob."""
-    from failclosed.model.steps import fault_kinds
-
-    from .faults import owned
-
+    A kind a component draws from a knob of its own (``KNOBS``) is refused, naming the knob."""
     ft = _table(data, "faults")
     kinds = fault_kinds()
-    own = owned()
     out = []
     for k, v in ft.items():
         if k not in kinds:
             near = difflib.get_close_matches(k, list(kinds), n=1)
             hint = f"did you mean {near[0]!r}?" if near else f"use one of {', '.join(kinds)}"
             raise ConfigError(f"faults.{k}: unknown fault kind; {hint} (declared in model/steps.py FAULTS)")
-        if k in own:
-            raise ConfigError(f"faults.{k}: {own[k]} sets it; set it there and remove faults.{k}")
+        if k in KNOBS:
+            raise ConfigError(f"faults.{k}: {KNOBS[k]} sets it; set it there and remove faults.{k}")
         out.append((k, _prob(v, f"faults.{k}")))
     return {"fault_probabilities": tuple(out)}
 
 
 def load_file(path: str) -> SimConfig:
-    from failclosed.model.config import read_toml
-
     return load(read_toml(path))
 
 
 def default_path() -> str:
-    from pathlib import Path
-
     return str(Path(__file__).resolve().parent / "configs" / "default.toml")
 
 
 def with_overrides(data: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``data`` with dotted keys set (``runs.count=100``, ``constants.LEASE_SECONDS=300``,
     ``tools.create_ticket.latency.p99=2000``: a [[tools]] entry is addressed by its name)."""
-    import copy
-
     out = copy.deepcopy(data)
     for key, value in params.items():
         parts = key.split(".")

@@ -32,8 +32,8 @@ from typing import Any
 
 import simpy
 from failclosed.model import store
-from failclosed.model.config import initial_world, parse_config
-from failclosed.model.policy import parse_policy
+from failclosed.model.config import ConfigError, initial_world, principals_of, with_faults
+from failclosed.model.policy import Policy, parse_policy
 from failclosed.model.rules import approval_bound
 from failclosed.model.runtime import GuardFailed, apply, clock_move, enabled, fire
 from failclosed.model.state import TERMINAL, WAITING_FOR_APPROVAL, World, replace
@@ -46,7 +46,7 @@ from .config import SimConfig
 from .faults import Component, Faults
 from .history import History, note
 from .invariants import load_safety
-from .processes import Processes
+from .processes import PRINCIPALS, Processes
 from .records import (
     NEVER_DRAWN_RUNS,
     NEVER_DRAWN_WHY,
@@ -103,22 +103,15 @@ class Simulation:
             self.properties_source = "given"
         self.history = History(keep=keep_history, path=history_path)
         self.env = simpy.Environment()
-        pol = parse_policy(self.policy_name)
-        self.policy = pol
-        if cfg.queued_fraction > 0 and not pol.queue:
-            from failclosed.model.config import ConfigError
-
-            raise ConfigError(
-                f"workload.queued_fraction: policy {self.policy_name!r} has no queue; set it to 0 or pick adr-102 or later"
-            )
-        self.worker_names = tuple(f"w{k + 1}" for k in range(cfg.workers))
+        self.policy = _simulated_policy(cfg, self.policy_name)
+        self.worker_names = cfg.model.workers
         self.faults = Faults(cfg, self.env, self.seed)
         # the component each step of a process touches (its latency, its faults), by pc: the
         # step table's cost class of each label (model/steps.py)
         self.components: dict[str, Component] = self.faults.by_step(costs())
         self.world = self._initial_world()
         self.window = Window(self.env, cfg.slots)
-        self.checks = Checks(properties, self.window, Replayer(self.model_config), self._stop,
+        self.checks = Checks(properties, self.window, Replayer(self._scenario_table()), self._stop,
                              keep_going=keep_going, check_steps=check_steps, defer_stable=defer_stable,
                              scenarios=scenarios)
         self.procs = Processes(self)
@@ -153,33 +146,36 @@ class Simulation:
 
     # -- the bounded world ---------------------------------------------------------------
     def _initial_world(self) -> World:
+        """The bounded world: the configuration's model ``Config`` under the simulated policy,
+        enabling the fault kinds the environment draws (sim/faults.py), with the simulated
+        principals when strangers make requests (16.18); every slot free."""
         cfg = self.cfg
-        self.model_config: dict[str, Any] = {
+        config = replace(cfg.model, policy=self.policy,
+                         **({"principals": _SIM_PRINCIPALS} if cfg.stranger_probability > 0 else {}))
+        config = with_faults(config, sorted(self.faults.kinds()), self.faults.provider.classes())
+        w = initial_world(config, UNLIMITED_FAULTS)
+        # a free slot holds no run: mark it started so no caller transition is offered for it
+        return replace(w, started=(True,) * cfg.slots)
+
+    def _scenario_table(self) -> dict[str, Any]:
+        """The simulated world's configuration as a scenario file writes it (a violation's
+        runs replayed alone, sim/replay.py: it sets the runs and the faults they take)."""
+        cfg = self.cfg
+        table: dict[str, Any] = {
             "policy": self.policy_name,
-            "constants": dict(cfg.constants),
+            "constants": dict(cfg.raw.get("constants", {})),
             "model": {
                 "workers": list(self.worker_names),
-                "faults": sorted(self.faults.kinds()),
-                "provider_faults": self.faults.provider.classes(),
                 "reaper_limit": cfg.reaper_limit,
                 **({"reapers": cfg.reapers} if cfg.reapers > 1 else {}),
                 "transport": cfg.transport,
-                # gate 2 (12.2 step 8): approvers who may not run the turn's writes
-                **({"refusals": ["ApproverNotPermitted"]} if cfg.not_permitted_probability > 0 else {}),
+                **({"refusals": sorted(cfg.model.refusals)} if cfg.model.refusals else {}),
             },
             "tools": [dict(t.model) for t in cfg.tools],
         }
         if cfg.stranger_probability > 0:  # requests by other principals (16.18)
-            from .processes import PRINCIPALS
-
-            self.model_config["principals"] = {k: dict(v) for k, v in PRINCIPALS.items()}
-        data = dict(self.model_config)
-        data["model"] = dict(data["model"], fault_budget=0)
-        data["runs"] = [{"id": f"_slot{i}", "entry": "queued"} for i in range(cfg.slots)]
-        config, _ = parse_config(data)
-        w = initial_world(config, UNLIMITED_FAULTS)
-        # a free slot holds no run: mark it started so no caller transition is offered for it
-        return replace(w, started=(True,) * cfg.slots)
+            table["principals"] = {k: dict(v) for k, v in PRINCIPALS.items()}
+        return table
 
     # -- stepping ------------------------------------------------------------------------
     def _advance(self) -> None:
@@ -349,6 +345,17 @@ class Simulation:
         return {"drawn": drawn, "never_drawn": never, "warning": warning}
 
 
+def _simulated_policy(cfg: SimConfig, name: str) -> Policy:
+    """The policy ``name`` (the configuration's, or ``--policy``), which must have a queue
+    when the workload queues runs."""
+    pol = parse_policy(name)
+    if cfg.queued_fraction > 0 and not pol.queue:
+        raise ConfigError(
+            f"workload.queued_fraction: policy {name!r} has no queue; set it to 0 or pick adr-102 or later"
+        )
+    return pol
+
+
 def _crash(en: list[Transition], pred) -> Transition | None:
     """The first enabled ``crash`` that ``pred`` admits."""
     for t in en:
@@ -402,9 +409,12 @@ def _branch(en: list[Transition], fault: str | None, pred) -> Transition | None:
 
 def approval_bound_tools(cfg: SimConfig, policy: str) -> list[str]:
     """The tools that suspend a run for approval under ``policy`` (for reports)."""
-    data = {"policy": policy, "tools": [dict(t.model) for t in cfg.tools], "runs": [{"id": "x"}]}
-    config, _ = parse_config(data)
+    config = replace(cfg.model, policy=parse_policy(policy))
     return [t.name for t in config.tools if approval_bound(config, frozenset(), t.name)]
+
+
+# the simulated principals (sim/processes.py PRINCIPALS), read once by the model's reader
+_SIM_PRINCIPALS = principals_of({"principals": PRINCIPALS})
 
 
 __all__ = ["RunRecord", "Simulation", "SimulationError", "Violation",

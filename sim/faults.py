@@ -48,7 +48,7 @@ from failclosed.model.steps import (
 )
 from failclosed.model.vocab import FaultKind
 
-from .config import SimConfig
+from .config import KNOBS, SimConfig
 from .records import RunRecord
 from .streams import stream
 
@@ -57,6 +57,12 @@ def _may_commit_ambiguously(proc: Proc) -> bool:
     """The step the process is at may take an ambiguous commit (the step table's faults)."""
     a = ACTIONS.get(proc.pc)
     return a is not None and FaultKind.AMBIGUOUS_COMMIT in a.faults
+
+
+def _knobs(*kinds: str) -> dict[str, str]:
+    """The kinds a component draws from knobs of its own, each with its knob (sim/config.py
+    ``KNOBS``: a kind missing there fails at import)."""
+    return {k: KNOBS[k] for k in kinds}
 
 
 class Component:
@@ -111,7 +117,7 @@ NOTHING = Component()  # what a step that touches no component touches
 
 
 class RunStore(Component):
-    owns = {FaultKind.STORE_ERROR: "run_store.error_probability"}
+    owns = _knobs(FaultKind.STORE_ERROR)
 
     def __init__(self, cfg: SimConfig):
         self.p = cfg.store_error_probability
@@ -137,8 +143,7 @@ class RunStore(Component):
 
 
 class AuditStore(Component):
-    owns = {FaultKind.AUDIT_INSERT_FAILS: "audit_store.insert_failure_probability (or outages, flapping)",
-            FaultKind.AMBIGUOUS_COMMIT: "audit_store.ambiguous_commit_probability"}
+    owns = _knobs(FaultKind.AUDIT_INSERT_FAILS, FaultKind.AMBIGUOUS_COMMIT)
 
     def __init__(self, cfg: SimConfig, env: simpy.Environment, seed: int):
         self.env = env
@@ -199,7 +204,7 @@ class AuditStore(Component):
 
 class Provider(Component):
     work = True
-    owns = {FaultKind.PROVIDER_ERROR: "provider.failure_probability"}
+    owns = _knobs(FaultKind.PROVIDER_ERROR)
 
     def __init__(self, cfg: SimConfig):
         self.p = cfg.provider_failure_probability
@@ -232,7 +237,7 @@ class Provider(Component):
 
 class Tools(Component):
     work = True
-    owns = {FaultKind.TOOL_ERROR: "tools[].error_probability"}
+    owns = _knobs(FaultKind.TOOL_ERROR)
 
     def __init__(self, cfg: SimConfig, seed: int):
         self.seed = seed
@@ -276,8 +281,7 @@ class Tools(Component):
 
 
 class Bus(Component):
-    owns = {FaultKind.DISPATCH_FAILS: "bus.dispatch_failure_probability",
-            FaultKind.DUPLICATE_MESSAGE: "bus.duplicate_probability"}
+    owns = _knobs(FaultKind.DISPATCH_FAILS, FaultKind.DUPLICATE_MESSAGE)
 
     def __init__(self, cfg: SimConfig):
         self.p_dispatch = cfg.dispatch_failure_probability
@@ -311,7 +315,7 @@ class Bus(Component):
 
 
 class Crashes(Component):
-    owns = {FaultKind.CRASH: "crashes.worker_rate_per_hour and crashes.web_rate_per_hour"}
+    owns = _knobs(FaultKind.CRASH)
 
     def __init__(self, cfg: SimConfig):
         self.worker_rate = cfg.worker_crash_rate  # per hour
@@ -336,8 +340,7 @@ class Crashes(Component):
 
 
 class Pauses(Component):
-    owns = {FaultKind.PAUSE: "pauses.probability",
-            FaultKind.SLOW_OPERATION: "the provider's and the tools' latencies (a call past the lease)"}
+    owns = _knobs(FaultKind.PAUSE, FaultKind.SLOW_OPERATION)
 
     def __init__(self, cfg: SimConfig):
         self.p = cfg.pause_probability
@@ -393,10 +396,3 @@ class Faults:
         """The component each step of a process touches, by the step's ``pc``, from its cost
         class (``model.steps``); local work touches ``local`` (no delay, no fault of its own)."""
         return {pc: self.component(c) for pc, c in costs.items()}
-
-
-def owned() -> dict[str, str]:
-    """Each fault kind a component draws from a distribution of its own -> the configuration
-    knob that sets it (``[faults]`` refuses these kinds, naming the knob)."""
-    return {k: knob for c in (RunStore, AuditStore, Provider, Tools, Bus, Crashes, Pauses)
-            for k, knob in c.owns.items()}

@@ -17,17 +17,27 @@ Symmetry and the time shift (the state abstraction the search runs under) are
 
 from __future__ import annotations
 
+import difflib
 import re
+import sys
+import textwrap
 import time
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from failclosed.model import names, rules
 from failclosed.model.commands import exit_code
-from failclosed.model.config import ConfigError, parse_config, read_toml
-from failclosed.model.policy import parse_policy, varied_preset
+from failclosed.model.config import (
+    ConfigError,
+    UsageError,
+    initial_world,
+    parse_config,
+    read_toml,
+    under_policy,
+)
+from failclosed.model.policy import PRESET_ORDER, parse_policy, varied_preset
 from failclosed.model.runtime import successors
 from failclosed.model.state import Config, World
 from failclosed.model.transition import Transition
@@ -35,6 +45,7 @@ from failclosed.model.vocab import OutcomeName, Request, TransitionName
 from failclosed.spec import engine
 from failclosed.spec import properties as P
 from failclosed.spec.coverage import expected_labels
+from failclosed.spec.pool import run_local, worker_share
 from failclosed.spec.symmetry import make_canonical, reductions_of
 from failclosed.spec.vocab import PropertyName, Reduction
 
@@ -45,6 +56,7 @@ __all__ = [
     "CONFIG_DIR",
     "CheckResult",
     "ConfigPart",
+    "Configuration",
     "PropertyResult",
     "WITNESSES",
     "Witness",
@@ -65,9 +77,32 @@ __all__ = [
 # =========================================================================================
 @dataclass(frozen=True)
 class ConfigPart:
+    """One part of a configuration: its TOML table (model/config.py format) and what the
+    model's loader parsed from it, once, as the part is made (a malformed table is one
+    ``ConfigError`` line naming the field)."""
+
     name: str  # file stem
     path: str
-    data: dict[str, Any]  # the TOML table (model/config.py format)
+    data: dict[str, Any]  # the TOML table (a counterexample's scenario quotes it)
+    config: Config = field(init=False, compare=False, repr=False)  # under the table's policy
+    budget: int = field(init=False, compare=False, repr=False)  # [model] fault_budget
+
+    def __post_init__(self) -> None:
+        config, budget = parse_config(self.data)
+        object.__setattr__(self, "config", config)
+        object.__setattr__(self, "budget", budget)
+
+    def under(self, policy: str | None) -> Config:
+        """The part's ``Config`` under ``policy`` (its ``[switches]`` applied; None: the
+        table's own policy)."""
+        return under_policy(self.config, self.data, policy)
+
+
+class Configuration(NamedTuple):
+    """A configuration read and parsed: its name and its parts (``load_config``)."""
+
+    name: str
+    parts: list[ConfigPart]
 
 
 def config_names() -> list[str]:
@@ -75,9 +110,9 @@ def config_names() -> list[str]:
     return sorted(x.stem for x in CONFIG_DIR.glob("*.toml"))
 
 
-def load_config(config: str | Path) -> tuple[str, list[ConfigPart]]:
-    """A configuration of spec/configs by name (``small``, ``tiny``, ``medium``,
-    ``cancel-probe``, ...: :func:`config_names`), or a path. Returns (name, parts)."""
+def config_path(config: str | Path) -> Path:
+    """The file of a configuration of spec/configs by name (``small``, ``tiny``, ...:
+    :func:`config_names`), or the path given."""
     s = str(config)
     p = Path(s)
     if not p.suffix and not p.exists():
@@ -85,14 +120,21 @@ def load_config(config: str | Path) -> tuple[str, list[ConfigPart]]:
         if not p.exists():
             known = ", ".join(config_names())
             raise ConfigError(f"config: unknown configuration {s!r}; use one of {known} or a FILE")
-    name = p.stem
-    return name, _parts(p, seen=())
+    return p
 
 
-def _parts(p: Path, seen: tuple[str, ...]) -> list[ConfigPart]:
-    data = read_toml(str(p))
+def load_config(config: str | Path, data: dict[str, Any] | None = None) -> Configuration:
+    """A configuration by name or path (:func:`config_path`), each part read and parsed
+    once; ``data``: the file's table when the caller has read it already (the command
+    line, which checks its kind). Returns (name, parts)."""
+    p = config_path(config)
+    return Configuration(p.stem, _parts(p, seen=(), data=data))
+
+
+def _parts(p: Path, seen: tuple[str, ...], data: dict[str, Any] | None = None) -> list[ConfigPart]:
+    if data is None:
+        data = read_toml(str(p))
     if "parts" not in data:
-        parse_config(data)  # validate now: one ConfigError line naming the field
         return [ConfigPart(p.stem, str(p), data)]
     extra = set(data) - {"parts", "description"}
     if extra:
@@ -391,10 +433,6 @@ def resolve_properties(names: Sequence[str] | None) -> tuple[list[str], list[str
         elif n in P.LIVENESS:
             live.append(PropertyName(n))
         else:
-            import difflib
-
-            from failclosed.model.config import UsageError
-
             valid = [*P.SAFETY, *P.LIVENESS]
             near = difflib.get_close_matches(n, valid, n=1)
             hint = f"did you mean {near[0]!r}? " if near else ""
@@ -415,7 +453,7 @@ def _policy_name(policy: str | None) -> str | None:
 # =========================================================================================
 def check(
     policy: str | None,
-    config: str | Path | ConfigPart = "small",
+    config: str | Path | ConfigPart | Configuration = "small",
     properties: Sequence[str] | None = None,
     *,
     witnesses: bool = True,
@@ -431,8 +469,9 @@ def check(
     memory_budget_mib: float | None = None,
 ) -> CheckResult:
     """Check ``properties`` (None: all) on every part of ``config`` under ``policy`` (None:
-    each part's own policy). ``config`` is a name, a path, or one :class:`ConfigPart` (a
-    configuration already in memory, as a scope generates them: spec/scope.py).
+    each part's own policy). ``config`` is a name, a path, a :class:`Configuration` already
+    loaded (``load_config``), or one :class:`ConfigPart` (a configuration already in memory,
+    as a scope generates them: spec/scope.py).
     ``on_part(name, states)`` is called as each part is done (for progress reports);
     ``on_progress(stored, expanded)`` inside a running part's search, every few thousand
     states (in this process only: not with ``jobs`` > 1).
@@ -440,7 +479,7 @@ def check(
     states: :class:`_GrowthWatch`) as soon as it is measured (in this process; a worker
     process prints it on stderr); it is in the result's ``growth`` as well.
     ``jobs`` > 1: the parts (independent searches) run on that many spawned processes
-    (spec/scope.py's pool) and are merged in their order, so the result is the one of
+    (spec/pool.py's run_local) and are merged in their order, so the result is the one of
     ``jobs=1`` (but for the measured seconds and memory).
     ``symmetry``, ``logs``: the state abstractions of spec/symmetry.py (the symmetry
     reduction, the log order; False: without).
@@ -451,6 +490,8 @@ def check(
     pname = _policy_name(policy)
     if isinstance(config, ConfigPart):
         cname, parts = config.name, [config]
+    elif isinstance(config, Configuration):
+        cname, parts = config
     else:
         cname, parts = load_config(config)
     safety, live = resolve_properties(properties)
@@ -458,8 +499,6 @@ def check(
         n: PropertyResult(n, "safety", True) for n in safety
     } | {n: PropertyResult(n, "liveness", True, under=P.LIVENESS[n].under) for n in live}
     reached: dict[str, str | None] = {k: None for k in WITNESSES} if witnesses else {}
-    from failclosed.spec.scope import worker_share
-
     search = _Search(pname, tuple(safety), tuple(live), coverage, symmetry, measure_reduction,
                      max_states, logs,
                      worker_share(memory_budget_mib, min(jobs, len(parts))))
@@ -468,14 +507,7 @@ def check(
         for part, out in zip(parts, outcomes, strict=True):
             _merge_part(results, reached, part, out)
     else:
-        outcomes = []
-        for part in parts:  # a witness reached in an earlier part is not searched again
-            out = _check_part(part, search, tuple(k for k, v in reached.items() if v is None),
-                              on_progress, on_note)
-            _merge_part(results, reached, part, out)
-            outcomes.append(out)
-            if on_part is not None:
-                on_part(part.name, out.stats.stats.states)
+        outcomes = _parts_here(parts, search, results, reached, on_part, on_progress, on_note)
     policy_obj = outcomes[-1].config.policy if outcomes else None
     required = [k for k, v in WITNESSES.items() if witnesses and policy_obj is not None
                 and v.applies(policy_obj)]
@@ -489,6 +521,23 @@ def check(
         coverage=_coverage(outcomes) if coverage else None,
         seconds=time.perf_counter() - t0,
     )
+
+
+def _parts_here(parts: list[ConfigPart], search: _Search, results: dict[str, PropertyResult],
+                reached: dict[str, str | None], on_part: Callable[[str, int], None] | None,
+                on_progress: Callable[[int, int], None] | None,
+                on_note: Callable[[str], None] | None) -> list[_PartOutcome]:
+    """Every part searched in this process, in order, each folded into ``results`` and
+    ``reached`` as it is done: a witness reached in an earlier part is not searched again."""
+    outcomes = []
+    for part in parts:
+        out = _check_part(part, search, tuple(k for k, v in reached.items() if v is None),
+                          on_progress, on_note)
+        _merge_part(results, reached, part, out)
+        outcomes.append(out)
+        if on_part is not None:
+            on_part(part.name, out.stats.stats.states)
+    return outcomes
 
 
 @dataclass(frozen=True)
@@ -566,14 +615,11 @@ class _GrowthWatch:
     def check(self, stored: int, *, searching: bool) -> None:
         """Probe the preset at ``stored`` states (``searching``: the part's search goes on;
         else it was cut by ``max_states``)."""
-        from failclosed.model.config import initial_world
-
         self.checkpoint = 2 * stored
         # the preset's own space: a [switches] table is part of the varied policy (it named
         # the part's policy preset+switch), so the probe leaves it out
-        preset_data = {k: v for k, v in self.part.data.items() if k != "switches"}
-        cfg, budget = parse_config(preset_data, self.preset)
-        probe = engine.explore([initial_world(cfg, budget)], successors, invariants={},
+        cfg = replace(self.part.config, policy=parse_policy(self.preset))
+        probe = engine.explore([initial_world(cfg, self.part.budget)], successors, invariants={},
                                canonical=self.search.canonical(cfg),
                                max_states=max(1, stored // GROWTH))
         if probe.truncated:
@@ -590,8 +636,6 @@ class _GrowthWatch:
 
 def _say(line: str) -> None:
     """A line for the person watching a part searched in a worker process (stderr)."""
-    import sys
-
     print(line, file=sys.stderr, flush=True)
 
 
@@ -616,10 +660,8 @@ def _check_part(part: ConfigPart, search: _Search, witnesses: tuple[str, ...],
     ``on_progress(stored, expanded)``: spec.engine.explore's progress of the search;
     ``say(line)``: the growth line of a varied policy, as soon as it is measured (None:
     stderr, as in a worker process)."""
-    from failclosed.model.config import initial_world
-
-    spec, budget = parse_config(part.data, search.policy)
-    w0 = initial_world(spec, budget)
+    spec = part.under(search.policy)
+    w0 = initial_world(spec, part.budget)
     canon = search.canonical(spec)
     wit = {k: WITNESSES[k].holds for k in witnesses}
     # the liveness analysis reads per state only these (the worlds are not kept)
@@ -746,10 +788,8 @@ def _part_task(args: tuple[ConfigPart, _Search, tuple[str, ...]]) -> _PartOutcom
 def _parts_in_processes(parts: list[ConfigPart], search: _Search, witnesses: tuple[str, ...],
                         jobs: int, on_part: Callable[[str, int], None] | None,
                         ) -> list[_PartOutcome]:
-    """Every part on ``jobs`` spawned processes (spec.scope.run_local: Ctrl-C and SIGTERM
+    """Every part on ``jobs`` spawned processes (spec.pool.run_local: Ctrl-C and SIGTERM
     stop the workers); the outcomes in part order."""
-    from failclosed.spec.scope import run_local
-
     outcomes: dict[int, _PartOutcome] = {}
 
     def done(i: int, out: _PartOutcome) -> None:
@@ -881,8 +921,6 @@ def trace_text(r: PropertyResult) -> str:
 def trace_compact(r: PropertyResult, width: int = 100) -> str:
     """The compact form: one entry per step with only the fields that change, wrapped at
     ``width`` (what ``check`` prints)."""
-    import textwrap
-
     assert r.initial is not None
     head = [textwrap.fill(line, max(40, width), subsequent_indent="  ", break_on_hyphens=False)
             for line in _trace_head(r).splitlines()]
@@ -950,6 +988,4 @@ def test_{fn}():
 
 
 def presets() -> list[str]:
-    from failclosed.model.policy import PRESET_ORDER
-
     return list(PRESET_ORDER)

@@ -13,13 +13,17 @@ ends with them.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, wait
 from typing import Any
 
-__all__ = ["die_with_parent", "spawn_pool", "stop_pool"]
+__all__ = ["PROGRESS", "die_with_parent", "run_local", "spawn_pool", "stop_pool", "worker_share"]
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 POLL_SECONDS = 1.0
@@ -99,3 +103,80 @@ def stop_pool(ex: Any, grace: float = GRACE_SECONDS) -> None:
         manager.join(timeout=KILL_WAIT_SECONDS)
     for p in procs:
         p.join(timeout=KILL_WAIT_SECONDS)
+
+
+# A worker process's channel to its parent for the progress of the task it runs (set by
+# run_local's pool initializer; None in the parent, on Dask, and in a pool without it). A
+# task reports ``(key, figure)`` on it (spec/scope.py's task: ``((member, policy), states
+# stored)``).
+PROGRESS: list[Any] = [None]
+
+
+def _init_progress(queue: Any) -> None:
+    PROGRESS[0] = queue
+
+
+def worker_share(budget_mib: float | None, workers: int) -> float | None:
+    """One worker's share of a memory budget that ``workers`` processes split evenly."""
+    return None if budget_mib is None else budget_mib / max(1, workers)
+
+
+def run_local(jobs: int, args: dict[int, tuple], done: Callable[[int, Any], None],
+              task: Callable[[tuple], Any],
+              on_progress: Callable[[Any, int], None] | None = None,
+              poll: float = 5.0) -> None:
+    """``done(i, task(args[i]))`` for every ``i``, as each finishes, on ``jobs`` spawned
+    processes (``task`` must be importable by name: a module-level function).
+    ``on_progress(key, figure)`` receives what the workers' tasks report through
+    ``PROGRESS``, and ``(None, 0)`` when ``poll`` seconds pass without any news (so the
+    caller may show life)."""
+    # spawn, never fork (safe inside a notebook kernel); the workers die with this process
+    queue = multiprocessing.get_context("spawn").SimpleQueue() if on_progress is not None else None
+    ex = spawn_pool(jobs, _init_progress if queue is not None else None,
+                    (queue,) if queue is not None else ())
+    old = _sigterm_interrupts()
+    try:
+        pending = {ex.submit(task, a): i for i, a in args.items()}
+        while pending:
+            fin, _ = wait(pending, timeout=poll if queue is not None else None,
+                          return_when=FIRST_COMPLETED)
+            if queue is not None and on_progress is not None:
+                _drain(queue, on_progress)
+            for f in fin:
+                done(pending.pop(f), f.result())
+    except BaseException:
+        # interrupted (Ctrl-C, SIGTERM) or failed: no worker may outlive the command; what
+        # finished is already kept by ``done``
+        stop_pool(ex)
+        raise
+    else:
+        ex.shutdown(wait=True)
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)
+
+
+def _drain(queue: Any, on_progress: Callable[[Any, int], None]) -> None:
+    """Hand on every report waiting in ``queue`` (the latest per key), or ``(None, 0)``."""
+    latest: dict[Any, int] = {}
+    while not queue.empty():
+        key, figure = queue.get()
+        latest[key] = figure
+    for key, figure in latest.items():
+        on_progress(key, figure)
+    if not latest:
+        on_progress(None, 0)
+
+
+def _sigterm_interrupts() -> Any:
+    """While a pool runs in the main thread, SIGTERM interrupts like Ctrl-C (so the workers
+    are stopped too); returns the previous handler, or None where it cannot be set."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
+        return None  # the caller handles it already (the command line does)
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, interrupt)

@@ -80,6 +80,15 @@ from failclosed.model.config import ConfigError, UsageError, check_keys, parse_c
 from failclosed.model.state import ASYNC, NO_TRANSPORT, SYNC
 from failclosed.model.steps import fault_kinds
 from failclosed.model.vocab import FaultKind
+from failclosed.spec import pool
+from failclosed.spec.checker import (
+    ConfigPart,
+    check,
+    load_config,
+    reductions_union,
+    resolve_properties,
+)
+from failclosed.spec.pool import run_local, worker_share
 from failclosed.spec.vocab import Reduction
 
 SCOPE_DIR = Path(__file__).resolve().parent / "scopes"
@@ -181,8 +190,6 @@ def load_scope(scope: str | Path, *, reduce: bool = True) -> Scope:
 
 def expand(data: dict[str, Any], where: str, base: Path) -> list[Member]:
     """Every member the scope declares, before reduction, in a fixed order."""
-    from failclosed.spec.checker import load_config
-
     out: list[Member] = []
     configs = data.get("configs", [])
     if "configs" in data:
@@ -529,7 +536,6 @@ def check_member(name: str, data: dict[str, Any], policy: str,
     ``on_progress(stored, expanded)``: the running search's progress (spec.engine.explore);
     ``logs``: under the log order (spec/symmetry.py; False: each log in landing order);
     ``memory_budget_mib``: what its search may store in memory (spec/seen.py)."""
-    from failclosed.spec.checker import ConfigPart, check
     from failclosed.spec.engine import _maxrss_mib
     from failclosed.spec.seen import resident_mib
 
@@ -550,19 +556,10 @@ def check_member(name: str, data: dict[str, Any], policy: str,
                       seen="; ".join(p.stats.seen for p in res.parts if p.stats.seen))
 
 
-# A worker process's channel to its parent for the progress of the task it runs (set by
-# run_local's pool initializer; None in the parent, on Dask, and in a pool without it).
-_PROGRESS: list[Any] = [None]
-
-
-def _init_progress(queue: Any) -> None:
-    _PROGRESS[0] = queue
-
-
 def _task(args: tuple[str, dict[str, Any], str, tuple[str, ...] | None, int | None,
                       float | None, bool]) -> dict[str, Any]:
     name, data, policy, props, max_states, budget, logs = args
-    queue = _PROGRESS[0]
+    queue = pool.PROGRESS[0]
     report = None
     if queue is not None:
         def report(stored: int, expanded: int) -> None:
@@ -708,84 +705,9 @@ def run_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] |
             done(i, check_member(*a[:5], on_progress=lambda n, _e, k=key: progress(k, n),
                                  memory_budget_mib=a[5], logs=a[6]).to_json())
     else:
-        run_local(jobs, args, done, on_progress=progress if on_running is not None else None)
+        run_local(jobs, args, done, _task,
+                  on_progress=progress if on_running is not None else None)
     return [results[i] for i in range(len(tasks))]
-
-
-def worker_share(budget_mib: float | None, workers: int) -> float | None:
-    """One worker's share of a memory budget that ``workers`` processes split evenly."""
-    return None if budget_mib is None else budget_mib / max(1, workers)
-
-
-def run_local(jobs: int, args: dict[int, tuple], done: Callable[[int, Any], None],
-              task: Callable[[tuple], Any] = _task,
-              on_progress: Callable[[Any, int], None] | None = None,
-              poll: float = 5.0) -> None:
-    """``done(i, task(args[i]))`` for every ``i``, as each finishes, on ``jobs`` spawned
-    processes (``task`` must be importable by name: a module-level function).
-    ``on_progress(key, figure)`` receives what the workers' tasks report through
-    ``_PROGRESS`` (``_task``: ``((member, policy), states stored)``), and ``(None, 0)`` when
-    ``poll`` seconds pass without any news (so the caller may show life)."""
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, wait
-
-    from failclosed.spec.pool import spawn_pool, stop_pool
-
-    # spawn, never fork (safe inside a notebook kernel); the workers die with this process
-    queue = multiprocessing.get_context("spawn").SimpleQueue() if on_progress is not None else None
-    ex = spawn_pool(jobs, _init_progress if queue is not None else None,
-                    (queue,) if queue is not None else ())
-    old = _sigterm_interrupts()
-    try:
-        pending = {ex.submit(task, a): i for i, a in args.items()}
-        while pending:
-            fin, _ = wait(pending, timeout=poll if queue is not None else None,
-                          return_when=FIRST_COMPLETED)
-            if queue is not None and on_progress is not None:
-                _drain(queue, on_progress)
-            for f in fin:
-                done(pending.pop(f), f.result())
-    except BaseException:
-        # interrupted (Ctrl-C, SIGTERM) or failed: no worker may outlive the command; what
-        # finished is already in the cache
-        stop_pool(ex)
-        raise
-    else:
-        ex.shutdown(wait=True)
-    finally:
-        if old is not None:
-            import signal
-
-            signal.signal(signal.SIGTERM, old)
-
-
-def _drain(queue: Any, on_progress: Callable[[Any, int], None]) -> None:
-    """Hand on every report waiting in ``queue`` (the latest per key), or ``(None, 0)``."""
-    latest: dict[Any, int] = {}
-    while not queue.empty():
-        key, figure = queue.get()
-        latest[key] = figure
-    for key, figure in latest.items():
-        on_progress(key, figure)
-    if not latest:
-        on_progress(None, 0)
-
-
-def _sigterm_interrupts() -> Any:
-    """While a pool runs in the main thread, SIGTERM interrupts like Ctrl-C (so the workers
-    are stopped too); returns the previous handler, or None where it cannot be set."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
-        return None  # the caller handles it already (the command line does)
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    return signal.signal(signal.SIGTERM, interrupt)
 
 
 def dask_client(address: str, timeout: float = 5.0) -> Any:
@@ -856,8 +778,6 @@ class ScopeResult:
     @property
     def reductions(self) -> tuple[str, ...]:
         """The reductions any member's search ran under (spec.vocab.Reduction)."""
-        from failclosed.spec.checker import reductions_union
-
         return reductions_union(r.reductions for r in self.results)
 
     def reach(self, policy: str | None = None) -> str:
@@ -872,8 +792,6 @@ class ScopeResult:
         txt += f" (fingerprint collision probability {p:.0e})"
         if cut:
             txt += f"; {len(cut)} truncated (holds up to the bound there)"
-        from failclosed.spec.checker import reductions_union
-
         reds = reductions_union(r.reductions for r in rs)
         return txt + f"; reductions: {', '.join(reds) or 'none'}"
 
@@ -942,8 +860,6 @@ def merge(scope: Scope, policies: Sequence[str], properties: Sequence[str],
 def check_scope(scope: Scope, policies: Sequence[str], properties: Sequence[str] | None = None,
                 **kw: Any) -> ScopeResult:
     """:func:`run_scope` then :func:`merge`."""
-    from failclosed.spec.checker import resolve_properties
-
     safety, live = resolve_properties(properties)
     t0 = time.perf_counter()
     results = run_scope(scope, policies, properties, **kw)

@@ -136,7 +136,7 @@ OUTPUT_SETS = {  # command -> its argv without the directory, and the flag that 
 def _interrupt_at_file(monkeypatch, n: int) -> list[str]:
     """SIGTERM's exception (app.Terminated, what the handler raises) while the n-th file of
     the set is written; the files written before it are listed."""
-    from failclosed.cli import app, checking, scenario_writer, simulate
+    from failclosed.cli import app, scenario_writer, simulate
 
     real = scenario_writer.write_scenario
     seen: list[str] = []
@@ -149,7 +149,6 @@ def _interrupt_at_file(monkeypatch, n: int) -> list[str]:
 
     monkeypatch.setattr(scenario_writer, "write_scenario", write)
     monkeypatch.setattr(simulate, "write_scenario", write)
-    monkeypatch.setattr(checking, "write_scenario", write)
     return seen
 
 

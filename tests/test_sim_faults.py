@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from failclosed.model.state import ENQUEUE  # noqa: E402
 from failclosed.model.steps import AUDIT, DISPATCH, NONE, PROVIDER, STORE, TOOL  # noqa: E402
-from failclosed.sim.config import Dist, SimConfig, ToolConf  # noqa: E402
+from failclosed.sim.config import Dist, SimConfig, ToolConf, default_path, load_file  # noqa: E402
 from failclosed.sim.faults import (  # noqa: E402
     NOTHING,
     AuditStore,
@@ -55,8 +55,12 @@ class Script:
         return 7.0
 
 
+_DEFAULT_MODEL = load_file(default_path()).model
+
+
 def cfg(**kw) -> SimConfig:
-    return SimConfig(raw={}, **kw)
+    """A simulator configuration with the default file's model ``Config`` and ``kw``."""
+    return SimConfig(raw={}, model=_DEFAULT_MODEL, **kw)
 
 
 def proc(pc: str = "x", kind: str = "worker", **kw) -> SimpleNamespace:

@@ -146,3 +146,19 @@ def test_gate2_always_refused_leaves_every_run_waiting():
     res, _ = simulate_one(tomllib.loads(APPROVALS.format(p=1.0)), seed=1, keep_going=True)
     assert res["metrics"]["writes"]["idempotent_write"]["logical_calls"] == 0
     assert all(k == "unfinished/waiting_for_approval" for k in res["outcomes"]), res["outcomes"]
+
+
+def test_the_faults_table_refuses_exactly_the_kinds_a_component_draws_from_its_own_knob(tmp_path, capsys):
+    """``[faults]`` names the knob of a kind a component draws itself (sim/config.py KNOBS),
+    and accepts every other declared kind: KNOBS is the components' ``owns``, no more."""
+    from failclosed.sim import faults
+
+    comps = (faults.RunStore, faults.AuditStore, faults.Provider, faults.Tools, faults.Bus,
+             faults.Crashes, faults.Pauses)
+    assert {k for c in comps for k in c.owns} == set(sconfig.KNOBS)
+    p = tmp_path / "c.toml"
+    p.write_text(SMALL + "\n[faults]\nstore_error = 0.1\n")
+    assert main(["simulate", str(p), "--runs", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("faults.store_error: run_store.error_probability sets it; set it there "
+                        "and remove faults.store_error"), err
