@@ -588,6 +588,10 @@ def _time_targets(w: World) -> list[int]:
     any later instant (``apply`` accepts it). Time does not move when nothing waits on it."""
     h = w.config.horizon
     targets = waiting_instants(w)
+    acting = [a.instants for a in ACTORS.values() if a.instants is not None]
+    if acting:  # an actor that acts in time: the clock stops at its instants too
+        now = w.clock
+        targets = sorted(set(targets) | {t for at in acting for t in at(w) if t > now})
     return targets if h is None else [t for t in targets if t <= h]
 
 

@@ -39,7 +39,7 @@ docs/CHANGING.md is the recipe for adding a transition, a fault, a property or a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -240,6 +240,8 @@ class Actor:
     takes: Callable[[Any, str], bool] | None = None
     says: str = ""
     fair_each: bool = True
+    # an actor that acts in time: the instants it acts at in a world (the clock stops there)
+    instants: Callable[[Any], Iterable[int]] | None = None
 
     def fair_instances(self, config: Any) -> tuple[str, ...]:
         """The instances a fairness class is formed for (none if the kind has no fairness;
@@ -258,7 +260,8 @@ def declare_actor(kind: str, *, place: str, answers: Callable[..., bool],
                   instances: Callable[[Any], tuple[str, ...]] | None = None,
                   fairness: Fair = Fair.NONE,
                   takes: Callable[[Any, str], bool] | None = None, says: str = "",
-                  fair_each: bool = True) -> None:
+                  fair_each: bool = True,
+                  instants: Callable[[Any], Iterable[int]] | None = None) -> None:
     """Declare an actor kind (model/runtime.py does, once per kind, in listing order), with
     its instances (default: one actor named as the kind, as the clock, the bus, the operator
     and the callers are) and its fairness (see :class:`Actor`)."""
@@ -271,7 +274,7 @@ def declare_actor(kind: str, *, place: str, answers: Callable[..., bool],
         def instances(config: Any) -> tuple[str, ...]:
             return (kind,)
     ACTORS[kind] = Actor(kind, place, answers, moves, fire, instances, fairness, takes, says,
-                         fair_each)
+                         fair_each, instants)
 
 
 def actor_instances(config: Any) -> dict[str, tuple[str, ...]]:

@@ -46,7 +46,7 @@ from .config import SimConfig
 from .faults import Component, Faults
 from .history import History, note
 from .invariants import load_safety
-from .processes import Processes
+from .processes import PRINCIPALS, Processes
 from .records import (
     NEVER_DRAWN_RUNS,
     NEVER_DRAWN_WHY,
@@ -170,8 +170,6 @@ class Simulation:
             "tools": [dict(t.model) for t in cfg.tools],
         }
         if cfg.stranger_probability > 0:  # requests by other principals (16.18)
-            from .processes import PRINCIPALS
-
             self.model_config["principals"] = {k: dict(v) for k, v in PRINCIPALS.items()}
         data = dict(self.model_config)
         data["model"] = dict(data["model"], fault_budget=0)
@@ -216,6 +214,8 @@ class Simulation:
         if self.crosscheck_every and self.checked % self.crosscheck_every == 0:
             self._crosscheck(w, actor, chosen, en, run)
         self._fire(w, chosen)
+        if self.procs.acting_kinds:  # an actor with the generic process may act now
+            self.procs.stepped()
         return chosen
 
     def _crosscheck(self, w: World, actor: str, chosen: Transition, en: list[Transition], run: str | None) -> None:
