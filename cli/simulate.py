@@ -27,7 +27,10 @@ simulate
     ``"baseline": {"file", "known", "new", "fixed"}`` (property names), and ``"faults":
     {"drawn", "never_drawn", "warning"}``: how often each enabled fault kind was drawn, and
     from ``sim.records.NEVER_DRAWN_RUNS`` runs simulated a warning naming the kinds enabled
-    but never drawn (also printed); without a transport (``[transport] kind = "none"``,
+    but never drawn (also printed); ``"liveness": {"runs", "judged", "not_judged"}``: each
+    liveness property judged at each run's end (how many runs' ends reached its goal, the
+    runs that did not) and each one not judged with why (sim/liveness.py; printed, the
+    ones not judged as warnings); without a transport (``[transport] kind = "none"``,
     RUNTIME 6.4) also ``"refusals"``: how many enqueues and reaper ticks were refused up
     front, by transition (also printed). Counterexample scenarios
     (``failclosed replay FILE`` reproduces each) are written only under an explicit
@@ -73,6 +76,7 @@ from failclosed.sim.batch import run_in_processes, simulate_one, simulate_policy
 from failclosed.sim.export import SQLITE_SUFFIXES, is_sqlite_target
 from failclosed.sim.history import file_sha256
 from failclosed.sim.invariants import load_safety
+from failclosed.sim.liveness import summary_lines
 from failclosed.sim.records import NEVER_DRAWN_WHY, SCENARIOS_PER_PROPERTY
 from failclosed.spec.baseline import resolve_baseline
 from failclosed.spec.progress import Progress
@@ -782,6 +786,7 @@ def report(results, path, total, verdict, *, stop, known, baseline_path, headlin
     for t in fit_tables("property", pols, _property_rows(results, verdict, known), width):
         con.print(t)
     _report_faults(con, results)
+    _report_liveness(con, results)
     _report_refusals(con, results)
     _report_files(con, results, violations_dir)
     if known is not None:
@@ -826,6 +831,18 @@ def _report_refusals(con, results) -> None:
         if r.get("refusals"):
             parts = ", ".join(f"{k} {n:,}" for k, n in r["refusals"].items())
             con.print(f"refused up front, no transport ({r['policy']}): {parts}", markup=False)
+
+
+def _report_liveness(con, results) -> None:
+    """Per simulation: the liveness properties judged at each run's end, and a warning line
+    per property the simulator did not judge (sim/liveness.py), never silent about one."""
+    for r in results:
+        if "liveness" not in r:
+            continue
+        first, *rest = summary_lines(r["liveness"], r["policy"])
+        con.print(first, markup=False)
+        for line in rest:
+            con.print(f"warning: {line}", markup=False, style="yellow")
 
 
 def _report_faults(con, results) -> None:

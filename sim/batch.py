@@ -101,6 +101,7 @@ def _result(sim: Simulation, cfg: SimConfig, elapsed: float) -> dict[str, Any]:
         "simulated_seconds": round(sim.env.now, 6),
         "elapsed_seconds": round(elapsed, 3),
         "faults": sim.fault_report(),
+        "liveness": sim.checks.liveness.report(),  # judged at each run's end, and which not
     }
     if sim.refused:  # only without a transport (RUNTIME 6.4): transition -> how many
         result["refusals"] = dict(sorted(sim.refused.items()))

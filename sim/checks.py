@@ -12,6 +12,8 @@
 * When a run is archived: every property, on its projection.
 * On the whole world every ``check_every`` steps and at the end: a failure is attributed to
   the live runs whose projections fail (or to every live run if none does).
+* The liveness properties: at each run's end, on its projection (sim/liveness.py), each one
+  the simulator can judge; the others are named in the report.
 
 A violation is recorded once per (property, run); :meth:`Checks.settle` orders them by the
 step that made them and gives the first ``scenarios`` of each property their scenarios
@@ -27,6 +29,7 @@ from failclosed.model.state import World
 from failclosed.spec.engine import FieldReads
 
 from .invariants import RunItems, failing, project
+from .liveness import Liveness
 from .records import SCENARIOS_PER_PROPERTY, Culprit, RunRecord, Violation
 from .replay import Replayer
 from .window import Window, reaper_slot
@@ -58,6 +61,8 @@ class Checks:
         self.deferred = {n for n, p in properties.items() if check_steps and defer_stable
                          and keep_going and getattr(p, "stable", False)}
         self.order = {n: k for k, n in enumerate(properties)}
+        # the liveness properties, judged on each run's end (sim/liveness.py)
+        self.liveness = Liveness()
         self._events, self._ledger = RunItems(), RunItems()  # the projections' own parts
         # (name, property, mask of its reads; 0: it declares none, so every step may change it)
         self._read_masks = [(n, p, self.reads.mask.get(n, 0)) for n, p in properties.items()
@@ -98,6 +103,7 @@ class Checks:
     def at_archive(self, projection: World, culprit: Culprit, fired: int, now: float) -> None:
         for name in failing(self.props, projection):
             self.violation(name, [culprit], fired, now)
+        self.liveness.at_end(projection, culprit.id, culprit.record.finished)
 
     def whole_world(self, w: World, fired: int, now: float) -> None:
         for name in failing(self.props, w):

@@ -212,6 +212,8 @@ class Simulation:
         if self.crosscheck_every and self.checked % self.crosscheck_every == 0:
             self._crosscheck(w, actor, chosen, en, run)
         self._fire(w, chosen)
+        if self.procs.acting_kinds:  # an actor with the generic process may act now
+            self.procs.stepped()
         return chosen
 
     def _crosscheck(self, w: World, actor: str, chosen: Transition, en: list[Transition], run: str | None) -> None:

@@ -25,8 +25,11 @@ from __future__ import annotations
 import csv
 import json
 import math
+import textwrap
+from types import SimpleNamespace
 from typing import Any
 
+# matplotlib at the top (not lazily): this module is the plots, imported only to draw one
 import matplotlib
 from failclosed.model.vocab import ActorKind, FaultKind, TransitionName
 
@@ -34,20 +37,22 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from failclosed.model import names, steps  # noqa: E402
 from failclosed.model.config import ConfigError, UsageError  # noqa: E402
+from failclosed.model.scenario import load_scenario, replay  # noqa: E402
 from failclosed.model.store import DEAD_LETTER_STALE, FIND_STALE_RUNNING, REQUEUE_STALE  # noqa: E402
+from failclosed.spec.properties import SAFETY  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from . import stats  # noqa: E402
 from .history import note  # noqa: E402
+from .metrics import FLAT_COLUMNS, SUMMARY_METRICS  # noqa: E402
+from .stats import param_names  # noqa: E402
 
 
 # -- records -----------------------------------------------------------------------------------
 def _records_from_scenario(path: str) -> list[dict[str, Any]]:
     """A scenario's steps as records; a step after which a safety property stops holding
     carries it in ``violated`` (the checker's own predicates, spec.properties.SAFETY)."""
-    from failclosed.model.scenario import load_scenario, replay
-    from failclosed.spec.properties import SAFETY
-
     res = replay(load_scenario(path))
     out = []
     prev = res.scenario.world
@@ -421,13 +426,11 @@ class _Swimlane:
 
     def _call(self, r: dict[str, Any], lane: str) -> None:
         """A provider or tool call: a thin bar since the process's previous transition."""
-        t, name, fault = r["t"], r["name"], r.get("fault")
+        t, name = r["t"], r["name"]
         t0 = self.last_t.get(r["actor"], t)
         tool = name in TOOL_CALLS
         self.ax.barh(self.y[lane] + (0.28 if tool else -0.28), t - t0, left=t0, height=0.12,
                      color="tab:purple" if tool else "tab:grey")
-        if fault:
-            self.markers.append((t, lane, FaultKind.TOOL_ERROR if tool else FaultKind.PROVIDER_ERROR, f"{name}[{fault}]"))
 
     def _row(self, rid: str, t: float, row: list, lane: str | None) -> None:
         """The run's row after the transition (the note): who holds its lease, till when."""
@@ -464,27 +467,58 @@ class _Swimlane:
 
 
 def _markers(r: dict[str, Any], lane: str | None) -> list[tuple[float, str, str, str]]:
-    """The markers of one record but its call's fault and its run's settling: failures,
-    reaps and ticks, bus events, crashes, landed effects."""
+    """The markers of one record but its run's settling: a fault by its kind
+    (``_fault_marker``; a call's too, at the end of its bar), stored audit events, reaps and
+    ticks, dispatches, landed effects, a step of a kind drawn nowhere else."""
     t, name, rid, fault = r["t"], r["name"], r.get("run"), r.get("fault")
     out = []
-    if name in AUDIT_INSERTS:
-        key = {None: "audit_ok", AMBIGUOUS: "audit_ambiguous"}.get(fault, "audit_fail")
-        out.append((t, "audit store", key, name))
-    elif fault == FaultKind.STORE_ERROR:
-        out.append((t, "run store", FaultKind.STORE_ERROR, name))
+    if _kind_of(r) is not None:
+        out.append(_fault_marker(r, lane))
+    elif name in AUDIT_INSERTS:
+        out.append((t, "audit store", "audit_ok", name))
     reaper = r["actor"] if names.is_reaper(r["actor"]) else names.reaper_name(1)  # its lane
     if name in (REQUEUE_STALE, DEAD_LETTER_STALE) and not fault:
         out.append((t, reaper, "reap", f"{name} {rid}"))
     if name == FIND_STALE_RUNNING:
         out.append((t, reaper, "reaper_tick", ""))
-    if name in ("dispatch", TransitionName.DUPLICATE_MESSAGE):
-        out.append((t, ActorKind.BUS, "dup" if name == TransitionName.DUPLICATE_MESSAGE else ("dispatch_fail" if fault else "dispatch"), ""))
-    if name == TransitionName.CRASH and lane is not None:
-        out.append((t, lane, FaultKind.CRASH, FaultKind.CRASH))
+    if name == TransitionName.DISPATCH and not fault:
+        out.append((t, ActorKind.BUS, "dispatch", ""))
     for tool, effect, _seg in r.get("note", {}).get("landed", []):
         out.append((t, "outside world", "landed_ni" if effect == "non_idempotent_write" else "landed_i", tool))
+    other = steps.OTHER_TRANSITIONS.get(name)
+    if not out and other is not None and other.actor not in DRAWN_KINDS and lane is not None:
+        out.append((t, lane, f"{STEP}{name}", other.actor))  # a kind drawn nowhere else
     return out
+
+
+# The actor kinds whose steps the swimlane draws above (bars, leases, the markers of their
+# transitions); a step of any other kind (one declared since) is a marker named by its
+# transition on its actor's lane (``STEP``), never left out.
+DRAWN_KINDS = frozenset({ActorKind.CALLER, ActorKind.PROCESS, ActorKind.WORKER, ActorKind.BUS,
+                         ActorKind.REAPER, ActorKind.OPERATOR, ActorKind.CLOCK, "any process"})
+STEP = "step:"
+
+
+def _kind_of(r: dict[str, Any]) -> str | None:
+    """The fault kind a record injects (``model.steps.injected``: its fault branch, a
+    provider failure class as provider_error, or a transition that is a kind of its own)."""
+    return steps.injected(SimpleNamespace(name=r["name"], fault=r.get("fault")))
+
+
+# The lane of a fault kind's declared component (model/steps.py ``FAULTS``): the stores and
+# the bus have lanes of their own; a kind of any other component (the provider, a tool, the
+# process, the clock) is drawn on the lane of the process that took it.
+COMPONENT_LANES = {steps.STORE: "run store", steps.AUDIT: "audit store",
+                   steps.DISPATCH: ActorKind.BUS, ActorKind.BUS: ActorKind.BUS}
+
+
+def _fault_marker(r: dict[str, Any], lane: str | None) -> tuple[float, str, str, str]:
+    """A fault, drawn by its declared kind: on the lane of the component the kind breaks,
+    with the kind's own marker (``_style``); never as another kind's failure."""
+    kind = _kind_of(r)
+    assert kind is not None
+    where = COMPONENT_LANES.get(steps.FAULTS[kind].component, lane)
+    return (r["t"], where if where is not None else "", kind, f"{r['name']}[{r.get('fault') or kind}]")
 
 
 def _audit_inserts() -> tuple[frozenset[str], str]:
@@ -509,15 +543,15 @@ WORK_CALLS = _calls(steps.PROVIDER, steps.TOOL)  # a provider or tool call: a ba
 
 _MARKER_STYLE = {
     "audit_ok": dict(marker="o", color="seagreen", s=14, label="audit event stored"),
-    "audit_fail": dict(marker="x", color="red", s=60, label="audit insert failed (nothing stored)"),
-    "audit_ambiguous": dict(marker="D", color="darkorange", s=45,
-                            label="ambiguous commit (stored, reported failed)"),
+    FaultKind.AUDIT_INSERT_FAILS: dict(marker="x", color="red", s=60, label="audit insert failed (nothing stored)"),
+    FaultKind.AMBIGUOUS_COMMIT: dict(marker="D", color="darkorange", s=45,
+                                     label="ambiguous commit (stored, reported failed)"),
     FaultKind.STORE_ERROR: dict(marker="x", color="darkorange", s=40, label="run store error"),
     "reap": dict(marker="v", color="black", s=60, label="reaped (requeue / dead-letter)"),
     "reaper_tick": dict(marker="|", color="grey", s=30, label="reaper tick"),
     "dispatch": dict(marker=">", color="tab:blue", s=20, label="message dispatched"),
-    "dispatch_fail": dict(marker="x", color="tab:blue", s=40, label="dispatch failed"),
-    "dup": dict(marker="d", color="tab:cyan", s=30, label="duplicate delivery"),
+    FaultKind.DISPATCH_FAILS: dict(marker="x", color="tab:blue", s=40, label="dispatch failed"),
+    FaultKind.DUPLICATE_MESSAGE: dict(marker="d", color="tab:cyan", s=30, label="duplicate delivery"),
     FaultKind.CRASH: dict(marker="X", color="black", s=90, label="process crash"),
     # a call's error: never a star (the violation's marker), one shape per kind of call
     FaultKind.PROVIDER_ERROR: dict(marker="^", color="tab:grey", edgecolor="black", s=45, label="provider call error"),
@@ -528,12 +562,39 @@ _MARKER_STYLE = {
 }
 
 
+# a fault kind with no look of its own above (one declared since): a look of the kind's own,
+# by its place in the declaration order, labelled with its name and what it breaks
+_KIND_MARKERS = ("h", "<", "8", "H", "p", "d", "^")
+_KIND_COLOURS = ("tab:olive", "tab:pink", "tab:brown", "gold", "teal", "navy", "magenta")
+
+
+def _style(key: str) -> dict[str, Any]:
+    """The look and legend label of a marker kind: its own, or a fault kind's by its name."""
+    if key in _MARKER_STYLE:
+        return dict(_MARKER_STYLE[key])
+    if key.startswith(STEP):
+        name = key[len(STEP):]
+        return dict(marker="o", color="white", edgecolor="tab:green", s=40,
+                    label=f"{name} (a step of {steps.OTHER_TRANSITIONS[name].actor})")
+    kinds = steps.fault_kinds()
+    k = kinds.index(key) if key in kinds else len(kinds)
+    return dict(marker=_KIND_MARKERS[k % len(_KIND_MARKERS)], s=50, edgecolor="black",
+                color=_KIND_COLOURS[k // len(_KIND_MARKERS) % len(_KIND_COLOURS)],
+                label=_kind_label(key))
+
+
+def _kind_label(kind: str) -> str:
+    """A fault kind's legend label: its name, and the component it breaks (its declaration)."""
+    component = steps.FAULTS[kind].component if kind in steps.FAULTS else steps.NONE
+    return kind if component == steps.NONE else f"{kind} ({component})"
+
+
 def _draw_markers(ax: Any, y: dict[str, int], markers: list[tuple[float, str, str, str]]) -> None:
     used = set()
     for t, lane, key, _label in markers:
         if lane not in y:
             continue
-        st = dict(_MARKER_STYLE[key])
+        st = _style(key)
         lab = st.pop("label")
         ax.scatter([t], [y[lane]], zorder=3, label=None if key in used else lab, **st)
         used.add(key)
@@ -567,8 +628,6 @@ def read_sweep_csv(csv_path: str, required: tuple[str, ...] = SWEEP_COLUMNS_NEED
                    with_header: bool = False):
     """The rows of a sweep CSV, checked: a text CSV with the ``required`` columns and numbers
     where numbers belong (else one ``ConfigError`` line). ``with_header``: (header, rows)."""
-    from .metrics import FLAT_COLUMNS
-
     fix = "give a CSV written by failclosed sweep CONFIG --param NAME=V1,V2 --out FILE.csv"
     try:
         with open(csv_path, newline="", encoding="utf-8") as f:
@@ -603,8 +662,6 @@ def read_sweep_csv(csv_path: str, required: tuple[str, ...] = SWEEP_COLUMNS_NEED
 def sweep_parameters(header: list[str]) -> list[str]:
     """The parameters a sweep CSV can map: its swept ``param:NAME`` columns, and ``policy``
     (a column of every sweep CSV, swept or not)."""
-    from .stats import param_names
-
     names = param_names(header)
     return names + ([] if "policy" in names else ["policy"])
 
@@ -652,9 +709,6 @@ def curves(rows: list[dict[str, str]], header: list[str], out: str, x: str, colo
     """The summary's estimates against ``x`` with their 95 % intervals over seeds as bands
     (``sim.stats.summarize``): one panel per metric (rows) and facet value (columns), one
     line per ``color`` value. Call :func:`check_mapping` first. Returns what was drawn."""
-    from . import stats
-    from .metrics import SUMMARY_METRICS
-
     summ = stats.summarize(rows, header)
     have = stats.summary_metrics(header)
     metrics = [m for m in metrics if m in have]
@@ -672,31 +726,14 @@ def curves(rows: list[dict[str, str]], header: list[str], out: str, x: str, colo
     clipped = 0
     fig, axes = plt.subplots(len(metrics), len(facets), figsize=(5.2 * len(facets) + 1.5, 3.0 * len(metrics) + 1.2),
                              squeeze=False, sharex=True, sharey="row")
-    cmap = plt.get_cmap("tab10")
     for i, m in enumerate(metrics):
         spec = SUMMARY_METRICS[m]
-        scale = 100.0 if spec.fraction else 1.0
         for j, fv in enumerate(facets):
             ax = axes[i][j]
             for c, cv in enumerate(colours):
                 pts = sorted((pos[key(r, x)], r) for r in summ if key(r, facet) == fv and key(r, color) == cv)
-                if not pts:
-                    continue
-                px = [p for p, _ in pts]
-                est = [_nan(r[m]) * scale for _, r in pts]
-                lo = [_nan(r[f"{m}_lo"]) * scale for _, r in pts]
-                hi = [_nan(r[f"{m}_hi"]) * scale for _, r in pts]
-                lab = f"{color} = {cv}" if color else None
-                line, = ax.plot(px, est, marker="o", ms=4, color=cmap(c % 10), label=lab)
-                ax.fill_between(px, lo, hi, color=line.get_color(), alpha=0.18, lw=0)
-                # a band clipped to the metric's range: marked at the bound moved, as the
-                # tables mark it (cli/summarize.py's *)
-                for p, r, lo_v, hi_v in zip(px, [r for _, r in pts], lo, hi, strict=True):
-                    for side in _clipped_notes(r, m):
-                        ax.plot([p], [lo_v if side.startswith("lo") else hi_v], ls="none",
-                                marker=CLIPPED_MARKER, ms=9, color=line.get_color(),
-                                label=CLIPPED_LABEL)
-                        clipped += 1
+                clipped += _curve(ax, pts, m, 100.0 if spec.fraction else 1.0, c,
+                                  f"{color} = {cv}" if color else None)
             if i == 0 and facet:
                 ax.set_title(f"{facet} = {fv}", fontsize=10)
             if j == 0:
@@ -707,27 +744,60 @@ def curves(rows: list[dict[str, str]], header: list[str], out: str, x: str, colo
             ax.grid(alpha=0.3)
             if i == len(metrics) - 1:
                 ax.set_xlabel(param_label(x))
-    if color or clipped:  # each label once (every clipped marker carries the same one)
-        by = dict(zip(*reversed(axes[0][-1].get_legend_handles_labels()), strict=True))
-        for ax in axes.flat:
-            h, lab = ax.get_legend_handles_labels()
-            by.update({k: v for v, k in zip(h, lab, strict=True) if k not in by})
-        axes[0][-1].legend(list(by.values()), list(by), fontsize=8, loc="best")
+    if color or clipped:
+        _curves_legend(axes)
     ns = sorted({int(r["n_seeds"]) for r in summ})
-    seeds = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]} to {ns[-1]}"
-    fig_w = fig.get_size_inches()[0]
-    # wrapped to the figure's width (a 10 pt character is about 0.08 in): never cut at its sides
-    methods = "; ".join(dict.fromkeys(str(r.get("interval_method") or "") for r in summ)) or "?"
-    mark = f"; {CLIPPED_MARKER_TEXT}: {CLIPPED_LABEL}" if clipped else ""
-    caption = ((title or f"{len(summ)} grid points") + f"; {seeds} seeds (simulations) per point; "
-               f"bands: intervals over seeds ({methods}){mark}")
-    fig.suptitle(_wrap(caption, int(fig_w / 0.085)), fontsize=10)
+    fig.suptitle(_curves_caption(fig, summ, ns, title, clipped), fontsize=10)
     fig.tight_layout()
     drawn = _figure_facts(fig) | {"metrics": metrics}
     fig.savefig(out, dpi=100, metadata=_png_metadata(out, drawn))
     plt.close(fig)
     return {"points": len(summ), "metrics": metrics, "facets": facets, "colours": colours, "seeds": ns,
             **drawn}
+
+
+def _curve(ax: Any, pts: list[tuple[float, dict[str, Any]]], m: str, scale: float, c: int,
+           label: str | None) -> int:
+    """One line of metric ``m`` (its points ``pts``, x and summary row) with its band; a
+    bound clipped to the metric's range is marked there, as the tables mark it (cli/
+    summarize.py's *). Returns how many were."""
+    if not pts:
+        return 0
+    px = [p for p, _ in pts]
+    est = [_nan(r[m]) * scale for _, r in pts]
+    lo = [_nan(r[f"{m}_lo"]) * scale for _, r in pts]
+    hi = [_nan(r[f"{m}_hi"]) * scale for _, r in pts]
+    line, = ax.plot(px, est, marker="o", ms=4, color=plt.get_cmap("tab10")(c % 10), label=label)
+    ax.fill_between(px, lo, hi, color=line.get_color(), alpha=0.18, lw=0)
+    clipped = 0
+    for p, r, lo_v, hi_v in zip(px, [r for _, r in pts], lo, hi, strict=True):
+        for side in _clipped_notes(r, m):
+            ax.plot([p], [lo_v if side.startswith("lo") else hi_v], ls="none",
+                    marker=CLIPPED_MARKER, ms=9, color=line.get_color(), label=CLIPPED_LABEL)
+            clipped += 1
+    return clipped
+
+
+def _curves_legend(axes: Any) -> None:
+    """One legend, on the first row's last panel: each label once (every clipped marker
+    carries the same one)."""
+    by = dict(zip(*reversed(axes[0][-1].get_legend_handles_labels()), strict=True))
+    for ax in axes.flat:
+        h, lab = ax.get_legend_handles_labels()
+        by.update({k: v for v, k in zip(h, lab, strict=True) if k not in by})
+    axes[0][-1].legend(list(by.values()), list(by), fontsize=8, loc="best")
+
+
+def _curves_caption(fig: Any, summ: list[dict[str, Any]], ns: list[int], title: str,
+                    clipped: int) -> str:
+    """The caption: the points, the seeds per point, the intervals' method; wrapped to the
+    figure's width (a 10 pt character is about 0.08 in): never cut at its sides."""
+    seeds = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]} to {ns[-1]}"
+    methods = "; ".join(dict.fromkeys(str(r.get("interval_method") or "") for r in summ)) or "?"
+    mark = f"; {CLIPPED_MARKER_TEXT}: {CLIPPED_LABEL}" if clipped else ""
+    caption = ((title or f"{len(summ)} grid points") + f"; {seeds} seeds (simulations) per point; "
+               f"bands: intervals over seeds ({methods}){mark}")
+    return _wrap(caption, int(fig.get_size_inches()[0] / 0.085))
 
 
 CLIPPED_MARKER = "$*$"  # a band's bound moved to its metric's range, as the tables' *
@@ -778,8 +848,6 @@ def _png_metadata(out: str, facts: dict[str, Any]) -> dict[str, str] | None:
     """The figure's facts as PNG text chunks (``Description``: JSON), for a PNG only."""
     if not out.lower().endswith(".png"):
         return None
-    import json
-
     return {"Title": facts["caption"].replace("\n", " "), "Description": json.dumps(facts)}
 
 
@@ -788,8 +856,6 @@ def _nan(v: Any) -> float:
 
 
 def _wrap(text: str, width: int) -> str:
-    import textwrap
-
     return "\n".join(textwrap.wrap(text, width))
 
 

@@ -13,7 +13,9 @@ fault branch it takes; the engine's :meth:`Simulation.step` fires it.
   (sim/faults.py);
 * :meth:`Processes.fault_of` / :meth:`Processes.other_fault`: the one way every step of every
   actor draws its fault: the component the step's declaration names, the kinds the step may
-  take in the state (docs/SIMULATOR.md "Which faults a step draws").
+  take in the state (docs/SIMULATOR.md "Which faults a step draws");
+* :meth:`Processes.acting`: the generic process of an actor kind the step table declares
+  (``model.steps.ACTORS``) that has none of its own here (``HANDWRITTEN``): one per instance.
 
 A process draws from its own stream (sim/streams.py), named after it; what it draws, and
 in which order, is part of the history.
@@ -21,14 +23,15 @@ in which order, is part of the history.
 
 from __future__ import annotations
 
+import math
 import random
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import simpy
 from failclosed.model import names
-from failclosed.model.runtime import next_step, step_faults
+from failclosed.model.runtime import enabled, next_step, step_faults
 from failclosed.model.state import DEFAULT_OWNER, FINAL_ANSWER, Answer, Ask, RunSpec
-from failclosed.model.steps import NONE, OTHER_TRANSITIONS, PICK_UP
+from failclosed.model.steps import ACTORS, NONE, OTHER_TRANSITIONS, PICK_UP, Actor
 from failclosed.model.store import CANCEL, ENQUEUE_RUN, START_RUN
 from failclosed.model.vocab import (
     ActorKind,
@@ -72,8 +75,21 @@ STRANGER_REQUESTS = (Ask(STRANGER, Request.APPROVE), Ask(ANONYMOUS, Request.STAT
                      Ask(SERVICE_ACCOUNT, Request.CANCEL), Ask(GRANT_HOLDER, Request.EVENTS),
                      Ask(SERVICE_APPROVE, Request.APPROVE), Ask(SERVICE_READ, Request.STATUS))
 
-if TYPE_CHECKING:
-    from .engine import Simulation
+# What runs each actor kind of the step table (model/steps.py ``ACTORS``) in the simulator.
+# A kind declared there and not here gets the generic process (``Processes.acting``), one
+# per instance; a kind here with None has no process, and the simulation refuses to start
+# when one of its actors can act.
+HANDWRITTEN: dict[str, str | None] = {
+    ActorKind.CALLER: "arrivals: each run's caller (admit), its canceller, approver and strangers",
+    ActorKind.PROCESS: "drive: a segment or an enqueue caller, driven by whoever starts it",
+    ActorKind.WORKER: "worker and crasher: one each per worker",
+    ActorKind.BUS: "deliver: one per message sent",
+    ActorKind.REAPER: "reaper: one per reaper",
+    # sim/config.py gives the operator nothing to do (no removable tool, no cancel command)
+    ActorKind.OPERATOR: None,
+    ActorKind.CLOCK: "Simulation.step: time moves to the simulated instant before each step",
+}
+ACT_LIMIT = 1000  # moves one generic actor may fire at one instant before it is stopped
 
 
 class Delivery(NamedTuple):
@@ -103,7 +119,9 @@ class _Held:
 
 
 class Processes:
-    def __init__(self, sim: Simulation):
+    # ``sim``: the Simulation (sim/engine.py), which imports this module and is not imported
+    # back (no cycle): its clock, world, step and archive
+    def __init__(self, sim: Any):
         self.sim = sim
         self.env = sim.env
         self.cfg = sim.cfg
@@ -112,6 +130,10 @@ class Processes:
         self.window = sim.window
         self.mailbox = simpy.Store(sim.env)  # delivered messages (Delivery)
         self.worker_down: dict[str, bool] = {}
+        # the generic processes (``acting``) wait on this, triggered after every step while
+        # there are any (Simulation.step calls ``stepped``)
+        self.acting_kinds: tuple[str, ...] = ()
+        self.changed = simpy.Event(sim.env)
 
     def start(self) -> None:
         sim, env, cfg = self.sim, self.env, self.cfg
@@ -127,6 +149,60 @@ class Processes:
                 env.process(self.reaper(name, k * cfg.reaper_period / len(reapers)))
         if self.faults.audit.flaps:
             env.process(self.faults.audit.flapping())
+        self.start_generic()
+
+    # -- every other declared actor ----------------------------------------------------------
+    def start_generic(self) -> None:
+        """A generic process for every instance of a declared actor kind without a process of
+        its own (``HANDWRITTEN``); a kind listed without one must not be able to act."""
+        w = self.sim.world
+        for kind, actor in ACTORS.items():
+            if kind in HANDWRITTEN:
+                if HANDWRITTEN[kind] is None and enabled(w, kind):
+                    raise SimulationError(
+                        f"actor kind {kind!r} can act ({enabled(w, kind)[0]}) but the simulator "
+                        "runs no process for it: give it one in sim/processes.py HANDWRITTEN")
+                continue
+            own = tuple(n for n, o in OTHER_TRANSITIONS.items() if o.actor == kind)
+            if not own:
+                raise SimulationError(
+                    f"actor kind {kind!r} has no simulator process and declares no transition in "
+                    f"model/steps.py OTHER_TRANSITIONS (actor={kind!r}), where the generic process "
+                    "reads a move's faults and component: add its rows there, or write its "
+                    "process in sim/processes.py and list the kind in HANDWRITTEN")
+            self.acting_kinds += (kind,)
+            for name in actor.instances(w.config):
+                self.env.process(self.acting(actor, name, own))
+
+    def stepped(self) -> None:
+        """A step was fired: wake the generic processes (each looks for its moves again)."""
+        ev, self.changed = self.changed, simpy.Event(self.env)
+        ev.succeed()
+
+    def acting(self, actor: Actor, name: str, own: tuple[str, ...]):
+        """The generic process of actor ``name`` (of a kind without a process of its own): it
+        fires its enabled moves, normal branch first, each move's fault drawn from the
+        component its transitions' row names (``other_fault``), as soon as they are enabled:
+        after any step, and at the instants the kind declares (``Actor.instants``), where
+        the clock stops for it. It draws from a stream of its own, named as it is."""
+        sim, env = self.sim, self.env
+        rng = stream(self.seed, name)
+        try:
+            while not sim.stopped:
+                fired = 0
+                while sim.step(name, self.other_fault(rng, *own)[1]) is not None:
+                    fired += 1
+                    if fired >= ACT_LIMIT:
+                        raise SimulationError(
+                            f"{name} ({actor.kind}) fired {fired} moves at t={env.now}: its moves "
+                            "stay enabled after it takes them (a guard its effect does not falsify)")
+                waits = [self.changed]
+                at = _next_instant(actor, sim.world)
+                if at is not None:
+                    waits.append(env.timeout(_delay_to(env.now, at)))
+                yield env.any_of(waits)
+        except Stop:
+            return
 
     # -- arrivals and callers ----------------------------------------------------------------
     def arrivals(self):
@@ -429,6 +505,22 @@ class Processes:
         sim.step(name, self.fault_of(rng, name))
         if slot is not None:
             sim.maybe_archive(slot)
+
+
+def _next_instant(actor: Actor, w: Any) -> int | None:
+    """The first instant after the model's clock the actor kind declares it acts at."""
+    if actor.instants is None:
+        return None
+    return min((t for t in actor.instants(w) if t > w.clock), default=None)
+
+
+def _delay_to(now: float, at: int) -> float:
+    """The delay after which simulated time is ``at`` or just past it (never just before:
+    the model's clock is its integer part)."""
+    delay = max(0.0, at - now)
+    while now + delay < at:
+        delay = math.nextafter(delay, math.inf)
+    return delay
 
 
 def plan(cfg: SimConfig, seed: int, k: int) -> RunSpec:

@@ -880,6 +880,28 @@ def _find_unsigned_decision(w: World) -> str | None:
     return None
 
 
+@always(
+    P.ONE_EVENT_PER_STEP,
+    """
+    □ ∀e≠e'∈events: e.run = e'.run ∧ e.seg = e'.seg
+                     ⇒ (e.kind, e.turn, e.call) ≠ (e'.kind, e'.turn, e'.call)
+    """,
+    source="RUNTIME 3.2, 7.2, 16.17 (the stream: a step's event stored once)", reads=("events",), stable=True,
+)
+def _find_step_stored_twice(w: World) -> str | None:
+    """A segment's step is one audit event: the same segment storing the event of the same
+    step (kind, turn, call) again is an event stored twice (an insert retried after one that
+    did store, a step recorded a second time)."""
+    first: dict[tuple[int, str, str, int, int], int] = {}  # a step -> its first sequence
+    for e in w.events:
+        key = (e.run, e.seg, e.kind, e.turn, e.call)
+        if key in first:
+            return (f"run {w.run_id(e.run)}: {e.seg} stored its {e.kind} event of turn "
+                    f"{e.turn} call {e.call} twice (sequences {first[key]} and {e.seq})")
+        first[key] = e.seq
+    return None
+
+
 # =========================================================================================
 # liveness and fairness
 # =========================================================================================

@@ -45,6 +45,7 @@ class PropertyName(Closed):
     NO_SELF_APPROVED_WRITE = "no_self_approved_write"
     NO_CALL_BEYOND_ITS_PRINCIPALS_POLICY = "no_call_beyond_its_principals_policy"
     DECISION_EVENTS_NAME_THEIR_PRINCIPAL = "decision_events_name_their_principal"
+    ONE_EVENT_PER_STEP = "one_event_per_step"
     # liveness
     LEASED_RUNS_LEAVE_RUNNING = "leased_runs_leave_running"
     NO_ORPHAN_QUEUED_RUN = "no_orphan_queued_run"
