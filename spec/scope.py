@@ -69,9 +69,13 @@ import difflib
 import hashlib
 import itertools
 import json
+import multiprocessing
 import os
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,6 +84,10 @@ from failclosed.model.config import ConfigError, UsageError, check_keys, parse_c
 from failclosed.model.state import ASYNC, NO_TRANSPORT, SYNC
 from failclosed.model.steps import fault_kinds
 from failclosed.model.vocab import FaultKind
+from failclosed.spec.dimensions import generate
+from failclosed.spec.pool import spawn_pool, stop_pool
+from failclosed.spec.search import _maxrss_mib
+from failclosed.spec.seen import resident_mib
 from failclosed.spec.vocab import Reduction
 
 SCOPE_DIR = Path(__file__).resolve().parent / "scopes"
@@ -226,8 +234,6 @@ def expand(data: dict[str, Any], where: str, base: Path) -> list[Member]:
 def _generated(data: dict[str, Any], where: str) -> list[Member]:
     """``generate = ["values", "decisions", "pairs"]``: the members spec/dimensions.py's
     generators build from the dimension table."""
-    from failclosed.spec.dimensions import generate
-
     if "generate" not in data:
         return []
     names = _list_of(data["generate"], f"{where}: generate", "generator names")
@@ -473,7 +479,8 @@ def reduce_members(members: Sequence[Member]) -> tuple[list[Member], int, int]:
 # What a cached verdict depends on: the semantics (every module of model/), the checker and
 # the properties; and the layout of a cached result (RESULT_FORMAT). The command line, the
 # progress display and the orchestration here do not change a verdict.
-VERDICT_SOURCES = ("model", "spec/engine.py", "spec/seen.py", "spec/checker.py", "spec/properties.py",
+VERDICT_SOURCES = ("model", "spec/search.py", "spec/exploration.py", "spec/liveness.py",
+                   "spec/seen.py", "spec/checker.py", "spec/declare.py", "spec/properties.py",
                    "spec/coverage.py")
 RESULT_FORMAT = 1
 
@@ -530,8 +537,6 @@ def check_member(name: str, data: dict[str, Any], policy: str,
     ``logs``: under the log order (spec/symmetry.py; False: each log in landing order);
     ``memory_budget_mib``: what its search may store in memory (spec/seen.py)."""
     from failclosed.spec.checker import ConfigPart, check
-    from failclosed.spec.engine import _maxrss_mib
-    from failclosed.spec.seen import resident_mib
 
     before = _maxrss_mib()
     res = check(policy, ConfigPart(name, "", data), properties, witnesses=False,
@@ -589,8 +594,6 @@ class Cache:
         use it too), else ``$XDG_CACHE_HOME/failclosed`` or ``~/.cache/failclosed``. The old
         ``FAILCLOSED_CACHE_DIR`` is refused with one line saying which to set."""
         if os.environ.get(OLD_CACHE_VARIABLE) is not None:
-            from failclosed.model.config import UsageError
-
             raise UsageError(f"{OLD_CACHE_VARIABLE} is no longer read; set {CACHE_VARIABLE} "
                              f"instead (one variable names the cache): export "
                              f"{CACHE_VARIABLE}={os.environ[OLD_CACHE_VARIABLE]}")
@@ -726,11 +729,6 @@ def run_local(jobs: int, args: dict[int, tuple], done: Callable[[int, Any], None
     ``on_progress(key, figure)`` receives what the workers' tasks report through
     ``_PROGRESS`` (``_task``: ``((member, policy), states stored)``), and ``(None, 0)`` when
     ``poll`` seconds pass without any news (so the caller may show life)."""
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, wait
-
-    from failclosed.spec.pool import spawn_pool, stop_pool
-
     # spawn, never fork (safe inside a notebook kernel); the workers die with this process
     queue = multiprocessing.get_context("spawn").SimpleQueue() if on_progress is not None else None
     ex = spawn_pool(jobs, _init_progress if queue is not None else None,
@@ -754,8 +752,6 @@ def run_local(jobs: int, args: dict[int, tuple], done: Callable[[int, Any], None
         ex.shutdown(wait=True)
     finally:
         if old is not None:
-            import signal
-
             signal.signal(signal.SIGTERM, old)
 
 
@@ -774,9 +770,6 @@ def _drain(queue: Any, on_progress: Callable[[Any, int], None]) -> None:
 def _sigterm_interrupts() -> Any:
     """While a pool runs in the main thread, SIGTERM interrupts like Ctrl-C (so the workers
     are stopped too); returns the previous handler, or None where it cannot be set."""
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return None
     if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
@@ -792,7 +785,7 @@ def dask_client(address: str, timeout: float = 5.0) -> Any:
     """A connected ``distributed.Client``, or one UsageError line (bad or unreachable
     address) within ``timeout`` seconds."""
     try:
-        from distributed import Client
+        from distributed import Client  # dask: optional and heavy, only for --dask
     except ImportError:
         raise UsageError("--dask: dask.distributed is not installed; pip install 'failclosed[dask]'") from None
     if not isinstance(address, str) or ":" not in address:
@@ -805,7 +798,7 @@ def dask_client(address: str, timeout: float = 5.0) -> Any:
 
 
 def _run_dask(address: str, args: dict[int, tuple], done: Callable[[int, dict[str, Any]], None]) -> None:
-    from distributed import as_completed
+    from distributed import as_completed  # dask: optional and heavy, only for --dask
 
     client = dask_client(address)
     try:
