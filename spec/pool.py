@@ -13,10 +13,14 @@ ends with them.
 
 from __future__ import annotations
 
+import ctypes
+import multiprocessing
 import os
+import signal
 import sys
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 __all__ = ["die_with_parent", "spawn_pool", "stop_pool"]
@@ -27,12 +31,8 @@ POLL_SECONDS = 1.0
 
 def die_with_parent(parent: int) -> None:
     """A pool initializer: end this worker when process ``parent`` dies."""
-    import signal
-
     if sys.platform.startswith("linux"):
         try:
-            import ctypes
-
             libc = ctypes.CDLL(None, use_errno=True)
             if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0:
                 if os.getppid() != parent:  # the parent died before the prctl
@@ -58,9 +58,6 @@ def _start(parent: int, init: Any, initargs: tuple[Any, ...]) -> None:
 def spawn_pool(jobs: int, initializer: Any = None, initargs: tuple[Any, ...] = ()) -> Any:
     """A process pool of ``jobs`` spawned workers that die with this process; each worker
     runs ``initializer(*initargs)`` too, if given (a module-level function)."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     ctx = multiprocessing.get_context("spawn")
     return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_start,
                                initargs=(os.getpid(), initializer, tuple(initargs)))
