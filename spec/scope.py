@@ -69,13 +69,11 @@ import difflib
 import hashlib
 import itertools
 import json
-import multiprocessing
 import os
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,8 +82,6 @@ from failclosed.model.config import ConfigError, UsageError, check_keys, parse_c
 from failclosed.model.state import ASYNC, NO_TRANSPORT, SYNC
 from failclosed.model.steps import fault_kinds
 from failclosed.model.vocab import FaultKind
-from failclosed.spec.dimensions import generate
-from failclosed.spec.pool import spawn_pool, stop_pool
 from failclosed.spec.search import _maxrss_mib
 from failclosed.spec.seen import resident_mib
 from failclosed.spec.vocab import Reduction
@@ -234,6 +230,9 @@ def expand(data: dict[str, Any], where: str, base: Path) -> list[Member]:
 def _generated(data: dict[str, Any], where: str) -> list[Member]:
     """``generate = ["values", "decisions", "pairs"]``: the members spec/dimensions.py's
     generators build from the dimension table."""
+    # the dimension table costs 15 to 30 ms to import: paid only by a scope that generates
+    from failclosed.spec.dimensions import generate
+
     if "generate" not in data:
         return []
     names = _list_of(data["generate"], f"{where}: generate", "generator names")
@@ -729,6 +728,13 @@ def run_local(jobs: int, args: dict[int, tuple], done: Callable[[int, Any], None
     ``on_progress(key, figure)`` receives what the workers' tasks report through
     ``_PROGRESS`` (``_task``: ``((member, policy), states stored)``), and ``(None, 0)`` when
     ``poll`` seconds pass without any news (so the caller may show life)."""
+    # a process pool costs about 15 ms of imports (multiprocessing, concurrent.futures):
+    # paid only when one runs, not by every command that imports this module
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    from failclosed.spec.pool import spawn_pool, stop_pool
+
     # spawn, never fork (safe inside a notebook kernel); the workers die with this process
     queue = multiprocessing.get_context("spawn").SimpleQueue() if on_progress is not None else None
     ex = spawn_pool(jobs, _init_progress if queue is not None else None,
