@@ -25,7 +25,7 @@ import time  # noqa: E402
 
 from failclosed.spec import engine  # noqa: E402
 from failclosed.spec.checker import CONFIG_DIR, check  # noqa: E402
-from failclosed.spec.engine import _maxrss_mib  # noqa: E402
+from failclosed.spec.search import _maxrss_mib  # noqa: E402
 
 _LIVE_CPU = [0.0]
 

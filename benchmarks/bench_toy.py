@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from failclosed.model.transition import Transition  # noqa: E402
-from failclosed.spec.engine import explore  # noqa: E402
+from failclosed.spec.search import explore  # noqa: E402
 
 
 def bench_toy(n: int = 40, actors: int = 3) -> float:

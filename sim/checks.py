@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from failclosed.model.state import World
-from failclosed.spec.engine import FieldReads
+from failclosed.spec.search import FieldReads
 
 from .invariants import RunItems, failing, project
 from .liveness import Liveness

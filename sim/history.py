@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from json.encoder import encode_basestring_ascii as _enc
 from typing import Any, TextIO
 
@@ -151,8 +152,6 @@ class History:
                 try:
                     os.link(f"/proc/self/fd/{f.fileno()}", self.partial)
                 except OSError:  # no /proc, or /proc on another device: copy it out
-                    import shutil
-
                     f.seek(0)
                     with open(self.partial, "w", encoding="utf-8") as out:
                         shutil.copyfileobj(f, out)

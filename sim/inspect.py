@@ -39,6 +39,7 @@ from failclosed.model.config import (
     TOOL_KEYS,
     ConfigError,
     parse_config,
+    read_toml,
     tool_effect,
 )
 from failclosed.model.constants import Constants
@@ -54,6 +55,7 @@ from failclosed.model.state import (
     STATUSES,
     TERMINAL,
 )
+from failclosed.spec import baseline
 from failclosed.spec.vocab import PropertyName
 
 from .dbschema import (
@@ -257,8 +259,6 @@ class Catalogue:
 def load_catalogue(path: str | None) -> Catalogue:
     if path is None:
         return Catalogue()
-    from failclosed.model.config import read_toml
-
     data = read_toml(path)
     tools = data.get("tools")
     if not isinstance(tools, list) or not tools or not all(isinstance(t, dict) and isinstance(t.get("name"), str) for t in tools):
@@ -272,8 +272,6 @@ def load_catalogue(path: str | None) -> Catalogue:
 
 def finding_traces(prop: str) -> list[str]:
     """The model's shortest traces of ``prop`` under current (spec/findings/), to replay beside it."""
-    from failclosed.spec import baseline
-
     d = Path(baseline.__file__).resolve().parent / "findings"
     return [f"spec/findings/{p.name}" for p in sorted(d.glob(f"{prop}--current*.toml"))]
 

@@ -34,6 +34,7 @@ import sqlite3
 import warnings
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from failclosed.model.config import ConfigError
 
@@ -211,8 +212,6 @@ _MASK = "***"
 
 def _url_secrets(url: str) -> list[str]:
     """The password of the userinfo and the values of secret-looking query keys, as written."""
-    from urllib.parse import parse_qsl, unquote, urlsplit
-
     out = []
     try:
         parts = urlsplit(url)
@@ -235,7 +234,7 @@ def mask_url(url: str) -> str:
     parse it, and every secret found is masked in the text as well."""
     shown = url
     try:
-        from sqlalchemy.engine import make_url
+        from sqlalchemy.engine import make_url  # a database driver: optional ([db] extra)
 
         u = make_url(url)
         u = u.update_query_dict({k: _MASK for k in u.query if _SECRET_KEY.search(k)})
@@ -278,7 +277,7 @@ class UrlSource(Source):
         self.conn: Any = None
         self.engine: Any = None
         try:
-            import sqlalchemy as sa
+            import sqlalchemy as sa  # a database driver: optional ([db] extra)
         except ImportError:
             raise ConfigError(f"SOURCE {shown}: reading a database URL needs SQLAlchemy; {DB_HINT}") from None
         self.sa = sa

@@ -19,12 +19,11 @@ When they are checked (documented in docs/SIMULATOR.md):
 from __future__ import annotations
 
 from failclosed.model.state import World, replace
+from failclosed.spec.properties import SAFETY
 
 
 def load_safety() -> tuple[dict[str, object], str]:
     """``(properties, source)``: spec's SAFETY, the checker's own predicates."""
-    from failclosed.spec.properties import SAFETY
-
     return dict(SAFETY), "spec.properties.SAFETY"
 
 

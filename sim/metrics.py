@@ -13,9 +13,10 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
+from failclosed.model.classify import retryable
 from failclosed.model.state import (
     APPROVER_NOT_PERMITTED,
     IDEMPOTENT_WRITE,
@@ -27,7 +28,9 @@ from failclosed.model.steps import AUDIT, DISPATCH, STORE
 from failclosed.model.vocab import OutcomeName
 
 from . import stats
-from .engine import RunRecord
+from .records import RunRecord
+from .summary import SUMMARY_METRICS as SUMMARY_METRICS  # read as metrics.SUMMARY_METRICS too
+from .window import STATEMENT_COSTS
 
 
 def proportion(records: list[RunRecord], k: Callable[[RunRecord], int], n: Callable[[RunRecord], int]
@@ -96,8 +99,6 @@ def failures(records: list[RunRecord]) -> dict[str, Any]:
     A run that met several failures counts once under each of their keys. Provider errors
     of the per-class form are listed under their class name in ``by_error`` too; a tool
     error without an ``error_mix`` is counted under ``tool`` only."""
-    from failclosed.model.classify import retryable
-
     def table(items: list[tuple[str, str, RunRecord]], with_class: bool) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, cls, r in items:
@@ -169,8 +170,6 @@ def statements(records: list[RunRecord], unattributed: Mapping[str, int] | None 
     """The statements the runtime issued, by class (``sim.window.STATEMENT_COSTS``: run-store
     statements, audit inserts, dispatches): the runs' own plus ``unattributed`` (the
     reaper's SELECTs, T10 and T14, which name no run), in total and per run."""
-    from .window import STATEMENT_COSTS
-
     extra = dict(unattributed or {})
     out: dict[str, Any] = {}
     for cost in STATEMENT_COSTS:
@@ -208,13 +207,35 @@ def compute(records: list[RunRecord], seed: int, lease_seconds: int,
     fin = [r for r in records if r.finished]
     m: dict[str, Any] = {"runs": len(records), "finished": len(fin), "unfinished": len(records) - len(fin),
                          "seed": seed}
+    m.update(_endings(records, fin))  # how the runs ended
+    m.update(_write_metrics(records))  # the write calls, applied twice, unaudited
+    m.update(_work(records))  # wasted work, renewals, requeues, segments
+    m.update(_times(records, fin))  # waits, end to end, throughput
+    m["lease_seconds"] = lease_seconds
+    m["statements"] = statements(records, unattributed)
+    m["redispatches"] = redispatches(records, reaper_period)
+    m["failures"] = failures(records)
+    if any(r.spec is not None and r.spec.requests for r in records):  # [workload.strangers]
+        m["access"] = access(records)
+    return m
+
+
+def _endings(records: list[RunRecord], fin: list[RunRecord]) -> dict[str, Any]:
+    """How the runs ended: by status, by reason, and the dead-lettered, completed and stuck
+    shares."""
+    m: dict[str, Any] = {}
     m["by_status"] = dict(Counter(r.status for r in records))
     m["by_reason"] = dict(Counter(r.reason or "-" for r in fin))
     m["dead_letter"] = proportion(records, lambda r: int(run_outcome(r) == "dead_lettered"), lambda r: int(r.finished))
     m["completed"] = proportion(records, lambda r: int(run_outcome(r) == "completed"), lambda r: int(r.finished))
     m["stuck"] = proportion(records, lambda r: int(not r.finished), lambda r: 1)
+    return m
 
-    # applications per logical write call, by effect class
+
+def _write_metrics(records: list[RunRecord]) -> dict[str, Any]:
+    """The write calls: applications per logical call by effect class, the unaudited
+    applications (by how their run ended), and the runs reaped while alive."""
+    m: dict[str, Any] = {}
     per_call: dict[str, list[int]] = defaultdict(list)
     for r in records:
         calls: Counter[tuple[int, int, str]] = Counter((a[0], a[1], a[3]) for a in r.applications)
@@ -245,13 +266,25 @@ def compute(records: list[RunRecord], seed: int, lease_seconds: int,
     m["runs_with_double_non_idempotent"] = proportion(
         records, lambda r: int(_double_calls(r, NON_IDEMPOTENT_WRITE)[0] > 0), lambda r: 1)
     m["reaped_while_alive"] = proportion(records, lambda r: int(r.reaped_alive > 0), lambda r: 1)
+    return m
+
+
+def _work(records: list[RunRecord]) -> dict[str, Any]:
+    """The work the runs took: wasted seconds of busy ones, renewals, requeues, segments."""
     busy = sum(r.busy for r in records)
     wasted = sum(r.wasted for r in records)
-    m["wasted_work"] = {"seconds": wasted, "busy_seconds": busy, "fraction": (wasted / busy) if busy else None}
-    m["renewals"] = {"total": sum(r.renewals for r in records),
-                     "per_run": (sum(r.renewals for r in records) / len(records)) if records else None}
-    m["requeues"] = {"total": sum(r.requeues for r in records)}
-    m["segments"] = dict(Counter(o[2] for r in records for o in r.outcomes))
+    return {
+        "wasted_work": {"seconds": wasted, "busy_seconds": busy, "fraction": (wasted / busy) if busy else None},
+        "renewals": {"total": sum(r.renewals for r in records),
+                     "per_run": (sum(r.renewals for r in records) / len(records)) if records else None},
+        "requeues": {"total": sum(r.requeues for r in records)},
+        "segments": dict(Counter(o[2] for r in records for o in r.outcomes)),
+    }
+
+
+def _times(records: list[RunRecord], fin: list[RunRecord]) -> dict[str, Any]:
+    """The waits (in the queue, to be admitted), the end-to-end time and the throughput."""
+    m: dict[str, Any] = {}
     m["queue_wait_s"] = percentiles(records, lambda r: (r.first_claim - r.admitted)
                                     if r.entry == "queued" and r.first_claim is not None else None)
     m["end_to_end_s"] = percentiles(records, lambda r: (r.terminal_at - r.arrival)
@@ -269,12 +302,6 @@ def compute(records: list[RunRecord], seed: int, lease_seconds: int,
         m["span_s"] = ends[-1] - t0
     else:
         m["throughput_per_hour"] = 0.0
-    m["lease_seconds"] = lease_seconds
-    m["statements"] = statements(records, unattributed)
-    m["redispatches"] = redispatches(records, reaper_period)
-    m["failures"] = failures(records)
-    if any(r.spec is not None and r.spec.requests for r in records):  # [workload.strangers]
-        m["access"] = access(records)
     return m
 
 
@@ -357,67 +384,3 @@ def flat(m: dict[str, Any]) -> dict[str, Any]:
         "redispatch_wait_s": rd["wait_s"]["mean"] * rd["count"] if rd["count"] else 0.0,
         "redispatch_wait_max_s": rd["wait_s"]["max"] if rd["count"] else None,
     }
-
-
-class SummaryMetric(NamedTuple):
-    """One metric of a sweep's summary: how its interval over seeds is computed (``kind``),
-    from which columns, what it is, and the range its values lie in (an interval is clipped to
-    it, and says so). ``fraction``: a share in [0, 1], printed as a percentage."""
-
-    kind: str  # "proportion", "ratio" (a ratio of sums) or "mean" (one value per seed)
-    column: str
-    den: str  # the denominator column ("" for a mean)
-    text: str
-    lo: float = 0.0  # every metric here is a count, a share, a time or a rate: never negative
-    hi: float | None = None  # None: no upper bound
-    fraction: bool = False
-
-    @property
-    def range(self) -> tuple[float, float | None]:
-        return self.lo, self.hi
-
-
-def _share(kind: str, column: str, den: str, text: str) -> SummaryMetric:
-    return SummaryMetric(kind, column, den, text, 0.0, 1.0, True)
-
-
-# The summary's metrics over seeds (sim.stats.summarize): name -> SummaryMetric. kind:
-# "proportion" (column of den per seed: t over per-seed proportions, widened to the pooled
-# Wilson interval), "ratio" (a ratio of sums: bootstrap over seeds, widened to the t interval),
-# "mean" (one value per seed: t over seeds). Each interval is clipped to the metric's range.
-SUMMARY_METRICS: dict[str, SummaryMetric] = {
-    "p_double_nonidem": _share("proportion", "nonidem_double", "nonidem_calls",
-                               "P(a non-idempotent write call applied twice or more)"),
-    "p_double_idem": _share("proportion", "idem_double", "idem_calls",
-                            "P(an idempotent write call applied twice or more)"),
-    "p_dead_letter": _share("proportion", "dead_letters", "finished", "P(a finished run is dead-lettered)"),
-    "p_failed": _share("proportion", "failed", "finished", "P(a finished run failed)"),
-    "p_completed": _share("proportion", "completed", "finished", "P(a finished run completed)"),
-    "p_completed_unaudited": _share("proportion", "completed_unaudited", "finished",
-                                    "P(a finished run completed over an unaudited write)"),
-    "p_unaudited": _share("proportion", "unaudited", "applications", "P(a write application is unaudited)"),
-    "p_unfinished": _share("proportion", "unfinished", "runs", "P(a run is unfinished at the end)"),
-    "p_reaped_alive": _share("proportion", "reaped_alive", "runs",
-                             "P(a run is reaped while its segment is alive)"),
-    # wasted seconds are a part of the busy seconds: a share, though a ratio of sums
-    "wasted_fraction": _share("ratio", "wasted_s", "busy_s",
-                              "wasted work: provider + tool time of LEASE_LOST segments / all of it"),
-    "throughput_per_hour": SummaryMetric("mean", "throughput_per_hour", "", "throughput (runs finished per hour)"),
-    "e2e_p50_s": SummaryMetric("mean", "e2e_p50_s", "", "end-to-end time, median of a simulation (s)"),
-    "e2e_p99_s": SummaryMetric("mean", "e2e_p99_s", "", "end-to-end time, p99 of a simulation (s)"),
-    "violations": SummaryMetric("mean", "violations", "", "violating runs per simulation"),
-    # what each proposal costs (docs/PROPOSALS.md "The cost of each proposal")
-    "store_statements_per_run": SummaryMetric("ratio", "store_statements", "runs",
-                                              "run-store statements per run (the reaper's SELECTs included)"),
-    "reaper_selects_per_run": SummaryMetric("ratio", "reaper_selects", "runs",
-                                            "the reaper's SELECTs per run (T10, and T14 under P6)"),
-    "audit_inserts_per_run": SummaryMetric("ratio", "audit_inserts", "runs", "audit inserts per run"),
-    "dispatches_per_run": SummaryMetric("ratio", "dispatches", "runs", "dispatches onto the bus per run"),
-    "redispatches_per_run": SummaryMetric("ratio", "redispatches", "runs",
-                                          "re-dispatches of an overdue QUEUED row by the sweep (P6) per run"),
-    "redispatch_wait_s": SummaryMetric("ratio", "redispatch_wait_s", "redispatches",
-                                       "seconds from a row's dispatch deadline passing to the sweep's "
-                                       "re-dispatch, mean over re-dispatches"),
-    "redispatch_wait_max_s": SummaryMetric("mean", "redispatch_wait_max_s", "",
-                                           "that wait's maximum in a simulation (s)"),
-}

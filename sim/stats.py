@@ -24,7 +24,7 @@ So no interval is narrower than the t interval over replications. Each :class:`I
 names its method (``method``), which the CSVs, the JSON and the plots carry.
 
 :func:`summarize` makes a sweep's summary: one row per grid point, ``n_seeds`` and, for each
-metric of ``sim.metrics.SUMMARY_METRICS``, the estimate, ``_lo`` and ``_hi``.
+metric of ``sim.summary.SUMMARY_METRICS``, the estimate, ``_lo`` and ``_hi``.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 from scipy import stats as _st
+
+from .summary import SUMMARY_METRICS
 
 __all__ = ["CONFIDENCE", "SECTIONS", "Interval", "grid_points", "proportion_interval", "ratio_interval",
            "sectioned", "sections", "summary_columns", "summarize", "t_interval", "varying", "wilson"]
@@ -279,8 +281,6 @@ def metric_interval(rows: Sequence[dict[str, Any]], spec: Any) -> Interval:
 
 def summary_metrics(header: Sequence[str]) -> dict[str, tuple]:
     """The metrics of ``SUMMARY_METRICS`` whose columns the CSV has."""
-    from .metrics import SUMMARY_METRICS
-
     have = set(header)
     return {m: s for m, s in SUMMARY_METRICS.items() if all(c in have for c in (s.column, s.den) if c)}
 

@@ -43,6 +43,7 @@ Any command that judges (policy, property) cells can use it: ``check``, ``matrix
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -50,7 +51,8 @@ from pathlib import Path
 from typing import Any
 
 from failclosed.model.config import ConfigError, check_keys, read_toml
-from failclosed.model.policy import UnknownPolicy, parse_policy
+from failclosed.model.policy import UnknownPolicy, parse_policy, split_policy
+from failclosed.spec.properties import LIVENESS, SAFETY
 
 __all__ = ["BASELINE_DIR", "Baseline", "Comparison", "Known", "baseline_text", "load_baseline",
            "resolve_baseline", "write_baseline"]
@@ -86,8 +88,6 @@ class Known:
             return True
         if not self.variants:
             return False
-        from failclosed.model.policy import split_policy
-
         try:
             return split_policy(policy)[0] == self.policy
         except UnknownPolicy:
@@ -190,8 +190,6 @@ def _names(e: dict[str, Any], one: str, many: str, where: str, fix: str) -> list
 
 def baseline_from_dict(data: dict[str, Any], source: str = "baseline") -> Baseline:
     """Validate a parsed baseline table (``source`` prefixes every error)."""
-    from failclosed.spec.properties import LIVENESS, SAFETY
-
     props = [*SAFETY, *LIVENESS]
     check_keys(data, BASELINE_KEYS, f"{source}: ")
     raw = data.get("known", [])
@@ -211,8 +209,6 @@ def baseline_from_dict(data: dict[str, Any], source: str = "baseline") -> Baseli
                 raise ConfigError(f"{where}policy: {err}") from None
         for n in names:
             if n not in props:
-                import difflib
-
                 near = difflib.get_close_matches(n, props, n=1)
                 hint = f"did you mean {near[0]!r}?" if near else f"use one of {', '.join(props)}"
                 raise ConfigError(f"{where}property: unknown property {n!r}; {hint}")

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from failclosed.model import names
-from failclosed.model.runtime import enabled, fire
+from failclosed.model.runtime import REQUEST_ONLY, enabled, fire, unreachable_in
 from failclosed.model.state import Config
 from failclosed.model.steps import fault_kinds
 from failclosed.model.vocab import ActorKind, FaultKind
@@ -41,8 +41,6 @@ def expected_labels(specs: Iterable[Config]) -> list[str]:
     transition none of them can fire for want of what fires it (``runtime.unreachable_in``:
     a named principal's request, the operator's cancel command, the refused tick without a
     transport) is left out (none given: every label)."""
-    from failclosed.model.runtime import unreachable_in
-
     specs = list(specs)
     classes: list[str] = []
     for s in specs:
@@ -84,8 +82,6 @@ def random_walk_coverage(world, steps: int, seed: int = 0, restart_after: int = 
         idle = idle + 1 if w2 == w else 0  # only idle ticks left: start a new history
         w = w2
         k += 1
-    from failclosed.model.runtime import REQUEST_ONLY
-
     asks = any(r.requests for r in world.config.runs)  # else the reads can never be enabled
     never = tuple(n for n in names.TRANSITIONS
                   if n not in seen and (asks or n not in REQUEST_ONLY))

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from failclosed.model.config import BUILTIN_WRITERS, parse_config
+from failclosed.model.config import BUILTIN_WRITERS, ConfigError, parse_config
 from failclosed.model.constants import Constants
 from failclosed.model.names import TRANSITIONS
 from failclosed.model.state import (
@@ -548,8 +548,6 @@ GENERATORS = {"values": _values, "decisions": _decisions, "pairs": _pairs}
 
 def generate(names: Iterable[str], where: str) -> list[tuple[str, dict[str, Any]]]:
     """The members the generators ``names`` add: (name, model/config.py table)."""
-    from failclosed.model.config import ConfigError
-
     out = []
     for g in names:
         if g not in GENERATORS:

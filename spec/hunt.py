@@ -32,8 +32,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from failclosed.model.config import parse_config
+from failclosed.model.config import BUILTIN_WRITERS, ConfigError, parse_config
 from failclosed.spec import dimensions as D
+from failclosed.spec.checker import resolve_properties
 from failclosed.spec.scope import (
     Cache,
     Member,
@@ -163,8 +164,6 @@ def tools_by_table(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` with each tool that is not a builtin writer named by what its table says (a
     tool's name is behaviour only when the runtime declares it: RUNTIME 14.5), in the
     catalogue and in every plan: two configurations that differ only in such names are one."""
-    from failclosed.model.config import BUILTIN_WRITERS
-
     names = {}
     for t in data.get("tools", []):
         if t["name"] not in BUILTIN_WRITERS:
@@ -341,8 +340,6 @@ class _Oracle:
         return self.inside_memo[k]
 
     def _check(self, p: dict[str, Any], data: dict[str, Any]) -> set[tuple[str, str]] | None:
-        from failclosed.model.config import ConfigError
-
         try:
             cfg, budget = parse_config(data)
         except ConfigError:
@@ -400,8 +397,6 @@ def hunt(policies: Sequence[str], properties: Sequence[str] | None = None, *, se
     res = HuntResult(list(policies), list(properties) if properties else None, seed)
     oracle = _Oracle(res, properties, max_states, cache, Outside(outside), on_check)
     stop = should_stop or (lambda: False)
-    from failclosed.spec.checker import resolve_properties
-
     safety, live = resolve_properties(properties)
     cells = len(res.policies) * (len(safety) + len(live))
     rounds = 0

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from failclosed.model.policy import PRESET_ORDER, PRESETS, SWITCHES
+from failclosed.spec.checker import check
 from failclosed.spec.vocab import PropertyName
 
 __all__ = ["COUNTERFACTUAL_OFF", "MUTANTS", "MUTANT_CONFIG_DIR", "MUTANT_SWITCHES", "check_variant",
@@ -88,8 +89,6 @@ def mutant_config(name: str, default: str) -> str:
 def check_variant(job: tuple[str, str]) -> Any:
     """One row of the kill table: ``(policy, config)`` checked without witnesses or coverage
     (a module-level function: ``failclosed mutants --jobs`` runs it on spawned processes)."""
-    from failclosed.spec.checker import check
-
     policy, config = job
     return check(policy, config, None, witnesses=False, coverage=False)
 

@@ -13,6 +13,7 @@ ends with them.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 import signal
@@ -20,7 +21,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any
 
 __all__ = ["PROGRESS", "die_with_parent", "run_local", "spawn_pool", "stop_pool", "worker_share"]
@@ -31,12 +32,8 @@ POLL_SECONDS = 1.0
 
 def die_with_parent(parent: int) -> None:
     """A pool initializer: end this worker when process ``parent`` dies."""
-    import signal
-
     if sys.platform.startswith("linux"):
         try:
-            import ctypes
-
             libc = ctypes.CDLL(None, use_errno=True)
             if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0:
                 if os.getppid() != parent:  # the parent died before the prctl
@@ -62,9 +59,6 @@ def _start(parent: int, init: Any, initargs: tuple[Any, ...]) -> None:
 def spawn_pool(jobs: int, initializer: Any = None, initargs: tuple[Any, ...] = ()) -> Any:
     """A process pool of ``jobs`` spawned workers that die with this process; each worker
     runs ``initializer(*initargs)`` too, if given (a module-level function)."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     ctx = multiprocessing.get_context("spawn")
     return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_start,
                                initargs=(os.getpid(), initializer, tuple(initargs)))

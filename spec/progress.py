@@ -70,6 +70,7 @@ class Progress:
         self._bar: Any = None
         self._task: Any = None
         if self.enabled and self.live:
+            # rich is heavy (about 50 ms to import): only for a live bar on a terminal
             from rich.console import Console
             from rich.progress import (
                 BarColumn,

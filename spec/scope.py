@@ -89,6 +89,8 @@ from failclosed.spec.checker import (
     resolve_properties,
 )
 from failclosed.spec.pool import run_local, worker_share
+from failclosed.spec.search import _maxrss_mib
+from failclosed.spec.seen import resident_mib
 from failclosed.spec.vocab import Reduction
 
 SCOPE_DIR = Path(__file__).resolve().parent / "scopes"
@@ -233,6 +235,7 @@ def expand(data: dict[str, Any], where: str, base: Path) -> list[Member]:
 def _generated(data: dict[str, Any], where: str) -> list[Member]:
     """``generate = ["values", "decisions", "pairs"]``: the members spec/dimensions.py's
     generators build from the dimension table."""
+    # the dimension table costs 15 to 30 ms to import: paid only by a scope that generates
     from failclosed.spec.dimensions import generate
 
     if "generate" not in data:
@@ -480,7 +483,8 @@ def reduce_members(members: Sequence[Member]) -> tuple[list[Member], int, int]:
 # What a cached verdict depends on: the semantics (every module of model/), the checker and
 # the properties; and the layout of a cached result (RESULT_FORMAT). The command line, the
 # progress display and the orchestration here do not change a verdict.
-VERDICT_SOURCES = ("model", "spec/engine.py", "spec/seen.py", "spec/checker.py", "spec/properties.py",
+VERDICT_SOURCES = ("model", "spec/search.py", "spec/exploration.py", "spec/liveness.py",
+                   "spec/seen.py", "spec/checker.py", "spec/declare.py", "spec/properties.py",
                    "spec/coverage.py")
 RESULT_FORMAT = 1
 
@@ -536,8 +540,6 @@ def check_member(name: str, data: dict[str, Any], policy: str,
     ``on_progress(stored, expanded)``: the running search's progress (spec.engine.explore);
     ``logs``: under the log order (spec/symmetry.py; False: each log in landing order);
     ``memory_budget_mib``: what its search may store in memory (spec/seen.py)."""
-    from failclosed.spec.engine import _maxrss_mib
-    from failclosed.spec.seen import resident_mib
 
     before = _maxrss_mib()
     res = check(policy, ConfigPart(name, "", data), properties, witnesses=False,
@@ -586,8 +588,6 @@ class Cache:
         use it too), else ``$XDG_CACHE_HOME/failclosed`` or ``~/.cache/failclosed``. The old
         ``FAILCLOSED_CACHE_DIR`` is refused with one line saying which to set."""
         if os.environ.get(OLD_CACHE_VARIABLE) is not None:
-            from failclosed.model.config import UsageError
-
             raise UsageError(f"{OLD_CACHE_VARIABLE} is no longer read; set {CACHE_VARIABLE} "
                              f"instead (one variable names the cache): export "
                              f"{CACHE_VARIABLE}={os.environ[OLD_CACHE_VARIABLE]}")
@@ -714,7 +714,7 @@ def dask_client(address: str, timeout: float = 5.0) -> Any:
     """A connected ``distributed.Client``, or one UsageError line (bad or unreachable
     address) within ``timeout`` seconds."""
     try:
-        from distributed import Client
+        from distributed import Client  # dask: optional and heavy, only for --dask
     except ImportError:
         raise UsageError("--dask: dask.distributed is not installed; pip install 'failclosed[dask]'") from None
     if not isinstance(address, str) or ":" not in address:
@@ -727,7 +727,7 @@ def dask_client(address: str, timeout: float = 5.0) -> Any:
 
 
 def _run_dask(address: str, args: dict[int, tuple], done: Callable[[int, dict[str, Any]], None]) -> None:
-    from distributed import as_completed
+    from distributed import as_completed  # dask: optional and heavy, only for --dask
 
     client = dask_client(address)
     try:

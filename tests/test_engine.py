@@ -12,13 +12,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from failclosed.model.transition import Transition  # noqa: E402
-from failclosed.spec.engine import (  # noqa: E402
-    check_liveness,
-    coverage,
-    explore,
-    strongly_connected,
-    trace_table,
-)
+from failclosed.spec.exploration import coverage  # noqa: E402
+from failclosed.spec.liveness import check_liveness, strongly_connected  # noqa: E402
+from failclosed.spec.search import explore  # noqa: E402
+from failclosed.spec.traces import trace_table  # noqa: E402
 
 from benchmarks.bench_toy import bench_toy  # noqa: E402
 

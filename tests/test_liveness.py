@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from failclosed.model.transition import Transition  # noqa: E402
-from failclosed.spec.engine import check_liveness, explore, strongly_connected  # noqa: E402
+from failclosed.spec.liveness import check_liveness, strongly_connected  # noqa: E402
+from failclosed.spec.search import explore  # noqa: E402
 
 ACTORS = ("A", "B", "C")
 
