@@ -8,6 +8,7 @@ is "adr-141 without the write fence", one line.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -316,7 +317,6 @@ def varied_preset(spec: str) -> str | None:
 
 def parse_policy(spec: str) -> Policy:
     """``"adr-141"``, ``"adr-141-write_fence"`` (without), ``"adr-111+write_fence"`` (with)."""
-    import re
 
     base, rest = split_policy(spec)
     p = PRESETS[base]

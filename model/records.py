@@ -38,6 +38,7 @@ hashes in both forms; a build has one of them.
 from __future__ import annotations
 
 import ast
+import copyreg
 import dataclasses
 import typing
 from typing import Any
@@ -263,7 +264,6 @@ def picklable(*classes: type) -> None:
     the class. Worlds cross process boundaries (``check --jobs``, ``mutants``, scopes); the
     default protocol of a slotted frozen dataclass restores the slots by assignment, which a
     compiled (mypyc) class's frozen ``__setattr__`` refuses."""
-    import copyreg
 
     for cls in classes:
         copyreg.pickle(cls, _reduce)

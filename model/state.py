@@ -8,6 +8,7 @@ exploration and takes no part in equality or hashing.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -613,8 +614,6 @@ class _InstantPlan(NamedTuple):
 
 
 def _instant_plan() -> _InstantPlan:
-    import dataclasses
-
     world_fields = {f.name for f in dataclasses.fields(World)}
     direct: list[str] = []
     nested: dict[str, dict[type, list[tuple[str, int | None]]]] = {}
@@ -707,8 +706,6 @@ LOGS: tuple[Log, ...] = (
 
 
 def _check_logs() -> None:
-    import dataclasses
-
     world_fields = {f.name for f in dataclasses.fields(World)}
     for log in LOGS:
         if log.field not in world_fields:
