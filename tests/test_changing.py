@@ -31,6 +31,7 @@ from failclosed.model.steps import (
     DISPATCH,
     FAULTS,
     OTHER_TRANSITIONS,
+    Fair,
     Fault,
     Other,
     declare_actor,
@@ -45,7 +46,7 @@ from failclosed.sim.processes import HANDWRITTEN
 from failclosed.sim.records import SimulationError
 from failclosed.spec import engine, properties
 from failclosed.spec.checker import CONFIG_DIR, check, diff_worlds, load_config
-from failclosed.spec.properties import Fair, Fairness
+from failclosed.spec.declare import Fairness
 from failclosed.spec.vocab import PropertyName
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
