@@ -239,15 +239,12 @@ class SimConfig:
     rate_per_hour: float = 600.0
     batch_size: int = 100
     batch_every: float = 0.0
-    workers: int = 8
-    transport: str = "async"
     delivery_delay: Dist = ZERO
     duplicate_probability: float = 0.0
     dispatch_failure_probability: float = 0.0
     dispatch_latency: Dist = ZERO
     reaper_enabled: bool = True
     reaper_period: float = 60.0
-    reapers: int = 1  # [reaper] count: one reaper process each, names from model.names
     audit_failure_probability: float = 0.0
     ambiguous_commit_probability: float = 0.0
     audit_latency: Dist = ZERO
@@ -288,6 +285,21 @@ class SimConfig:
     def policy(self) -> str:
         """The configuration's policy, by name (``--policy`` may simulate another)."""
         return self.model.policy.name
+
+    @property
+    def workers(self) -> int:
+        """``[workers] count``: the model's workers (``w1`` .. ``wN``)."""
+        return len(self.model.workers)
+
+    @property
+    def transport(self) -> str:
+        """``[transport] kind``, as the model holds it."""
+        return self.model.transport
+
+    @property
+    def reapers(self) -> int:
+        """``[reaper] count``: reapers racing on the store (names from model.names)."""
+        return self.model.reapers
 
     @property
     def reaper_limit(self) -> int:
@@ -486,8 +498,8 @@ def load(data: dict[str, Any]) -> SimConfig:
         # a free run slot: a queued run with the default plan (sim/window.py admits a run
         # into it by replacing its spec)
         runs=tuple(RunSpec(id=f"_slot{i}", entry="queued") for i in range(kw["slots"])),
-        workers=tuple(f"w{k + 1}" for k in range(kw["workers"])),
-        reaper_limit=limit, reapers=kw["reapers"], transport=kw["transport"],
+        workers=tuple(f"w{k + 1}" for k in range(kw.pop("workers"))),
+        reaper_limit=limit, reapers=kw.pop("reapers"), transport=kw.pop("transport"),
         # gate 2 (12.2 step 8): approvers who may not run the turn's writes
         refusals=frozenset({NOT_PERMITTED}) if kw["not_permitted_probability"] > 0 else frozenset())
     return SimConfig(**kw)

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import simpy
 from failclosed.model import names
 from failclosed.model.runtime import enabled, next_step, step_faults
-from failclosed.model.state import DEFAULT_OWNER, FINAL_ANSWER, Answer, Ask, RunSpec
+from failclosed.model.state import DEFAULT_OWNER, FINAL_ANSWER, SYNC, Answer, Ask, RunSpec
 from failclosed.model.steps import ACTORS, NONE, OTHER_TRANSITIONS, PICK_UP, Actor
 from failclosed.model.store import CANCEL, ENQUEUE_RUN, START_RUN
 from failclosed.model.vocab import (
@@ -253,7 +253,7 @@ class Processes:
             if rs.entry == "queued":
                 if sim.world.proc(names.enqueue_process(rs.id)) is not None:
                     # sync: the whole run executes in the caller's (web) process
-                    yield from self.drive(names.enqueue_process(rs.id), caller, web=self.cfg.transport == "sync")
+                    yield from self.drive(names.enqueue_process(rs.id), caller, web=self.cfg.transport == SYNC)
             else:
                 yield from self.drive(names.caller_process(rs.id), caller, web=True)
             sim.maybe_archive(i)
