@@ -35,12 +35,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as _st
 
 from .summary import SUMMARY_METRICS
 
 __all__ = ["CONFIDENCE", "SECTIONS", "Interval", "grid_points", "proportion_interval", "ratio_interval",
            "sectioned", "sections", "summary_columns", "summarize", "t_interval", "varying", "wilson"]
+
+
+def _scipy_stats() -> Any:
+    """scipy.stats, imported when an interval is computed: it costs about 0.5 s of CPU at
+    start-up, which every command would pay (the simulator's results import this module)."""
+    from scipy import stats  # heavy: only when an interval is computed
+
+    return stats
 
 CONFIDENCE = 0.95
 SECTIONS = 10  # sections of one simulation's runs (batch means), when it has enough runs
@@ -91,7 +98,7 @@ def _t_bounds(a: np.ndarray, centre: float, confidence: float) -> tuple[float, f
     sd = float(np.std(a, ddof=1))
     if sd == 0.0:
         return centre, centre
-    lo, hi = _st.t.interval(confidence, df=len(a) - 1, loc=centre, scale=sd / math.sqrt(len(a)))
+    lo, hi = _scipy_stats().t.interval(confidence, df=len(a) - 1, loc=centre, scale=sd / math.sqrt(len(a)))
     return float(lo), float(hi)
 
 
@@ -116,7 +123,7 @@ def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> Interval:
     ``binomtest``): only for independent units; never for the runs of one simulation."""
     if n == 0:
         return Interval(None, None, None, 0, "Wilson (independent trials)")
-    ci = _st.binomtest(int(k), int(n)).proportion_ci(confidence, method="wilson")
+    ci = _scipy_stats().binomtest(int(k), int(n)).proportion_ci(confidence, method="wilson")
     return Interval(k / n, float(ci.low), float(ci.high), int(n), "Wilson (independent trials)")
 
 
@@ -182,7 +189,7 @@ def ratio_interval(num: Sequence[float], den: Sequence[float], unit: str = "seed
         return Interval(est, None, None, len(pairs), t.method)
     if np.ptp(x / y) == 0.0:
         return Interval(est, t.lo, t.hi, len(pairs), method)
-    res = _st.bootstrap((x, y), lambda a, b: a.sum() / b.sum(), paired=True, vectorized=False,
+    res = _scipy_stats().bootstrap((x, y), lambda a, b: a.sum() / b.sum(), paired=True, vectorized=False,
                         n_resamples=BOOTSTRAP_RESAMPLES, confidence_level=confidence,
                         method="percentile", rng=np.random.default_rng(BOOTSTRAP_SEED))
     b = Interval(est, float(res.confidence_interval.low), float(res.confidence_interval.high), len(pairs), method)
