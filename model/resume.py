@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from . import rules, store
 from .frames import T, end, input_side, made, put
-from .segment import LOOP, decider, insert_not_stored, next_call, to_settle
+from .segment import LOOP, decider, insert_not_stored, next_call, suspend_move, to_settle
 from .state import (
     APPROVER_NOT_PERMITTED,
     CONFIGURATION_GONE,
@@ -173,11 +173,6 @@ def record_decision(w: World, p: Proc, t: Transition) -> World:
     return next_call(w, replace(p, call=0))
 
 
-def _release_move(w: World, p: Proc) -> Transition:
-    name = TransitionName.SUSPEND_FOR_INPUT if input_side(p) else TransitionName.SUSPEND
-    return T(name, p.name, run=w.run_id(p.run))
-
-
 def release(w: World, p: Proc, t: Transition) -> World:
     status = WAITING_FOR_INPUT if input_side(p) else WAITING_FOR_APPROVAL
     ok = False
@@ -216,6 +211,6 @@ STEPS: tuple[Action, ...] = (
          place="4.2; 12.2 step 9, 12.3"),
     Step(Label.RELEASE, release,
          fires=(TransitionName.SUSPEND, TransitionName.SUSPEND_FOR_INPUT), faults=STORE_FAULTS,
-         cost=STORE, then=(Label.SETTLE, END), move=_release_move,
+         cost=STORE, then=(Label.SETTLE, END), move=suspend_move,
          place="T6; 12.2 gates 1-3 (the row goes back to waiting)"),
 )

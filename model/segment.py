@@ -467,7 +467,9 @@ def ladder(w: World, p: Proc, error: str, eclass: str) -> World:
     )
 
 
-def _suspend_move(w: World, p: Proc) -> Transition:
+def suspend_move(w: World, p: Proc) -> Transition:
+    """T6's statement, for an input tool or an approval (the suspension, and a resume's
+    release of its claim: model/resume.py)."""
     name = TransitionName.SUSPEND_FOR_INPUT if input_side(p) else TransitionName.SUSPEND
     return T(name, p.name, run=w.run_id(p.run))
 
@@ -613,7 +615,7 @@ STEPS: tuple[Action, ...] = (
          args=("tool",), move=_invoke_move, place="7.1 step 8.2"),
     Step(Label.SUSPEND, suspend,
          fires=(TransitionName.SUSPEND, TransitionName.SUSPEND_FOR_INPUT), faults=STORE_FAULTS,
-         cost=STORE, then=(Label.SETTLE, END), move=_suspend_move, place="T6; 8 arm 2"),
+         cost=STORE, then=(Label.SETTLE, END), move=suspend_move, place="T6; 8 arm 2"),
     Step(SETTLE, settle,
          fires=(TransitionName.SETTLE_COMPLETED, TransitionName.SETTLE_FAILED, TransitionName.SETTLE_POLICY_STOPPED, TransitionName.SETTLE_DEAD_LETTERED),
          faults=STORE_FAULTS, cost=STORE, then=(END,), args=("reason", "owner", "status"),

@@ -19,7 +19,7 @@ assigned to directly (``ACTIONS[label] = dataclasses.replace(ACTIONS[label], ...
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -109,20 +109,12 @@ def _unset(*args: Any) -> Any:  # pragma: no cover - replaced as the step is dec
     raise AssertionError("a step declared without its effect")
 
 
-def declare_actor(kind: str, *, place: str, answers: Callable[..., bool],
-                  moves: Callable[..., list[Any]], fire: Callable[..., Any],
-                  instances: Callable[[Any], tuple[str, ...]] | None = None,
-                  fairness: Fair = Fair.NONE,
-                  takes: Callable[[Any, str], bool] | None = None, says: str = "",
-                  fair_each: bool = True,
-                  instants: Callable[[Any], Iterable[int]] | None = None) -> None:
-    """A fixture's actor kind, added after Next's (see :class:`table.Actor`: its instances,
-    default one actor named as the kind; its fairness; ``instants``, the instants it may act
-    at, where the clock then stops). Use it inside :func:`extended`; a change to the model
-    itself adds its kind to model/next.py."""
-    a = _table.actor(kind, place=place, answers=answers, moves=moves, fire=fire,
-                     instances=instances, fairness=fairness, takes=takes, says=says,
-                     fair_each=fair_each, instants=instants)
+def declare_actor(kind: str, **declared: Any) -> None:
+    """A fixture's actor kind, added after Next's, declared as :func:`table.actor` declares
+    one (its instances, default one actor named as the kind; its fairness; ``instants``, the
+    instants it may act at, where the clock then stops). Use it inside :func:`extended`; a
+    change to the model itself adds its kind to model/next.py."""
+    a = _table.actor(kind, **declared)
     if a.kind in ACTORS:
         raise ValueError(f"actor {a.kind!r} is declared twice")
     ACTORS[a.kind] = a
