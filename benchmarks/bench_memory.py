@@ -5,8 +5,8 @@ other.
 
 Prints per search: states, CPU seconds and states per CPU second, the process's peak RSS
 (``ru_maxrss``), the search's own sampled peak and its growth per state, the estimated bytes
-stored in memory per state (the seen set and the per-state arrays: spec.engine.Stats
-.bytes_per_state) and the seen set's line; then the ratios spilled / in memory. CPU time, not
+stored in memory per state (the seen set and the per-state arrays: spec.exploration
+.Stats.bytes_per_state) and the seen set's line; then the ratios spilled / in memory. CPU time, not
 wall time, is the figure on a shared machine.
 
     python benchmarks/bench_memory.py [SCOPE] [--member NAME] [--policy P]

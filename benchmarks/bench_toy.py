@@ -1,4 +1,4 @@
-"""Benchmark of the bare exploration engine (spec/engine.py) on a cheap synthetic system.
+"""Benchmark of the bare exploration engine (spec/search.py) on a cheap synthetic system.
 
 ``actors`` counters in ``0..n``; actor k bumps or resets its own. Successors cost almost
 nothing, so the figure is the engine's own per-state and per-edge overhead (the BFS core,
